@@ -1,0 +1,9 @@
+# Minimal type stubs for jsonrpc-base (the package ships none): only the exception roots we subclass.
+from typing import Any
+
+class JSONRPCError(Exception): ...
+
+class TransportError(JSONRPCError):
+    def __init__(self, exception_text: str, message: Any = ..., *args: Any) -> None: ...
+
+class ProtocolError(JSONRPCError): ...
