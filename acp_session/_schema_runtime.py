@@ -296,8 +296,8 @@ def _convert_items_skipping_invalid(raw: list[Any], field_type: Any, path: str) 
 
 
 def _list_item_type(field_type: Any) -> Any:
-    candidates = typing.get_args(field_type) if typing.get_origin(field_type) in (Union, types.UnionType) else (
-        field_type,
+    candidates = (
+        typing.get_args(field_type) if typing.get_origin(field_type) in (Union, types.UnionType) else (field_type,)
     )
     for candidate in candidates:
         if typing.get_origin(candidate) is list:

@@ -251,8 +251,10 @@ class Generator:
                 continue
             bases = ["AcpStruct"]
             fields_from: list[tuple[dict[str, Any], list[str]]] = [(base_props, base_required)]
-            if v.ref is not None and self.is_union_def(v.ref) or (
-                v.ref is not None and (self.defs[v.ref].get("anyOf") or self.defs[v.ref].get("oneOf"))
+            if (
+                (v.ref is not None
+                and self.is_union_def(v.ref))
+                or (v.ref is not None and (self.defs[v.ref].get("anyOf") or self.defs[v.ref].get("oneOf")))
             ):
                 # A nested union: one merged struct named after it.
                 cls = v.ref
@@ -334,9 +336,7 @@ class Generator:
 
     def _definition(self, name: str, d: dict[str, Any]) -> None:
         if d.get("x-docs-ignore"):
-            self.entities[name] = Entity(
-                name, "alias", f"{name}: TypeAlias = dict[str, Any]\n", set()
-            )
+            self.entities[name] = Entity(name, "alias", f"{name}: TypeAlias = dict[str, Any]\n", set())
             return
         alts = d.get("anyOf") or d.get("oneOf")
         if alts and "properties" not in d:
@@ -364,7 +364,7 @@ class Generator:
                 "owner": None,
             }
             return
-        if not d or typ is None and not alts:
+        if not d or (typ is None and not alts):
             self.entities[name] = Entity(name, "alias", f"{name}: TypeAlias = Any\n", set())
             return
         expr, deps = self.type_expr(d)
@@ -486,10 +486,7 @@ class Generator:
             f'    """Runtime marker of the untagged union `{name}`."""\n\n'
             f"    __slots__ = ()\n"
         )
-        code = (
-            f"if TYPE_CHECKING:\n    {name}: TypeAlias = Union[{', '.join(exprs)}]\n"
-            f"else:\n    {name} = {marker}\n"
-        )
+        code = f"if TYPE_CHECKING:\n    {name}: TypeAlias = Union[{', '.join(exprs)}]\nelse:\n    {name} = {marker}\n"
         self.entities[marker] = Entity(marker, "marker", marker_code, set())
         if unknown_code:
             self.entities[f"Unknown{name}"] = Entity(f"Unknown{name}", "unknown", unknown_code, {marker})
@@ -576,9 +573,7 @@ class Generator:
         bases = list(spec["bases"])
         if len(bases) == 1 and bases[0] != "AcpStruct" and bases[0] in self.struct_specs:
             # Subclass of an existing struct: its fields are inherited.
-            parent_fields = {
-                w for props, _ in self.struct_specs[bases[0]]["fields"] for w in props
-            }
+            parent_fields = {w for props, _ in self.struct_specs[bases[0]]["fields"] for w in props}
             merged = {w: f for w, f in merged.items() if w not in parent_fields}
         bases += self.mixins.get(cls, [])
         kw = ""
@@ -656,7 +651,9 @@ def header_imports(body: str) -> str:
     def used(name: str) -> bool:
         return re.search(rf"\b{name}\b", body) is not None
 
-    typing_names = [n for n in ("TYPE_CHECKING", "Any", "ClassVar", "Final", "Literal", "Union") if used(n) or n == "TYPE_CHECKING"]
+    typing_names = [
+        n for n in ("TYPE_CHECKING", "Any", "ClassVar", "Final", "Literal", "Union") if used(n) or n == "TYPE_CHECKING"
+    ]
     lines = [f"from typing import {', '.join(typing_names)}", ""]
     if used("msgspec"):
         lines.append("import msgspec")
@@ -691,9 +688,7 @@ def method_tables(defs: dict[str, Any], names: set[str]) -> str:
         lines.append(f"{table}: Final[dict[str, MethodSpec]] = {{")
         for method, spec in sorted(requests.items()):
             if spec["side"] == side:
-                lines.append(
-                    f"    {method!r}: MethodSpec({method!r}, {spec['params']}, {spec['result']}, {side!r}),"
-                )
+                lines.append(f"    {method!r}: MethodSpec({method!r}, {spec['params']}, {spec['result']}, {side!r}),")
         lines.append("}")
     for side, table in (
         ("agent", "AGENT_NOTIFICATIONS"),
@@ -798,7 +793,8 @@ def sorted_aliases(aliases: list[Entity]) -> list[Entity]:
 def changed_names(stable: Generator, unstable: Generator) -> set[str]:
     """Unstable entities whose code differs from the stable one, or that use such an entity."""
     changed = {
-        n for n, e in unstable.entities.items()
+        n
+        for n, e in unstable.entities.items()
         if n not in stable.entities or stable.entities[n].code != e.code or stable.entities[n].lenient != e.lenient
     }
     while True:
