@@ -1,0 +1,35 @@
+"""Method-agnostic JSON-RPC 2.0 peer: a sans-IO core (``RpcCore``) and its anyio driver (``Connection``)."""
+
+from .connection import Connection, FallbackNotificationHandler, FallbackRequestHandler, FrameErrorCallback
+from .core import (
+    CancelRequested,
+    Event,
+    NotificationReceived,
+    ProtocolViolation,
+    RequestReceived,
+    ResponseReceived,
+    RpcCore,
+)
+from .handlers import Decoder, invalid_params, json_decode
+from .messages import CANCEL_REQUEST_METHOD, RequestId
+from .pending import PendingRequest
+
+__all__ = [
+    "CANCEL_REQUEST_METHOD",
+    "CancelRequested",
+    "Connection",
+    "Decoder",
+    "Event",
+    "FallbackNotificationHandler",
+    "FallbackRequestHandler",
+    "FrameErrorCallback",
+    "NotificationReceived",
+    "PendingRequest",
+    "ProtocolViolation",
+    "RequestId",
+    "RequestReceived",
+    "ResponseReceived",
+    "RpcCore",
+    "invalid_params",
+    "json_decode",
+]

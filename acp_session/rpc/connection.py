@@ -1,0 +1,434 @@
+"""The anyio driver around ``RpcCore``: one reader task, one writer task, handler dispatch.
+
+Ordering and concurrency rules:
+- incoming notifications are handled strictly in arrival order. A sync handler runs inline in the reader
+  when nothing is queued ahead of it (cheap: no task, no queue hop); otherwise, and for async handlers, the
+  notification goes through a bounded queue to one consumer task. The reader therefore keeps reading
+  responses while an async notification handler awaits a request on this same connection;
+- each incoming request runs in its own task (at most ``max_concurrent_requests`` at once);
+- outgoing frames go through one ordered write queue, so ``request()`` and ``cancel()`` need no await.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Awaitable, Callable
+from types import TracebackType
+from typing import Any, TypeVar, overload
+
+import anyio
+import msgspec
+from anyio.abc import TaskGroup
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
+from ..errors import (
+    AcpError,
+    ConnectionClosed,
+    InternalError,
+    InvalidRequest,
+    MessageTooLarge,
+    MethodNotFound,
+    ParseError,
+    RequestCancelled,
+    RpcError,
+)
+from ..transport.base import DEFAULT_RECEIVE_SIZE, Transport
+from ..transport.framing import DEFAULT_MAX_FRAME_SIZE, FrameReader, OversizedFrame
+from .core import (
+    CancelRequested,
+    NotificationReceived,
+    ProtocolViolation,
+    RequestReceived,
+    ResponseReceived,
+    RpcCore,
+)
+from .handlers import Decoder, Handler, invalid_params, json_decode
+from .messages import RequestId
+from .outbox import Outbox
+from .pending import PendingRequest
+
+__all__ = ["Connection", "FallbackNotificationHandler", "FallbackRequestHandler", "FrameErrorCallback"]
+
+_log = logging.getLogger("acp_session.rpc")
+T = TypeVar("T")
+
+FallbackRequestHandler = Callable[[str, bytes], Any]
+"""``(method, raw params JSON) -> result`` (sync or async) for methods without their own handler."""
+FallbackNotificationHandler = Callable[[str, bytes], Any]
+FrameErrorCallback = Callable[[AcpError], None]
+"""Told about frames that broke the rules: ``MessageTooLarge``, ``ParseError``, ``InvalidRequest``, ..."""
+
+_AWAIT = object()  # queue marker: the item is an awaitable left by a sync handler; finish it in order
+
+
+class Connection:
+    """A bidirectional JSON-RPC 2.0 peer over a ``Transport``; use as ``async with Connection(t) as c``."""
+
+    def __init__(
+        self,
+        transport: Transport,
+        *,
+        max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
+        notification_queue_size: int = 1024,
+        max_concurrent_requests: int = 256,
+        write_high_water: int = 4 * 1024 * 1024,
+        close_flush_timeout: float = 1.0,
+        on_frame_error: FrameErrorCallback | None = None,
+    ) -> None:
+        self.transport = transport
+        self.max_frame_size = max_frame_size
+        self.close_flush_timeout = close_flush_timeout
+        self.on_frame_error = on_frame_error
+        self._core: RpcCore[PendingRequest[Any]] = RpcCore()
+        self._outbox = Outbox(write_high_water)
+        self._requests: dict[str, Handler] = {}
+        self._notifications: dict[str, Handler] = {}
+        self._fallback_request: FallbackRequestHandler | None = None
+        self._fallback_notification: FallbackNotificationHandler | None = None
+        self._queue_size = notification_queue_size
+        self._backlog = 0  # notifications queued or being handled by the consumer task
+        self._request_slots = anyio.Semaphore(max_concurrent_requests)
+        self._scopes: dict[RequestId, anyio.CancelScope] = {}
+        self._tg: TaskGroup | None = None
+        self._notify_send: MemoryObjectSendStream[tuple[Any, Any]] | None = None
+        self._closed_error: ConnectionClosed | None = None
+        self._closed = anyio.Event()
+        self._closing = False
+
+    # -- registration ----------------------------------------------------------------------------------
+
+    def on_request(self, method: str, handler: Callable[[Any], Any], decode: Decoder = json_decode) -> None:
+        """Answer ``method`` with ``handler(decode(params))`` (sync or async), run in its own task.
+
+        Raise an ``RpcError`` subclass to answer with that error; any other exception becomes a generic
+        ``-32603`` (details are only logged). Params that fail ``decode`` get ``-32602``.
+        """
+        self._requests[method] = Handler.of(handler, decode)
+
+    def on_notification(self, method: str, handler: Callable[[Any], Any], decode: Decoder = json_decode) -> None:
+        """Call ``handler(decode(params))`` for each ``method`` notification, in arrival order."""
+        self._notifications[method] = Handler.of(handler, decode)
+
+    def set_fallback_request_handler(self, handler: FallbackRequestHandler | None) -> None:
+        """Handle requests for unregistered methods (default: ``-32601``)."""
+        self._fallback_request = handler
+
+    def set_fallback_notification_handler(self, handler: FallbackNotificationHandler | None) -> None:
+        """Handle notifications for unregistered methods (default: logged at debug level and dropped)."""
+        self._fallback_notification = handler
+
+    # -- lifecycle -------------------------------------------------------------------------------------
+
+    async def __aenter__(self) -> Connection:
+        if self._tg is not None:
+            raise RuntimeError("a Connection can be entered only once")
+        tg = anyio.create_task_group()
+        await tg.__aenter__()
+        self._tg = tg
+        send, receive = anyio.create_memory_object_stream[tuple[Any, Any]](self._queue_size)
+        self._notify_send = send
+        tg.start_soon(self._outbox_writer)
+        tg.start_soon(self._notification_consumer, receive)
+        tg.start_soon(self._read_loop)
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> bool | None:
+        await self.aclose()
+        assert self._tg is not None
+        return await self._tg.__aexit__(exc_type, exc, tb)
+
+    @property
+    def closed(self) -> bool:
+        """True once the peer's stream ended or ``aclose()`` was called."""
+        return self._closed_error is not None
+
+    @property
+    def close_reason(self) -> ConnectionClosed | None:
+        return self._closed_error
+
+    async def wait_closed(self) -> ConnectionClosed:
+        """Wait until the connection is closed (for agents: until the client goes away)."""
+        await self._closed.wait()
+        assert self._closed_error is not None
+        return self._closed_error
+
+    async def aclose(self) -> None:
+        """Answer in-flight incoming requests with ``-32800``, fail our pending requests, flush, close."""
+        if self._closing:
+            return
+        self._closing = True
+        with anyio.CancelScope(shield=True):
+            for scope in list(self._scopes.values()):
+                scope.cancel()
+            self._mark_closed(ConnectionClosed("connection closed locally"))
+            with anyio.move_on_after(self.close_flush_timeout):
+                while self._scopes:  # let cancelled handlers queue their -32800 replies
+                    await anyio.sleep(0.001)
+                await self._outbox.wait_flushed()
+            self._outbox.fail()
+            await self.transport.aclose()
+        if self._tg is not None:
+            self._tg.cancel_scope.cancel()
+
+    # -- outgoing --------------------------------------------------------------------------------------
+
+    @overload
+    def request(self, method: str, params: Any = None, *, timeout: float | None = None) -> PendingRequest[Any]: ...
+
+    @overload
+    def request(
+        self, method: str, params: Any = None, *, decode: Callable[[bytes], T], timeout: float | None = None
+    ) -> PendingRequest[T]: ...
+
+    def request(
+        self,
+        method: str,
+        params: Any = None,
+        *,
+        decode: Callable[[bytes], Any] = json_decode,
+        timeout: float | None = None,
+    ) -> PendingRequest[Any]:
+        """Queue a request now (ids are allocated in call order) and return its awaitable handle.
+
+        ``params`` is anything msgspec can encode (a Struct, a dict, None to omit). Raises
+        ``ConnectionClosed`` if the connection is closed, ``TypeError`` if params cannot be encoded.
+        """
+        self._check_open()
+        handle: PendingRequest[Any] = PendingRequest(self, method, decode, timeout)
+        handle.id, frame = self._core.start_request(method, params, handle)
+        self._outbox.put(frame)
+        return handle
+
+    async def notify(self, method: str, params: Any = None) -> None:
+        """Send a notification; waits only when the write queue is over its high-water mark."""
+        self._check_open()
+        self._outbox.put(self._core.notification_frame(method, params))
+        if self._outbox.size > self._outbox.high_water:
+            await self._outbox.wait_writable()
+
+    def _check_open(self) -> None:
+        if self._closed_error is not None:
+            raise self._closed_error
+        if self._tg is None:
+            raise RuntimeError("use the Connection as `async with Connection(transport) as conn:`")
+
+    def _send_cancel(self, id: RequestId) -> None:
+        if self._closed_error is None:
+            frame = self._core.cancel_frame(id)
+            if frame is not None:
+                self._outbox.put(frame)
+
+    def _expire(self, handle: PendingRequest[Any]) -> None:
+        if not handle.cancel_sent:
+            self._send_cancel(handle.id)  # let the peer stop working on it
+        self._core.forget(handle.id)
+        handle._timed_out()
+
+    # -- tasks -----------------------------------------------------------------------------------------
+
+    async def _outbox_writer(self) -> None:
+        await self._outbox.run(self.transport.send)
+        if self._closed_error is None:
+            # Writing failed: the peer is gone. The reader normally sees EOF too; make sure nothing hangs.
+            with anyio.move_on_after(0.05):
+                await self._closed.wait()
+            if self._closed_error is None:
+                info = await self.transport.peer_exit()
+                self._mark_closed(
+                    ConnectionClosed(
+                        "writing to the peer failed", exit_code=info.exit_code, stderr_tail=info.stderr_tail
+                    )
+                )
+
+    async def _read_loop(self) -> None:
+        reader = FrameReader(self.max_frame_size)
+        receive = self.transport.receive
+        outbox = self._outbox
+        try:
+            while True:
+                try:
+                    data = await receive(DEFAULT_RECEIVE_SIZE)
+                except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+                    break
+                for frame in reader.feed(data):
+                    await self._dispatch(frame)
+                if outbox.size > outbox.high_water:
+                    await outbox.wait_writable()
+            for frame in reader.feed_eof():
+                await self._dispatch(frame)
+        finally:
+            with anyio.CancelScope(shield=True):
+                if self._closed_error is None:
+                    info = await self.transport.peer_exit()
+                    self._mark_closed(
+                        ConnectionClosed(
+                            "the peer closed the connection", exit_code=info.exit_code, stderr_tail=info.stderr_tail
+                        )
+                    )
+                for scope in list(self._scopes.values()):
+                    scope.cancel()  # nobody is left to answer
+                if self._notify_send is not None:
+                    self._notify_send.close()  # the consumer finishes what was already received
+
+    async def _dispatch(self, frame: bytes | OversizedFrame) -> None:
+        if type(frame) is OversizedFrame:
+            self._report(MessageTooLarge(frame.size, self.max_frame_size))
+            return
+        event = self._core.receive(frame)  # type: ignore[arg-type]
+        kind = type(event)
+        if kind is NotificationReceived:
+            await self._notification(event)  # type: ignore[arg-type]
+        elif kind is ResponseReceived:
+            assert isinstance(event, ResponseReceived)
+            if event.reply is not None:
+                self._outbox.put(event.reply)
+            event.slot._resolve(event.result, event.error)
+        elif kind is RequestReceived:
+            assert isinstance(event, RequestReceived)
+            await self._start_request(event)
+        elif kind is CancelRequested:
+            assert isinstance(event, CancelRequested)
+            scope = self._scopes.get(event.id)
+            if scope is not None:
+                scope.cancel()
+        elif kind is ProtocolViolation:
+            assert isinstance(event, ProtocolViolation)
+            if event.reply is not None:
+                self._outbox.put(event.reply)
+            parse = event.problem in ("malformed JSON", "invalid UTF-8")
+            self._report(ParseError(message=event.problem) if parse else InvalidRequest(message=event.problem))
+
+    def _report(self, error: AcpError) -> None:
+        if self.on_frame_error is None:
+            _log.warning("bad incoming frame: %s", error)
+            return
+        try:
+            self.on_frame_error(error)
+        except Exception:
+            _log.exception("on_frame_error callback failed")
+
+    # -- notifications ---------------------------------------------------------------------------------
+
+    async def _notification(self, event: NotificationReceived) -> None:
+        handler = self._notifications.get(event.method)
+        if handler is None:
+            fallback = self._fallback_notification
+            if fallback is None:
+                _log.debug("no handler for notification %r; dropped", event.method)
+                return
+            item: Any = (event.method, event.params)
+        elif self._backlog == 0 and not handler.is_async:
+            # Fast path: nothing queued ahead, so running it right here keeps arrival order.
+            outcome = self._run_sync_notification(handler, event)
+            if outcome is not None:
+                await self._enqueue(_AWAIT, outcome)
+            return
+        else:
+            item = handler
+        await self._enqueue(item, event)
+
+    def _run_sync_notification(self, handler: Handler, event: NotificationReceived) -> Awaitable[Any] | None:
+        try:
+            params = handler.decode_params(event.params)
+        except msgspec.DecodeError as exc:
+            self._report(invalid_params(exc))
+            return None
+        try:
+            outcome = handler.fn(params)
+        except Exception:
+            _log.exception("notification handler for %r failed", event.method)
+            return None
+        return outcome if inspect.isawaitable(outcome) else None
+
+    async def _enqueue(self, item: Any, event: Any) -> None:
+        assert self._notify_send is not None
+        self._backlog += 1
+        try:
+            await self._notify_send.send((item, event))
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            self._backlog -= 1
+
+    async def _notification_consumer(self, receive: MemoryObjectReceiveStream[tuple[Any, Any]]) -> None:
+        async with receive:
+            async for item, event in receive:
+                try:
+                    if item is _AWAIT:
+                        await event
+                    elif isinstance(item, Handler):
+                        outcome = self._run_sync_notification(item, event)
+                        if outcome is not None:
+                            await outcome
+                    else:  # fallback: (method, params)
+                        assert self._fallback_notification is not None
+                        method, params = item
+                        outcome = self._fallback_notification(method, b"null" if params is None else bytes(params))
+                        if inspect.isawaitable(outcome):
+                            await outcome
+                except Exception:
+                    _log.exception("notification handler failed")
+                finally:
+                    self._backlog -= 1
+
+    # -- incoming requests -----------------------------------------------------------------------------
+
+    async def _start_request(self, event: RequestReceived) -> None:
+        handler = self._requests.get(event.method)
+        if handler is None and self._fallback_request is None:
+            reply = self._core.error_frame(event.id, MethodNotFound(data={"method": event.method}))
+            if reply is not None:
+                self._outbox.put(reply)
+            return
+        await self._request_slots.acquire()
+        scope = anyio.CancelScope()
+        self._scopes[event.id] = scope
+        assert self._tg is not None
+        self._tg.start_soon(self._run_request, event, handler, scope)
+
+    async def _run_request(self, event: RequestReceived, handler: Handler | None, scope: anyio.CancelScope) -> None:
+        core = self._core
+        id = event.id
+        reply: bytes | None = None
+        try:
+            with scope:
+                reply = core.result_frame(id, await self._call_handler(event, handler))
+        except RpcError as exc:
+            reply = core.error_frame(id, exc)
+        except Exception:
+            _log.exception("handler for %r (request id %r) failed", event.method, id)
+            reply = core.error_frame(id, InternalError())
+        finally:
+            self._scopes.pop(id, None)
+            self._request_slots.release()
+            if reply is None and core.is_in_flight(id):
+                # Cancelled by the peer, by aclose() or because the peer went away: still answer (ACP2-001).
+                reply = core.error_frame(id, RequestCancelled())
+            if reply is not None:
+                self._outbox.put(reply)
+
+    async def _call_handler(self, event: RequestReceived, handler: Handler | None) -> Any:
+        if handler is None:
+            assert self._fallback_request is not None
+            params_json = b"null" if event.params is None else bytes(event.params)
+            outcome = self._fallback_request(event.method, params_json)
+        else:
+            try:
+                params = handler.decode_params(event.params)
+            except msgspec.DecodeError as exc:
+                raise invalid_params(exc) from None
+            outcome = handler.fn(params)
+        if inspect.isawaitable(outcome):
+            outcome = await outcome
+        return outcome
+
+    # -- closing ---------------------------------------------------------------------------------------
+
+    def _mark_closed(self, error: ConnectionClosed) -> None:
+        if self._closed_error is not None:
+            return
+        self._closed_error = error
+        for handle in self._core.close():
+            handle._resolve(None, error)
+        self._closed.set()

@@ -1,0 +1,315 @@
+"""Sans-IO JSON-RPC 2.0 peer state: classify frames, allocate ids, match responses, build replies.
+
+No awaits and no I/O: ``RpcCore.receive(frame)`` turns one frame into one event, the ``*_frame`` methods
+turn outgoing messages into bytes. The anyio ``Connection`` drives it; tests can drive it directly.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+import msgspec
+from msgspec import UNSET, Raw
+
+from ..errors import InternalError, InvalidRequest, InvalidResponse, ParseError, RpcError
+from ..transport.framing import encode_frame
+from .messages import (
+    CANCEL_REQUEST_METHOD,
+    CancelRequestParams,
+    ErrorObject,
+    ErrorOut,
+    IncomingEnvelope,
+    NotificationOut,
+    RequestId,
+    RequestOut,
+    ResultOut,
+    cancel_params_decoder,
+    encoder,
+    envelope_decoder,
+    error_decoder,
+)
+
+__all__ = [
+    "CancelRequested",
+    "Event",
+    "NotificationReceived",
+    "ProtocolViolation",
+    "RequestReceived",
+    "ResponseReceived",
+    "RpcCore",
+]
+
+_log = logging.getLogger("acp_session.rpc")
+S = TypeVar("S")
+_V = "2.0"
+_JSON_WS = b" \t\r\n"
+
+
+@dataclass(slots=True)
+class RequestReceived:
+    """The peer called ``method``; answer with ``RpcCore.result_frame``/``error_frame`` for ``id``."""
+
+    id: RequestId
+    method: str
+    params: Raw | None
+
+
+@dataclass(slots=True)
+class NotificationReceived:
+    method: str
+    params: Raw | None
+
+
+@dataclass(slots=True)
+class CancelRequested:
+    """The peer sent ``$/cancel_request`` for a request of its own that we have not answered yet."""
+
+    id: RequestId
+
+
+@dataclass(slots=True)
+class ResponseReceived(Generic[S]):
+    """An answer to one of our requests; ``slot`` is what ``start_request`` stored for it."""
+
+    id: RequestId
+    slot: S
+    result: Raw | None
+    error: RpcError | InvalidResponse | None
+    reply: bytes | None = None  # set when the response was malformed: the -32600 to send back
+
+
+@dataclass(slots=True)
+class ProtocolViolation:
+    """The frame broke a rule; ``reply`` (if any) is the error response to send back."""
+
+    problem: str
+    reply: bytes | None = None
+
+
+Event = RequestReceived | NotificationReceived | CancelRequested | ResponseReceived[S] | ProtocolViolation
+
+
+def error_frame_for(id: RequestId | None, error: RpcError) -> bytes:
+    """Encode an error response; unencodable ``data`` is dropped rather than failing the reply."""
+    obj = ErrorObject(error.code, error.message, error.data)
+    try:
+        body = encoder.encode(ErrorOut(_V, id, obj))
+    except (TypeError, ValueError, msgspec.EncodeError):
+        _log.warning("error data for code %s is not JSON-encodable; sent without data", error.code)
+        body = encoder.encode(ErrorOut(_V, id, ErrorObject(error.code, error.message)))
+    return encode_frame(body)
+
+
+def _params(params: Any) -> Any:
+    """JSON-RPC params are structured (object or array) or omitted (None)."""
+    if params is None:
+        return UNSET
+    if isinstance(params, (str, int, float, bytes)):
+        raise TypeError(f"params must encode to a JSON object or array, not {type(params).__name__}")
+    return params
+
+
+def _batch_reply(items: list[Any]) -> ProtocolViolation:
+    """The one place that decides what a received batch gets.
+
+    The current ACP v2 schema no longer uses JSON-RPC batches (older v2 docs allowed them), so any array,
+    empty or not, is answered with a single ``-32600`` response with id null and nothing in it is run.
+    """
+    return ProtocolViolation("batch (JSON array) received", error_frame_for(None, InvalidRequest()))
+
+
+class RpcCore(Generic[S]):
+    """Bookkeeping for one JSON-RPC connection, both directions.
+
+    Outgoing requests get fresh integer ids (never reused, ACP2-006) and wait in the pending table with
+    a caller-chosen ``slot``. Incoming request ids are tracked until answered so a reply is sent exactly
+    once and ``$/cancel_request`` for an unknown or answered id is ignored (ACP2-002).
+    """
+
+    def __init__(self) -> None:
+        self._next_id = 1
+        self._pending: dict[RequestId, S] = {}
+        self._in_flight: set[RequestId] = set()
+
+    # -- outgoing -------------------------------------------------------------------------------------
+
+    @property
+    def pending_count(self) -> int:
+        return len(self._pending)
+
+    def is_pending(self, id: RequestId) -> bool:
+        return id in self._pending
+
+    def start_request(self, method: str, params: Any, slot: S) -> tuple[int, bytes]:
+        """Allocate an id, remember ``slot`` under it and return ``(id, frame)``.
+
+        Raises ``TypeError``/``msgspec.EncodeError`` (nothing registered) when ``params`` cannot be encoded.
+        """
+        id = self._next_id
+        while id in self._pending:  # only possible if ids were taken over from elsewhere; stay safe
+            id += 1
+        body = encoder.encode(RequestOut(_V, id, method, _params(params)))
+        self._next_id = id + 1
+        self._pending[id] = slot
+        return id, encode_frame(body)
+
+    def notification_frame(self, method: str, params: Any) -> bytes:
+        return encode_frame(encoder.encode(NotificationOut(_V, method, _params(params))))
+
+    def cancel_frame(self, id: RequestId) -> bytes | None:
+        """``$/cancel_request`` for our request ``id``, or None if it is no longer pending."""
+        if id not in self._pending:
+            return None
+        return self.notification_frame(CANCEL_REQUEST_METHOD, CancelRequestParams(id))
+
+    def forget(self, id: RequestId) -> S | None:
+        """Stop waiting for ``id`` (timeout); a late answer is then logged and dropped."""
+        return self._pending.pop(id, None)
+
+    def close(self) -> list[S]:
+        """The connection ended: hand back every pending slot so the driver can fail it."""
+        slots = list(self._pending.values())
+        self._pending.clear()
+        return slots
+
+    # -- answering incoming requests -------------------------------------------------------------------
+
+    def is_in_flight(self, id: RequestId) -> bool:
+        return id in self._in_flight
+
+    def result_frame(self, id: RequestId, result: Any) -> bytes | None:
+        """The success response for incoming request ``id``; None if it was already answered.
+
+        A result that cannot be encoded becomes a generic ``-32603`` (the reason is only logged).
+        """
+        if id not in self._in_flight:
+            return None
+        try:
+            body = encoder.encode(ResultOut(_V, id, result))
+        except (TypeError, ValueError, msgspec.EncodeError):
+            _log.exception("result for request %r is not JSON-encodable", id)
+            return self.error_frame(id, InternalError())
+        self._in_flight.discard(id)
+        return encode_frame(body)
+
+    def error_frame(self, id: RequestId, error: RpcError) -> bytes | None:
+        """The error response for incoming request ``id``; None if it was already answered."""
+        if id not in self._in_flight:
+            return None
+        self._in_flight.discard(id)
+        return error_frame_for(id, error)
+
+    # -- incoming ---------------------------------------------------------------------------------------
+
+    def receive(self, frame: bytes) -> Event[S] | None:
+        """Classify one frame (without its newline). None means: nothing to do (blank line, ignored)."""
+        if not frame.isascii():
+            try:
+                frame.decode("utf-8")
+            except UnicodeDecodeError:
+                return ProtocolViolation("invalid UTF-8", error_frame_for(None, ParseError()))
+        try:
+            env = envelope_decoder.decode(frame)
+        except msgspec.ValidationError:
+            return self._invalid_shape(frame)
+        except msgspec.DecodeError:
+            if not frame.strip(_JSON_WS):
+                return None
+            return ProtocolViolation("malformed JSON", error_frame_for(None, ParseError()))
+
+        method = env.method
+        if method is not UNSET:
+            id = env.id
+            params = env.params
+            if env.jsonrpc != _V or env.result is not UNSET or env.error is not UNSET:
+                return self._bad_request(id, "not a JSON-RPC 2.0 request")
+            if params is not UNSET and memoryview(params)[0] not in b"{[":
+                return self._bad_request(id, "params must be an object or an array")
+            if id is UNSET:
+                if method == CANCEL_REQUEST_METHOD:
+                    return self._cancel_received(params)
+                return NotificationReceived(method, None if params is UNSET else params)
+            if type(id) is int or type(id) is str:
+                if id in self._in_flight:
+                    return ProtocolViolation(
+                        f"request id {id!r} reused while still in flight",
+                        error_frame_for(None, InvalidRequest()),
+                    )
+                self._in_flight.add(id)
+                return RequestReceived(id, method, None if params is UNSET else params)
+            return ProtocolViolation("request id must be a string or an integer", self._invalid_null())
+        return self._response(env)
+
+    def _cancel_received(self, params: Raw | msgspec.UnsetType) -> CancelRequested | None:
+        if params is UNSET:
+            return None
+        try:
+            target = cancel_params_decoder.decode(params).requestId
+        except msgspec.DecodeError:
+            _log.warning("ignoring %s with malformed params", CANCEL_REQUEST_METHOD)
+            return None
+        if target not in self._in_flight:
+            _log.debug("ignoring %s for unknown or answered id %r", CANCEL_REQUEST_METHOD, target)
+            return None
+        return CancelRequested(target)
+
+    def _response(self, env: IncomingEnvelope) -> ResponseReceived[S] | ProtocolViolation | None:
+        id = env.id
+        raw_error = env.error
+        has_result = env.result is not UNSET
+        has_error = raw_error is not UNSET
+        if not (type(id) is int or type(id) is str):
+            if id is None and raw_error is not UNSET and not has_result and env.jsonrpc == _V:
+                _log.warning("peer reported an error with id null: %s", bytes(raw_error)[:500])
+                return None
+            return ProtocolViolation("not a request, notification or response", self._invalid_null())
+        if env.jsonrpc != _V or has_result == has_error:
+            return self._bad_response(id, "malformed response")
+        error: RpcError | None = None
+        if raw_error is not UNSET:
+            try:
+                obj = error_decoder.decode(raw_error)
+            except msgspec.DecodeError:
+                return self._bad_response(id, "malformed error object")
+            error = RpcError.from_error(obj.code, obj.message, obj.data)
+        slot = self._pending.pop(id, _MISSING)
+        if slot is _MISSING:
+            _log.warning("dropping response for unknown request id %r", id)
+            return None
+        result = env.result
+        return ResponseReceived(id, slot, None if result is UNSET else result, error)
+
+    def _bad_response(self, id: RequestId, problem: str) -> ResponseReceived[S] | ProtocolViolation:
+        reply = self._invalid_null()
+        slot = self._pending.pop(id, _MISSING)
+        if slot is _MISSING:
+            return ProtocolViolation(problem, reply)
+        # The answer to a pending request is unusable: fail its waiter instead of letting it hang.
+        return ResponseReceived(id, slot, None, InvalidResponse(f"{problem} for request {id!r}"), reply)
+
+    def _bad_request(self, id: Any, problem: str) -> ProtocolViolation:
+        # Echo the id when it is a valid one we are not already answering; otherwise null.
+        if (type(id) is int or type(id) is str) and id not in self._in_flight:
+            return ProtocolViolation(problem, error_frame_for(id, InvalidRequest()))
+        return ProtocolViolation(problem, self._invalid_null())
+
+    @staticmethod
+    def _invalid_null() -> bytes:
+        return error_frame_for(None, InvalidRequest())
+
+    def _invalid_shape(self, frame: bytes) -> ProtocolViolation | None:
+        """The frame did not fit the envelope: tell malformed JSON, batches and bad shapes apart."""
+        try:
+            value = msgspec.json.decode(frame)
+        except msgspec.DecodeError:
+            return ProtocolViolation("malformed JSON", error_frame_for(None, ParseError()))
+        if isinstance(value, list):
+            return _batch_reply(value)
+        if isinstance(value, dict) and isinstance(value.get("method"), str):
+            return self._bad_request(value.get("id"), "invalid request fields")
+        return ProtocolViolation("not a request, notification or response", self._invalid_null())
+
+
+_MISSING: Any = object()

@@ -1,0 +1,54 @@
+"""Handler registrations: what runs for an incoming method, and how its params are decoded."""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+
+from ..errors import InvalidParams
+
+__all__ = ["Decoder", "Handler", "accepts_buffer", "invalid_params", "json_decode"]
+
+Decoder = Callable[[bytes], Any]
+"""Raw JSON bytes of ``params``/``result`` -> typed object; raises ``msgspec.ValidationError`` when invalid."""
+
+json_decode: Decoder = msgspec.json.decode
+
+_NULL = b"null"
+_AT_PATH = re.compile(r"^(?P<reason>.*) - at `(?P<path>[^`]*)`$", re.DOTALL)
+
+
+def accepts_buffer(decode: Callable[..., Any]) -> bool:
+    """msgspec decoders read any buffer, so a ``msgspec.Raw`` slice can be passed without copying."""
+    return decode is msgspec.json.decode or isinstance(getattr(decode, "__self__", None), msgspec.json.Decoder)
+
+
+@dataclass(slots=True)
+class Handler:
+    fn: Callable[[Any], Any]
+    decode: Decoder
+    is_async: bool
+    buffer_ok: bool
+
+    @classmethod
+    def of(cls, fn: Callable[[Any], Any], decode: Decoder) -> Handler:
+        return cls(fn, decode, inspect.iscoroutinefunction(fn), accepts_buffer(decode))
+
+    def decode_params(self, params: msgspec.Raw | None) -> Any:
+        if params is None:
+            return self.decode(_NULL)
+        return self.decode(params if self.buffer_ok else bytes(params))
+
+
+def invalid_params(exc: msgspec.DecodeError) -> InvalidParams:
+    """``-32602`` whose data names the failing field path, e.g. ``{"path": "$.update.content", ...}``."""
+    text = str(exc)
+    match = _AT_PATH.match(text)
+    if match is None:
+        return InvalidParams(data={"path": "$", "reason": text})
+    return InvalidParams(data={"path": match["path"], "reason": match["reason"]})

@@ -1,0 +1,95 @@
+"""Ordered, coalescing write queue drained by one writer task.
+
+Frames are queued synchronously (so ``request()`` and ``cancel()`` need no await and keep call order)
+and written in order by a single task. Producers that can wait (``notify``, the reader sending replies)
+wait for the queue to drop under a high-water mark, so memory stays bounded when the peer stops reading.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Awaitable, Callable
+
+import anyio
+
+__all__ = ["Outbox"]
+
+_MAX_WRITE = 1024 * 1024  # coalesce queued frames into writes of about this size
+
+
+class Outbox:
+    def __init__(self, high_water: int) -> None:
+        self.high_water = high_water
+        self._frames: deque[bytes] = deque()
+        self._size = 0
+        self._wakeup: anyio.Event | None = None
+        self._progress: anyio.Event | None = None
+        self._failed = False
+
+    @property
+    def size(self) -> int:
+        """Bytes queued and not yet handed to the transport."""
+        return self._size
+
+    @property
+    def failed(self) -> bool:
+        return self._failed
+
+    def put(self, frame: bytes) -> None:
+        if self._failed:
+            return
+        self._frames.append(frame)
+        self._size += len(frame)
+        if self._wakeup is not None:
+            self._wakeup.set()
+
+    async def wait_writable(self) -> None:
+        """Wait while more than ``high_water`` bytes are queued (backpressure)."""
+        while self._size > self.high_water and not self._failed:
+            await self._wait_progress()
+
+    async def wait_flushed(self) -> None:
+        """Wait until everything queued so far has been written (or writing failed)."""
+        while self._size and not self._failed:
+            await self._wait_progress()
+
+    async def _wait_progress(self) -> None:
+        if self._progress is None:
+            self._progress = anyio.Event()
+        await self._progress.wait()
+
+    async def run(self, send: Callable[[bytes], Awaitable[None]]) -> None:
+        """The writer task body. Returns (after marking the outbox failed) when ``send`` fails."""
+        frames = self._frames
+        try:
+            while True:
+                if not frames:
+                    self._wakeup = anyio.Event()
+                    await self._wakeup.wait()
+                    self._wakeup = None
+                    continue
+                if len(frames) == 1:
+                    chunk = frames.popleft()
+                else:
+                    parts = [frames.popleft()]
+                    total = len(parts[0])
+                    while frames and total < _MAX_WRITE:
+                        total += len(frames[0])
+                        parts.append(frames.popleft())
+                    chunk = b"".join(parts)
+                await send(chunk)
+                self._size -= len(chunk)
+                if self._progress is not None:
+                    self._progress.set()
+                    self._progress = None
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+            self.fail()
+
+    def fail(self) -> None:
+        """Writing is no longer possible: drop queued frames and release every waiter."""
+        self._failed = True
+        self._frames.clear()
+        self._size = 0
+        if self._progress is not None:
+            self._progress.set()
+            self._progress = None

@@ -1,0 +1,111 @@
+"""Sans-IO newline-delimited framing (ACP stdio: one JSON message per line, no embedded newlines).
+
+``FrameReader`` turns arbitrary byte chunks into frames. It never holds more than ``max_frame_size``
+bytes plus one incoming chunk: once a partial frame grows past the limit its bytes are dropped and the
+reader skips to the next newline, then reports the oversized frame instead of buffering it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["DEFAULT_MAX_FRAME_SIZE", "FrameReader", "OversizedFrame", "encode_frame"]
+
+DEFAULT_MAX_FRAME_SIZE = 32 * 1024 * 1024
+_NL = b"\n"
+
+
+@dataclass(frozen=True, slots=True)
+class OversizedFrame:
+    """Marks a frame that was skipped because it exceeded the limit (``size`` bytes, without newline)."""
+
+    size: int
+
+
+def encode_frame(body: bytes) -> bytes:
+    """Terminate one encoded JSON message with a newline.
+
+    Raw newlines can only be insignificant whitespace in valid JSON (inside strings they must be escaped),
+    so replacing them with spaces keeps the message identical while guaranteeing one line per message.
+    """
+    if _NL in body or b"\r" in body:
+        body = body.replace(_NL, b" ").replace(b"\r", b" ")
+    return body + _NL
+
+
+class FrameReader:
+    """Split a byte stream into newline-terminated frames with a size limit."""
+
+    __slots__ = ("_buffer", "_skipped", "max_frame_size")
+
+    def __init__(self, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> None:
+        if max_frame_size < 1:
+            raise ValueError("max_frame_size must be positive")
+        self.max_frame_size = max_frame_size
+        self._buffer = bytearray()
+        self._skipped = -1  # >= 0 while discarding the rest of an oversized frame
+
+    @property
+    def buffered(self) -> int:
+        """Bytes currently held for an unfinished frame."""
+        return len(self._buffer)
+
+    def feed(self, data: bytes) -> list[bytes | OversizedFrame]:
+        """Take the next chunk of the stream; return the frames it completed, in order.
+
+        Frames are returned without their newline; blank lines are returned too (the caller decides).
+        """
+        out: list[bytes | OversizedFrame] = []
+        limit = self.max_frame_size
+        start = 0
+        end = len(data)
+        if self._skipped >= 0:
+            nl = data.find(_NL)
+            if nl < 0:
+                self._skipped += end
+                return out
+            out.append(OversizedFrame(self._skipped + nl))
+            self._skipped = -1
+            start = nl + 1
+        buf = self._buffer
+        if buf:
+            nl = data.find(_NL, start)
+            if nl < 0:
+                buf += data[start:] if start else data
+                if len(buf) > limit:
+                    self._skipped = len(buf)
+                    buf.clear()
+                return out
+            if len(buf) + nl - start > limit:
+                out.append(OversizedFrame(len(buf) + nl - start))
+            else:
+                buf += data[start:nl]
+                out.append(bytes(buf))
+            buf.clear()
+            start = nl + 1
+        find = data.find
+        while start < end:
+            nl = find(_NL, start)
+            if nl < 0:
+                if end - start > limit:
+                    self._skipped = end - start
+                else:
+                    buf += data[start:]
+                break
+            if nl - start > limit:
+                out.append(OversizedFrame(nl - start))
+            else:
+                out.append(data[start:nl])
+            start = nl + 1
+        return out
+
+    def feed_eof(self) -> list[bytes | OversizedFrame]:
+        """The stream ended: a final frame without a trailing newline is still delivered."""
+        out: list[bytes | OversizedFrame] = []
+        if self._skipped >= 0:
+            out.append(OversizedFrame(self._skipped))
+            self._skipped = -1
+        elif self._buffer:
+            out.append(bytes(self._buffer))
+            self._buffer.clear()
+        return out

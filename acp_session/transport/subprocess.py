@@ -1,0 +1,171 @@
+"""Spawn an agent as a subprocess and speak to it over its stdin/stdout.
+
+stderr is read line by line on its own task into a callback or logger, never mixed with protocol bytes;
+the last lines are kept so a ``ConnectionClosed`` can say why the agent died.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+from collections import deque
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager, suppress
+
+import anyio
+from anyio.abc import Process
+
+from .base import DEFAULT_RECEIVE_SIZE, PeerExit
+
+__all__ = ["AgentProcess", "stdio_agent"]
+
+_log = logging.getLogger("acp_session.agent.stderr")
+_MAX_STDERR_LINE = 64 * 1024
+_EXIT_WAIT = 0.05  # how long peer_exit() waits for the exit code once stdout ended
+
+
+class AgentProcess:
+    """A ``Transport`` over a running agent subprocess; ``aclose()`` shuts it down politely, then firmly."""
+
+    def __init__(
+        self, process: Process, *, grace_period: float, terminate_timeout: float, stderr_tail_lines: int
+    ) -> None:
+        self.process = process
+        self.grace_period = grace_period
+        self.terminate_timeout = terminate_timeout
+        self._stderr_tail: deque[str] = deque(maxlen=stderr_tail_lines)
+        self._stderr_done = anyio.Event()
+        self._closed = False
+        if process.stderr is None:
+            self._stderr_done.set()
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    @property
+    def returncode(self) -> int | None:
+        """The exit code, once the agent has exited."""
+        return self.process.returncode
+
+    @property
+    def stderr_tail(self) -> tuple[str, ...]:
+        return tuple(self._stderr_tail)
+
+    async def receive(self, max_bytes: int = DEFAULT_RECEIVE_SIZE) -> bytes:
+        assert self.process.stdout is not None
+        return await self.process.stdout.receive(max_bytes)
+
+    async def send(self, item: bytes) -> None:
+        assert self.process.stdin is not None
+        await self.process.stdin.send(item)
+
+    async def peer_exit(self) -> PeerExit:
+        with anyio.move_on_after(_EXIT_WAIT):
+            await self.process.wait()
+            await self._stderr_done.wait()
+        return PeerExit(self.process.returncode, self.stderr_tail)
+
+    async def aclose(self) -> None:
+        """Close stdin, wait ``grace_period`` for a clean exit, then terminate, then kill."""
+        if self._closed:
+            return
+        self._closed = True
+        process = self.process
+        with anyio.CancelScope(shield=True):
+            if process.stdin is not None:
+                await process.stdin.aclose()
+            if process.returncode is None:
+                with anyio.move_on_after(self.grace_period):
+                    await process.wait()
+            if process.returncode is None:
+                with suppress(ProcessLookupError):
+                    process.terminate()
+                with anyio.move_on_after(self.terminate_timeout):
+                    await process.wait()
+            if process.returncode is None:
+                with suppress(ProcessLookupError):
+                    process.kill()
+                await process.wait()
+            if process.stdout is not None:
+                await process.stdout.aclose()
+            with anyio.move_on_after(0.2):
+                await self._stderr_done.wait()
+
+    async def _pump_stderr(self, on_line: Callable[[str], object] | None) -> None:
+        stream = self.process.stderr
+        assert stream is not None
+        pending = bytearray()
+        try:
+            while True:
+                try:
+                    chunk = await stream.receive()
+                except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+                    break
+                pending += chunk
+                while True:
+                    nl = pending.find(b"\n")
+                    if nl < 0:
+                        if len(pending) > _MAX_STDERR_LINE:
+                            self._emit(bytes(pending[:_MAX_STDERR_LINE]), on_line)
+                            del pending[:]
+                        break
+                    self._emit(bytes(pending[:nl]), on_line)
+                    del pending[: nl + 1]
+            if pending:
+                self._emit(bytes(pending), on_line)
+        finally:
+            self._stderr_done.set()
+            with anyio.CancelScope(shield=True):
+                await stream.aclose()
+
+    def _emit(self, raw: bytes, on_line: Callable[[str], object] | None) -> None:
+        line = raw[:_MAX_STDERR_LINE].decode("utf-8", "replace").rstrip("\r")
+        self._stderr_tail.append(line)
+        if on_line is None:
+            _log.info("%s", line)
+        else:
+            try:
+                on_line(line)
+            except Exception:
+                _log.exception("stderr callback failed")
+
+
+@asynccontextmanager
+async def stdio_agent(
+    argv: Sequence[str],
+    cwd: str | os.PathLike[str] | None = None,
+    env: Mapping[str, str] | None = None,
+    *,
+    on_stderr: Callable[[str], object] | None = None,
+    grace_period: float = 2.0,
+    terminate_timeout: float = 2.0,
+    stderr_tail_lines: int = 20,
+) -> AsyncIterator[AgentProcess]:
+    """Spawn ``argv`` and yield its transport; on exit the agent is shut down (see ``AgentProcess.aclose``).
+
+    ``env`` replaces the environment when given. stderr lines go to ``on_stderr`` or, by default, to the
+    ``acp_session.agent.stderr`` logger.
+    """
+    process = await anyio.open_process(
+        list(argv),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=cwd,
+        env=dict(env) if env is not None else None,
+    )
+    agent = AgentProcess(
+        process,
+        grace_period=grace_period,
+        terminate_timeout=terminate_timeout,
+        stderr_tail_lines=stderr_tail_lines,
+    )
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(agent._pump_stderr, on_stderr)
+        try:
+            yield agent
+        finally:
+            await agent.aclose()
+            tg.cancel_scope.cancel()  # a grandchild may hold stderr open; never wait for it
