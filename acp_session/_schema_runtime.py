@@ -205,7 +205,8 @@ _NO_REBUILD: Final = object()
 
 def _rebuild(obj: Any, tp: Any, path: str) -> Any:
     origin = typing.get_origin(tp)
-    if origin is Union or origin is types.UnionType:
+    if origin is Union or origin is types.UnionType or tp in _OPEN_UNIONS:
+        # (A one-member open union is the member class itself, so the registry is checked too.)
         return _rebuild_union(obj, tp, path)
     if isinstance(tp, type) and issubclass(tp, msgspec.Struct):
         return _rebuild_struct(obj, tp, path)
@@ -219,7 +220,7 @@ def _rebuild(obj: Any, tp: Any, path: str) -> Any:
 
 
 def _rebuild_union(obj: Any, tp: Any, path: str) -> Any:
-    members = typing.get_args(tp)
+    members = typing.get_args(tp) or (tp,)
     if obj is None and type(None) in members:
         return None
     open_union = _OPEN_UNIONS.get(tp)

@@ -684,18 +684,19 @@ def method_tables(defs: dict[str, Any], names: set[str]) -> str:
             requests.setdefault(method, {})["params"] = name
             requests[method]["side"] = side
     lines = []
-    for side, table in (("agent", "AGENT_METHODS"), ("client", "CLIENT_METHODS")):
-        lines.append(f"{table}: Final[dict[str, MethodSpec]] = {{")
+    request_sides = ["agent", "client"] + sorted({spec["side"] for spec in requests.values()} - {"agent", "client"})
+    for side in request_sides:
+        lines.append(f"{side.upper()}_METHODS: Final[dict[str, MethodSpec]] = {{")
         for method, spec in sorted(requests.items()):
             if spec["side"] == side:
-                lines.append(f"    {method!r}: MethodSpec({method!r}, {spec['params']}, {spec['result']}, {side!r}),")
+                lines.append(
+                    f"    {method!r}: MethodSpec({method!r}, {spec['params']}, {spec['result']}, {side!r}),"
+                )
         lines.append("}")
-    for side, table in (
-        ("agent", "AGENT_NOTIFICATIONS"),
-        ("client", "CLIENT_NOTIFICATIONS"),
-        ("protocol", "PROTOCOL_NOTIFICATIONS"),
-    ):
-        lines.append(f"{table}: Final[dict[str, NotificationSpec]] = {{")
+    notification_sides = ["agent", "client", "protocol"]
+    notification_sides += sorted({side for _, _, side in notifications} - set(notification_sides))
+    for side in notification_sides:
+        lines.append(f"{side.upper()}_NOTIFICATIONS: Final[dict[str, NotificationSpec]] = {{")
         for method, name, s in sorted(notifications):
             if s == side:
                 lines.append(f"    {method!r}: NotificationSpec({method!r}, {name}, {side!r}),")

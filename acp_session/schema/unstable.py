@@ -800,6 +800,10 @@ CLIENT_METHODS: Final[dict[str, MethodSpec]] = {
     'mcp/message': MethodSpec('mcp/message', MessageMcpRequest, MessageMcpResponse, 'client'),
     'session/request_permission': MethodSpec('session/request_permission', RequestPermissionRequest, RequestPermissionResponse, 'client'),
 }
+PROXY_METHODS: Final[dict[str, MethodSpec]] = {
+    'proxy/initialize': MethodSpec('proxy/initialize', InitializeProxyRequest, InitializeProxyResponse, 'proxy'),
+    'proxy/successor': MethodSpec('proxy/successor', ProxySuccessorRequest, ProxySuccessorResponse, 'proxy'),
+}
 AGENT_NOTIFICATIONS: Final[dict[str, NotificationSpec]] = {
     'mcp/message': NotificationSpec('mcp/message', MessageMcpNotification, 'agent'),
     'session/cancel': NotificationSpec('session/cancel', CancelSessionNotification, 'agent'),
@@ -811,4 +815,7 @@ CLIENT_NOTIFICATIONS: Final[dict[str, NotificationSpec]] = {
 }
 PROTOCOL_NOTIFICATIONS: Final[dict[str, NotificationSpec]] = {
     '$/cancel_request': NotificationSpec('$/cancel_request', CancelRequestNotification, 'protocol'),
+}
+PROXY_NOTIFICATIONS: Final[dict[str, NotificationSpec]] = {
+    'proxy/successor': NotificationSpec('proxy/successor', ProxySuccessorNotification, 'proxy'),
 }
