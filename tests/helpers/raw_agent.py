@@ -8,6 +8,7 @@ Every line received is also logged to stderr as "GOT <line>" when started with -
 """
 
 import json
+import os
 import sys
 import threading
 
@@ -64,6 +65,7 @@ def handle(msg):
         answer(rid, params)
     elif method == "sleep":
         timer = threading.Timer(params.get("seconds", 10), finish_sleep, (rid,))
+        timer.daemon = True
         with lock:
             timers[json.dumps(rid)] = timer
         timer.start()
@@ -79,7 +81,7 @@ def handle(msg):
         for line in params.get("stderr", []):
             sys.stderr.write(line + "\n")
         sys.stderr.flush()
-        sys.exit(params.get("code", 1))
+        os._exit(params.get("code", 1))
     elif method == "raw":
         for line in params.get("lines", []):
             write(line)
