@@ -684,7 +684,7 @@ def method_tables(defs: dict[str, Any], names: set[str]) -> str:
             requests.setdefault(method, {})["params"] = name
             requests[method]["side"] = side
     lines = []
-    request_sides = ["agent", "client"] + sorted({spec["side"] for spec in requests.values()} - {"agent", "client"})
+    request_sides = ["agent", "client", *sorted({spec["side"] for spec in requests.values()} - {"agent", "client"})]
     for side in request_sides:
         lines.append(f"{side.upper()}_METHODS: Final[dict[str, MethodSpec]] = {{")
         for method, spec in sorted(requests.items()):

@@ -139,7 +139,9 @@ def struct_classes(module: types.ModuleType) -> list[type[AcpStruct]]:
     return [
         value
         for name, value in vars(module).items()
-        if isinstance(value, type) and issubclass(value, AcpStruct) and value.__module__ == module.__name__
+        if isinstance(value, type)
+        and issubclass(value, AcpStruct)
+        and value.__module__ == module.__name__
         and not name.startswith("_")
     ]
 
@@ -152,7 +154,9 @@ def schema_home(module: types.ModuleType, cls: type[msgspec.Struct], defs: dict[
     for name, value in vars(module).items():
         if name not in defs:
             continue
-        if (value is cls and name != cls.__name__) or typing.get_origin(value) in (typing.Union, types.UnionType) and cls in typing.get_args(value):
+        if (value is cls and name != cls.__name__) or (
+            typing.get_origin(value) in (typing.Union, types.UnionType) and cls in typing.get_args(value)
+        ):
             return name, value
         if isinstance(value, type) and value in _ALTERNATIVES and cls in _ALTERNATIVES[value]:
             return name, value

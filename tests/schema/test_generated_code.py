@@ -24,9 +24,9 @@ def test_regenerating_gives_no_diff(schema_dir: Path, tmp_path: Path) -> None:
 
 
 def test_generated_code_records_the_schema_hash(schema_dir: Path) -> None:
-    assert schema.SCHEMA_SHA256 == hashlib.sha256((schema_dir / "schema.json").read_bytes()).hexdigest()
+    assert hashlib.sha256((schema_dir / "schema.json").read_bytes()).hexdigest() == schema.SCHEMA_SHA256
     unstable = hashlib.sha256((schema_dir / "schema.unstable.json").read_bytes()).hexdigest()
-    assert schema.UNSTABLE_SCHEMA_SHA256 == unstable
+    assert unstable == schema.UNSTABLE_SCHEMA_SHA256
 
 
 def test_generated_code_copies_no_schema_descriptions(stable_schema: dict[str, object]) -> None:

@@ -1,0 +1,155 @@
+"""Unknown variants, extension values, unknown fields and malformed lenient fields: exact behaviour."""
+
+from __future__ import annotations
+
+import msgspec
+import pytest
+
+from acp_session import codec
+from acp_session.schema import types as t
+
+
+def notification(update: bytes) -> bytes:
+    return b'{"sessionId":"s1","update":' + update + b"}"
+
+
+def test_unknown_session_update_is_kept_raw_and_round_trips() -> None:
+    wire = notification(b'{"sessionUpdate":"hologram_update","depth":[1,{"z":null}]}')
+    decoded = codec.decode(wire, t.UpdateSessionNotification)
+    assert isinstance(decoded.update, t.UnknownSessionUpdate)
+    assert decoded.update.tag == "hologram_update"
+    assert not decoded.update.is_extension
+    assert msgspec.json.decode(codec.encode(decoded)) == msgspec.json.decode(wire)
+
+
+def test_underscore_variant_is_an_extension() -> None:
+    wire = notification(b'{"sessionUpdate":"_acme/ping","n":1}')
+    decoded = codec.decode(wire, t.UpdateSessionNotification)
+    assert isinstance(decoded.update, t.UnknownSessionUpdate)
+    assert decoded.update.is_extension
+    assert codec.encode(decoded) == wire
+
+
+def test_unknown_nested_variant_keeps_its_known_siblings() -> None:
+    wire = notification(
+        b'{"sessionUpdate":"agent_message","messageId":"m","content":'
+        b'[{"type":"text","text":"a"},{"type":"_acme/sketch","strokes":3},{"type":"text","text":"b"}]}'
+    )
+    decoded = codec.decode(wire, t.UpdateSessionNotification)
+    assert isinstance(decoded.update, t.AgentMessage)
+    content = decoded.update.content
+    assert isinstance(content, list)
+    assert [type(c) for c in content] == [t.TextContent, t.UnknownContentBlock, t.TextContent]
+    assert msgspec.json.decode(codec.encode(decoded)) == msgspec.json.decode(wire)
+
+
+@pytest.mark.parametrize("status", ["_acme/queued", "rewinding"])
+def test_unknown_enum_values_are_preserved(status: str) -> None:
+    wire = notification(
+        b'{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"' + status.encode() + b'","kind":"_x"}'
+    )
+    decoded = codec.decode(wire, t.UpdateSessionNotification)
+    assert isinstance(decoded.update, t.ToolCallUpdated)
+    assert decoded.update.status == status
+    assert status not in t.TOOL_CALL_STATUS_VALUES
+    assert msgspec.json.decode(codec.encode(decoded)) == msgspec.json.decode(wire)
+
+
+def test_unknown_state_value_is_kept() -> None:
+    wire = notification(b'{"sessionUpdate":"state_update","state":"hibernating"}')
+    decoded = codec.decode(wire, t.UpdateSessionNotification)
+    assert isinstance(decoded.update, t.StateUpdate)
+    assert decoded.update.state == "hibernating"
+    assert codec.encode(decoded) == wire
+
+
+def test_unknown_fields_on_known_types_are_ignored() -> None:
+    wire = notification(
+        b'{"sessionUpdate":"agent_message_chunk","messageId":"m","futureField":{"a":1},'
+        b'"content":{"type":"text","text":"hi","alsoNew":true}}'
+    )
+    decoded = codec.decode(wire, t.UpdateSessionNotification)
+    assert decoded.update == t.AgentMessageChunk(message_id="m", content=t.TextContent(text="hi"))
+    assert b"futureField" not in codec.encode(decoded)
+
+
+def test_malformed_default_on_error_field_falls_back_to_omitted() -> None:
+    # `_meta` and `kind` carry x-deserialize-default-on-error: a wrong type does not fail the message.
+    wire = notification(b'{"sessionUpdate":"tool_call_update","toolCallId":"c1","kind":42,"_meta":"nope","title":"T"}')
+    decoded = codec.decode(wire, t.UpdateSessionNotification)
+    assert decoded.update == t.ToolCallUpdated(tool_call_id="c1", title="T")
+    assert decoded.update.kind is msgspec.UNSET
+
+
+def test_skip_invalid_items_keeps_the_good_ones() -> None:
+    wire = notification(
+        b'{"sessionUpdate":"plan_update","plan":{"type":"items","planId":"p","entries":['
+        b'{"content":"a","priority":"high","status":"pending"},{"content":7},'
+        b'{"content":"c","priority":"low","status":"completed"}]}}'
+    )
+    decoded = codec.decode(wire, t.UpdateSessionNotification)
+    assert isinstance(decoded.update, t.PlanUpdate)
+    assert isinstance(decoded.update.plan, t.PlanItems)
+    assert [e.content for e in decoded.update.plan.entries] == ["a", "c"]
+
+
+def test_default_on_null_field_becomes_omitted() -> None:
+    wire = b'{"cwd":"/w","mcpServers":null,"additionalDirectories":null}'
+    decoded = codec.decode(wire, t.NewSessionRequest)
+    assert decoded.mcp_servers is msgspec.UNSET
+    assert decoded.additional_directories is msgspec.UNSET
+
+
+def test_tri_state_patch_fields_keep_omitted_null_and_value_apart() -> None:
+    omitted = codec.decode(b'{"toolCallId":"c"}', t.ToolCallUpdate)
+    cleared = codec.decode(b'{"toolCallId":"c","content":null}', t.ToolCallUpdate)
+    replaced = codec.decode(b'{"toolCallId":"c","content":[]}', t.ToolCallUpdate)
+    assert (omitted.content, cleared.content, replaced.content) == (msgspec.UNSET, None, [])
+    assert codec.encode(omitted) == b'{"toolCallId":"c"}'
+    assert codec.encode(cleared) == b'{"toolCallId":"c","content":null}'
+    assert codec.encode(replaced) == b'{"toolCallId":"c","content":[]}'
+
+
+def test_wrong_required_field_fails_with_its_path() -> None:
+    wire = notification(b'{"sessionUpdate":"agent_message_chunk","messageId":"m","content":{"type":"text","text":5}}')
+    with pytest.raises(msgspec.ValidationError, match=r"\$\.update\.content\.text"):
+        codec.decode(wire, t.UpdateSessionNotification)
+
+
+def test_missing_tag_fails() -> None:
+    with pytest.raises(msgspec.ValidationError, match="sessionUpdate"):
+        codec.decode(notification(b'{"messageId":"m"}'), t.UpdateSessionNotification)
+
+
+def test_malformed_json_is_a_decode_error() -> None:
+    with pytest.raises(msgspec.DecodeError):
+        codec.decode(b'{"sessionId":', t.UpdateSessionNotification)
+
+
+def test_untagged_union_picks_the_fitting_alternative() -> None:
+    blob = codec.decode(b'{"type":"resource","resource":{"uri":"file:///a","blob":"AAE="}}', t.EmbeddedResource)
+    text = codec.decode(b'{"type":"resource","resource":{"uri":"file:///a","text":"hi"}}', t.EmbeddedResource)
+    assert isinstance(blob.resource, t.BlobResourceContents)
+    assert isinstance(text.resource, t.TextResourceContents)
+
+
+def test_grouped_and_flat_select_options() -> None:
+    flat = b'{"type":"select","configId":"mode","name":"Mode","currentValue":"a","options":[{"value":"a","name":"A"}]}'
+    grouped = (
+        b'{"type":"select","configId":"mode","name":"Mode","currentValue":"a",'
+        b'"options":[{"groupId":"g","name":"G","options":[{"value":"a","name":"A"}]}]}'
+    )
+    flat_option = codec.decode(flat, t.SessionConfigOption)
+    grouped_option = codec.decode(grouped, t.SessionConfigOption)
+    assert isinstance(flat_option, t.SessionConfigSelect) and isinstance(grouped_option, t.SessionConfigSelect)
+    assert isinstance(flat_option.options[0], t.SessionConfigSelectOption)
+    assert isinstance(grouped_option.options[0], t.SessionConfigSelectGroup)
+    assert msgspec.json.decode(codec.encode(grouped_option)) == msgspec.json.decode(grouped)
+
+
+def test_unknown_config_option_kind_is_kept() -> None:
+    wire = b'{"type":"slider","configId":"t","name":"Temp","min":0}'
+    option = codec.decode(wire, t.SessionConfigOption)
+    assert isinstance(option, t.UnknownSessionConfigOption)
+    assert option.tag == "slider"
+    assert codec.encode(option) == wire
