@@ -221,6 +221,9 @@ class Connection:
             if frame is not None:
                 self._outbox.put(frame)
 
+    async def _flush(self) -> None:
+        await self._outbox.flush(self.transport.send)
+
     def _expire(self, handle: PendingRequest[Any]) -> None:
         if not handle.cancel_sent:
             self._send_cancel(handle.id)  # let the peer stop working on it
@@ -247,6 +250,8 @@ class Connection:
         reader = FrameReader(self.max_frame_size)
         receive = self.transport.receive
         outbox = self._outbox
+        core_receive = self._core.receive
+        notification_handlers = self._notifications
         try:
             while True:
                 try:
@@ -254,7 +259,19 @@ class Connection:
                 except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
                     break
                 for frame in reader.feed(data):
-                    await self._dispatch(frame)
+                    if type(frame) is bytes:
+                        # Hot path, kept free of awaits: a sync notification handler with nothing queued.
+                        event = core_receive(frame)
+                        if type(event) is NotificationReceived:
+                            handler = notification_handlers.get(event.method)
+                            if handler is not None and not handler.is_async and self._backlog == 0:
+                                outcome = self._run_sync_notification(handler, event)
+                                if outcome is not None:
+                                    await self._enqueue(_AWAIT, outcome)
+                                continue
+                        await self._dispatch_event(event)
+                    else:
+                        await self._dispatch(frame)
                 if outbox.size > outbox.high_water:
                     await outbox.wait_writable()
             for frame in reader.feed_eof():
@@ -274,13 +291,15 @@ class Connection:
                     self._notify_send.close()  # the consumer finishes what was already received
 
     async def _dispatch(self, frame: bytes | OversizedFrame) -> None:
-        if type(frame) is OversizedFrame:
+        if isinstance(frame, OversizedFrame):
             self._report(MessageTooLarge(frame.size, self.max_frame_size))
             return
-        event = self._core.receive(frame)  # type: ignore[arg-type]
+        await self._dispatch_event(self._core.receive(frame))
+
+    async def _dispatch_event(self, event: Any) -> None:
         kind = type(event)
         if kind is NotificationReceived:
-            await self._notification(event)  # type: ignore[arg-type]
+            await self._notification(event)
         elif kind is ResponseReceived:
             assert isinstance(event, ResponseReceived)
             if event.reply is not None:
@@ -341,7 +360,7 @@ class Connection:
         except Exception:
             _log.exception("notification handler for %r failed", event.method)
             return None
-        return outcome if inspect.isawaitable(outcome) else None
+        return outcome if outcome is not None and inspect.isawaitable(outcome) else None
 
     async def _enqueue(self, item: Any, event: Any) -> None:
         assert self._notify_send is not None

@@ -25,6 +25,8 @@ class Outbox:
         self._wakeup: anyio.Event | None = None
         self._progress: anyio.Event | None = None
         self._failed = False
+        self._writing = 0
+        self._lock = anyio.Lock()
 
     @property
     def size(self) -> int:
@@ -58,32 +60,44 @@ class Outbox:
             self._progress = anyio.Event()
         await self._progress.wait()
 
-    async def run(self, send: Callable[[bytes], Awaitable[None]]) -> None:
-        """The writer task body. Returns (after marking the outbox failed) when ``send`` fails."""
+    async def flush(self, send: Callable[[bytes], Awaitable[None]]) -> None:
+        """Write everything queued, in order. Any task may call this (the writer task, or a caller about
+        to wait for an answer, which saves a task switch); the lock keeps writes whole and ordered."""
         frames = self._frames
+        if not frames or self._failed:
+            return
         try:
-            while True:
-                if not frames:
-                    self._wakeup = anyio.Event()
-                    await self._wakeup.wait()
-                    self._wakeup = None
-                    continue
-                if len(frames) == 1:
-                    chunk = frames.popleft()
-                else:
-                    parts = [frames.popleft()]
-                    total = len(parts[0])
-                    while frames and total < _MAX_WRITE:
-                        total += len(frames[0])
-                        parts.append(frames.popleft())
-                    chunk = b"".join(parts)
-                await send(chunk)
-                self._size -= len(chunk)
-                if self._progress is not None:
-                    self._progress.set()
-                    self._progress = None
+            async with self._lock:
+                while frames:
+                    if len(frames) == 1:
+                        chunk = frames.popleft()
+                    else:
+                        parts = [frames.popleft()]
+                        total = len(parts[0])
+                        while frames and total < _MAX_WRITE:
+                            total += len(frames[0])
+                            parts.append(frames.popleft())
+                        chunk = b"".join(parts)
+                    self._writing += len(chunk)
+                    try:
+                        await send(chunk)
+                    finally:
+                        self._writing -= len(chunk)
+                    self._size -= len(chunk)
+                    if self._progress is not None:
+                        self._progress.set()
+                        self._progress = None
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
             self.fail()
+
+    async def run(self, send: Callable[[bytes], Awaitable[None]]) -> None:
+        """The writer task body. Returns once writing failed."""
+        while not self._failed:
+            if not self._frames:
+                self._wakeup = anyio.Event()
+                await self._wakeup.wait()
+                self._wakeup = None
+            await self.flush(send)
 
     def fail(self) -> None:
         """Writing is no longer possible: drop queued frames and release every waiter."""

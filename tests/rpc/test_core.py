@@ -136,7 +136,9 @@ def test_request_with_valid_id_but_bad_fields_is_answered_on_that_id() -> None:
     assert reply_of(event)["id"] == 8
 
 
-@pytest.mark.parametrize("batch", [[], [{"jsonrpc": "2.0", "method": "x"}], [{"jsonrpc": "2.0", "id": 1, "method": "x"}]])
+@pytest.mark.parametrize(
+    "batch", [[], [{"jsonrpc": "2.0", "method": "x"}], [{"jsonrpc": "2.0", "id": 1, "method": "x"}]]
+)
 def test_batch_gets_one_invalid_request_and_nothing_runs(batch: list[object]) -> None:
     event = RpcCore[None]().receive(frame(batch))
     assert isinstance(event, ProtocolViolation)

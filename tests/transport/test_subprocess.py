@@ -35,9 +35,7 @@ async def test_agent_calls_the_client_on_the_same_connection() -> None:
             return {"outcome": params["option"]}
 
         conn.on_request("session/request_permission", permission)
-        result = await conn.request(
-            "ask", {"method": "session/request_permission", "params": {"option": "allow"}}
-        )
+        result = await conn.request("ask", {"method": "session/request_permission", "params": {"option": "allow"}})
         assert result == {"client_said": {"outcome": "allow"}}
 
 
@@ -119,9 +117,10 @@ async def test_shutdown_escalates_to_kill_for_a_stubborn_agent() -> None:
 async def test_stdio_server_agent_built_on_the_rpc_layer() -> None:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     stderr: list[str] = []
-    async with stdio_agent(helper("stdio_echo_agent.py"), env=env, on_stderr=stderr.append) as agent, Connection(
-        agent
-    ) as conn:
+    async with (
+        stdio_agent(helper("stdio_echo_agent.py"), env=env, on_stderr=stderr.append) as agent,
+        Connection(agent) as conn,
+    ):
         conn.on_request("client/hello", lambda p: {"hi": p["name"]})
         assert await conn.request("echo", {"a": [1, 2]}) == {"a": [1, 2]}
         assert await conn.request("ask", {"method": "client/hello", "params": {"name": "x"}}) == {"hi": "x"}

@@ -1,0 +1,175 @@
+"""rpc layer benchmarks over a real pipe, each printed beside a baseline measured in the same run.
+
+1. Notification throughput (messages/s): a subprocess writes N session/update-like notifications; the
+   Connection decodes each into a typed msgspec Struct in a sync handler. Baseline: a plain loop of typed
+   msgspec decodes of the very same lines. Target: >= 40% of the baseline.
+2. Request round trip (p50, p99): ``await conn.request(...)`` against a peer that turns each request line
+   into a response line with one bytes.replace. Baseline: a bare line echo over the same kind of pipe.
+   Target: p50 < 3x the bare echo.
+
+Run: .venv/bin/python benchmarks/rpc_throughput.py [--backend asyncio|trio] [--count N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any
+
+import anyio
+import msgspec
+
+from acp_session.rpc import Connection
+from acp_session.transport import stdio_agent
+
+
+class TextContent(msgspec.Struct, tag_field="type", tag="text"):
+    text: str
+
+
+class AgentMessageChunk(msgspec.Struct, tag_field="sessionUpdate", tag="agent_message_chunk"):
+    content: TextContent
+    messageId: str
+
+
+class SessionNotification(msgspec.Struct):
+    sessionId: str
+    update: AgentMessageChunk
+
+
+class NotificationEnvelope(msgspec.Struct):
+    jsonrpc: str
+    method: str
+    params: SessionNotification
+
+
+DUMP_FILE = r"""
+import sys
+sys.stdin.buffer.readline()
+with open(sys.argv[1], "rb") as f:
+    sys.stdout.buffer.write(f.read())
+sys.stdout.buffer.flush()
+sys.stdin.buffer.read()
+"""
+
+ECHO = r"""
+import sys
+inp, out = sys.stdin.buffer, sys.stdout.buffer
+for line in inp:
+    out.write(line.replace(b'"method":', b'"result":', 1) if len(sys.argv) > 1 else line)
+    out.flush()
+"""
+
+
+def make_lines(count: int) -> list[bytes]:
+    encoder = msgspec.json.Encoder()
+    return [
+        encoder.encode(
+            NotificationEnvelope(
+                "2.0",
+                "session/update",
+                SessionNotification(
+                    "sess_abc123",
+                    AgentMessageChunk(TextContent(f"token {i} of a streamed agent reply, with some text"), "m1"),
+                ),
+            )
+        )
+        for i in range(count)
+    ]
+
+
+def raw_decode_rate(lines: list[bytes]) -> float:
+    decoder = msgspec.json.Decoder(NotificationEnvelope)
+    best = 0.0
+    for _ in range(3):
+        start = time.perf_counter()
+        for line in lines:
+            decoder.decode(line)
+        best = max(best, len(lines) / (time.perf_counter() - start))
+    return best
+
+
+async def notification_rate(lines: list[bytes]) -> float:
+    with tempfile.NamedTemporaryFile(suffix=".jsonl") as f:
+        f.write(b"\n".join(lines) + b"\n")
+        f.flush()
+        async with stdio_agent([sys.executable, "-c", DUMP_FILE, f.name]) as agent, Connection(agent) as conn:
+            count = 0
+            done = anyio.Event()
+            target = len(lines)
+
+            def on_update(_: SessionNotification) -> None:
+                nonlocal count
+                count += 1
+                if count == target:
+                    done.set()
+
+            conn.on_notification("session/update", on_update, msgspec.json.Decoder(SessionNotification).decode)
+            start = time.perf_counter()
+            await conn.notify("go", {})
+            await done.wait()
+            return target / (time.perf_counter() - start)
+
+
+async def bare_echo_latencies(n: int) -> list[float]:
+    async with await anyio.open_process(
+        [sys.executable, "-c", ECHO], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    ) as proc:
+        assert proc.stdin is not None and proc.stdout is not None
+        line = b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n'
+        out: list[float] = []
+        for _ in range(n):
+            start = time.perf_counter()
+            await proc.stdin.send(line)
+            buf = b""
+            while not buf.endswith(b"\n"):
+                buf += await proc.stdout.receive()
+            out.append(time.perf_counter() - start)
+        await proc.stdin.aclose()
+        return out
+
+
+async def rpc_latencies(n: int) -> list[float]:
+    async with stdio_agent([sys.executable, "-c", ECHO, "respond"]) as agent, Connection(agent) as conn:
+        out: list[float] = []
+        for _ in range(n):
+            start = time.perf_counter()
+            await conn.request("ping")
+            out.append(time.perf_counter() - start)
+        return out
+
+
+def pct(values: list[float], q: float) -> float:
+    return statistics.quantiles(values, n=100)[int(q) - 1] * 1e6
+
+
+async def main(args: Any) -> None:
+    lines = make_lines(args.count)
+    baseline = raw_decode_rate(lines)
+    ours = max([await notification_rate(lines) for _ in range(3)])
+    ratio = ours / baseline
+    print(f"notifications ({args.backend}, {args.count} msgs, {len(lines[0])} bytes each)")
+    print(f"  raw typed msgspec decode loop: {baseline:12,.0f} msg/s")
+    print(f"  Connection over a real pipe:   {ours:12,.0f} msg/s  ({ratio:.0%} of raw; target >= 40%)")
+    await bare_echo_latencies(200)  # warm up
+    echo = await bare_echo_latencies(args.rounds)
+    rpc = await rpc_latencies(args.rounds)
+    print(f"round trip ({args.rounds} calls)")
+    print(f"  bare pipe echo:  p50 {pct(echo, 50):7.1f} us  p99 {pct(echo, 99):7.1f} us")
+    print(
+        f"  conn.request():  p50 {pct(rpc, 50):7.1f} us  p99 {pct(rpc, 99):7.1f} us"
+        f"  ({pct(rpc, 50) / pct(echo, 50):.2f}x bare p50; target < 3x)"
+    )
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--backend", default="asyncio", choices=["asyncio", "trio"])
+    parser.add_argument("--count", type=int, default=100_000)
+    parser.add_argument("--rounds", type=int, default=3000)
+    ns = parser.parse_args()
+    anyio.run(main, ns, backend=ns.backend)
