@@ -82,6 +82,15 @@ def ref_name(schema: dict[str, Any]) -> str | None:
     return None
 
 
+def constrained(expr: str, bounds: dict[str, Any]) -> str:
+    """``expr`` with the schema's numeric, length and item-count bounds as a ``msgspec.Meta``."""
+    given = {k: v for k, v in bounds.items() if v is not None}
+    if not given:
+        return expr
+    args = ", ".join(f"{k}={v!r}" for k, v in given.items())
+    return f"Annotated[{expr}, msgspec.Meta({args})]"
+
+
 def _optional(expr: str) -> str:
     """``expr`` that may also be omitted (``UNSET``); keeps ``None`` last, as linters expect."""
     if expr.endswith(" | None"):
@@ -251,10 +260,8 @@ class Generator:
                 continue
             bases = ["AcpStruct"]
             fields_from: list[tuple[dict[str, Any], list[str]]] = [(base_props, base_required)]
-            if (
-                (v.ref is not None
-                and self.is_union_def(v.ref))
-                or (v.ref is not None and (self.defs[v.ref].get("anyOf") or self.defs[v.ref].get("oneOf")))
+            if (v.ref is not None and self.is_union_def(v.ref)) or (
+                v.ref is not None and (self.defs[v.ref].get("anyOf") or self.defs[v.ref].get("oneOf"))
             ):
                 # A nested union: one merged struct named after it.
                 cls = v.ref
@@ -525,18 +532,17 @@ class Generator:
             inner, deps = self.type_expr({**s, "type": non_null[0] if len(non_null) == 1 else non_null})
             return (f"{inner} | None" if "null" in typ else inner), deps  # None last: see _optional
         if typ == "string":
-            return "str", set()
-        if typ == "integer":
-            return "int", set()
-        if typ == "number":
-            return "float", set()
+            return constrained("str", {"min_length": s.get("minLength"), "max_length": s.get("maxLength")}), set()
+        if typ in ("integer", "number"):
+            bounds = {"ge": s.get("minimum"), "le": s.get("maximum")}
+            return constrained("int" if typ == "integer" else "float", bounds), set()
         if typ == "boolean":
             return "bool", set()
         if typ == "null":
             return "None", set()
         if typ == "array":
             item, deps = self.type_expr(s.get("items", {}))
-            return f"list[{item}]", deps
+            return constrained(f"list[{item}]", {"min_length": s.get("minItems")}), deps
         if typ == "object":
             extra = s.get("additionalProperties")
             if isinstance(extra, dict) and extra:
@@ -652,7 +658,9 @@ def header_imports(body: str) -> str:
         return re.search(rf"\b{name}\b", body) is not None
 
     typing_names = [
-        n for n in ("TYPE_CHECKING", "Any", "ClassVar", "Final", "Literal", "Union") if used(n) or n == "TYPE_CHECKING"
+        n
+        for n in ("TYPE_CHECKING", "Annotated", "Any", "ClassVar", "Final", "Literal", "Union")
+        if used(n) or n == "TYPE_CHECKING"
     ]
     lines = [f"from typing import {', '.join(typing_names)}", ""]
     if used("msgspec"):
@@ -689,9 +697,7 @@ def method_tables(defs: dict[str, Any], names: set[str]) -> str:
         lines.append(f"{side.upper()}_METHODS: Final[dict[str, MethodSpec]] = {{")
         for method, spec in sorted(requests.items()):
             if spec["side"] == side:
-                lines.append(
-                    f"    {method!r}: MethodSpec({method!r}, {spec['params']}, {spec['result']}, {side!r}),"
-                )
+                lines.append(f"    {method!r}: MethodSpec({method!r}, {spec['params']}, {spec['result']}, {side!r}),")
         lines.append("}")
     notification_sides = ["agent", "client", "protocol"]
     notification_sides += sorted({side for _, _, side in notifications} - set(notification_sides))

@@ -8,7 +8,7 @@ Source: schema.json sha256 b6c91055df549d6f1db1d76d692d0561dad433e03d8ed114ea9b5
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, Union
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Final, Literal, Union
 
 import msgspec
 from msgspec import UNSET, UnsetType
@@ -235,7 +235,7 @@ class Annotations(AcpStruct):
 
     audience: list[Role] | UnsetType | None = UNSET
     last_modified: str | UnsetType | None = UNSET
-    priority: float | UnsetType | None = UNSET
+    priority: Annotated[float, msgspec.Meta(ge=0, le=1)] | UnsetType | None = UNSET
     meta: dict[str, Any] | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
 
@@ -825,8 +825,8 @@ class MultiSelectPropertySchema(AcpStruct, tag_field='type', tag='array'):
     items: MultiSelectItems
     title: str | UnsetType | None = UNSET
     description: str | UnsetType | None = UNSET
-    min_items: int | UnsetType | None = UNSET
-    max_items: int | UnsetType | None = UNSET
+    min_items: Annotated[int, msgspec.Meta(ge=0)] | UnsetType | None = UNSET
+    max_items: Annotated[int, msgspec.Meta(ge=0)] | UnsetType | None = UNSET
     default: list[str] | UnsetType | None = UNSET
     meta: dict[str, Any] | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
@@ -853,7 +853,7 @@ class Notice(AcpStruct, tag_field='sessionUpdate', tag='notice'):
     """`sessionUpdate: 'notice'` member of `SessionUpdate`."""
 
     severity: NoticeSeverity
-    title: str
+    title: Annotated[str, msgspec.Meta(min_length=1)]
     description: str | UnsetType | None = UNSET
     meta: dict[str, Any] | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
@@ -933,7 +933,7 @@ class PromptRequest(AcpStruct):
     """Params of `session/prompt` (handled by the agent)."""
 
     session_id: SessionId
-    prompt: list[ContentBlock]
+    prompt: Annotated[list[ContentBlock], msgspec.Meta(min_length=1)]
     meta: dict[str, Any] | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
 
@@ -955,7 +955,7 @@ class RequestPermissionRequest(AcpStruct):
 
     session_id: SessionId
     title: str
-    options: list[PermissionOption]
+    options: Annotated[list[PermissionOption], msgspec.Meta(min_length=1)]
     description: str | UnsetType | None = UNSET
     subject: RequestPermissionSubject | UnsetType | None = UNSET
     meta: dict[str, Any] | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
@@ -984,7 +984,7 @@ class ResourceLink(AcpStruct, tag_field='type', tag='resource_link'):
     description: str | UnsetType | None = UNSET
     icons: list[Icon] | UnsetType | None = UNSET
     mime_type: MediaType | UnsetType | None = UNSET
-    size: int | UnsetType | None = UNSET
+    size: Annotated[int, msgspec.Meta(ge=0)] | UnsetType | None = UNSET
     annotations: Annotations | UnsetType | None = UNSET
     meta: dict[str, Any] | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
@@ -1066,7 +1066,7 @@ class SessionConfigSelectGroup(AcpStruct):
 
     group_id: SessionConfigGroupId
     name: str
-    options: list[SessionConfigSelectOption]
+    options: Annotated[list[SessionConfigSelectOption], msgspec.Meta(min_length=1)]
     meta: dict[str, Any] | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
 
@@ -1149,7 +1149,7 @@ class StateUpdate(AcpStruct, tag_field='sessionUpdate', tag='state_update'):
 class StringMultiSelectItems(AcpStruct, _MultiSelectItemsAlternative, tag_field='type', tag='string'):
     """`type: 'string'` member of `MultiSelectItems`."""
 
-    enum: list[str]
+    enum: Annotated[list[str], msgspec.Meta(min_length=1)]
     meta: dict[str, Any] | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
 
@@ -1158,13 +1158,13 @@ class StringPropertySchema(AcpStruct, tag_field='type', tag='string'):
 
     title: str | UnsetType | None = UNSET
     description: str | UnsetType | None = UNSET
-    min_length: int | UnsetType | None = UNSET
-    max_length: int | UnsetType | None = UNSET
+    min_length: Annotated[int, msgspec.Meta(ge=0)] | UnsetType | None = UNSET
+    max_length: Annotated[int, msgspec.Meta(ge=0)] | UnsetType | None = UNSET
     pattern: str | UnsetType | None = UNSET
     format: StringFormat | UnsetType | None = UNSET
     default: str | UnsetType | None = UNSET
-    enum: list[str] | UnsetType | None = UNSET
-    one_of: list[EnumOption] | UnsetType | None = UNSET
+    enum: Annotated[list[str], msgspec.Meta(min_length=1)] | UnsetType | None = UNSET
+    one_of: Annotated[list[EnumOption], msgspec.Meta(min_length=1)] | UnsetType | None = UNSET
     meta: dict[str, Any] | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
 
@@ -1220,8 +1220,8 @@ class TerminalOutputChunk(AcpStruct, tag_field='sessionUpdate', tag='terminal_ou
 class TerminalSize(AcpStruct):
     """Wire object `TerminalSize`."""
 
-    cols: int
-    rows: int
+    cols: Annotated[int, msgspec.Meta(ge=1, le=65535)]
+    rows: Annotated[int, msgspec.Meta(ge=1, le=65535)]
     meta: dict[str, Any] | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
 
@@ -1265,7 +1265,7 @@ class TextResourceContents(AcpStruct, _EmbeddedResourceResourceAlternative):
 class TitledMultiSelectItems(AcpStruct, _MultiSelectItemsAlternative):
     """Wire object `TitledMultiSelectItems`."""
 
-    any_of: list[EnumOption]
+    any_of: Annotated[list[EnumOption], msgspec.Meta(min_length=1)]
     meta: dict[str, Any] | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
 
@@ -1294,7 +1294,7 @@ class ToolCallLocation(AcpStruct):
     """Wire object `ToolCallLocation`."""
 
     path: AbsolutePath
-    line: int | UnsetType | None = UNSET
+    line: Annotated[int, msgspec.Meta(ge=1)] | UnsetType | None = UNSET
     meta: dict[str, Any] | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
 
@@ -1344,8 +1344,8 @@ class UpdateSessionNotification(AcpStruct):
 class UsageUpdate(AcpStruct, tag_field='sessionUpdate', tag='usage_update'):
     """`sessionUpdate: 'usage_update'` member of `SessionUpdate`."""
 
-    used: int
-    size: int
+    used: Annotated[int, msgspec.Meta(ge=0)]
+    size: Annotated[int, msgspec.Meta(ge=0)]
     cost: Cost | UnsetType | None = UNSET
     meta: dict[str, Any] | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
@@ -1443,7 +1443,7 @@ ExtRequest: TypeAlias = Any
 
 AgentResponse: TypeAlias = dict[str, Any]
 
-ProtocolVersion: TypeAlias = int
+ProtocolVersion: TypeAlias = Annotated[int, msgspec.Meta(ge=0, le=65535)]
 
 AuthMethodId: TypeAlias = str
 
@@ -1579,7 +1579,7 @@ else:
     MultiSelectItems = _MultiSelectItemsAlternative
 
 if TYPE_CHECKING:
-    SessionConfigSelectOptions: TypeAlias = Union[list[SessionConfigSelectOption], list[SessionConfigSelectGroup]]
+    SessionConfigSelectOptions: TypeAlias = Union[Annotated[list[SessionConfigSelectOption], msgspec.Meta(min_length=1)], Annotated[list[SessionConfigSelectGroup], msgspec.Meta(min_length=1)]]
 else:
     SessionConfigSelectOptions = _SessionConfigSelectOptionsAlternative
 
@@ -1604,7 +1604,7 @@ register_open_union(RequestPermissionOutcome, 'outcome', UnknownRequestPermissio
 register_open_union(CreateElicitationResponse, 'action', UnknownCreateElicitationResponse)
 register_alternatives(_EmbeddedResourceResourceAlternative, (TextResourceContents, BlobResourceContents,))
 register_alternatives(_MultiSelectItemsAlternative, (StringMultiSelectItems, OtherVariant('type', UnknownMultiSelectItems, frozenset(['string'])), TitledMultiSelectItems,))
-register_alternatives(_SessionConfigSelectOptionsAlternative, (list[SessionConfigSelectOption], list[SessionConfigSelectGroup],))
+register_alternatives(_SessionConfigSelectOptionsAlternative, (Annotated[list[SessionConfigSelectOption], msgspec.Meta(min_length=1)], Annotated[list[SessionConfigSelectGroup], msgspec.Meta(min_length=1)],))
 register_lenient({
     AgentAuthCapabilities: {'meta': DEFAULT_ON_ERROR},
     AgentCapabilities: {'session': DEFAULT_ON_ERROR, 'auth': DEFAULT_ON_ERROR, 'meta': DEFAULT_ON_ERROR},

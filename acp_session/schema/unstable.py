@@ -8,7 +8,7 @@ Source: schema.unstable.json sha256 49e10f8c1935854363ed5b176cc6560d856642ba5020
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final, Union
+from typing import TYPE_CHECKING, Annotated, Any, Final, Union
 
 import msgspec
 from msgspec import UNSET, UnsetType
@@ -629,12 +629,12 @@ class UpdateSessionNotification(AcpStruct):
 class Usage(AcpStruct):
     """Wire object `Usage`."""
 
-    total_tokens: int
-    input_tokens: int
-    output_tokens: int
-    thought_tokens: int | UnsetType | None = UNSET
-    cached_read_tokens: int | UnsetType | None = UNSET
-    cached_write_tokens: int | UnsetType | None = UNSET
+    total_tokens: Annotated[int, msgspec.Meta(ge=0)]
+    input_tokens: Annotated[int, msgspec.Meta(ge=0)]
+    output_tokens: Annotated[int, msgspec.Meta(ge=0)]
+    thought_tokens: Annotated[int, msgspec.Meta(ge=0)] | UnsetType | None = UNSET
+    cached_read_tokens: Annotated[int, msgspec.Meta(ge=0)] | UnsetType | None = UNSET
+    cached_write_tokens: Annotated[int, msgspec.Meta(ge=0)] | UnsetType | None = UNSET
     meta: dict[str, Any] | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
 

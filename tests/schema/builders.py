@@ -58,7 +58,7 @@ def _scalar(info: mi.Type) -> Any:
     if isinstance(info, mi.BoolType):
         return True
     if isinstance(info, mi.IntType):
-        return 1
+        return max(1, info.ge or 0)
     if isinstance(info, mi.FloatType):
         return 0.5
     if isinstance(info, mi.LiteralType):
@@ -122,7 +122,8 @@ def _make(info: mi.Type) -> st.SearchStrategy[Any]:
     if isinstance(info, mi.BoolType):
         return st.booleans()
     if isinstance(info, mi.IntType):
-        return st.integers(0, 65535)
+        low = 0 if info.ge is None else info.ge
+        return st.integers(low, 65535 if info.le is None else info.le)
     if isinstance(info, mi.FloatType):
         return st.floats(0, 1, allow_nan=False)  # the schema bounds some numbers (priority) to [0, 1]
     if isinstance(info, mi.LiteralType):
