@@ -29,7 +29,7 @@ import json
 import keyword
 import re
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -757,9 +757,9 @@ def render_module(
     return HEADER.format(title=title, sources=sources, imports=imports) + body
 
 
-def sorted_structs(structs: list[Entity]) -> list[Entity]:
-    """Structs in dependency order of their bases (a base before its subclasses)."""
-    by_name = {e.name: e for e in structs}
+def dependency_order(entities: list[Entity], needs: Callable[[Entity], Iterable[str]]) -> list[Entity]:
+    """``entities`` with everything an entity ``needs`` (among them) placed before it."""
+    by_name = {e.name: e for e in entities}
     done: list[Entity] = []
     seen: set[str] = set()
 
@@ -767,34 +767,29 @@ def sorted_structs(structs: list[Entity]) -> list[Entity]:
         if e.name in seen:
             return
         seen.add(e.name)
-        base_line = e.code.split("\n", 1)[0]
-        for base in re.findall(r"\b([A-Z]\w*)\b", base_line.split("(", 1)[1]):
-            if base in by_name:
-                visit(by_name[base])
+        for name in needs(e):
+            if name in by_name:
+                visit(by_name[name])
         done.append(e)
 
-    for e in sorted(structs, key=lambda x: x.name):
+    for e in entities:
         visit(e)
     return done
+
+
+def sorted_structs(structs: list[Entity]) -> list[Entity]:
+    """Structs by name, each base class before its subclasses."""
+
+    def bases(e: Entity) -> list[str]:
+        base_line = e.code.split("\n", 1)[0]
+        return re.findall(r"\b([A-Z]\w*)\b", base_line.split("(", 1)[1])
+
+    return dependency_order(sorted(structs, key=lambda x: x.name), bases)
 
 
 def sorted_aliases(aliases: list[Entity]) -> list[Entity]:
-    by_name = {e.name: e for e in aliases}
-    done: list[Entity] = []
-    seen: set[str] = set()
-
-    def visit(e: Entity) -> None:
-        if e.name in seen:
-            return
-        seen.add(e.name)
-        for dep in sorted(e.deps):
-            if dep in by_name:
-                visit(by_name[dep])
-        done.append(e)
-
-    for e in aliases:
-        visit(e)
-    return done
+    """Module-level aliases, each after the aliases its value evaluates."""
+    return dependency_order(aliases, lambda e: sorted(e.deps))
 
 
 def changed_names(stable: Generator, unstable: Generator) -> set[str]:
