@@ -1,0 +1,66 @@
+"""Small readers for content blocks and diffs, shared by the entities and the chat layer.
+
+They only read: the fold stores wire values untouched, so unknown block types and optional
+fields stay exactly as received.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from acp_session.schema import Diff, DiffPatch, TextContent
+
+__all__ = ["diff_patch_text", "diff_paths", "meta_patched", "text_of"]
+
+
+def text_of(blocks: Iterable[Any]) -> str:
+    """Concatenate the text of the text blocks; other block kinds contribute nothing."""
+    return "".join([block.text for block in blocks if type(block) is TextContent])
+
+
+def diff_paths(diff: Diff) -> list[str]:
+    """Affected absolute paths from the structured ``changes`` (authoritative; no patch parsing).
+
+    Moves and copies contribute both their old and new path. Unknown change kinds contribute
+    the ``path`` they carry, if any.
+    """
+    paths: list[str] = []
+    for change in diff.changes:
+        if isinstance(change, dict):
+            path = change.get("path")
+            if isinstance(path, str):
+                paths.append(path)
+            continue
+        old = getattr(change, "old_path", None)
+        if isinstance(old, str):
+            paths.append(old)
+        paths.append(change.path)
+    return paths
+
+
+def diff_patch_text(diff: Diff) -> str | None:
+    """Renderable patch text, or None when the agent sent none (omitted and null mean the same)."""
+    patch = diff.patch
+    if isinstance(patch, DiffPatch) and isinstance(patch.text, str):
+        return patch.text
+    return None
+
+
+def meta_patched(stored: dict[str, Any] | None, patch: Any) -> dict[str, Any] | None:
+    """Apply a ``_meta`` patch: omitted keeps, null clears, an object patches by top-level key.
+
+    A key set to null is removed; any other value replaces the key as a whole (no deep merge).
+    Returns a new dict so values handed out earlier are never mutated behind the caller's back.
+    """
+    if patch is None:
+        return None
+    if not isinstance(patch, dict):  # UNSET: leave the stored metadata alone
+        return stored
+    result = dict(stored) if stored else {}
+    for key, value in patch.items():
+        if value is None:
+            result.pop(key, None)
+        else:
+            result[key] = value
+    return result

@@ -1,0 +1,290 @@
+"""History entities owned by :class:`~acp_session.conversation.state.SessionState`.
+
+They are mutable msgspec structs so the fold can patch them in place (no copy per update) and
+so ``msgspec.to_builtins`` gives a comparable snapshot for free. Callers read them; only the
+fold writes them. ``position`` is the entity's index in the timeline, fixed by first appearance.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from typing import Any, Literal
+
+import msgspec
+
+from acp_session.conversation.content import text_of
+from acp_session.schema import (
+    TOOL_CALL_STATUS_VALUES,
+    Content,
+    ContentBlock,
+    Cost,
+    Diff,
+    PlanEntry,
+    PlanItems,
+    TerminalCapabilities,
+    TerminalExitStatus,
+    TerminalSize,
+    ToolCallCapabilities,
+    ToolCallContent,
+    ToolCallLocation,
+    UnknownSessionUpdate,
+)
+from acp_session.schema import Terminal as TerminalContent
+
+__all__ = [
+    "FINAL_TOOL_CALL_STATUSES",
+    "Compaction",
+    "ContextUsage",
+    "Message",
+    "MessageRole",
+    "Plan",
+    "SessionInfo",
+    "Terminal",
+    "TimelineEntry",
+    "TokenUsage",
+    "ToolCall",
+    "UnknownEntry",
+]
+
+MessageRole = Literal["user", "agent", "thought"]
+
+FINAL_TOOL_CALL_STATUSES = frozenset({"completed", "failed", "cancelled"})
+"""Statuses after which a tool call does not run again; any other value (even an unknown one) is in progress."""
+
+Meta = dict[str, Any]
+
+
+class _Entity(msgspec.Struct, kw_only=True, tag_field="entity"):
+    """Common base: timeline index and the entity's patched ``_meta``."""
+
+    meta: Meta | None = None
+    position: int = -1
+
+
+class Message(_Entity, tag="message"):
+    """A user, agent or thought message keyed by its ``messageId`` (one store per role)."""
+
+    role: MessageRole
+    message_id: str
+    content: list[ContentBlock] = msgspec.field(default_factory=list)
+
+    @property
+    def text(self) -> str:
+        """Concatenated text of the text blocks, joined on demand so chunk appends stay O(1)."""
+        return text_of(self.content)
+
+    def reset(self) -> None:
+        """Forget accumulated state so a history replay can rebuild it in place."""
+        self.content = []
+        self.meta = None
+
+
+class ToolCall(_Entity, tag="tool_call"):
+    """A tool call keyed by ``toolCallId``; fields start at the protocol defaults."""
+
+    tool_call_id: str
+    name: str | None = None
+    title: str | None = None
+    kind: str = "other"
+    status: str = "pending"
+    content: list[ToolCallContent] = msgspec.field(default_factory=list)
+    locations: list[ToolCallLocation] = msgspec.field(default_factory=list)
+    raw_input: Any = None
+    raw_output: Any = None
+    capabilities: ToolCallCapabilities | None = None
+
+    @property
+    def is_final(self) -> bool:
+        """True once the status is completed, failed or cancelled (unknown statuses are still in progress)."""
+        return self.status in FINAL_TOOL_CALL_STATUSES
+
+    @property
+    def has_known_status(self) -> bool:
+        return self.status in TOOL_CALL_STATUS_VALUES
+
+    @property
+    def can_cancel(self) -> bool:
+        """Whether ``tool_call/cancel`` may be sent now: only while the agent advertises it."""
+        caps = self.capabilities
+        return caps is not None and caps.cancel is not None and caps.cancel is not msgspec.UNSET
+
+    @property
+    def diffs(self) -> list[Diff]:
+        return [item for item in self.content if type(item) is Diff]
+
+    @property
+    def terminal_ids(self) -> list[str]:
+        """Terminals this tool call displays (display anchors; the terminal state lives in the session)."""
+        return [item.terminal_id for item in self.content if type(item) is TerminalContent]
+
+    @property
+    def text(self) -> str:
+        """Text of the plain content items (diffs and terminals are not text)."""
+        return text_of([item.content for item in self.content if type(item) is Content])
+
+    def reset(self) -> None:
+        self.name = self.title = None
+        self.kind, self.status = "other", "pending"
+        self.content, self.locations = [], []
+        self.raw_input = self.raw_output = None
+        self.capabilities = None
+        self.meta = None
+
+
+class Terminal(_Entity, tag="terminal"):
+    """An agent-owned terminal: a base64 output snapshot plus base64 chunks appended after it.
+
+    Chunks are kept encoded and decoded one by one on demand, because each chunk is encoded on
+    its own and concatenating encoded strings would corrupt the bytes. Unknown fields are None.
+    """
+
+    terminal_id: str
+    command: str | None = None
+    cwd: str | None = None
+    output: str | None = None
+    chunks: list[str] = msgspec.field(default_factory=list)
+    exit_status: TerminalExitStatus | None = None
+    size: TerminalSize | None = None
+    capabilities: TerminalCapabilities | None = None
+
+    @property
+    def output_bytes(self) -> bytes:
+        """All retained output bytes; a chunk that is not valid base64 contributes nothing."""
+        parts = [] if self.output is None else [self.output]
+        parts.extend(self.chunks)
+        out = bytearray()
+        for part in parts:
+            try:
+                out += base64.b64decode(part)
+            except (binascii.Error, ValueError):
+                continue
+        return bytes(out)
+
+    @property
+    def exited(self) -> bool:
+        return self.exit_status is not None
+
+    @property
+    def can_cancel(self) -> bool:
+        """Whether ``terminal/cancel`` may be sent now: only while the agent advertises it."""
+        caps = self.capabilities
+        return caps is not None and caps.cancel is not None and caps.cancel is not msgspec.UNSET
+
+    def reset(self) -> None:
+        self.command = self.cwd = self.output = None
+        self.chunks = []
+        self.exit_status = self.size = self.capabilities = None
+        self.meta = None
+
+
+class Plan(_Entity, tag="plan"):
+    """A plan keyed by ``planId``; every update replaces its content (unknown kinds are kept raw)."""
+
+    plan_id: str
+    content: Any = None
+
+    @property
+    def entries(self) -> list[PlanEntry]:
+        content = self.content
+        return list(content.entries) if isinstance(content, PlanItems) else []
+
+    def reset(self) -> None:
+        self.content = None
+
+
+class Compaction(_Entity, tag="compaction"):
+    """A context compaction keyed by ``compactionId`` with its (patched or appended) summary."""
+
+    compaction_id: str
+    status: str = "in_progress"
+    summary: list[ContentBlock] = msgspec.field(default_factory=list)
+    error: str | None = None
+
+    @property
+    def summary_text(self) -> str:
+        return text_of(self.summary)
+
+    def reset(self) -> None:
+        self.status = "in_progress"
+        self.summary = []
+        self.error = None
+        self.meta = None
+
+
+class UnknownEntry(_Entity, tag="unknown"):
+    """An update this library does not understand, kept raw at its place in the timeline."""
+
+    raw: UnknownSessionUpdate
+
+    @property
+    def tag(self) -> str:
+        return self.raw.tag
+
+    def reset(self) -> None:
+        """Raw entries are never rebuilt: a replayed copy is matched, not merged."""
+
+
+TimelineEntry = Message | ToolCall | Plan | Compaction | UnknownEntry
+
+
+class SessionInfo(msgspec.Struct, kw_only=True):
+    """Session metadata from ``session_info_update`` (patched field by field)."""
+
+    title: str | None = None
+    updated_at: str | None = None
+    meta: Meta | None = None
+
+
+class ContextUsage(msgspec.Struct, kw_only=True):
+    """Context pressure from the latest ``usage_update``; ``cost`` is cumulative for the session."""
+
+    used: int
+    size: int
+    cost: Cost | None = None
+
+    @property
+    def fraction(self) -> float:
+        """Share of the context window in use (0.0 when the size is unknown or zero)."""
+        return self.used / self.size if self.size > 0 else 0.0
+
+
+class TokenUsage(msgspec.Struct, kw_only=True):
+    """Token counts of foreground work; optional counts stay None until some completion reports them."""
+
+    total_tokens: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    thought_tokens: int | None = None
+    cached_read_tokens: int | None = None
+    cached_write_tokens: int | None = None
+
+    @classmethod
+    def from_wire(cls, usage: Any) -> TokenUsage:
+        """Build from an unstable ``Usage`` struct (omitted/null optional counts become None)."""
+        return cls(
+            total_tokens=usage.total_tokens,
+            input_tokens=usage.input_tokens,
+            output_tokens=usage.output_tokens,
+            thought_tokens=_opt_int(usage.thought_tokens),
+            cached_read_tokens=_opt_int(usage.cached_read_tokens),
+            cached_write_tokens=_opt_int(usage.cached_write_tokens),
+        )
+
+    def add(self, other: TokenUsage) -> None:
+        self.total_tokens += other.total_tokens
+        self.input_tokens += other.input_tokens
+        self.output_tokens += other.output_tokens
+        self.thought_tokens = _add_opt(self.thought_tokens, other.thought_tokens)
+        self.cached_read_tokens = _add_opt(self.cached_read_tokens, other.cached_read_tokens)
+        self.cached_write_tokens = _add_opt(self.cached_write_tokens, other.cached_write_tokens)
+
+
+def _opt_int(value: Any) -> int | None:
+    return value if isinstance(value, int) else None
+
+
+def _add_opt(a: int | None, b: int | None) -> int | None:
+    if b is None:
+        return a
+    return b if a is None else a + b

@@ -1,0 +1,136 @@
+"""What one fold step changed, so the async chat layer can react without re-deriving it.
+
+Every :meth:`SessionState.apply` returns exactly one event. Events are frozen msgspec structs
+(cheap to build on the hot path) that point at the live entity, which the fold keeps updating;
+copy what you need if you hold an event for later. They are not GC-tracked (``gc=False``): an
+event only points at entities and wire values, which never point back at events.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from acp_session.conversation.entities import (
+    Compaction,
+    ContextUsage,
+    Message,
+    Plan,
+    SessionInfo,
+    Terminal,
+    TokenUsage,
+    ToolCall,
+    UnknownEntry,
+)
+from acp_session.schema import AvailableCommand, BackgroundWork, ContentBlock, Error, Notice, SessionConfigOption
+
+__all__ = [
+    "CommandsChanged",
+    "CompactionChanged",
+    "ConfigOptionsChanged",
+    "MessageChanged",
+    "NoticeReceived",
+    "PlanChanged",
+    "SessionInfoChanged",
+    "StateChanged",
+    "StateEvent",
+    "TerminalChanged",
+    "ToolCallChanged",
+    "UnknownUpdate",
+    "UsageChanged",
+]
+
+
+class StateEvent(msgspec.Struct, frozen=True, gc=False):
+    """Base of every fold event."""
+
+
+class MessageChanged(StateEvent, frozen=True):
+    """A message was created or changed; ``appended`` is the block a chunk added (else None)."""
+
+    message: Message
+    created: bool
+    appended: ContentBlock | None = None
+
+
+class ToolCallChanged(StateEvent, frozen=True):
+    """A tool call was created or patched; ``appended`` is the item a content chunk added."""
+
+    tool_call: ToolCall
+    created: bool
+    appended: Any = None
+
+
+class TerminalChanged(StateEvent, frozen=True):
+    """A terminal was created or patched; ``appended`` is the base64 chunk just added."""
+
+    terminal: Terminal
+    created: bool
+    appended: str | None = None
+
+
+class PlanChanged(StateEvent, frozen=True):
+    """A plan's content was replaced, or the plan was removed (unstable ``plan_removed``)."""
+
+    plan: Plan
+    created: bool
+    removed: bool = False
+
+
+class CompactionChanged(StateEvent, frozen=True):
+    """A compaction was created or patched; ``appended`` is the summary block a chunk added."""
+
+    compaction: Compaction
+    created: bool
+    appended: ContentBlock | None = None
+
+
+class StateChanged(StateEvent, frozen=True):
+    """A foreground-state snapshot arrived.
+
+    ``completed`` is True only for an idle snapshot that ends foreground work seen as not idle
+    before; repeated or resume snapshots never complete anything. ``turn_usage`` is the
+    (unstable) per-work usage, set only together with ``completed``.
+    """
+
+    state: str
+    previous: str
+    stop_reason: str | None
+    error: Error | None
+    background: list[BackgroundWork] | None
+    completed: bool
+    turn_usage: TokenUsage | None = None
+
+    @property
+    def repeated(self) -> bool:
+        return self.state == self.previous
+
+
+class UsageChanged(StateEvent, frozen=True):
+    usage: ContextUsage
+
+
+class CommandsChanged(StateEvent, frozen=True):
+    commands: list[AvailableCommand]
+
+
+class ConfigOptionsChanged(StateEvent, frozen=True):
+    options: list[SessionConfigOption]
+
+
+class SessionInfoChanged(StateEvent, frozen=True):
+    info: SessionInfo
+
+
+class NoticeReceived(StateEvent, frozen=True):
+    """A live notice: shown to the user, never stored in history."""
+
+    notice: Notice
+
+
+class UnknownUpdate(StateEvent, frozen=True):
+    """An update this library does not understand; ``created`` is False when a replay matched it."""
+
+    entry: UnknownEntry
+    created: bool

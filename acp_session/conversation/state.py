@@ -1,0 +1,688 @@
+"""``SessionState``: a sans-IO fold of ``session/update`` notifications into session history.
+
+``apply(update)`` is a dict dispatch on the update's exact type followed by an in-place patch of
+one entity; it never awaits and never sends. Patch rules follow the schema (rule ids are cited
+in ``docs/rules.md`` and the tests): omitted keeps, null clears, a value replaces, chunks append.
+
+Resume: :meth:`SessionState.begin_resume` opens a window that :meth:`apply_resume_response`
+closes. Inside it no idle snapshot counts as a completion or adds usage, and with ``replay=True``
+every entity that already existed is rebuilt in place from the replayed updates (first touch
+resets it), so replaying a history onto the live state that saw it gives an identical state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import msgspec
+
+from acp_session.conversation.content import meta_patched
+from acp_session.conversation.entities import (
+    Compaction,
+    ContextUsage,
+    Message,
+    MessageRole,
+    Plan,
+    SessionInfo,
+    Terminal,
+    TimelineEntry,
+    TokenUsage,
+    ToolCall,
+    UnknownEntry,
+)
+from acp_session.conversation.events import (
+    CommandsChanged,
+    CompactionChanged,
+    ConfigOptionsChanged,
+    MessageChanged,
+    NoticeReceived,
+    PlanChanged,
+    SessionInfoChanged,
+    StateChanged,
+    StateEvent,
+    TerminalChanged,
+    ToolCallChanged,
+    UnknownUpdate,
+    UsageChanged,
+)
+from acp_session.schema import (
+    AgentMessage,
+    AgentMessageChunk,
+    AgentThought,
+    AgentThoughtChunk,
+    AvailableCommand,
+    AvailableCommandsUpdate,
+    BackgroundWork,
+    CompactionSummaryChunk,
+    CompactionUpdate,
+    ConfigOptionUpdate,
+    Error,
+    NewSessionResponse,
+    Notice,
+    PlanUpdate,
+    ResumeSessionResponse,
+    SessionConfigOption,
+    SessionInfoUpdate,
+    SetSessionConfigOptionResponse,
+    StateUpdate,
+    TerminalOutput,
+    TerminalOutputChunk,
+    TerminalUpdate,
+    ToolCallContentChunk,
+    ToolCallUpdated,
+    UnknownSessionUpdate,
+    UpdateSessionNotification,
+    UsageUpdate,
+    UserMessage,
+    UserMessageChunk,
+)
+from acp_session.schema import unstable as _unstable
+
+__all__ = ["KNOWN_STATES", "SessionState"]
+
+UNSET = msgspec.UNSET
+
+KNOWN_STATES = frozenset({"running", "idle", "requires_action"})
+"""Foreground states with a specific presentation; anything else is shown as generic busy."""
+
+_Handler = Callable[["SessionState", Any], StateEvent]
+_ROLES: tuple[MessageRole, MessageRole, MessageRole] = ("user", "agent", "thought")
+
+
+class SessionState:
+    """The folded state of one session: timeline, entities by id, foreground state and usage."""
+
+    def __init__(self, session_id: str | None = None) -> None:
+        self.session_id = session_id
+        self._timeline: list[TimelineEntry] = []
+        # One message store per role, indexed like _ROLES, so ids of different roles never collide.
+        self._messages: tuple[dict[str, Message], dict[str, Message], dict[str, Message]] = ({}, {}, {})
+        self._tool_calls: dict[str, ToolCall] = {}
+        self._terminals: dict[str, Terminal] = {}
+        self._plans: dict[str, Plan] = {}
+        self._compactions: dict[str, Compaction] = {}
+        # A new session is idle until a state update says otherwise.
+        self._state = "idle"
+        self._state_reported = False
+        self._stop_reason: str | None = None
+        self._error: Error | None = None
+        self._background: list[BackgroundWork] | None = None
+        self._completions = 0
+        self._usage: ContextUsage | None = None
+        self._turn_usage_total: TokenUsage | None = None
+        self._last_turn_usage: TokenUsage | None = None
+        self._config_options: list[SessionConfigOption] = []
+        self._available_commands: list[AvailableCommand] = []
+        self._config_updates = 0
+        self._command_updates = 0
+        self._session_info = SessionInfo()
+        # Resume bookkeeping: None outside a resume window.
+        self._resume_marks: tuple[int, int] | None = None
+        self._replay_seen: set[int] | None = None
+        self._replay_cursor = 0
+
+    # ------------------------------------------------------------------ folding
+
+    def apply(self, update: Any) -> StateEvent:
+        """Fold one ``SessionUpdate`` (stable or unstable) and return what changed."""
+        handler = _HANDLERS.get(type(update))
+        if handler is None:
+            return self._on_other(update)
+        return handler(self, update)
+
+    def apply_notification(self, notification: UpdateSessionNotification) -> StateEvent:
+        """Fold the update carried by a ``session/update`` notification."""
+        return self.apply(notification.update)
+
+    def apply_new_session_response(self, response: NewSessionResponse) -> list[StateEvent]:
+        """Take the session id and initial lists, never overwriting what updates already reported.
+
+        The response carries no state, and the default idle only stands while no state update has
+        arrived, so an earlier ``state_update`` is kept (ACP2-031). Lists reported by an earlier
+        ``config_option_update`` / ``available_commands_update`` are newer than the response's.
+        """
+        self.session_id = response.session_id
+        return self._initial_lists(response.config_options, response.available_commands, (0, 0))
+
+    def begin_resume(self, *, replay: bool) -> None:
+        """Open the resume window (call just before sending ``session/resume``).
+
+        With ``replay=True`` the agent re-sends history: entities that already exist are rebuilt
+        in place on their first replayed update, and new ones are slotted in replay order.
+        """
+        self._resume_marks = (self._config_updates, self._command_updates)
+        self._replay_seen = set() if replay else None
+        self._replay_cursor = 0
+
+    def apply_resume_response(self, response: ResumeSessionResponse) -> list[StateEvent]:
+        """Close the resume window. The response does not imply any state (ACP2-055)."""
+        marks = self._resume_marks or (self._config_updates, self._command_updates)
+        self._resume_marks = None
+        self._replay_seen = None
+        return self._initial_lists(response.config_options, response.available_commands, marks)
+
+    def apply_set_config_option_response(self, response: SetSessionConfigOptionResponse) -> StateEvent:
+        """The full option list returned by ``session/set_config_option`` replaces the stored one."""
+        self._config_options = list(response.config_options)
+        return ConfigOptionsChanged(self._config_options)
+
+    @property
+    def resuming(self) -> bool:
+        return self._resume_marks is not None
+
+    # ------------------------------------------------------------------ reading
+
+    @property
+    def timeline(self) -> Sequence[TimelineEntry]:
+        """History entities in first-appearance order (live list: do not mutate)."""
+        return self._timeline
+
+    def message(self, message_id: str, role: MessageRole = "agent") -> Message | None:
+        return self._messages[_ROLES.index(role)].get(message_id)
+
+    def messages(self, role: MessageRole) -> Mapping[str, Message]:
+        return self._messages[_ROLES.index(role)]
+
+    @property
+    def tool_calls(self) -> Mapping[str, ToolCall]:
+        return self._tool_calls
+
+    @property
+    def terminals(self) -> Mapping[str, Terminal]:
+        """Agent-owned terminals by id. They are not timeline entries: tool call content and the
+        background list reference them by id."""
+        return self._terminals
+
+    @property
+    def plans(self) -> Mapping[str, Plan]:
+        return self._plans
+
+    @property
+    def compactions(self) -> Mapping[str, Compaction]:
+        return self._compactions
+
+    @property
+    def state(self) -> str:
+        """The last reported foreground state string, as sent (``idle`` before any report)."""
+        return self._state
+
+    @property
+    def state_reported(self) -> bool:
+        return self._state_reported
+
+    @property
+    def is_idle(self) -> bool:
+        """Only a reported (or default) ``idle``; unrecognized states are never idle (ACP2-058)."""
+        return self._state == "idle"
+
+    @property
+    def display_state(self) -> str:
+        """``running``, ``idle`` or ``requires_action``; any other state shows as generic ``busy``."""
+        state = self._state
+        return state if state in KNOWN_STATES else "busy"
+
+    @property
+    def stop_reason(self) -> str | None:
+        """Stop reason of the latest state update when it is idle and carries one, else None."""
+        return self._stop_reason
+
+    @property
+    def error(self) -> Error | None:
+        return self._error
+
+    @property
+    def background(self) -> list[BackgroundWork] | None:
+        """Latest background snapshot: None when not reported (unknown), [] when none runs."""
+        return self._background
+
+    @property
+    def completions(self) -> int:
+        """Foreground work items seen ending (repeated and resume idle snapshots excluded)."""
+        return self._completions
+
+    @property
+    def usage(self) -> ContextUsage | None:
+        return self._usage
+
+    @property
+    def turn_usage_total(self) -> TokenUsage | None:
+        """Sum of the per-work usage reported on new completions (unstable); None if never reported."""
+        return self._turn_usage_total
+
+    @property
+    def last_turn_usage(self) -> TokenUsage | None:
+        return self._last_turn_usage
+
+    @property
+    def config_options(self) -> list[SessionConfigOption]:
+        return self._config_options
+
+    def config_option(self, config_id: str) -> SessionConfigOption | None:
+        """Look an option up by id; categories are never needed for this (ACP2-033)."""
+        for option in self._config_options:
+            found = option.get("configId") if isinstance(option, dict) else option.config_id
+            if found == config_id:
+                return option
+        return None
+
+    @property
+    def available_commands(self) -> list[AvailableCommand]:
+        return self._available_commands
+
+    @property
+    def session_info(self) -> SessionInfo:
+        return self._session_info
+
+    def to_snapshot(self) -> dict[str, Any]:
+        """Plain-JSON view of everything folded, for equality and debugging.
+
+        Terminal output is compared as bytes, because a chunked stream and one replacement
+        snapshot of the same bytes are the same terminal state.
+        """
+        dump = msgspec.to_builtins
+        terminals = {}
+        for terminal_id, terminal in self._terminals.items():
+            data = dump(terminal)
+            data.pop("chunks")
+            data["output"] = None if terminal.output is None and not terminal.chunks else terminal.output_bytes.hex()
+            terminals[terminal_id] = data
+        return {
+            "session_id": self.session_id,
+            "timeline": [dump(entry) for entry in self._timeline],
+            "terminals": terminals,
+            "state": self._state,
+            "state_reported": self._state_reported,
+            "stop_reason": self._stop_reason,
+            "error": dump(self._error),
+            "background": dump(self._background),
+            "completions": self._completions,
+            "usage": dump(self._usage),
+            "turn_usage_total": dump(self._turn_usage_total),
+            "last_turn_usage": dump(self._last_turn_usage),
+            "config_options": dump(self._config_options),
+            "available_commands": dump(self._available_commands),
+            "session_info": dump(self._session_info),
+        }
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, SessionState):
+            return NotImplemented
+        return self.to_snapshot() == other.to_snapshot()
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return (
+            f"SessionState(session_id={self.session_id!r}, state={self._state!r}, "
+            f"timeline={len(self._timeline)}, completions={self._completions})"
+        )
+
+    # ------------------------------------------------------------------ timeline helpers
+
+    def _place(self, entity: TimelineEntry) -> None:
+        """Give a first-seen entity its timeline slot: the end live, the replay cursor in a replay."""
+        timeline = self._timeline
+        seen = self._replay_seen
+        if seen is None:
+            entity.position = len(timeline)
+            timeline.append(entity)
+            return
+        seen.add(id(entity))
+        at = self._replay_cursor
+        timeline.insert(at, entity)
+        for index in range(at, len(timeline)):
+            timeline[index].position = index
+        self._replay_cursor = at + 1
+
+    def _touch(self, entity: Message | ToolCall | Plan | Compaction | Terminal, in_timeline: bool = True) -> None:
+        """First replayed update of an existing entity: reset it so the replay rebuilds it."""
+        seen = self._replay_seen
+        assert seen is not None
+        key = id(entity)
+        if key not in seen:
+            seen.add(key)
+            entity.reset()
+        if in_timeline and entity.position >= self._replay_cursor:
+            self._replay_cursor = entity.position + 1
+
+    def _remove(self, entity: TimelineEntry) -> None:
+        timeline = self._timeline
+        at = entity.position
+        del timeline[at]
+        for index in range(at, len(timeline)):
+            timeline[index].position = index
+        if self._replay_cursor > at:
+            self._replay_cursor -= 1
+        if self._replay_seen is not None:
+            self._replay_seen.discard(id(entity))
+
+    # ------------------------------------------------------------------ handlers
+
+    def _on_tool_call(self, update: ToolCallUpdated) -> StateEvent:
+        call = self._tool_calls.get(update.tool_call_id)
+        created = call is None
+        if call is None:
+            call = ToolCall(tool_call_id=update.tool_call_id)
+            self._tool_calls[update.tool_call_id] = call
+            self._place(call)
+        elif self._replay_seen is not None:
+            self._touch(call)
+        value: Any = update.name
+        if value is not UNSET:
+            call.name = value
+        value = update.title
+        if value is not UNSET:
+            call.title = value
+        value = update.kind
+        if value is not UNSET:
+            call.kind = "other" if value is None else value
+        value = update.status
+        if value is not UNSET:
+            call.status = "pending" if value is None else value
+        value = update.content
+        if value is not UNSET:
+            call.content = list(value) if value else []
+        value = update.locations
+        if value is not UNSET:
+            call.locations = list(value) if value else []
+        value = update.raw_input
+        if value is not UNSET:
+            call.raw_input = value
+        value = update.raw_output
+        if value is not UNSET:
+            call.raw_output = value
+        value = update.capabilities
+        if value is not UNSET:
+            call.capabilities = value
+        if update.meta is not UNSET:
+            call.meta = meta_patched(call.meta, update.meta)
+        return ToolCallChanged(call, created)
+
+    def _on_tool_call_chunk(self, update: ToolCallContentChunk) -> StateEvent:
+        call = self._tool_calls.get(update.tool_call_id)
+        if call is None:
+            call = ToolCall(tool_call_id=update.tool_call_id, content=[update.content])
+            self._tool_calls[update.tool_call_id] = call
+            self._place(call)
+            return ToolCallChanged(call, True, update.content)
+        if self._replay_seen is not None:
+            self._touch(call)
+        call.content.append(update.content)
+        return ToolCallChanged(call, False, update.content)
+
+    def _terminal(self, terminal_id: str) -> tuple[Terminal, bool]:
+        terminal = self._terminals.get(terminal_id)
+        if terminal is None:
+            terminal = Terminal(terminal_id=terminal_id)
+            self._terminals[terminal_id] = terminal
+            if self._replay_seen is not None:
+                self._replay_seen.add(id(terminal))
+            return terminal, True
+        if self._replay_seen is not None:
+            self._touch(terminal, in_timeline=False)
+        return terminal, False
+
+    def _on_terminal(self, update: TerminalUpdate) -> StateEvent:
+        terminal, created = self._terminal(update.terminal_id)
+        value: Any = update.command
+        if value is not UNSET:
+            terminal.command = value
+        value = update.cwd
+        if value is not UNSET:
+            terminal.cwd = value
+        value = update.output
+        if value is not UNSET:
+            # An output snapshot replaces every byte retained so far, chunks included.
+            terminal.output = value.data if isinstance(value, TerminalOutput) else None
+            terminal.chunks = []
+        value = update.exit_status
+        if value is not UNSET:
+            terminal.exit_status = value
+        value = update.size
+        if value is not UNSET:
+            terminal.size = value
+        value = update.capabilities
+        if value is not UNSET:
+            terminal.capabilities = value
+        if update.meta is not UNSET:
+            terminal.meta = meta_patched(terminal.meta, update.meta)
+        return TerminalChanged(terminal, created)
+
+    def _on_terminal_chunk(self, update: TerminalOutputChunk) -> StateEvent:
+        terminal, created = self._terminal(update.terminal_id)
+        terminal.chunks.append(update.data)
+        return TerminalChanged(terminal, created, update.data)
+
+    def _on_plan(self, update: Any) -> StateEvent:
+        content = update.plan
+        if isinstance(content, dict):
+            raw_id = content.get("planId")
+            plan_id = raw_id if isinstance(raw_id, str) else ""
+        else:
+            plan_id = content.plan_id
+        plan = self._plans.get(plan_id)
+        created = plan is None
+        if plan is None:
+            plan = Plan(plan_id=plan_id)
+            self._plans[plan_id] = plan
+            self._place(plan)
+        elif self._replay_seen is not None:
+            self._touch(plan)
+        plan.content = content
+        return PlanChanged(plan, created)
+
+    def _on_plan_removed(self, update: Any) -> StateEvent:
+        plan = self._plans.pop(update.plan_id, None)
+        if plan is None:
+            return PlanChanged(Plan(plan_id=update.plan_id), False, True)
+        self._remove(plan)
+        return PlanChanged(plan, False, True)
+
+    def _compaction(self, compaction_id: str, status: str) -> tuple[Compaction, bool]:
+        compaction = self._compactions.get(compaction_id)
+        if compaction is None:
+            compaction = Compaction(compaction_id=compaction_id, status=status)
+            self._compactions[compaction_id] = compaction
+            self._place(compaction)
+            return compaction, True
+        if self._replay_seen is not None:
+            self._touch(compaction)
+        return compaction, False
+
+    def _on_compaction(self, update: CompactionUpdate) -> StateEvent:
+        compaction, created = self._compaction(update.compaction_id, update.status)
+        compaction.status = update.status
+        value: Any = update.summary
+        if value is not UNSET:
+            compaction.summary = list(value) if value else []
+        value = update.error
+        if value is not UNSET:
+            compaction.error = value
+        if update.meta is not UNSET:
+            compaction.meta = meta_patched(compaction.meta, update.meta)
+        return CompactionChanged(compaction, created)
+
+    def _on_compaction_chunk(self, update: CompactionSummaryChunk) -> StateEvent:
+        compaction, created = self._compaction(update.compaction_id, "in_progress")
+        compaction.summary.append(update.content)
+        return CompactionChanged(compaction, created, update.content)
+
+    def _on_state(self, update: Any) -> StateEvent:
+        previous = self._state
+        state = update.state
+        self._state = state
+        self._state_reported = True
+        background = update.background
+        self._background = list(background) if isinstance(background, list) else None
+        completed = False
+        turn_usage: TokenUsage | None = None
+        if state == "idle":
+            reason = update.stop_reason
+            self._stop_reason = reason if isinstance(reason, str) else None
+            error = update.error
+            self._error = error if isinstance(error, Error) else None
+            # Only an idle that follows non-idle work is a completion; a repeated idle snapshot,
+            # and any snapshot inside a resume window, is context only (ACP2-045).
+            if previous != "idle" and self._resume_marks is None:
+                completed = True
+                self._completions += 1
+                wire_usage = getattr(update, "usage", None)
+                if wire_usage is not None and wire_usage is not UNSET:
+                    turn_usage = TokenUsage.from_wire(wire_usage)
+                    self._last_turn_usage = turn_usage
+                    if self._turn_usage_total is None:
+                        self._turn_usage_total = TokenUsage()
+                    self._turn_usage_total.add(turn_usage)
+        else:
+            self._stop_reason = None
+            self._error = None
+        return StateChanged(state, previous, self._stop_reason, self._error, self._background, completed, turn_usage)
+
+    def _on_usage(self, update: UsageUpdate) -> StateEvent:
+        previous = self._usage
+        cost = update.cost
+        if cost is UNSET:
+            cost = previous.cost if previous is not None else None
+        self._usage = ContextUsage(used=update.used, size=update.size, cost=cost)
+        return UsageChanged(self._usage)
+
+    def _on_commands(self, update: AvailableCommandsUpdate) -> StateEvent:
+        self._command_updates += 1
+        self._available_commands = list(update.available_commands)
+        return CommandsChanged(self._available_commands)
+
+    def _on_config(self, update: ConfigOptionUpdate) -> StateEvent:
+        self._config_updates += 1
+        self._config_options = list(update.config_options)
+        return ConfigOptionsChanged(self._config_options)
+
+    def _on_session_info(self, update: SessionInfoUpdate) -> StateEvent:
+        info = self._session_info
+        if update.title is not UNSET:
+            info.title = update.title
+        if update.updated_at is not UNSET:
+            info.updated_at = update.updated_at
+        if update.meta is not UNSET:
+            info.meta = meta_patched(info.meta, update.meta)
+        return SessionInfoChanged(info)
+
+    def _on_notice(self, update: Notice) -> StateEvent:
+        return NoticeReceived(update)
+
+    def _on_unknown(self, update: UnknownSessionUpdate) -> StateEvent:
+        if self._replay_seen is not None:
+            matched = self._match_replayed_unknown(update)
+            if matched is not None:
+                return UnknownUpdate(matched, False)
+        entry = UnknownEntry(raw=update)
+        self._place(entry)
+        return UnknownUpdate(entry, True)
+
+    def _match_replayed_unknown(self, update: UnknownSessionUpdate) -> UnknownEntry | None:
+        """Find the existing raw entry a replayed unknown update stands for, in timeline order.
+
+        The scan stops at the first not-yet-replayed known entity: the replay has not reached it,
+        so an unknown update before it in the replay cannot be one that comes after it.
+        """
+        seen = self._replay_seen
+        assert seen is not None
+        timeline = self._timeline
+        for index in range(self._replay_cursor, len(timeline)):
+            entry = timeline[index]
+            if id(entry) in seen:
+                continue
+            if not isinstance(entry, UnknownEntry):
+                return None
+            if entry.raw == update:
+                seen.add(id(entry))
+                self._replay_cursor = index + 1
+                return entry
+        return None
+
+    def _on_other(self, update: Any) -> StateEvent:
+        """Typed variants this fold has no rule for (unstable extras) are kept raw like unknown ones."""
+        if isinstance(update, dict):
+            return self._on_unknown(UnknownSessionUpdate(update))
+        if isinstance(update, msgspec.Struct):
+            return self._on_unknown(UnknownSessionUpdate(msgspec.to_builtins(update)))
+        raise TypeError(f"not a session update: {type(update).__name__}")
+
+    def _initial_lists(self, options: Any, commands: Any, marks: tuple[int, int]) -> list[StateEvent]:
+        events: list[StateEvent] = []
+        if isinstance(options, list) and self._config_updates == marks[0]:
+            self._config_options = list(options)
+            events.append(ConfigOptionsChanged(self._config_options))
+        if isinstance(commands, list) and self._command_updates == marks[1]:
+            self._available_commands = list(commands)
+            events.append(CommandsChanged(self._available_commands))
+        return events
+
+
+def _message_handlers(role_index: int) -> tuple[_Handler, _Handler]:
+    """Chunk and upsert handlers bound to one role's message store."""
+    role = _ROLES[role_index]
+
+    def on_chunk(state: SessionState, update: Any) -> StateEvent:
+        store = state._messages[role_index]
+        message = store.get(update.message_id)
+        if message is None:
+            # The chunk's _meta is scoped to the chunk: it never becomes the message's metadata.
+            message = Message(role=role, message_id=update.message_id, content=[update.content])
+            store[update.message_id] = message
+            state._place(message)
+            return MessageChanged(message, True, update.content)
+        if state._replay_seen is not None:
+            state._touch(message)
+        message.content.append(update.content)
+        return MessageChanged(message, False, update.content)
+
+    def on_upsert(state: SessionState, update: Any) -> StateEvent:
+        store = state._messages[role_index]
+        message = store.get(update.message_id)
+        created = message is None
+        if message is None:
+            message = Message(role=role, message_id=update.message_id)
+            store[update.message_id] = message
+            state._place(message)
+        elif state._replay_seen is not None:
+            state._touch(message)
+        content = update.content
+        if content is not UNSET:
+            message.content = list(content) if content else []
+        if update.meta is not UNSET:
+            message.meta = meta_patched(message.meta, update.meta)
+        return MessageChanged(message, created)
+
+    return on_chunk, on_upsert
+
+
+_user_chunk, _user_upsert = _message_handlers(0)
+_agent_chunk, _agent_upsert = _message_handlers(1)
+_thought_chunk, _thought_upsert = _message_handlers(2)
+
+_HANDLERS: dict[type, _Handler] = {
+    UserMessageChunk: _user_chunk,
+    UserMessage: _user_upsert,
+    AgentMessageChunk: _agent_chunk,
+    AgentMessage: _agent_upsert,
+    AgentThoughtChunk: _thought_chunk,
+    AgentThought: _thought_upsert,
+    StateUpdate: SessionState._on_state,
+    _unstable.StateUpdate: SessionState._on_state,
+    ToolCallUpdated: SessionState._on_tool_call,
+    ToolCallContentChunk: SessionState._on_tool_call_chunk,
+    TerminalUpdate: SessionState._on_terminal,
+    TerminalOutputChunk: SessionState._on_terminal_chunk,
+    PlanUpdate: SessionState._on_plan,
+    _unstable.PlanUpdate: SessionState._on_plan,
+    _unstable.PlanRemoved: SessionState._on_plan_removed,
+    AvailableCommandsUpdate: SessionState._on_commands,
+    ConfigOptionUpdate: SessionState._on_config,
+    SessionInfoUpdate: SessionState._on_session_info,
+    UsageUpdate: SessionState._on_usage,
+    Notice: SessionState._on_notice,
+    CompactionUpdate: SessionState._on_compaction,
+    CompactionSummaryChunk: SessionState._on_compaction_chunk,
+    UnknownSessionUpdate: SessionState._on_unknown,
+}
