@@ -1,3 +1,22 @@
 """acp-session: a typed, fast client for the Agent Client Protocol (ACP) version 2."""
 
 __version__ = "0.1.0"
+
+from .client import PROTOCOL_VERSION, ClientBuilder, ClientConnection
+from .client_errors import CapabilityNotSupported, ProtocolVersionMismatch, SessionClosed
+from .interactions import Interaction
+from .session import ActiveSession, SentRequest, TrackedPrompt
+
+__all__ = [
+    "PROTOCOL_VERSION",
+    "ActiveSession",
+    "CapabilityNotSupported",
+    "ClientBuilder",
+    "ClientConnection",
+    "Interaction",
+    "ProtocolVersionMismatch",
+    "SentRequest",
+    "SessionClosed",
+    "TrackedPrompt",
+    "__version__",
+]

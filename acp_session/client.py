@@ -1,0 +1,570 @@
+"""``ClientBuilder`` (identity, capabilities, typed handlers) and ``ClientConnection`` (an initialized client).
+
+``builder.connect(transport)`` sends ``initialize`` and yields a ``ClientConnection``; sessions are opened on it.
+Handlers receive generated types and may be plain functions or coroutine functions. Capabilities that depend
+on a handler (elicitation modes) are derived from what was registered, so they cannot disagree.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from contextlib import asynccontextmanager, suppress
+from typing import Any, Literal, TypeVar
+
+import anyio
+import msgspec
+from anyio.abc import TaskGroup
+
+from . import __version__
+from .client_errors import CapabilityNotSupported, ProtocolVersionMismatch
+from .codec import convert, decoder
+from .errors import AcpError, ResourceNotFound, UnsupportedProtocolVersion
+from .interactions import Interaction, InteractionRegistry
+from .rpc import Connection, PendingRequest, json_decode
+from .schema.types import (
+    AGENT_METHODS,
+    AgentCapabilities,
+    AuthMethod,
+    AuthMethodAgent,
+    CancelledPermissionOutcome,
+    ClientAuthCapabilities,
+    ClientCapabilities,
+    CommandPermissionSubject,
+    CompleteElicitationNotification,
+    CreateElicitationRequest,
+    CreateElicitationResponse,
+    DeleteSessionRequest,
+    DeleteSessionResponse,
+    ElicitationCancelAction,
+    ElicitationCapabilities,
+    ElicitationFormCapabilities,
+    ElicitationFormMode,
+    ElicitationUrlCapabilities,
+    ElicitationUrlMode,
+    Implementation,
+    InitializeRequest,
+    InitializeResponse,
+    ListSessionsRequest,
+    ListSessionsResponse,
+    LoginAuthRequest,
+    LoginAuthResponse,
+    LogoutAuthRequest,
+    LogoutAuthResponse,
+    McpServer,
+    McpServerHttp,
+    McpServerStdio,
+    NewSessionRequest,
+    NewSessionResponse,
+    PromptCapabilities,
+    ReplayFrom,
+    ReplayFromStart,
+    RequestPermissionRequest,
+    RequestPermissionResponse,
+    ResumeSessionRequest,
+    ResumeSessionResponse,
+    SelectedPermissionOutcome,
+    SessionCapabilities,
+    SessionInfo,
+    TerminalAuthCapabilities,
+    ToolCallPermissionSubject,
+    UnsupportedProtocolVersionErrorData,
+    UpdateSessionNotification,
+)
+from .session import ActiveSession, SentRequest, SessionTrack, TrackedPrompt
+from .transport import Transport, stdio_agent
+
+__all__ = ["PROTOCOL_VERSION", "ClientBuilder", "ClientConnection", "ElicitationMode"]
+
+PROTOCOL_VERSION = 2
+_log = logging.getLogger("acp_session.client")
+T = TypeVar("T")
+ElicitationMode = Literal["form", "url"]
+Handler = Callable[[Any], Any]
+Fallback = Callable[[str, bytes], Any]
+
+
+def _ext_name(method: str) -> str:
+    if not method.startswith("_"):
+        raise ValueError(f"extension methods must start with '_' (got {method!r})")
+    return method
+
+
+def _absolute(path: str | os.PathLike[str], what: str) -> str:
+    text = os.fspath(path)
+    if not os.path.isabs(text):
+        raise ValueError(f"{what} must be an absolute path (got {text!r})")
+    return text
+
+
+class ClientBuilder:
+    """Collects the client's identity, capabilities and handlers; ``connect()`` applies them to a connection."""
+
+    def __init__(self, name: str = "acp-session", version: str = __version__, *, title: str | None = None) -> None:
+        self.info = Implementation(name=name, version=version, title=msgspec.UNSET if title is None else title)
+        self.terminal_auth = False
+        self.meta: dict[str, Any] | None = None
+        self._update: Handler | None = None
+        self._permission: Handler | None = None
+        self._elicitation: Handler | None = None
+        self._elicitation_modes: frozenset[str] = frozenset()
+        self._elicitation_complete: Handler | None = None
+        self._ext_requests: dict[str, Handler] = {}
+        self._ext_notifications: dict[str, Handler] = {}
+        self._fallback_request: Fallback | None = None
+        self._fallback_notification: Fallback | None = None
+
+    # -- identity and capabilities ---------------------------------------------------------------------------
+
+    def with_terminal_auth(self, enabled: bool = True) -> ClientBuilder:
+        """Advertise that this client can run terminal authentication methods itself."""
+        self.terminal_auth = enabled
+        return self
+
+    def with_meta(self, meta: dict[str, Any] | None) -> ClientBuilder:
+        self.meta = meta
+        return self
+
+    def capabilities(self) -> ClientCapabilities:
+        """What ``initialize`` will advertise; elicitation modes come from ``on_elicitation``."""
+        elicitation: ElicitationCapabilities | msgspec.UnsetType = msgspec.UNSET
+        if self._elicitation is not None and self._elicitation_modes:
+            elicitation = ElicitationCapabilities(
+                form=ElicitationFormCapabilities() if "form" in self._elicitation_modes else msgspec.UNSET,
+                url=ElicitationUrlCapabilities() if "url" in self._elicitation_modes else msgspec.UNSET,
+            )
+        auth = ClientAuthCapabilities(terminal=TerminalAuthCapabilities()) if self.terminal_auth else msgspec.UNSET
+        meta = msgspec.UNSET if self.meta is None else self.meta
+        return ClientCapabilities(auth=auth, elicitation=elicitation, meta=meta)
+
+    # -- handlers --------------------------------------------------------------------------------------------
+
+    def on_session_update(self, fn: Callable[[UpdateSessionNotification], Any]) -> ClientBuilder:
+        """Every ``session/update``, in arrival order, including sessions this process has no handle for."""
+        self._update = fn
+        return self
+
+    def on_request_permission(self, fn: Callable[[RequestPermissionRequest], Any]) -> ClientBuilder:
+        """Answer permission requests: return a ``RequestPermissionResponse``, an outcome or an option id.
+
+        Without one, every request is answered with the cancelled outcome (never an approval).
+        """
+        self._permission = fn
+        return self
+
+    def on_elicitation(
+        self, fn: Callable[[CreateElicitationRequest], Any], modes: Iterable[ElicitationMode] = ("form",)
+    ) -> ClientBuilder:
+        """Answer ``elicitation/create`` for ``modes``; those modes are advertised, nothing else is."""
+        self._elicitation = fn
+        self._elicitation_modes = frozenset(modes)
+        return self
+
+    def on_elicitation_complete(self, fn: Callable[[CompleteElicitationNotification], Any]) -> ClientBuilder:
+        self._elicitation_complete = fn
+        return self
+
+    def on_ext_request(self, method: str, fn: Callable[[Any], Any]) -> ClientBuilder:
+        """Answer an extension request (``_``-prefixed); ``fn`` gets the params as plain JSON values."""
+        self._ext_requests[_ext_name(method)] = fn
+        return self
+
+    def on_ext_notification(self, method: str, fn: Callable[[Any], Any]) -> ClientBuilder:
+        self._ext_notifications[_ext_name(method)] = fn
+        return self
+
+    def on_fallback(self, request: Fallback | None = None, notification: Fallback | None = None) -> ClientBuilder:
+        """``(method, raw params JSON)`` handlers for anything without its own handler (default: -32601 / drop)."""
+        self._fallback_request = request
+        self._fallback_notification = notification
+        return self
+
+    # -- connecting ------------------------------------------------------------------------------------------
+
+    @asynccontextmanager
+    async def connect(self, transport: Transport, **options: Any) -> AsyncIterator[ClientConnection]:
+        """Initialize over ``transport``; leaving the block closes the connection and the transport.
+
+        ``options`` go to ``acp_session.rpc.Connection`` (queue sizes, frame limit, ...).
+        """
+        # Entered by hand, not with ``async with``: a task group wraps the body's exception in an
+        # ExceptionGroup, and callers should see ``ProtocolVersionMismatch`` or their own error as raised.
+        rpc = Connection(transport, **options)
+        await rpc.__aenter__()
+        try:
+            tg = anyio.create_task_group()
+            await tg.__aenter__()
+            try:
+                client = ClientConnection(rpc, self, tg)
+                await client._first_initialize()
+                yield client
+            finally:
+                tg.cancel_scope.cancel()
+                await tg.__aexit__(None, None, None)
+        finally:
+            await rpc.__aexit__(None, None, None)
+
+    @asynccontextmanager
+    async def spawn(
+        self, argv: Sequence[str], cwd: str | None = None, env: Mapping[str, str] | None = None, **options: Any
+    ) -> AsyncIterator[ClientConnection]:
+        """Start an agent subprocess and connect to it; leaving the block shuts the process down."""
+        process = stdio_agent(argv, cwd, env)
+        transport = await process.__aenter__()  # by hand, for the same reason as in connect()
+        try:
+            async with self.connect(transport, **options) as client:
+                yield client
+        finally:
+            await process.__aexit__(None, None, None)
+
+
+_INITIALIZE = decoder(InitializeResponse)
+_NEW = decoder(NewSessionResponse)
+_RESUME = decoder(ResumeSessionResponse)
+_LIST = decoder(ListSessionsResponse)
+_DELETE = decoder(DeleteSessionResponse)
+_CANCELLED_PERMISSION = RequestPermissionResponse(outcome=CancelledPermissionOutcome())
+
+
+class ClientConnection:
+    """An initialized connection to an agent: session lifecycle, auth and extension calls."""
+
+    def __init__(self, rpc: Connection, builder: ClientBuilder, tg: TaskGroup) -> None:
+        self.rpc = rpc
+        self.builder = builder
+        self.interactions = InteractionRegistry()
+        self.initialize_response: InitializeResponse | None = None
+        self._tg = tg
+        self._ready = anyio.Event()
+        self._initializing = False
+        self._other_request_sent = False
+        self._tracks: dict[str, SessionTrack] = {}
+        self._update_inflight = 0
+        self._updates_idle = anyio.Event()
+        self._updates_idle.set()
+        self._install(builder)
+
+    # -- what the agent said -----------------------------------------------------------------------------
+
+    def _init(self) -> InitializeResponse:
+        if self.initialize_response is None:
+            raise AcpError("the connection is not initialized")
+        return self.initialize_response
+
+    @property
+    def agent_info(self) -> Implementation:
+        return self._init().info
+
+    @property
+    def agent_capabilities(self) -> AgentCapabilities:
+        caps = self._init().capabilities
+        return caps if isinstance(caps, AgentCapabilities) else AgentCapabilities()
+
+    @property
+    def auth_methods(self) -> list[AuthMethod]:
+        methods = self._init().auth_methods
+        return list(methods) if isinstance(methods, list) else []
+
+    @property
+    def protocol_version(self) -> int:
+        return self._init().protocol_version
+
+    # -- initialize ----------------------------------------------------------------------------------------
+
+    async def _first_initialize(self) -> None:
+        self._initializing = True
+        try:
+            self.initialize_response = await self._send_initialize()
+        finally:
+            self._initializing = False
+            self._ready.set()
+
+    async def initialize(self) -> InitializeResponse:
+        """Repeat ``initialize`` (allowed only before any other request). A failed repeat keeps the previous one."""
+        if self._initializing:
+            raise AcpError("initialize is already in progress")
+        if self._other_request_sent:
+            raise AcpError("initialize can only be repeated before any other request")
+        self._initializing = True
+        self._ready = anyio.Event()
+        try:
+            response = await self._send_initialize()
+            self.initialize_response = response
+            return response
+        finally:
+            self._initializing = False
+            self._ready.set()
+
+    async def _send_initialize(self) -> InitializeResponse:
+        params = InitializeRequest(
+            protocol_version=PROTOCOL_VERSION, info=self.builder.info, capabilities=self.builder.capabilities()
+        )
+        try:
+            response = await self.rpc.request("initialize", params, decode=_INITIALIZE)
+        except UnsupportedProtocolVersion as exc:
+            supported: list[int] = []
+            with suppress(msgspec.ValidationError, TypeError):
+                supported = list(convert(exc.data, UnsupportedProtocolVersionErrorData).supported)
+            raise ProtocolVersionMismatch(PROTOCOL_VERSION, supported, exc.data) from exc
+        if response.protocol_version != PROTOCOL_VERSION:
+            raise ProtocolVersionMismatch(PROTOCOL_VERSION, [response.protocol_version])
+        return response
+
+    # -- raw access ----------------------------------------------------------------------------------------
+
+    def _rpc_request(self, method: str, params: Any, decode: Callable[[bytes], T]) -> PendingRequest[T]:
+        if self._initializing or self.initialize_response is None:
+            raise AcpError(f"{method}: initialize has not completed")
+        self._other_request_sent = True
+        return self.rpc.request(method, params, decode=decode)
+
+    async def _call(self, method: str, params: Any, decode: Callable[[bytes], T]) -> T:
+        await self._ready.wait()  # a repeated initialize in flight: wait for it
+        return await self._rpc_request(method, params, decode)
+
+    async def _rpc_notify(self, method: str, params: Any) -> None:
+        await self._ready.wait()
+        await self.rpc.notify(method, params)
+
+    def request(self, method: str, params: Any = None) -> SentRequest[Any]:
+        """Send an extension request (``_``-prefixed) or a schema method by name; the result is plain JSON
+        for extensions and the generated type for schema methods."""
+        if method == "initialize":
+            raise ValueError("use ClientConnection.initialize()")
+        spec = AGENT_METHODS.get(method)
+        decode = json_decode if spec is None else decoder(spec.result)
+        if spec is None:
+            _ext_name(method)
+        return SentRequest(self._rpc_request(method, params, decode))
+
+    async def notify(self, method: str, params: Any = None) -> None:
+        """Send an extension notification (``_``-prefixed)."""
+        await self._rpc_notify(_ext_name(method), params)
+
+    # -- auth ------------------------------------------------------------------------------------------------
+
+    async def login(self, method_id: str) -> LoginAuthResponse:
+        """``auth/login`` with an advertised, protocol-driven (``agent``) method (ACP2-029, ACP2-061)."""
+        methods = self.auth_methods
+        if not methods:
+            raise CapabilityNotSupported("auth/login", "authMethods")
+        method = next((m for m in methods if getattr(m, "method_id", None) == method_id), None)
+        if method is None:
+            raise ValueError(f"auth method {method_id!r} was not advertised")
+        if not isinstance(method, AuthMethodAgent):
+            raise CapabilityNotSupported("auth/login", f"a protocol-driven login flow for {method_id!r}")
+        return await self._call("auth/login", LoginAuthRequest(method_id=method_id), decoder(LoginAuthResponse))
+
+    async def logout(self) -> LogoutAuthResponse:
+        """``auth/logout``; only when the agent advertised auth methods (ACP2-062)."""
+        if not self.auth_methods:
+            raise CapabilityNotSupported("auth/logout", "authMethods")
+        return await self._call("auth/logout", LogoutAuthRequest(), decoder(LogoutAuthResponse))
+
+    # -- sessions ----------------------------------------------------------------------------------------------
+
+    def _session_caps(self, method: str) -> SessionCapabilities:
+        caps = self.agent_capabilities.session
+        if not isinstance(caps, SessionCapabilities):
+            raise CapabilityNotSupported(method, "session")
+        return caps
+
+    def _prompt_capabilities(self) -> PromptCapabilities | None:
+        caps = self.agent_capabilities.session
+        prompt = caps.prompt if isinstance(caps, SessionCapabilities) else None
+        return prompt if isinstance(prompt, PromptCapabilities) else None
+
+    def _roots(
+        self,
+        method: str,
+        cwd: str | os.PathLike[str],
+        mcp_servers: Sequence[McpServer],
+        additional_directories: Sequence[str | os.PathLike[str]],
+    ) -> tuple[str, Any, Any]:
+        caps = self._session_caps(method)
+        cwd_text = _absolute(cwd, "cwd")
+        dirs = [_absolute(d, "additional directory") for d in additional_directories]
+        if dirs and caps.additional_directories in (None, msgspec.UNSET):
+            raise CapabilityNotSupported(method, "session.additionalDirectories")
+        mcp = caps.mcp if not isinstance(caps.mcp, msgspec.UnsetType) else None
+        for server in mcp_servers:
+            kind = (
+                "stdio" if isinstance(server, McpServerStdio) else "http" if isinstance(server, McpServerHttp) else ""
+            )
+            if not kind or mcp is None or getattr(mcp, kind) in (None, msgspec.UNSET):
+                raise CapabilityNotSupported(method, f"session.mcp.{kind or type(server).__name__}")
+        return cwd_text, dirs or msgspec.UNSET, list(mcp_servers) or msgspec.UNSET
+
+    async def new_session(
+        self,
+        cwd: str | os.PathLike[str],
+        mcp_servers: Sequence[McpServer] = (),
+        additional_directories: Sequence[str | os.PathLike[str]] = (),
+    ) -> ActiveSession:
+        """``session/new``: returns a handle; updates sent before the response are already tracked."""
+        cwd_text, dirs, servers = self._roots("session/new", cwd, mcp_servers, additional_directories)
+        params = NewSessionRequest(cwd=cwd_text, additional_directories=dirs, mcp_servers=servers)
+        response = await self._call("session/new", params, _NEW)
+        self._track(response.session_id)
+        return ActiveSession(self, response.session_id)
+
+    async def resume_session(
+        self,
+        session_id: str,
+        cwd: str | os.PathLike[str],
+        *,
+        replay_from: ReplayFrom | Literal["start"] | None = None,
+        mcp_servers: Sequence[McpServer] = (),
+        additional_directories: Sequence[str | os.PathLike[str]] = (),
+    ) -> ActiveSession:
+        """``session/resume`` with the session's cwd (ACP2-068); replayed updates reach the handlers first."""
+        cwd_text, dirs, servers = self._roots("session/resume", cwd, mcp_servers, additional_directories)
+        replay: Any = (
+            ReplayFromStart() if replay_from == "start" else msgspec.UNSET if replay_from is None else replay_from
+        )
+        params = ResumeSessionRequest(
+            session_id=session_id, cwd=cwd_text, additional_directories=dirs, mcp_servers=servers, replay_from=replay
+        )
+        track = self._track(session_id)
+        await self._call("session/resume", params, _RESUME)
+        track.closed = False
+        await self._updates_drained()
+        return ActiveSession(self, session_id)
+
+    async def list_sessions(self, cwd: str | os.PathLike[str] | None = None) -> AsyncIterator[SessionInfo]:
+        """Every session the agent lists, across all pages (a missing ``nextCursor`` ends the listing)."""
+        self._session_caps("session/list")
+        filter_cwd: Any = msgspec.UNSET if cwd is None else _absolute(cwd, "cwd")
+        cursor: Any = msgspec.UNSET
+        seen: set[str] = set()
+        while True:
+            page = await self._call("session/list", ListSessionsRequest(cwd=filter_cwd, cursor=cursor), _LIST)
+            for info in page.sessions:
+                yield info
+            if not isinstance(page.next_cursor, str) or page.next_cursor in seen:
+                return
+            seen.add(page.next_cursor)
+            cursor = page.next_cursor
+
+    async def delete_session(self, session_id: str) -> None:
+        """``session/delete``; deleting an unknown session (-32002) counts as done."""
+        caps = self._session_caps("session/delete")
+        if caps.delete in (None, msgspec.UNSET):
+            raise CapabilityNotSupported("session/delete", "session.delete")
+        with suppress(ResourceNotFound):
+            await self._call(
+                "session/delete", DeleteSessionRequest(session_id=session_id), decoder(DeleteSessionResponse)
+            )
+        self._tracks.pop(session_id, None)
+
+    def session(self, session_id: str) -> ActiveSession:
+        """A handle for a session this connection already has (e.g. from ``new_session``)."""
+        self._track(session_id)
+        return ActiveSession(self, session_id)
+
+    def _track(self, session_id: str) -> SessionTrack:
+        track = self._tracks.get(session_id)
+        if track is None:
+            track = self._tracks[session_id] = SessionTrack(session_id)
+        return track
+
+    def _watch_prompt(self, track: SessionTrack, prompt: TrackedPrompt) -> None:
+        self._tg.start_soon(self._prompt_answer, track, prompt)
+
+    async def _prompt_answer(self, track: SessionTrack, prompt: TrackedPrompt) -> None:
+        try:
+            track.settle(prompt, await prompt.request, None)
+        except AcpError as exc:
+            track.settle(prompt, None, exc)
+
+    # -- incoming --------------------------------------------------------------------------------------------
+
+    def _install(self, builder: ClientBuilder) -> None:
+        rpc = self.rpc
+        rpc.on_notification("session/update", self._on_update, decoder(UpdateSessionNotification))
+        rpc.on_request("session/request_permission", self._on_permission, decoder(RequestPermissionRequest))
+        rpc.on_request("elicitation/create", self._on_elicitation, decoder(CreateElicitationRequest))
+        if builder._elicitation_complete is not None:
+            rpc.on_notification(
+                "elicitation/complete", builder._elicitation_complete, decoder(CompleteElicitationNotification)
+            )
+        for method, fn in builder._ext_requests.items():
+            rpc.on_request(method, fn)
+        for method, fn in builder._ext_notifications.items():
+            rpc.on_notification(method, fn)
+        rpc.set_fallback_request_handler(builder._fallback_request)
+        rpc.set_fallback_notification_handler(builder._fallback_notification)
+
+    def _on_update(self, note: UpdateSessionNotification) -> Any:
+        """Runs inline in the reader (sync): track first, then the application's handler, in order."""
+        self._track(note.session_id).apply(note)
+        fn = self.builder._update
+        if fn is None:
+            return None
+        outcome = fn(note)
+        if outcome is None or not hasattr(outcome, "__await__"):
+            return None
+        self._update_inflight += 1
+        if self._updates_idle.is_set():
+            self._updates_idle = anyio.Event()
+        return self._finish_update(outcome)
+
+    async def _finish_update(self, outcome: Any) -> None:
+        try:
+            await outcome
+        finally:
+            self._update_inflight -= 1
+            if self._update_inflight == 0:
+                self._updates_idle.set()
+
+    async def _updates_drained(self) -> None:
+        while self._update_inflight:
+            await self._updates_idle.wait()
+
+    async def _on_permission(self, request: RequestPermissionRequest) -> RequestPermissionResponse:
+        subject = request.subject
+        tool_call_id: str | None = None
+        terminal_id: str | None = None
+        if isinstance(subject, ToolCallPermissionSubject):
+            tool_call_id = subject.tool_call.tool_call_id
+        elif isinstance(subject, CommandPermissionSubject):
+            tool_call_id = subject.tool_call_id if isinstance(subject.tool_call_id, str) else None
+            terminal_id = subject.terminal_id if isinstance(subject.terminal_id, str) else None
+        fn = self.builder._permission
+        if fn is None:
+            _log.warning("no permission handler: answering %r with the cancelled outcome", request.title)
+            return _CANCELLED_PERMISSION
+        item = Interaction("permission", request.session_id, tool_call_id, terminal_id, request)
+        answer = await self.interactions.run(item, fn, lambda: _CANCELLED_PERMISSION)
+        return _permission_response(answer)
+
+    async def _on_elicitation(self, request: CreateElicitationRequest) -> CreateElicitationResponse:
+        fn = self.builder._elicitation
+        mode = (
+            "form"
+            if isinstance(request, ElicitationFormMode)
+            else "url"
+            if isinstance(request, ElicitationUrlMode)
+            else ""
+        )
+        if fn is None or mode not in self.builder._elicitation_modes:
+            return ElicitationCancelAction()  # a mode we did not advertise, or unknown (ACP2-025)
+        assert isinstance(request, (ElicitationFormMode, ElicitationUrlMode))
+        session_id = request.session_id if isinstance(request.session_id, str) else None
+        tool_call_id = request.tool_call_id if isinstance(request.tool_call_id, str) else None
+        item = Interaction("elicitation", session_id, tool_call_id, None, request)
+        answer: CreateElicitationResponse = await self.interactions.run(item, fn, ElicitationCancelAction)
+        return answer
+
+
+def _permission_response(answer: Any) -> RequestPermissionResponse:
+    if isinstance(answer, RequestPermissionResponse):
+        return answer
+    if isinstance(answer, (SelectedPermissionOutcome, CancelledPermissionOutcome)):
+        return RequestPermissionResponse(outcome=answer)
+    if isinstance(answer, str):
+        return RequestPermissionResponse(outcome=SelectedPermissionOutcome(option_id=answer))
+    if answer is None:
+        return _CANCELLED_PERMISSION
+    raise TypeError(f"a permission handler returned {type(answer).__name__}")

@@ -1,0 +1,39 @@
+"""Errors raised locally by the client layer, before anything is sent to the agent."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .errors import AcpError, UnsupportedProtocolVersion
+
+__all__ = ["CapabilityNotSupported", "ProtocolVersionMismatch", "SessionClosed"]
+
+
+class CapabilityNotSupported(AcpError):
+    """The agent did not advertise what this call needs, so it was not sent (the agent would reject it)."""
+
+    def __init__(self, method: str, capability: str) -> None:
+        self.method = method
+        self.capability = capability
+        super().__init__(f"{method}: the agent did not advertise {capability}")
+
+
+class SessionClosed(AcpError):
+    """This session was closed through this connection; the agent would answer -32002."""
+
+    def __init__(self, session_id: str) -> None:
+        self.session_id = session_id
+        super().__init__(f"session {session_id!r} is closed")
+
+
+class ProtocolVersionMismatch(UnsupportedProtocolVersion):
+    """Initialize failed: the agent answered -32022 or offered a version this client does not speak.
+
+    ``requested`` is what we asked for; ``supported`` is what the agent offered (possibly empty).
+    """
+
+    def __init__(self, requested: int, supported: list[int], data: Any = None) -> None:
+        self.requested = requested
+        self.supported = supported
+        payload = data if data is not None else {"requested": requested, "supported": supported}
+        super().__init__(None, f"agent does not speak protocol version {requested} (offers {supported})", payload)

@@ -1,0 +1,331 @@
+"""``ActiveSession``: a cloneable command handle for one agent session, plus prompt tracking.
+
+The handle holds only the session id and the connection; what the agent reported (background work, cancel
+capabilities, prompts in flight) lives in the connection's per-session ``SessionTrack``, so every clone agrees.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Generator, Sequence
+from contextlib import suppress
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
+
+import msgspec
+
+from .client_errors import CapabilityNotSupported, SessionClosed
+from .codec import decoder
+from .errors import AcpError, RequestCancelled, ResourceNotFound
+from .rpc import PendingRequest
+from .schema.types import (
+    AudioContent,
+    BackgroundTerminal,
+    BackgroundToolCall,
+    CancelSessionNotification,
+    CancelTerminalRequest,
+    CancelTerminalResponse,
+    CancelToolCallRequest,
+    CancelToolCallResponse,
+    CloseSessionRequest,
+    CloseSessionResponse,
+    ContentBlock,
+    EmbeddedResource,
+    ImageContent,
+    PromptCapabilities,
+    PromptRequest,
+    PromptResponse,
+    ResourceLink,
+    SessionConfigOption,
+    SetSessionConfigOptionBooleanRequest,
+    SetSessionConfigOptionResponse,
+    SetSessionConfigOptionValueIdRequest,
+    StateUpdate,
+    TerminalUpdate,
+    TextContent,
+    ToolCallUpdated,
+    UpdateSessionNotification,
+    UserMessage,
+)
+
+if TYPE_CHECKING:
+    from .client import ClientConnection
+
+__all__ = ["ActiveSession", "PromptStatus", "SentRequest", "SessionTrack", "TrackedPrompt", "clean_text"]
+
+T = TypeVar("T")
+PromptStatus = Literal["pending", "held", "inserted", "cancelled", "failed"]
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")  # every C0 control and DEL except tab and newline
+
+
+def clean_text(text: str) -> str:
+    """Strip control characters other than newline and tab from prompt text."""
+    return _CONTROL.sub("", text)
+
+
+class SentRequest(Generic[T]):
+    """A request already sent: ``await`` it for the result; ``cancel()`` sends ``$/cancel_request``."""
+
+    __slots__ = ("_pending",)
+
+    def __init__(self, pending: PendingRequest[T]) -> None:
+        self._pending = pending
+
+    @property
+    def id(self) -> int | str:
+        return self._pending.id
+
+    @property
+    def method(self) -> str:
+        return self._pending.method
+
+    @property
+    def done(self) -> bool:
+        return self._pending.done
+
+    def cancel(self) -> None:
+        """Withdraw the request; the agent still answers (a held prompt: -32800 -> ``RequestCancelled``)."""
+        self._pending.cancel()
+
+    async def result(self) -> T:
+        return await self._pending
+
+    def __await__(self) -> Generator[Any, None, T]:
+        return self._pending.__await__()
+
+
+@dataclass(eq=False)
+class TrackedPrompt:
+    """One prompt: pending -> held (the agent is busy, so it waits) -> inserted or cancelled (or failed)."""
+
+    request: SentRequest[PromptResponse]
+    blocks: list[ContentBlock]
+    status: PromptStatus = "pending"
+    message_id: str | None = None
+    user_message: UserMessage | None = None
+    error: AcpError | None = None
+
+
+@dataclass(eq=False)
+class SessionTrack:
+    """What this connection knows about one session from the agent's updates (no conversation history)."""
+
+    session_id: str
+    closed: bool = False
+    state: str | None = None
+    background: frozenset[tuple[str, str]] = frozenset()
+    cancellable_tool_calls: set[str] = field(default_factory=set)
+    cancellable_terminals: set[str] = field(default_factory=set)
+    prompts: list[TrackedPrompt] = field(default_factory=list)
+    unjoined: dict[str, UserMessage] = field(default_factory=dict)  # user messages not matched to a prompt yet
+
+    def apply(self, note: UpdateSessionNotification) -> None:
+        update = note.update
+        if isinstance(update, StateUpdate):
+            self.state = update.state
+            items = update.background if isinstance(update.background, list) else []
+            self.background = frozenset(_background_key(item) for item in items)
+            if update.state in ("running", "requires_action"):
+                for prompt in self.prompts:
+                    if prompt.status == "pending":
+                        prompt.status = "held"
+        elif isinstance(update, ToolCallUpdated):
+            _patch_cancel(self.cancellable_tool_calls, update.tool_call_id, update.capabilities)
+        elif isinstance(update, TerminalUpdate):
+            _patch_cancel(self.cancellable_terminals, update.terminal_id, update.capabilities)
+        elif isinstance(update, UserMessage):
+            self._join(update)
+
+    def _join(self, message: UserMessage) -> None:
+        for prompt in self.prompts:
+            if prompt.message_id == message.message_id:
+                prompt.user_message = message
+                return
+        self.unjoined[message.message_id] = message
+        while len(self.unjoined) > 256:  # replayed history can be long; keep only recent ones
+            self.unjoined.pop(next(iter(self.unjoined)))
+
+    def settle(self, prompt: TrackedPrompt, response: PromptResponse | None, error: AcpError | None) -> None:
+        """Record a prompt's answer and join it to its user message if that arrived first."""
+        if response is not None:
+            prompt.status, prompt.message_id = "inserted", response.message_id
+            prompt.user_message = self.unjoined.pop(response.message_id, prompt.user_message)
+        else:
+            prompt.status = "cancelled" if isinstance(error, RequestCancelled) else "failed"
+            prompt.error = error
+        # Keep the answered ones whose user message has not arrived yet, so the join still happens.
+        self.prompts = [p for p in self.prompts if p.status in ("pending", "held") or p.user_message is None]
+        del self.prompts[:-512]
+
+
+def _background_key(item: Any) -> tuple[str, str]:
+    if isinstance(item, BackgroundToolCall):
+        return ("tool_call", item.tool_call_id)
+    if isinstance(item, BackgroundTerminal):
+        return ("terminal", item.terminal_id)
+    return ("unknown", msgspec.json.encode(item).decode())
+
+
+def _patch_cancel(ids: set[str], item_id: str, capabilities: Any) -> None:
+    if capabilities is msgspec.UNSET:
+        return  # omitted in a patch: unchanged
+    cancel = getattr(capabilities, "cancel", None)
+    if cancel is None or cancel is msgspec.UNSET:
+        ids.discard(item_id)
+    else:
+        ids.add(item_id)
+
+
+_CLOSE = decoder(CloseSessionResponse)
+_PROMPT = decoder(PromptResponse)
+_SET_CONFIG = decoder(SetSessionConfigOptionResponse)
+
+
+class ActiveSession:
+    """Command handle for one session; cheap to copy, every copy talks about the same remote session."""
+
+    __slots__ = ("_conn", "_session_id")
+
+    def __init__(self, connection: ClientConnection, session_id: str) -> None:
+        self._conn = connection
+        self._session_id = session_id
+
+    def __repr__(self) -> str:
+        return f"<ActiveSession {self._session_id!r}>"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ActiveSession) and (other._conn, other._session_id) == (self._conn, self._session_id)
+
+    def __hash__(self) -> int:
+        return hash((id(self._conn), self._session_id))
+
+    def clone(self) -> ActiveSession:
+        return ActiveSession(self._conn, self._session_id)
+
+    __copy__ = clone
+
+    @property
+    def session_id(self) -> str:
+        return self._session_id
+
+    @property
+    def connection(self) -> ClientConnection:
+        return self._conn
+
+    @property
+    def track(self) -> SessionTrack:
+        return self._conn._track(self._session_id)
+
+    @property
+    def pending_prompts(self) -> list[TrackedPrompt]:
+        """Prompts sent through this connection and not yet answered, oldest first."""
+        return [p for p in self.track.prompts if p.status in ("pending", "held")]
+
+    @property
+    def prompts(self) -> list[TrackedPrompt]:
+        """Recent prompts, including answered ones still waiting for (or joined to) their user message."""
+        return list(self.track.prompts)
+
+    def _check_open(self) -> SessionTrack:
+        track = self.track
+        if track.closed:
+            raise SessionClosed(self._session_id)
+        return track
+
+    # -- prompts -----------------------------------------------------------------------------------------
+
+    def send_prompt(self, text: str) -> SentRequest[PromptResponse]:
+        """Send a text prompt now; the result is the accepted user message's id, not the agent's reply."""
+        return self.send_prompt_blocks([TextContent(text=text)])
+
+    def send_prompt_blocks(self, blocks: Sequence[ContentBlock]) -> SentRequest[PromptResponse]:
+        """Send prompt content now. Not gated on the session being idle: the agent holds prompts while busy."""
+        track = self._check_open()
+        prompt = _prepare_blocks(blocks, self._conn._prompt_capabilities())
+        pending = self._conn._rpc_request(
+            "session/prompt", PromptRequest(session_id=self._session_id, prompt=prompt), _PROMPT
+        )
+        sent = SentRequest(pending)
+        tracked = TrackedPrompt(sent, prompt)
+        track.prompts.append(tracked)
+        self._conn._watch_prompt(track, tracked)
+        return sent
+
+    # -- work --------------------------------------------------------------------------------------------
+
+    async def cancel_active_work(self) -> int:
+        """Send ``session/cancel``, then answer this session's foreground interactive requests cancelled.
+
+        Requests whose subject is in the latest background list are left alone: that work keeps running.
+        Returns how many pending requests were cancelled locally.
+        """
+        track = self._check_open()
+        await self._conn._rpc_notify("session/cancel", CancelSessionNotification(session_id=self._session_id))
+        background = track.background
+        return self._conn.interactions.cancel(self._session_id, keep=lambda item: item.subject_in(background))
+
+    async def set_config_option(self, config_id: str, value: str | bool) -> list[SessionConfigOption]:
+        """Set an option (a value id for selects, a boolean for boolean options); returns the complete new list."""
+        self._check_open()
+        params: Any
+        if isinstance(value, bool):
+            params = SetSessionConfigOptionBooleanRequest(session_id=self._session_id, config_id=config_id, value=value)
+        elif isinstance(value, str):
+            params = SetSessionConfigOptionValueIdRequest(session_id=self._session_id, config_id=config_id, value=value)
+        else:
+            raise TypeError(f"config value must be a value id (str) or a bool, not {type(value).__name__}")
+        response = await self._conn._rpc_request("session/set_config_option", params, _SET_CONFIG)
+        return response.config_options
+
+    async def cancel_tool_call(self, tool_call_id: str) -> None:
+        """Cancel one tool call; only allowed while its latest update advertises ``capabilities.cancel``."""
+        track = self._check_open()
+        if tool_call_id not in track.cancellable_tool_calls:
+            raise CapabilityNotSupported("tool_call/cancel", f"capabilities.cancel on tool call {tool_call_id!r}")
+        params = CancelToolCallRequest(session_id=self._session_id, tool_call_id=tool_call_id)
+        await self._conn._rpc_request("tool_call/cancel", params, decoder(CancelToolCallResponse))
+
+    async def cancel_terminal(self, terminal_id: str) -> None:
+        """Cancel one terminal; only allowed while its latest update advertises ``capabilities.cancel``."""
+        track = self._check_open()
+        if terminal_id not in track.cancellable_terminals:
+            raise CapabilityNotSupported("terminal/cancel", f"capabilities.cancel on terminal {terminal_id!r}")
+        params = CancelTerminalRequest(session_id=self._session_id, terminal_id=terminal_id)
+        await self._conn._rpc_request("terminal/cancel", params, decoder(CancelTerminalResponse))
+
+    async def close(self) -> None:
+        """Close the remote session. Idempotent: closing twice, or a -32002 answer, counts as success."""
+        track = self.track
+        if track.closed:
+            return
+        with suppress(ResourceNotFound):  # an older agent's answer for an unknown or closed session (ACP2-074)
+            await self._conn._rpc_request("session/close", CloseSessionRequest(session_id=self._session_id), _CLOSE)
+        track.closed = True
+        self._conn.interactions.cancel(self._session_id)
+
+
+_NEEDS: dict[type, str] = {ImageContent: "image", AudioContent: "audio", EmbeddedResource: "embedded_context"}
+
+
+def _prepare_blocks(blocks: Sequence[ContentBlock], caps: PromptCapabilities | None) -> list[ContentBlock]:
+    """Validate prompt content locally: non-empty (ACP2-085) and allowed by the prompt capabilities (ACP2-084)."""
+    out: list[ContentBlock] = []
+    for block in blocks:
+        if isinstance(block, TextContent):
+            text = clean_text(block.text)
+            if text:
+                out.append(msgspec.structs.replace(block, text=text))
+            continue
+        if isinstance(block, ResourceLink):
+            out.append(block)
+            continue
+        needed = _NEEDS.get(type(block))
+        if needed is None:
+            raise CapabilityNotSupported("session/prompt", f"content block {type(block).__name__}")
+        if caps is None or getattr(caps, needed) in (None, msgspec.UNSET):
+            raise CapabilityNotSupported("session/prompt", f"session.prompt.{needed}")
+        out.append(block)
+    if not out:
+        raise ValueError("a prompt needs at least one non-empty content block")
+    return out
