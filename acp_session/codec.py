@@ -44,7 +44,8 @@ def decoder(tp: Any) -> Callable[[bytes | memoryview], Any]:
     cached = _decoders.get(tp)
     if cached is not None:
         return cached
-    fast = msgspec.json.Decoder(tp, dec_hook=alternatives_dec_hook).decode
+    fast_decoder = msgspec.json.Decoder(tp, dec_hook=alternatives_dec_hook)
+    fast = fast_decoder.decode
     plain = msgspec.json.Decoder().decode
 
     def decode_value(data: bytes | memoryview) -> Any:
@@ -53,6 +54,9 @@ def decoder(tp: Any) -> Callable[[bytes | memoryview], Any]:
         except msgspec.ValidationError:
             return lenient_convert(plain(data), tp)
 
+    # Published for the rpc layer: whatever this decoder accepts, ``decode_value`` returns unchanged, so a
+    # Connection may decode a whole notification frame with it in one pass (acp_session.rpc.handlers).
+    setattr(decode_value, "msgspec_decoder", fast_decoder)  # noqa: B010
     _decoders[tp] = decode_value
     return decode_value
 

@@ -43,7 +43,8 @@ from .core import (
     ResponseReceived,
     RpcCore,
 )
-from .handlers import Decoder, Handler, invalid_params, json_decode
+from .fastpath import PEEK_WINDOW, FastNotifications, one_per_line
+from .handlers import Decoder, Handler, as_decoder, invalid_params, json_decode
 from .messages import RequestId
 from .outbox import Outbox
 from .pending import PendingRequest
@@ -60,6 +61,9 @@ FrameErrorCallback = Callable[[AcpError], None]
 """Told about frames that broke the rules: ``MessageTooLarge``, ``ParseError``, ``InvalidRequest``, ..."""
 
 _AWAIT = object()  # queue marker: the item is an awaitable left by a sync handler; finish it in order
+_CALL = object()  # queue marker: the item is (method, handler, params already decoded by the fast path)
+_METHOD_KEY = b'"method"'
+_NL = b"\n"
 
 
 class Connection:
@@ -84,6 +88,7 @@ class Connection:
         self._outbox = Outbox(write_high_water)
         self._requests: dict[str, Handler] = {}
         self._notifications: dict[str, Handler] = {}
+        self._fast = FastNotifications(self._notifications)
         self._fallback_request: FallbackRequestHandler | None = None
         self._fallback_notification: FallbackNotificationHandler | None = None
         self._queue_size = notification_queue_size
@@ -106,9 +111,18 @@ class Connection:
         """
         self._requests[method] = Handler.of(handler, decode)
 
-    def on_notification(self, method: str, handler: Callable[[Any], Any], decode: Decoder = json_decode) -> None:
-        """Call ``handler(decode(params))`` for each ``method`` notification, in arrival order."""
-        self._notifications[method] = Handler.of(handler, decode)
+    def on_notification(
+        self, method: str, handler: Callable[[Any], Any], decode: Decoder | type[msgspec.Struct] = json_decode
+    ) -> None:
+        """Call ``handler(decode(params))`` for each ``method`` notification, in arrival order.
+
+        ``decode`` may also be a msgspec ``Struct`` type (decoded with ``msgspec.json.Decoder(type)``).
+        When it is a bound ``msgspec.json.Decoder(T).decode``, an ``acp_session.codec.decoder(T)`` or a
+        ``Struct`` type, well-formed frames of ``method`` are decoded in one pass, envelope and params
+        together (see ``fastpath.py``); anything that fails that pass takes the generic path unchanged.
+        """
+        self._notifications[method] = Handler.of(handler, as_decoder(decode))
+        self._fast = FastNotifications(self._notifications)
 
     def set_fallback_request_handler(self, handler: FallbackRequestHandler | None) -> None:
         """Handle requests for unregistered methods (default: ``-32601``)."""
@@ -258,9 +272,62 @@ class Connection:
                     data = await receive(DEFAULT_RECEIVE_SIZE)
                 except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
                     break
-                for frame in reader.feed(data):
+                frames: list[bytes | OversizedFrame] | list[bytes]
+                fast = self._fast
+                block = reader.feed_block(data) if fast.decode_lines is not None else None
+                if block is None:
+                    frames = reader.feed(data)
+                elif not block:
+                    continue
+                else:
+                    # Hottest path: a whole block of typed notifications decoded in one msgspec call.
+                    messages = self._decode_block(fast, block)
+                    if messages is None:
+                        frames = block.split(_NL)
+                    else:
+                        frames = []
+                        for index, message in enumerate(messages):
+                            if self._fast is not fast:  # a handler registered another method meanwhile
+                                frames = block.split(_NL)[index:]
+                                break
+                            typed_method, typed = fast.handlers[type(message)]
+                            if self._backlog == 0 and not typed.is_async:
+                                try:
+                                    outcome = typed.fn(message.params)
+                                except Exception:
+                                    _log.exception("notification handler for %r failed", typed_method)
+                                else:
+                                    if outcome is not None and inspect.isawaitable(outcome):
+                                        await self._enqueue(_AWAIT, outcome)
+                            else:
+                                await self._enqueue(_CALL, (typed_method, typed, message.params))
+                for frame in frames:
                     if type(frame) is bytes:
-                        # Hot path, kept free of awaits: a sync notification handler with nothing queued.
+                        fast = self._fast
+                        if (
+                            fast.decode is not None
+                            and frame.find(_METHOD_KEY, 0, PEEK_WINDOW) >= 0
+                            and (frame.isascii() or _valid_utf8(frame))
+                        ):
+                            # Hot path: a notification of a typed method, decoded in one msgspec pass.
+                            try:
+                                message = fast.decode(frame)
+                            except Exception:
+                                pass  # anything unusual: the generic path below decides, as it always did
+                            else:
+                                typed_method, typed = fast.handlers[type(message)]
+                                if self._backlog == 0 and not typed.is_async:
+                                    try:
+                                        outcome = typed.fn(message.params)
+                                    except Exception:
+                                        _log.exception("notification handler for %r failed", typed_method)
+                                    else:
+                                        if outcome is not None and inspect.isawaitable(outcome):
+                                            await self._enqueue(_AWAIT, outcome)
+                                else:
+                                    await self._enqueue(_CALL, (typed_method, typed, message.params))
+                                continue
+                        # Kept free of awaits: a sync notification handler with nothing queued.
                         event = core_receive(frame)
                         if type(event) is NotificationReceived:
                             handler = notification_handlers.get(event.method)
@@ -289,6 +356,18 @@ class Connection:
                     scope.cancel()  # nobody is left to answer
                 if self._notify_send is not None:
                     self._notify_send.close()  # the consumer finishes what was already received
+
+    @staticmethod
+    def _decode_block(fast: FastNotifications, block: bytes) -> list[Any] | None:
+        """All frames of ``block`` as typed notifications, or None: then each frame goes its own way."""
+        assert fast.decode_lines is not None
+        if block.find(_METHOD_KEY, 0, PEEK_WINDOW) < 0 or not (block.isascii() or _valid_utf8(block)):
+            return None
+        try:
+            messages = fast.decode_lines(block)
+        except Exception:
+            return None
+        return messages if one_per_line(block, messages) else None
 
     async def _dispatch(self, frame: bytes | OversizedFrame) -> None:
         if isinstance(frame, OversizedFrame):
@@ -376,6 +455,15 @@ class Connection:
                 try:
                     if item is _AWAIT:
                         await event
+                    elif item is _CALL:
+                        method, handler, params = event
+                        try:
+                            outcome = handler.fn(params)
+                        except Exception:
+                            _log.exception("notification handler for %r failed", method)
+                            continue
+                        if outcome is not None and inspect.isawaitable(outcome):
+                            await outcome
                     elif isinstance(item, Handler):
                         outcome = self._run_sync_notification(item, event)
                         if outcome is not None:
@@ -451,3 +539,11 @@ class Connection:
         for handle in self._core.close():
             handle._resolve(None, error)
         self._closed.set()
+
+
+def _valid_utf8(frame: bytes) -> bool:
+    try:
+        frame.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True

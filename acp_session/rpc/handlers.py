@@ -12,7 +12,7 @@ import msgspec
 
 from ..errors import InvalidParams
 
-__all__ = ["Decoder", "Handler", "accepts_buffer", "invalid_params", "json_decode"]
+__all__ = ["Decoder", "Handler", "accepts_buffer", "invalid_params", "json_decode", "typed_decoder_of"]
 
 Decoder = Callable[[bytes], Any]
 """Raw JSON bytes of ``params``/``result`` -> typed object; raises ``msgspec.ValidationError`` when invalid."""
@@ -25,7 +25,32 @@ _AT_PATH = re.compile(r"^(?P<reason>.*) - at `(?P<path>[^`]*)`$", re.DOTALL)
 
 def accepts_buffer(decode: Callable[..., Any]) -> bool:
     """msgspec decoders read any buffer, so a ``msgspec.Raw`` slice can be passed without copying."""
-    return decode is msgspec.json.decode or isinstance(getattr(decode, "__self__", None), msgspec.json.Decoder)
+    return (
+        decode is msgspec.json.decode
+        or isinstance(getattr(decode, "__self__", None), msgspec.json.Decoder)
+        or isinstance(getattr(decode, "msgspec_decoder", None), msgspec.json.Decoder)
+    )
+
+
+def typed_decoder_of(decode: Any) -> msgspec.json.Decoder[Any] | None:
+    """The ``msgspec.json.Decoder`` whose successful result ``decode`` returns unchanged, if known.
+
+    That is ``decode`` itself when it is a bound ``msgspec.json.Decoder(...).decode``, or the decoder
+    published as ``decode.msgspec_decoder`` (``acp_session.codec.decoder`` does: its fast pass). Knowing
+    it lets the connection decode a whole notification frame, envelope and params, in one msgspec pass.
+    """
+    owner = getattr(decode, "__self__", None)
+    if isinstance(owner, msgspec.json.Decoder) and getattr(decode, "__name__", None) == "decode":
+        return owner
+    published = getattr(decode, "msgspec_decoder", None)
+    return published if isinstance(published, msgspec.json.Decoder) else None
+
+
+def as_decoder(decode: Decoder | type[msgspec.Struct]) -> Decoder:
+    """Params decoders may be given as a msgspec ``Struct`` type: decode with a plain typed Decoder."""
+    if isinstance(decode, type) and issubclass(decode, msgspec.Struct):
+        return msgspec.json.Decoder(decode).decode
+    return decode
 
 
 @dataclass(slots=True)

@@ -83,6 +83,17 @@ class FrameReader:
                 out.append(bytes(buf))
             buf.clear()
             start = nl + 1
+        if end - start <= limit:
+            # Common case: no frame in the rest of this chunk can be oversized, so one C-level split does
+            # all the work (the last piece is the unfinished frame, possibly empty).
+            parts = (data[start:] if start else data).split(_NL)
+            tail = parts.pop()
+            if tail:
+                buf += tail
+            if out:
+                out += parts
+                return out
+            return parts  # type: ignore[return-value]  # list is invariant; bytes items are fine
         find = data.find
         while start < end:
             nl = find(_NL, start)
@@ -98,6 +109,28 @@ class FrameReader:
                 out.append(data[start:nl])
             start = nl + 1
         return out
+
+    def feed_block(self, data: bytes) -> bytes | None:
+        """Like ``feed``, but return the completed frames as one block: the frames joined by newlines
+        (without the final newline; ``b""`` if ``data`` completed nothing), for callers that can decode
+        many frames in one call. Returns None, consuming nothing, when the caller must use ``feed``
+        instead (an oversized frame is being skipped, or one could be in reach)."""
+        buf = self._buffer
+        if self._skipped >= 0 or len(buf) + len(data) > self.max_frame_size:
+            return None
+        nl = data.rfind(_NL)
+        if nl < 0:
+            buf += data
+            return b""
+        if buf:
+            buf += memoryview(data)[:nl]
+            block = bytes(buf)
+            buf.clear()
+        else:
+            block = data[:nl]
+        if nl + 1 < len(data):
+            buf += memoryview(data)[nl + 1 :]
+        return block
 
     def feed_eof(self) -> list[bytes | OversizedFrame]:
         """The stream ended: a final frame without a trailing newline is still delivered."""
