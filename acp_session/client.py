@@ -7,6 +7,7 @@ on a handler (elicitation modes) are derived from what was registered, so they c
 
 from __future__ import annotations
 
+import inspect
 import logging
 import os
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
@@ -16,6 +17,7 @@ from typing import Any, Literal, TypeVar
 import anyio
 import msgspec
 from anyio.abc import TaskGroup
+from anyio.streams.memory import MemoryObjectReceiveStream
 
 from . import __version__
 from .client_errors import CapabilityNotSupported, ProtocolVersionMismatch
@@ -243,6 +245,10 @@ class ClientConnection:
         self._update_inflight = 0
         self._updates_idle = anyio.Event()
         self._updates_idle.set()
+        self._update_is_async = inspect.iscoroutinefunction(builder._update)
+        self._update_send, receive = anyio.create_memory_object_stream[Any](1024)
+        if builder._update is not None:
+            tg.start_soon(self._update_consumer, receive)
         self._install(builder)
 
     # -- what the agent said -----------------------------------------------------------------------------
@@ -497,26 +503,45 @@ class ClientConnection:
         rpc.set_fallback_notification_handler(builder._fallback_notification)
 
     def _on_update(self, note: UpdateSessionNotification) -> Any:
-        """Runs inline in the reader (sync): track first, then the application's handler, in order."""
+        """Runs inline in the reader (sync): track first, then the application's handler, in arrival order.
+
+        Async handlers go through this connection's own bounded queue, counted at arrival, so ``resume_session``
+        can wait for every replayed update that arrived before its response.
+        """
         self._track(note.session_id).apply(note)
         fn = self.builder._update
         if fn is None:
             return None
+        if self._update_is_async:
+            return self._queue_update(note)
         outcome = fn(note)
-        if outcome is None or not hasattr(outcome, "__await__"):
-            return None
+        if outcome is not None and inspect.isawaitable(outcome):
+            return self._queue_update(outcome)
+        return None
+
+    def _queue_update(self, item: Any) -> Any:
         self._update_inflight += 1
         if self._updates_idle.is_set():
             self._updates_idle = anyio.Event()
-        return self._finish_update(outcome)
-
-    async def _finish_update(self, outcome: Any) -> None:
         try:
-            await outcome
-        finally:
-            self._update_inflight -= 1
-            if self._update_inflight == 0:
-                self._updates_idle.set()
+            self._update_send.send_nowait(item)
+        except anyio.WouldBlock:
+            return self._update_send.send(item)  # full: the rpc layer awaits this in order (backpressure)
+        return None
+
+    async def _update_consumer(self, receive: MemoryObjectReceiveStream[Any]) -> None:
+        fn = self.builder._update
+        assert fn is not None
+        async with receive:
+            async for item in receive:
+                try:
+                    await (item if inspect.isawaitable(item) else fn(item))
+                except Exception:
+                    _log.exception("session/update handler failed")
+                finally:
+                    self._update_inflight -= 1
+                    if self._update_inflight == 0:
+                        self._updates_idle.set()
 
     async def _updates_drained(self) -> None:
         while self._update_inflight:
