@@ -147,6 +147,7 @@ async def test_without_permission_handler_answers_cancelled_and_warns(
 
 
 async def test_sync_and_async_handlers_get_generated_types(tmp_path: Path) -> None:
+    """ACP2-005: answers carry the agent's own (string) ids; ACP2-025: only registered modes reach a handler."""
     got: list[Any] = []
 
     def sync_permission(request: RequestPermissionRequest) -> str:

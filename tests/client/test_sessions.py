@@ -110,6 +110,7 @@ async def test_prompt_is_sent_at_call_time_and_cleaned(tmp_path: Path) -> None:
 
 
 async def test_held_prompt_can_be_withdrawn_and_tracking_shows_it(tmp_path: Path) -> None:
+    """ACP2-001: after $/cancel_request the client still waits for the agent's answer (-32800 here)."""
     with anyio.fail_after(5):
         async with scripted(tmp_path) as (client, log):
             session = await client.new_session("/w")
@@ -190,6 +191,7 @@ async def test_cancel_tool_call_and_terminal_follow_advertised_capabilities(tmp_
 
 
 async def test_cancel_active_work_answers_foreground_permissions_only(tmp_path: Path) -> None:
+    """ACP2-092: the cancelled work's permission requests are answered cancelled; background ones keep waiting."""
     asked: list[str] = []
 
     async def never(request: RequestPermissionRequest) -> str:
