@@ -153,3 +153,19 @@ def test_unknown_config_option_kind_is_kept() -> None:
     assert isinstance(option, t.UnknownSessionConfigOption)
     assert option.tag == "slider"
     assert codec.encode(option) == wire
+
+
+def test_unknown_elicitation_mode_and_property_type_stay_unknown_acp2_025_acp2_026() -> None:
+    """ACP2-025, ACP2-026: an unknown mode or input-control type never decodes as a known one."""
+    unknown_mode = codec.decode(b'{"mode":"_voice","sessionId":"s","message":"Say it"}', t.CreateElicitationRequest)
+    assert isinstance(unknown_mode, t.UnknownCreateElicitationRequest) and unknown_mode.tag == "_voice"
+    form = codec.decode(
+        b'{"mode":"form","sessionId":"s","message":"m","requestedSchema":{"type":"object","properties":'
+        b'{"name":{"type":"string"},"colour":{"type":"_colour_picker","palette":"web"}}}}',
+        t.CreateElicitationRequest,
+    )
+    assert isinstance(form, t.ElicitationFormMode)
+    properties = form.requested_schema.properties
+    assert isinstance(properties["name"], t.StringPropertySchema)
+    assert isinstance(properties["colour"], t.UnknownElicitationPropertySchema)
+    assert properties["colour"]["palette"] == "web"
