@@ -29,6 +29,8 @@ async def scripted(
     log = tmp_path / "agent.log"
     async with (builder or ClientBuilder("test-client", "1.0")).spawn(agent_argv(log, **options)) as client:
         yield client, log
+    if log.exists() and log.read_text().strip():
+        assert_valid(sent(log))  # every test: whatever the client sent fits the official schema
 
 
 def sent(log: Path) -> list[dict[str, Any]]:
