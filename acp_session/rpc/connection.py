@@ -290,17 +290,9 @@ class Connection:
                             if self._fast is not fast:  # a handler registered another method meanwhile
                                 frames = block.split(_NL)[index:]
                                 break
-                            typed_method, typed = fast.handlers[type(message)]
-                            if self._backlog == 0 and not typed.is_async:
-                                try:
-                                    outcome = typed.fn(message.params)
-                                except Exception:
-                                    _log.exception("notification handler for %r failed", typed_method)
-                                else:
-                                    if outcome is not None and inspect.isawaitable(outcome):
-                                        await self._enqueue(_AWAIT, outcome)
-                            else:
-                                await self._enqueue(_CALL, (typed_method, typed, message.params))
+                            deferred = self._run_typed(fast, message)
+                            if deferred is not None:
+                                await self._enqueue(*deferred)
                 for frame in frames:
                     if type(frame) is bytes:
                         fast = self._fast
@@ -315,17 +307,9 @@ class Connection:
                             except Exception:
                                 pass  # anything unusual: the generic path below decides, as it always did
                             else:
-                                typed_method, typed = fast.handlers[type(message)]
-                                if self._backlog == 0 and not typed.is_async:
-                                    try:
-                                        outcome = typed.fn(message.params)
-                                    except Exception:
-                                        _log.exception("notification handler for %r failed", typed_method)
-                                    else:
-                                        if outcome is not None and inspect.isawaitable(outcome):
-                                            await self._enqueue(_AWAIT, outcome)
-                                else:
-                                    await self._enqueue(_CALL, (typed_method, typed, message.params))
+                                deferred = self._run_typed(fast, message)
+                                if deferred is not None:
+                                    await self._enqueue(*deferred)
                                 continue
                         # Kept free of awaits: a sync notification handler with nothing queued.
                         event = core_receive(frame)
@@ -356,6 +340,20 @@ class Connection:
                     scope.cancel()  # nobody is left to answer
                 if self._notify_send is not None:
                     self._notify_send.close()  # the consumer finishes what was already received
+
+    def _run_typed(self, fast: FastNotifications, message: Any) -> tuple[Any, Any] | None:
+        """Run a one-pass-decoded notification inline when nothing is queued ahead; else return what to enqueue."""
+        typed_method, typed = fast.handlers[type(message)]
+        if self._backlog or typed.is_async:
+            return _CALL, (typed_method, typed, message.params)
+        try:
+            outcome = typed.fn(message.params)
+        except Exception:
+            _log.exception("notification handler for %r failed", typed_method)
+            return None
+        if outcome is not None and inspect.isawaitable(outcome):
+            return _AWAIT, outcome
+        return None
 
     @staticmethod
     def _decode_block(fast: FastNotifications, block: bytes) -> list[Any] | None:
