@@ -24,6 +24,7 @@ How schema shapes map to Python (see docs/schema.md for the why):
 from __future__ import annotations
 
 import argparse
+import ast
 import hashlib
 import json
 import keyword
@@ -635,20 +636,15 @@ else:
 
 '''
 
-RUNTIME_NAMES = [
-    "DEFAULT_ON_ERROR",
-    "DEFAULT_ON_NULL",
-    "SKIP_INVALID_ITEMS",
-    "AcpStruct",
-    "AlternativesList",
-    "MethodSpec",
-    "NotificationSpec",
-    "OtherVariant",
-    "UnknownVariant",
-    "register_alternatives",
-    "register_lenient",
-    "register_open_union",
-]
+RUNTIME_MODULE = Path(__file__).resolve().parent.parent / "acp_session" / "_schema_runtime.py"
+
+
+def runtime_names() -> list[str]:
+    """The public names of the runtime support module (its ``__all__``, read without importing it)."""
+    for node in ast.parse(RUNTIME_MODULE.read_text()).body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
+            return list(ast.literal_eval(node.value))
+    raise SystemExit(f"{RUNTIME_MODULE} has no __all__")
 
 
 def header_imports(body: str) -> str:
@@ -669,7 +665,7 @@ def header_imports(body: str) -> str:
     if msgspec_names:
         lines.append(f"from msgspec import {', '.join(msgspec_names)}")
     lines.append("")
-    runtime = [n for n in RUNTIME_NAMES if used(n)]
+    runtime = [n for n in runtime_names() if used(n)]
     lines.append("from acp_session._schema_runtime import (")
     lines += [f"    {n}," for n in runtime]
     lines.append(")")
