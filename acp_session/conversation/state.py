@@ -368,13 +368,8 @@ class SessionState:
             self._place(call)
         elif self._replay_seen is not None:
             self._touch(call)
-        value: Any = update.name
-        if value is not UNSET:
-            call.name = value
-        value = update.title
-        if value is not UNSET:
-            call.title = value
-        value = update.kind
+        _copy_set_fields(update, call, ("name", "title", "raw_input", "raw_output", "capabilities"))
+        value: Any = update.kind
         if value is not UNSET:
             call.kind = "other" if value is None else value
         value = update.status
@@ -386,15 +381,6 @@ class SessionState:
         value = update.locations
         if value is not UNSET:
             call.locations = list(value) if value else []
-        value = update.raw_input
-        if value is not UNSET:
-            call.raw_input = value
-        value = update.raw_output
-        if value is not UNSET:
-            call.raw_output = value
-        value = update.capabilities
-        if value is not UNSET:
-            call.capabilities = value
         if update.meta is not UNSET:
             call.meta = meta_patched(call.meta, update.meta)
         return ToolCallChanged(call, created)
@@ -425,26 +411,12 @@ class SessionState:
 
     def _on_terminal(self, update: TerminalUpdate) -> StateEvent:
         terminal, created = self._terminal(update.terminal_id)
-        value: Any = update.command
-        if value is not UNSET:
-            terminal.command = value
-        value = update.cwd
-        if value is not UNSET:
-            terminal.cwd = value
-        value = update.output
+        _copy_set_fields(update, terminal, ("command", "cwd", "exit_status", "size", "capabilities"))
+        value: Any = update.output
         if value is not UNSET:
             # An output snapshot replaces every byte retained so far, chunks included.
             terminal.output = value.data if isinstance(value, TerminalOutput) else None
             terminal.chunks = []
-        value = update.exit_status
-        if value is not UNSET:
-            terminal.exit_status = value
-        value = update.size
-        if value is not UNSET:
-            terminal.size = value
-        value = update.capabilities
-        if value is not UNSET:
-            terminal.capabilities = value
         if update.meta is not UNSET:
             terminal.meta = meta_patched(terminal.meta, update.meta)
         return TerminalChanged(terminal, created)
@@ -686,3 +658,11 @@ _HANDLERS: dict[type, _Handler] = {
     CompactionSummaryChunk: SessionState._on_compaction_chunk,
     UnknownSessionUpdate: SessionState._on_unknown,
 }
+
+
+def _copy_set_fields(update: Any, target: Any, names: tuple[str, ...]) -> None:
+    """Patch semantics for plain fields: omitted keeps the old value, ``null`` or a value replaces it."""
+    for name in names:
+        value = getattr(update, name)
+        if value is not UNSET:
+            setattr(target, name, value)
