@@ -121,6 +121,8 @@ class SessionState:
         self._resume_marks: tuple[int, int] | None = None
         self._replay_seen: set[int] | None = None
         self._replay_cursor = 0
+        # Where the replay cursor stood before a replayed update jumped it forward to an existing entity.
+        self._replay_jumps: dict[int, int] = {}
 
     # ------------------------------------------------------------------ folding
 
@@ -154,12 +156,14 @@ class SessionState:
         self._resume_marks = (self._config_updates, self._command_updates)
         self._replay_seen = set() if replay else None
         self._replay_cursor = 0
+        self._replay_jumps = {}
 
     def apply_resume_response(self, response: ResumeSessionResponse) -> list[StateEvent]:
         """Close the resume window. The response does not imply any state (ACP2-055)."""
         marks = self._resume_marks or (self._config_updates, self._command_updates)
         self._resume_marks = None
         self._replay_seen = None
+        self._replay_jumps = {}
         return self._initial_lists(response.config_options, response.available_commands, marks)
 
     def apply_set_config_option_response(self, response: SetSessionConfigOptionResponse) -> StateEvent:
@@ -344,6 +348,7 @@ class SessionState:
             seen.add(key)
             entity.reset()
         if in_timeline and entity.position >= self._replay_cursor:
+            self._replay_jumps.setdefault(key, self._replay_cursor)
             self._replay_cursor = entity.position + 1
 
     def _remove(self, entity: TimelineEntry) -> None:
@@ -356,6 +361,11 @@ class SessionState:
             self._replay_cursor -= 1
         if self._replay_seen is not None:
             self._replay_seen.discard(id(entity))
+            # The replay matched this entity (later re-created live) to an earlier one: what it jumped over
+            # has not been replayed yet, so the cursor goes back to where the jump started.
+            jumped_from = self._replay_jumps.pop(id(entity), None)
+            if jumped_from is not None and jumped_from < self._replay_cursor:
+                self._replay_cursor = jumped_from
 
     # ------------------------------------------------------------------ handlers
 

@@ -162,3 +162,23 @@ def test_replay_onto_live_state_gives_identical_state(updates: list[Any]) -> Non
         live.apply(item)
     live.apply_resume_response(codec.convert({}, ResumeSessionResponse))
     assert live.to_snapshot() == before
+
+
+def test_replay_of_a_removed_then_recreated_plan_keeps_entries_it_jumped_over() -> None:
+    """Found by the property above: replay matches the first plan to the re-created one further on; once that
+    plan is removed again, the entries between (an unknown update here) are still matched, not duplicated."""
+    updates = [
+        chunk("a", "", kind="user_message"),
+        unstable_update({"sessionUpdate": "plan_update", "plan": {"type": "markdown", "planId": "p", "content": ""}}),
+        unstable_update({"sessionUpdate": "plan_removed", "planId": "p"}),
+        update({"sessionUpdate": "_marker", "n": 0}),
+        unstable_update({"sessionUpdate": "plan_update", "plan": {"type": "markdown", "planId": "p", "content": ""}}),
+    ]
+    live = fold(updates)
+    before = live.to_snapshot()
+    assert [entry["entity"] for entry in before["timeline"]] == ["message", "unknown", "plan"]
+    live.begin_resume(replay=True)
+    for item in updates:
+        live.apply(item)
+    live.apply_resume_response(codec.convert({}, ResumeSessionResponse))
+    assert live.to_snapshot() == before
