@@ -1,7 +1,8 @@
 """rpc layer benchmarks over a real pipe, each printed beside a baseline measured in the same run.
 
-1. Notification throughput (messages/s): a subprocess writes N session/update-like notifications; the
-   Connection decodes each into a typed msgspec Struct in a sync handler. Baseline: a plain loop of typed
+1. Notification throughput (messages/s): a started subprocess (it says "ready") writes N
+   session/update-like notifications; the Connection decodes each into a typed msgspec Struct in a sync
+   handler. Baseline: a plain loop of typed
    msgspec decodes of the very same lines. Target: >= 40% of the baseline.
 2. Request round trip (p50, p99): ``await conn.request(...)`` against a peer that turns each request line
    into a response line with one bytes.replace. Baseline: a bare line echo over the same kind of pipe.
@@ -49,6 +50,8 @@ class NotificationEnvelope(msgspec.Struct):
 
 DUMP_FILE = r"""
 import sys
+sys.stdout.buffer.write(b'{"jsonrpc":"2.0","method":"ready"}\n')
+sys.stdout.buffer.flush()
 sys.stdin.buffer.readline()
 with open(sys.argv[1], "rb") as f:
     sys.stdout.buffer.write(f.read())
@@ -109,6 +112,9 @@ async def notification_rate(lines: list[bytes]) -> float:
                     done.set()
 
             conn.on_notification("session/update", on_update, msgspec.json.Decoder(SessionNotification).decode)
+            ready = anyio.Event()
+            conn.on_notification("ready", lambda _: ready.set())
+            await ready.wait()  # the clock starts once the child runs: process start-up is not decoding
             start = time.perf_counter()
             await conn.notify("go", {})
             await done.wait()

@@ -285,14 +285,7 @@ class Connection:
                     if messages is None:
                         frames = block.split(_NL)
                     else:
-                        frames = []
-                        for index, message in enumerate(messages):
-                            if self._fast is not fast:  # a handler registered another method meanwhile
-                                frames = block.split(_NL)[index:]
-                                break
-                            deferred = self._run_typed(fast, message)
-                            if deferred is not None:
-                                await self._enqueue(*deferred)
+                        frames = await self._run_typed_block(fast, messages, block)
                 for frame in frames:
                     if type(frame) is bytes:
                         fast = self._fast
@@ -354,6 +347,37 @@ class Connection:
         if outcome is not None and inspect.isawaitable(outcome):
             return _AWAIT, outcome
         return None
+
+    async def _run_typed_block(self, fast: FastNotifications, messages: list[Any], block: bytes) -> list[bytes]:
+        """Deliver a decoded block in order; returns the frames left for the generic path (usually none).
+
+        The per-message work is kept to a call of the handler: the handler is looked up again only when
+        the message type changes, and anything that cannot run inline goes through ``_run_typed``.
+        """
+        handlers = fast.handlers
+        last_type: Any = None
+        inline_fn: Any = None
+        typed_method = ""
+        for index, message in enumerate(messages):
+            if self._fast is not fast:  # a handler registered another method meanwhile
+                return block.split(_NL)[index:]
+            if type(message) is not last_type:
+                last_type = type(message)
+                typed_method, typed = handlers[last_type]
+                inline_fn = None if typed.is_async else typed.fn
+            if inline_fn is None or self._backlog:
+                deferred = self._run_typed(fast, message)
+                if deferred is not None:
+                    await self._enqueue(*deferred)
+                continue
+            try:
+                outcome = inline_fn(message.params)
+            except Exception:
+                _log.exception("notification handler for %r failed", typed_method)
+                continue
+            if outcome is not None and inspect.isawaitable(outcome):
+                await self._enqueue(_AWAIT, outcome)
+        return []
 
     @staticmethod
     def _decode_block(fast: FastNotifications, block: bytes) -> list[Any] | None:
