@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 from tests.schema_source import REPO
 
@@ -28,3 +29,30 @@ def test_decode_benchmark_runs() -> None:
     ).stdout
     results = json.loads(out)
     assert results["typed_structs_per_s"] > 0 and results["plain_dicts_per_s"] > 0
+
+
+def test_compare_benchmark_runs_at_small_size(tmp_path: Path) -> None:
+    out_file = tmp_path / "compare.json"
+    out = subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "benchmarks" / "compare.py"),
+            "--no-peers",
+            "--sizes",
+            "200",
+            "--repeats",
+            "1",
+            "--rounds",
+            "50",
+            "--json-out",
+            str(out_file),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    assert "acp-session (bare handler)" in out and "lower bound: raw msgspec typed decode" in out
+    report = json.loads(out_file.read_text())
+    client = report["sizes"]["200"]["clients"]["acp-session (bare handler)"]
+    assert client["updates_per_s"] > 0 and client["peak_rss_kib"] > 0
+    assert report["round_trip"]["ours_p50_us"] > 0

@@ -1,0 +1,223 @@
+"""acp-session beside the official ACP SDKs, on the same machine and the same generated streams.
+
+Run: ``.venv/bin/python benchmarks/compare.py [--sizes 10000 100000] [--quick]``
+
+What one run measures (each client in its own process, against ``peers/cheap_agent.py``):
+
+* N streamed ``agent_message_chunk`` updates (40-byte texts) over a real stdio pipe, folded into the final
+  text (verified): acp-session with a bare ``on_session_update`` handler (and with a ``Conversation`` when
+  the conversation layer provides ``peer_ours.py conversation``), the official Python SDK
+  (``agent-client-protocol`` 0.12.1, v1 wire) and the official TypeScript SDK's v2 client (when node is on
+  the machine);
+* lower bounds over the same bytes: a raw msgspec typed-decode loop, and ``cat`` through a pipe;
+* ``session/set_config_option`` round trip (p50, p99) beside a bare line echo over the same kind of pipe;
+* cold start (process start to the first prompt accepted; for the v1 SDK, to its first update) at N = 10;
+* peak RSS of each client process.
+
+The SDKs are installed into ``benchmarks/.peers/`` (a separate virtualenv and ``peers/ts/node_modules``),
+never into the package's environment. Results: a table on stdout and ``benchmarks/results/compare.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import msgspec
+
+HERE = Path(__file__).resolve().parent
+PEERS = HERE / "peers"
+AGENT = PEERS / "cheap_agent.py"
+PEERS_VENV = HERE / ".peers" / "venv"
+TS_DIR = PEERS / "ts"
+PYTHON_SDK = "agent-client-protocol==0.12.1"
+
+sys.path.insert(0, str(PEERS))
+sys.path.insert(0, str(HERE))
+import cheap_agent  # noqa: E402
+from rpc_throughput import bare_echo_latencies  # noqa: E402
+
+from acp_session.schema.types import UpdateSessionNotification  # noqa: E402
+
+
+def setup_peers() -> tuple[Path | None, bool]:
+    """Install the peer SDKs once; returns the peer Python (None if unavailable) and whether node is usable."""
+    python = PEERS_VENV / "bin" / "python"
+    if not python.exists():
+        subprocess.run([sys.executable, "-m", "venv", str(PEERS_VENV)], check=True)
+    probe = subprocess.run([str(python), "-c", "import acp"], capture_output=True)
+    if probe.returncode != 0:
+        subprocess.run([str(python), "-m", "pip", "install", "-q", PYTHON_SDK], check=True)
+    node = shutil.which("node") is not None and shutil.which("npm") is not None
+    if node and not (TS_DIR / "node_modules" / "@agentclientprotocol" / "sdk").exists():
+        subprocess.run(["npm", "install", "--silent", "--no-audit", "--no-fund"], cwd=TS_DIR, check=True)
+    return python, node
+
+
+def run_client(argv: list[str]) -> dict[str, Any]:
+    out = subprocess.run(argv, check=True, capture_output=True, text=True, cwd=HERE.parent).stdout
+    return json.loads(out.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+def clients(peer_python: Path | None, node: bool) -> dict[str, list[str]]:
+    ours = [sys.executable, str(PEERS / "peer_ours.py")]
+    table = {"acp-session (bare handler)": [*ours, "bare"]}
+    if _supports_conversation():
+        table["acp-session (Conversation)"] = [*ours, "conversation"]
+    if peer_python is not None:
+        table["official Python SDK 0.12.1 (v1)"] = [str(peer_python), str(PEERS / "peer_python_sdk.py")]
+    if node:
+        table["official TypeScript SDK 2.4.0 (v2)"] = ["node", str(TS_DIR / "client.mjs"), "--python", sys.executable]
+    return table
+
+
+def _supports_conversation() -> bool:
+    text = (PEERS / "peer_ours.py").read_text()
+    return '"conversation"' in text
+
+
+def measure_client(argv: list[str], n: int, repeats: int) -> dict[str, Any]:
+    best: dict[str, Any] = {}
+    for _ in range(repeats):
+        result = run_client(
+            [*argv, "--agent", str(AGENT), "--n", str(n), "--expect-chars", str(40 * n), "--t0", str(time.time())]
+        )
+        if not best or result["updates_per_s"] > best["updates_per_s"]:
+            best = result
+    return best
+
+
+def cold_start(argv: list[str], repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        result = run_client(
+            [*argv, "--agent", str(AGENT), "--n", "10", "--expect-chars", "400", "--t0", str(time.time())]
+        )
+        times.append(result["cold_start_s"])
+    return min(times)
+
+
+def stream_bytes(n: int) -> list[bytes]:
+    """The exact update lines the cheap agent writes for one v2 prompt (its chunk updates)."""
+    encoder = msgspec.json.Encoder()
+    return [
+        encoder.encode(
+            {
+                "jsonrpc": "2.0",
+                "method": "session/update",
+                "params": {
+                    "sessionId": "sess-bench",
+                    "update": {
+                        "sessionUpdate": "agent_message_chunk",
+                        "messageId": "a1",
+                        "content": {"type": "text", "text": cheap_agent.chunk_text(i)},
+                    },
+                },
+            }
+        )
+        for i in range(n)
+    ]
+
+
+class _Envelope(msgspec.Struct):
+    jsonrpc: str
+    method: str
+    params: UpdateSessionNotification
+
+
+def raw_decode_rate(lines: list[bytes], repeats: int) -> float:
+    decode = msgspec.json.Decoder(_Envelope).decode
+    best = 0.0
+    for _ in range(repeats):
+        start = time.perf_counter()
+        parts = [decode(line).params.update.content.text for line in lines]  # type: ignore[union-attr]
+        elapsed = time.perf_counter() - start
+        assert len("".join(parts)) == 40 * len(lines)
+        best = max(best, len(lines) / elapsed)
+    return best
+
+
+def cat_rate(lines: list[bytes], repeats: int) -> float:
+    with tempfile.NamedTemporaryFile(suffix=".jsonl") as f:
+        f.write(b"\n".join(lines) + b"\n")
+        f.flush()
+        best = 0.0
+        for _ in range(repeats):
+            start = time.perf_counter()
+            subprocess.run(["sh", "-c", f"cat {f.name} | cat > /dev/null"], check=True)
+            best = max(best, len(lines) / (time.perf_counter() - start))
+        return best
+
+
+def round_trips(rounds: int) -> dict[str, float]:
+    echo = sorted(anyio.run(bare_echo_latencies, rounds))
+    ours = run_client(
+        [sys.executable, str(PEERS / "peer_ours.py"), "config", "--agent", str(AGENT), "--rounds", str(rounds)]
+    )
+    return {
+        "echo_p50_us": echo[len(echo) // 2] * 1e6,
+        "echo_p99_us": echo[int(len(echo) * 0.99)] * 1e6,
+        "ours_p50_us": ours["p50_us"],
+        "ours_p99_us": ours["p99_us"],
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=2000)
+    parser.add_argument("--no-peers", action="store_true", help="only acp-session and the lower bounds")
+    parser.add_argument("--json-out", type=Path, default=HERE / "results" / "compare.json")
+    args = parser.parse_args()
+    peer_python, node = (None, False) if args.no_peers else setup_peers()
+    table = clients(peer_python, node)
+    ours_name = "acp-session (Conversation)" if "acp-session (Conversation)" in table else "acp-session (bare handler)"
+    report: dict[str, Any] = {"date": time.strftime("%Y-%m-%d"), "machine": os.uname().machine, "sizes": {}}
+    for n in args.sizes:
+        lines = stream_bytes(n)
+        rows = {name: measure_client(argv, n, args.repeats) for name, argv in table.items()}
+        bounds = {
+            "raw msgspec typed decode": raw_decode_rate(lines, args.repeats),
+            "cat through a pipe": cat_rate(lines, args.repeats),
+        }
+        report["sizes"][n] = {"clients": rows, "lower_bounds": bounds}
+        ours = rows[ours_name]["updates_per_s"]
+        print(f"\nN = {n:,} chunk updates (40-byte texts), folded into the final text")
+        print(f"  {'client':<38} {'updates/s':>12} {'peak RSS':>10} {'ours / this':>12}")
+        for name, row in rows.items():
+            print(
+                f"  {name:<38} {row['updates_per_s']:>12,.0f} {row['peak_rss_kib'] / 1024:>8.1f}Mi "
+                f"{ours / row['updates_per_s']:>11.2f}x"
+            )
+        for name, rate in bounds.items():
+            print(f"  {'lower bound: ' + name:<38} {rate:>12,.0f} {'':>10} {ours / rate:>11.2f}x")
+    starts = {name: cold_start(argv, args.repeats) for name, argv in table.items()}
+    report["cold_start_s"] = starts
+    print("\ncold start: process start to first prompt accepted (v1 SDK: to its first update), best of runs")
+    for name, seconds in starts.items():
+        print(f"  {name:<38} {seconds * 1000:>8.0f} ms  ({seconds / starts[ours_name]:.2f}x ours)")
+    trips = round_trips(args.rounds)
+    report["round_trip"] = trips
+    print(f"\nsession/set_config_option round trip ({args.rounds} calls)")
+    print(f"  bare pipe echo    p50 {trips['echo_p50_us']:7.1f} us  p99 {trips['echo_p99_us']:7.1f} us")
+    print(
+        f"  acp-session       p50 {trips['ours_p50_us']:7.1f} us  p99 {trips['ours_p99_us']:7.1f} us"
+        f"  ({trips['ours_p50_us'] / trips['echo_p50_us']:.2f}x echo p50)"
+    )
+    args.json_out.parent.mkdir(parents=True, exist_ok=True)
+    args.json_out.write_text(json.dumps(report, indent=2))
+    print(f"\nwritten: {args.json_out}")
+
+
+if __name__ == "__main__":
+    main()

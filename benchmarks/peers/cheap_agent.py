@@ -1,0 +1,90 @@
+"""A deliberately cheap ACP agent for benchmarks: it streams N pre-encoded chunk updates per prompt.
+
+Usage: ``python cheap_agent.py --wire v2|v1 --n N``. Standard library only, so it costs the same whatever
+client drives it. On the v2 wire a prompt is answered at once with its ``messageId``, then ``running``,
+the chunks, and ``idle`` (``end_turn``); on the v1 wire the chunks come first and the prompt response
+carries the stop reason. ``session/set_config_option`` is answered immediately (round-trip benchmark).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def chunk_text(i: int) -> str:
+    return f"chunk {i:07d} of the streamed reply ".ljust(40, ".")  # 40 bytes
+
+
+def expected_text(n: int) -> str:
+    return "".join(chunk_text(i) for i in range(n))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--wire", choices=["v1", "v2"], default="v2")
+    parser.add_argument("--n", type=int, default=10_000)
+    args = parser.parse_args()
+    out = sys.stdout.buffer
+    session = "sess-bench"
+
+    def line(obj: object) -> bytes:
+        return json.dumps(obj, separators=(",", ":")).encode() + b"\n"
+
+    def update(body: dict[str, object]) -> bytes:
+        return line({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": session, "update": body}})
+
+    if args.wire == "v2":
+        chunks = b"".join(
+            update(
+                {
+                    "sessionUpdate": "agent_message_chunk",
+                    "messageId": "a1",
+                    "content": {"type": "text", "text": chunk_text(i)},
+                }
+            )
+            for i in range(args.n)
+        )
+        turn = (
+            update({"sessionUpdate": "user_message", "messageId": "u1", "content": [{"type": "text", "text": "go"}]})
+            + update({"sessionUpdate": "state_update", "state": "running"})
+            + chunks
+            + update({"sessionUpdate": "state_update", "state": "idle", "stopReason": "end_turn"})
+        )
+    else:
+        turn = b"".join(
+            update({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": chunk_text(i)}})
+            for i in range(args.n)
+        )
+    config = [{"type": "boolean", "configId": "fast", "name": "Fast", "currentValue": False}]
+    for raw in sys.stdin.buffer:
+        message = json.loads(raw)
+        method, ident = message.get("method"), message.get("id")
+        if ident is None:
+            continue
+        if method == "initialize":
+            version = 2 if args.wire == "v2" else 1
+            result: dict[str, object] = {"protocolVersion": version, "agentCapabilities": {}, "authMethods": []}
+            if version == 2:
+                result = {
+                    "protocolVersion": 2,
+                    "info": {"name": "cheap-agent", "version": "1"},
+                    "capabilities": {"session": {}},
+                }
+            out.write(line({"jsonrpc": "2.0", "id": ident, "result": result}))
+        elif method == "session/new":
+            out.write(line({"jsonrpc": "2.0", "id": ident, "result": {"sessionId": session, "configOptions": config}}))
+        elif method == "session/set_config_option":
+            out.write(line({"jsonrpc": "2.0", "id": ident, "result": {"configOptions": config}}))
+        elif method == "session/prompt" and args.wire == "v2":
+            out.write(line({"jsonrpc": "2.0", "id": ident, "result": {"messageId": "u1"}}) + turn)
+        elif method == "session/prompt":
+            out.write(turn + line({"jsonrpc": "2.0", "id": ident, "result": {"stopReason": "end_turn"}}))
+        else:
+            out.write(line({"jsonrpc": "2.0", "id": ident, "error": {"code": -32601, "message": "Method not found"}}))
+        out.flush()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,79 @@
+"""Benchmark client built on acp-session (v2 wire): a bare ``on_session_update`` handler, or a Conversation.
+
+Prints one JSON line: rate, cold start (process start to first prompt accepted) and peak RSS.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import sys
+import time
+from typing import Any
+
+import anyio
+
+from acp_session import ClientBuilder
+from acp_session.schema.types import AgentMessageChunk, StateUpdate, TextContent, UpdateSessionNotification
+
+
+async def bare(args: argparse.Namespace) -> dict[str, Any]:
+    parts: list[str] = []
+    idle = anyio.Event()
+
+    def on_update(note: UpdateSessionNotification) -> None:
+        update = note.update
+        if type(update) is AgentMessageChunk and type(update.content) is TextContent:
+            parts.append(update.content.text)
+        elif type(update) is StateUpdate and update.state == "idle":
+            idle.set()
+
+    agent = [sys.executable, args.agent, "--wire", "v2", "--n", str(args.n)]
+    async with ClientBuilder("bench", "1").on_session_update(on_update).spawn(agent) as client:
+        session = await client.new_session("/tmp")
+        start = time.perf_counter()
+        await session.send_prompt("go")
+        accepted_at = time.time()
+        await idle.wait()
+        elapsed = time.perf_counter() - start
+    text = "".join(parts)
+    assert len(text) == args.expect_chars, (len(text), args.expect_chars)
+    return {
+        "updates_per_s": args.n / elapsed,
+        "cold_start_s": accepted_at - args.t0,
+        "peak_rss_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+    }
+
+
+async def config_round_trips(args: argparse.Namespace) -> dict[str, Any]:
+    agent = [sys.executable, args.agent, "--wire", "v2", "--n", "1"]
+    async with ClientBuilder("bench", "1").spawn(agent) as client:
+        session = await client.new_session("/tmp")
+        samples = []
+        for i in range(args.rounds):
+            start = time.perf_counter()
+            await session.set_config_option("fast", i % 2 == 0)
+            samples.append(time.perf_counter() - start)
+    samples.sort()
+    return {"p50_us": samples[len(samples) // 2] * 1e6, "p99_us": samples[int(len(samples) * 0.99)] * 1e6}
+
+
+MODES = {"bare": bare, "config": config_round_trips}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("mode", choices=sorted(MODES))
+    parser.add_argument("--agent", required=True)
+    parser.add_argument("--n", type=int, default=10_000)
+    parser.add_argument("--expect-chars", type=int, default=0)
+    parser.add_argument("--t0", type=float, default=0.0)
+    parser.add_argument("--rounds", type=int, default=2000)
+    parser.add_argument("--backend", default="asyncio")
+    args = parser.parse_args()
+    print(json.dumps(anyio.run(MODES[args.mode], args, backend=args.backend)))
+
+
+if __name__ == "__main__":
+    main()
