@@ -1,0 +1,79 @@
+"""``acp-reference-agent`` / ``python -m conformance.agent``: serve the reference agent on stdin/stdout."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+import os
+import sys
+import textwrap
+
+import anyio
+
+from acp_session.rpc import Connection
+from acp_session.transport import stdio_server
+
+from . import AGENT_NAME, AGENT_VERSION
+from .scenarios import SCENARIOS
+from .server import BROKEN_MODES, AgentOptions, ReferenceAgent
+
+__all__ = ["main", "serve"]
+
+
+def _epilog() -> str:
+    lines = ["scenarios (start the prompt text with /NAME; anything else gets a short offline reply):"]
+    lines += [f"  /{name:<18} {description}" for name, (description, _) in SCENARIOS.items()]
+    lines += ["", "broken variants (--broken MODE, repeatable; for testing conformance runners):"]
+    lines += [f"  {name:<19} {description}" for name, description in BROKEN_MODES.items()]
+    lines += [
+        "",
+        "config options: mode (select: ask, code, review; default code), thoughts (boolean; default false).",
+        "Speaks ACP protocol version 2 as newline-delimited JSON-RPC on stdin/stdout; logs go to stderr.",
+    ]
+    return "\n".join(lines)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="acp-reference-agent",
+        description=textwrap.dedent(f"{AGENT_NAME} {AGENT_VERSION}: a deterministic ACP v2 agent over stdio."),
+        epilog=_epilog(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--broken",
+        action="append",
+        default=[],
+        choices=sorted(BROKEN_MODES),
+        metavar="MODE",
+        help="misbehave on purpose (see below)",
+    )
+    parser.add_argument(
+        "--delay", type=float, default=0.0, metavar="SECONDS", help="pause between streamed reply chunks"
+    )
+    parser.add_argument("--log-level", default="WARNING", help="stderr log level (default WARNING)")
+    return parser
+
+
+async def serve(options: AgentOptions) -> None:
+    """Serve one client on this process's stdin/stdout until it closes the stream."""
+    async with stdio_server() as transport, anyio.create_task_group() as tg:
+        async with Connection(transport) as conn:
+            ReferenceAgent(conn, tg, options)
+            await conn.wait_closed()
+        tg.cancel_scope.cancel()
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = _parser().parse_args(argv)
+    logging.basicConfig(stream=sys.stderr, level=args.log_level.upper(), format="%(name)s: %(message)s")
+    options = AgentOptions(broken=frozenset(args.broken), delay=args.delay)
+    if "junk-stdout" in options.broken:
+        os.write(sys.stdout.fileno(), b"reference agent starting up\n")  # not an ACP message: a framing error
+    with contextlib.suppress(KeyboardInterrupt):
+        anyio.run(serve, options)
+
+
+if __name__ == "__main__":
+    main()

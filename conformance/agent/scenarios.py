@@ -1,0 +1,378 @@
+"""Deterministic behaviours chosen by the prompt: ``/name args`` runs a scenario, anything else gets an
+offline assistant's short reply. Every scenario is also advertised as an available command."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+
+from acp_session.schema.types import (
+    AgentMessage,
+    AgentMessageChunk,
+    AgentThoughtChunk,
+    AvailableCommand,
+    BackgroundTerminal,
+    Command,
+    CompactionSummaryChunk,
+    CompactionUpdate,
+    Content,
+    ContentBlock,
+    Cost,
+    Diff,
+    DiffModify,
+    DiffPatch,
+    Error,
+    Notice,
+    PermissionOption,
+    PlanEntry,
+    PlanItems,
+    PlanUpdate,
+    RequestPermissionRequest,
+    RequestPermissionResponse,
+    ResourceLink,
+    SelectedPermissionOutcome,
+    SessionInfoUpdate,
+    Terminal,
+    TerminalExitStatus,
+    TerminalOutputChunk,
+    TerminalUpdate,
+    TextCommandInput,
+    TextContent,
+    ToolCallContentChunk,
+    ToolCallPermissionSubject,
+    ToolCallUpdate,
+    ToolCallUpdated,
+    UsageUpdate,
+)
+
+from .sessions import Session
+
+__all__ = ["SCENARIOS", "Scenario", "TurnContext", "TurnFailed", "available_commands", "parse_prompt"]
+
+
+class TurnFailed(Exception):
+    """The work failed: the turn ends with the ``error`` stop reason carrying ``error``."""
+
+    def __init__(self, error: Error) -> None:
+        super().__init__(error.message)
+        self.error = error
+
+
+@dataclass(eq=False)
+class TurnContext:
+    """What a scenario can do during one turn of foreground work."""
+
+    session: Session
+    message_id: str  # the user message that started the turn
+    args: str
+    blocks: list[ContentBlock]
+    request_permission: Callable[[RequestPermissionRequest], Awaitable[RequestPermissionResponse | None]]
+    start_background: Callable[[Callable[[], Awaitable[None]]], None]
+    open_tool_calls: set[str] = field(default_factory=set)
+    delay: float = 0.0
+
+    async def emit(self, update: Any) -> None:
+        await self.session.emit(update)
+
+    async def say(self, text: str, *, words: bool = True) -> None:
+        """Stream ``text`` as agent message chunks (one per word) under a fresh message id."""
+        message_id = self.session.next_id("msg-agent")
+        pieces = [w + " " for w in text.split(" ")] if words else [text]
+        pieces[-1] = pieces[-1].rstrip(" ")
+        for piece in pieces:
+            await self.emit(AgentMessageChunk(message_id=message_id, content=TextContent(text=piece)))
+            if self.delay:
+                await anyio.sleep(self.delay)
+
+    async def think(self, text: str) -> None:
+        message_id = self.session.next_id("msg-thought")
+        await self.emit(AgentThoughtChunk(message_id=message_id, content=TextContent(text=text)))
+
+    async def tool(self, tool_call_id: str, **fields: Any) -> None:
+        """Upsert a tool call; remembers which ones have not reached a final status."""
+        status = fields.get("status")
+        if status in ("completed", "failed", "cancelled"):
+            self.open_tool_calls.discard(tool_call_id)
+        elif status is not None:
+            self.open_tool_calls.add(tool_call_id)
+        await self.emit(ToolCallUpdated(tool_call_id=tool_call_id, **fields))
+
+    async def running(self) -> None:
+        if self.session.state != "running":
+            await self.session.set_state("running")
+
+
+Scenario = Callable[[TurnContext], Awaitable[str | None]]
+SCENARIOS: dict[str, tuple[str, Scenario]] = {}
+
+
+def scenario(name: str, description: str) -> Callable[[Scenario], Scenario]:
+    def register(fn: Scenario) -> Scenario:
+        SCENARIOS[name] = (description, fn)
+        return fn
+
+    return register
+
+
+def parse_prompt(blocks: list[ContentBlock]) -> tuple[str | None, str]:
+    """``(scenario name or None, the rest)`` from the prompt's text."""
+    text = " ".join(block.text for block in blocks if isinstance(block, TextContent)).strip()
+    if text.startswith("/"):
+        name, _, rest = text[1:].partition(" ")
+        if name in SCENARIOS:
+            return name, rest.strip()
+    return None, text
+
+
+def available_commands() -> list[AvailableCommand]:
+    return [
+        Command(name=name, description=description, input=TextCommandInput(hint="optional argument"))
+        for name, (description, _) in SCENARIOS.items()
+    ]
+
+
+def _summary(blocks: list[ContentBlock]) -> str:
+    parts: list[str] = []
+    for block in blocks:
+        if isinstance(block, TextContent):
+            parts.append(block.text)
+        elif isinstance(block, ResourceLink):
+            parts.append(f"[link {block.name}]")
+        else:
+            parts.append(f"[{getattr(block, 'type', None) or type(block).__name__}]")
+    return " ".join(parts).strip()
+
+
+async def offline_reply(ctx: TurnContext, text: str) -> str | None:
+    """The default behaviour: a short deterministic reply, like a tiny offline assistant."""
+    session = ctx.session
+    if session.title is None:
+        session.title = (text[:40] or "untitled").strip()
+        await ctx.emit(SessionInfoUpdate(title=session.title))
+    if session.config.thoughts:
+        await ctx.think(f"The user wrote {len(text.split())} word(s); replying in {session.config.mode} mode.")
+    lowered = text.lower().rstrip("?!. ")
+    if lowered in ("hi", "hello", "hey"):
+        reply = "Hello! I am the ACP reference agent. Type /help to see what I can demonstrate."
+    elif lowered == "/help" or lowered == "help":
+        reply = "Scenarios: " + ", ".join("/" + name for name in SCENARIOS) + "."
+    elif session.config.mode == "review":
+        reply = f"Review of your message ({len(text)} characters): looks fine to me."
+    elif session.config.mode == "ask":
+        reply = f"You asked: {text}" if text else "You sent no text."
+    else:
+        reply = f"You said: {_summary(ctx.blocks)}" if ctx.blocks else "You sent no text."
+    await ctx.say(reply)
+    return "end_turn"
+
+
+@scenario("slow", "Stream a long answer slowly (argument: number of chunks, default 40); good for cancelling")
+async def slow(ctx: TurnContext) -> str | None:
+    count = int(ctx.args) if ctx.args.isdigit() else 40
+    message_id = ctx.session.next_id("msg-agent")
+    for index in range(count):
+        await ctx.emit(AgentMessageChunk(message_id=message_id, content=TextContent(text=f"chunk {index + 1}. ")))
+        await anyio.sleep(0.1)
+    return "end_turn"
+
+
+@scenario("tool", "Run a tool call with streamed content and a diff")
+async def tool(ctx: TurnContext) -> str | None:
+    tc = ctx.session.next_id("tc")
+    path = ctx.session.cwd.rstrip("/") + "/example.txt"
+    await ctx.tool(tc, name="edit_file", title="Editing example.txt", kind="edit", status="pending")
+    await ctx.tool(tc, status="in_progress")
+    for line in ("reading example.txt", "computing the change", "writing example.txt"):
+        await ctx.emit(ToolCallContentChunk(tool_call_id=tc, content=Content(content=TextContent(text=line))))
+    patch = DiffPatch(
+        format="git_patch",
+        text=f"diff --git {path} {path}\n--- {path}\n+++ {path}\n@@ -1 +1 @@\n-old\n+new\n",
+    )
+    await ctx.emit(ToolCallContentChunk(tool_call_id=tc, content=Diff(changes=[DiffModify(path=path)], patch=patch)))
+    await ctx.tool(tc, status="completed", raw_output={"changed": 1})
+    await ctx.say("I changed one line in example.txt.")
+    return "end_turn"
+
+
+@scenario("permission", "Ask permission before a tool call; proceeds only when an allow option is selected")
+async def permission(ctx: TurnContext) -> str | None:
+    tc = ctx.session.next_id("tc")
+    await ctx.tool(tc, name="run_command", title="rm -rf build/", kind="execute", status="pending")
+    options = [
+        PermissionOption(option_id="allow-once", name="Allow once", kind="allow_once"),
+        PermissionOption(option_id="reject-once", name="Reject", kind="reject_once"),
+    ]
+    request = RequestPermissionRequest(
+        session_id=ctx.session.session_id,
+        title="Run `rm -rf build/`?",
+        options=options,
+        subject=ToolCallPermissionSubject(tool_call=ToolCallUpdate(tool_call_id=tc)),
+    )
+    answer = await ctx.request_permission(request)
+    await ctx.running()
+    outcome = None if answer is None else answer.outcome
+    allowed = {o.option_id for o in options if o.kind.startswith("allow")}
+    # Only a selected allow option approves: cancelled, rejected, unknown ids and unknown outcomes do not
+    # (ACP2-086, ACP2-087, ACP2-088).
+    if isinstance(outcome, SelectedPermissionOutcome) and outcome.option_id in allowed:
+        await ctx.tool(tc, status="in_progress")
+        await ctx.emit(ToolCallContentChunk(tool_call_id=tc, content=Content(content=TextContent(text="removed"))))
+        await ctx.tool(tc, status="completed")
+        await ctx.say("Done: build/ was removed.")
+    else:
+        await ctx.tool(tc, status="failed", content=[Content(content=TextContent(text="permission not granted"))])
+        await ctx.say("Permission was not granted, so I did nothing.")
+    return "end_turn"
+
+
+@scenario("plan", "Report a plan and work through its entries")
+async def plan(ctx: TurnContext) -> str | None:
+    plan_id = ctx.session.next_id("plan")
+    steps = ["Read the code", "Write the change", "Run the tests"]
+    for done in range(len(steps) + 1):
+        entries = [
+            PlanEntry(
+                content=step,
+                priority="high" if index == 0 else "medium",
+                status="completed" if index < done else ("in_progress" if index == done else "pending"),
+            )
+            for index, step in enumerate(steps)
+        ]
+        await ctx.emit(PlanUpdate(plan=PlanItems(plan_id=plan_id, entries=entries)))
+    await ctx.say("All three plan steps are done.")
+    return "end_turn"
+
+
+@scenario("usage", "Report context usage and cost")
+async def usage(ctx: TurnContext) -> str | None:
+    await ctx.emit(UsageUpdate(used=1200, size=200000, cost=Cost(amount=0.0042, currency="USD")))
+    await ctx.say("Usage reported.")
+    return "end_turn"
+
+
+@scenario("notice", "Send a live notice (not replayed)")
+async def notice(ctx: TurnContext) -> str | None:
+    await ctx.emit(Notice(severity="warning", title="Reference notice", description="Nothing is actually wrong."))
+    await ctx.say("I sent a notice.")
+    return "end_turn"
+
+
+@scenario("thought", "Stream agent thoughts before answering")
+async def thought(ctx: TurnContext) -> str | None:
+    message_id = ctx.session.next_id("msg-thought")
+    for piece in ("Let me think. ", "The answer is 42."):
+        await ctx.emit(AgentThoughtChunk(message_id=message_id, content=TextContent(text=piece)))
+    await ctx.say("42.")
+    return "end_turn"
+
+
+@scenario("compact", "Compact the context with a streamed summary")
+async def compact(ctx: TurnContext) -> str | None:
+    cid = ctx.session.next_id("cmp")
+    await ctx.emit(CompactionUpdate(compaction_id=cid, status="in_progress"))
+    for piece in ("Earlier, the user greeted the agent. ", "Nothing else happened."):
+        await ctx.emit(CompactionSummaryChunk(compaction_id=cid, content=TextContent(text=piece)))
+    await ctx.emit(CompactionUpdate(compaction_id=cid, status="completed"))
+    await ctx.say("Context compacted.")
+    return "end_turn"
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+@scenario("terminal", "Run a command in a display-only terminal with streamed output")
+async def terminal(ctx: TurnContext) -> str | None:
+    tc = ctx.session.next_id("tc")
+    term = ctx.session.next_id("term")
+    await ctx.tool(
+        tc,
+        name="run_tests",
+        title="pytest -q",
+        kind="execute",
+        status="in_progress",
+        content=[Terminal(terminal_id=term)],
+    )
+    await ctx.emit(TerminalUpdate(terminal_id=term, command="pytest -q", cwd=ctx.session.cwd))
+    for chunk in (b"..", b"..", b"\r\n4 passed\r\n"):
+        await ctx.emit(TerminalOutputChunk(terminal_id=term, data=_b64(chunk)))
+    await ctx.emit(TerminalUpdate(terminal_id=term, exit_status=TerminalExitStatus(exit_code=0)))
+    await ctx.tool(tc, status="completed")
+    await ctx.say("4 tests passed.")
+    return "end_turn"
+
+
+@scenario("background", "Start a background terminal that outlives the turn (argument: seconds, default 0.5)")
+async def background(ctx: TurnContext) -> str | None:
+    session = ctx.session
+    seconds = float(ctx.args) if ctx.args.replace(".", "", 1).isdigit() else 0.5
+    term = session.next_id("term")
+    tc = session.next_id("tc")
+    # Announce the terminal before the first snapshot that lists it (ACP2-041).
+    await ctx.tool(
+        tc,
+        name="watch",
+        title="npm run watch",
+        kind="execute",
+        status="in_progress",
+        content=[Terminal(terminal_id=term)],
+    )
+    await ctx.emit(TerminalUpdate(terminal_id=term, command="npm run watch", cwd=session.cwd))
+    await ctx.tool(tc, status="completed", raw_output={"detached": True})
+    item = BackgroundTerminal(terminal_id=term)
+    session.background = [*(session.background or []), item]
+    await session.set_state(session.state)  # a repeated snapshot carrying the new background list
+
+    async def work() -> None:
+        for index in range(3):
+            await anyio.sleep(seconds / 3)
+            await session.emit(TerminalOutputChunk(terminal_id=term, data=_b64(f"rebuild {index + 1}\r\n".encode())))
+        # Report the exit status before the snapshot that removes the item (ACP2-041).
+        await session.emit(TerminalUpdate(terminal_id=term, exit_status=TerminalExitStatus(exit_code=0)))
+        session.background = [b for b in (session.background or []) if b is not item]
+        await session.set_state(session.state)
+
+    ctx.start_background(work)
+    await ctx.say("Started `npm run watch` in the background.")
+    return "end_turn"
+
+
+@scenario("all", "Plan, thought, tool call, terminal, usage, notice and compaction in one turn")
+async def everything(ctx: TurnContext) -> str | None:
+    for step in (plan, thought, tool, terminal, usage, notice, compact):
+        await step(ctx)
+    return "end_turn"
+
+
+@scenario("refuse", "End the turn with the refusal stop reason")
+async def refuse(ctx: TurnContext) -> str | None:
+    await ctx.say("I will not do that.")
+    return "refusal"
+
+
+@scenario("max_tokens", "End the turn with the max_tokens stop reason")
+async def max_tokens(ctx: TurnContext) -> str | None:
+    await ctx.say("This answer is cut off because")
+    return "max_tokens"
+
+
+@scenario("max_turn_requests", "End the turn with the max_turn_requests stop reason")
+async def max_turn_requests(ctx: TurnContext) -> str | None:
+    await ctx.say("Too many model requests.")
+    return "max_turn_requests"
+
+
+@scenario("fail", "Fail the work: the turn ends with the error stop reason")
+async def fail(ctx: TurnContext) -> str | None:
+    await ctx.say("Something is about to go wrong.")
+    raise TurnFailed(Error(code=-32603, message="the reference agent failed on purpose"))
+
+
+@scenario("echo", "Echo the prompt's blocks back verbatim as one message")
+async def echo(ctx: TurnContext) -> str | None:
+    await ctx.emit(AgentMessage(message_id=ctx.session.next_id("msg-agent"), content=list(ctx.blocks)))
+    return "end_turn"

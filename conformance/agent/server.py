@@ -1,0 +1,428 @@
+"""The reference agent's protocol surface: one handler per ACP v2 agent method, on ``acp_session.rpc``."""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+import anyio
+import msgspec
+from anyio.abc import TaskGroup
+from msgspec import UNSET
+
+from acp_session.codec import decoder
+from acp_session.errors import (
+    AcpError,
+    InvalidParams,
+    RequestCancelled,
+    ResourceNotFound,
+    RpcError,
+    UnsupportedProtocolVersion,
+)
+from acp_session.rpc import Connection
+from acp_session.schema.types import (
+    AgentCapabilities,
+    CancelSessionNotification,
+    CloseSessionRequest,
+    CloseSessionResponse,
+    ContentBlock,
+    DeleteSessionRequest,
+    DeleteSessionResponse,
+    EmbeddedResource,
+    Implementation,
+    InitializeRequest,
+    InitializeResponse,
+    ListSessionsRequest,
+    ListSessionsResponse,
+    NewSessionRequest,
+    NewSessionResponse,
+    PromptCapabilities,
+    PromptEmbeddedContextCapabilities,
+    PromptRequest,
+    PromptResponse,
+    ReplayFromStart,
+    RequestPermissionRequest,
+    RequestPermissionResponse,
+    ResourceLink,
+    ResumeSessionRequest,
+    ResumeSessionResponse,
+    SessionAdditionalDirectoriesCapabilities,
+    SessionCapabilities,
+    SessionDeleteCapabilities,
+    SessionInfo,
+    SessionNotFoundErrorData,
+    SessionUpdate,
+    SetSessionConfigOptionRequest,
+    SetSessionConfigOptionResponse,
+    TextContent,
+    ToolCallUpdated,
+    UnsupportedProtocolVersionErrorData,
+    UpdateSessionNotification,
+    UserMessage,
+)
+
+from . import AGENT_NAME, AGENT_VERSION, PROTOCOL_VERSION
+from .config import apply_config
+from .scenarios import SCENARIOS, TurnContext, TurnFailed, available_commands, offline_reply, parse_prompt
+from .sessions import HeldPrompt, Session, SessionStore
+
+__all__ = ["BROKEN_MODES", "AgentOptions", "ReferenceAgent"]
+
+_log = logging.getLogger("conformance.agent")
+
+BROKEN_MODES: dict[str, str] = {
+    "never-idle": "never send the idle state_update that ends foreground work (turn end, cancel, close)",
+    "no-message-id": "answer session/prompt with an empty result (no messageId)",
+    "junk-stdout": "write a line of plain text to stdout before serving",
+    "ignore-cancel": "ignore session/cancel notifications entirely",
+}
+PAGE_SIZE = 20
+
+
+class _EmptyResult(msgspec.Struct):
+    """Deliberately wrong prompt result, only for ``--broken no-message-id``."""
+
+
+@dataclass
+class AgentOptions:
+    broken: frozenset[str] = frozenset()
+    delay: float = 0.0  # seconds between streamed chunks of ordinary replies
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class ReferenceAgent:
+    """Registers every baseline agent method on a ``Connection`` and runs the sessions' work."""
+
+    def __init__(self, conn: Connection, tg: TaskGroup, options: AgentOptions | None = None) -> None:
+        self.conn = conn
+        self.tg = tg
+        self.options = options or AgentOptions()
+        self.store = SessionStore()
+        on = conn.on_request
+        on("initialize", self.initialize, decoder(InitializeRequest))
+        on("session/new", self.new_session, decoder(NewSessionRequest))
+        on("session/list", self.list_sessions, decoder(ListSessionsRequest))
+        on("session/resume", self.resume_session, decoder(ResumeSessionRequest))
+        on("session/close", self.close_session, decoder(CloseSessionRequest))
+        on("session/delete", self.delete_session, decoder(DeleteSessionRequest))
+        on("session/set_config_option", self.set_config_option, decoder(SetSessionConfigOptionRequest))
+        on("session/prompt", self.prompt, decoder(PromptRequest))
+        conn.on_notification("session/cancel", self.cancel, decoder(CancelSessionNotification))
+
+    def broken(self, mode: str) -> bool:
+        return mode in self.options.broken
+
+    # -- helpers ---------------------------------------------------------------------------------------
+
+    async def _send_update(self, session_id: str, update: SessionUpdate) -> None:
+        await self.conn.notify("session/update", UpdateSessionNotification(session_id=session_id, update=update))
+
+    def _session(self, session_id: str, *, open_only: bool = True) -> Session:
+        session = self.store.get(session_id)
+        if session is None or (open_only and not session.open):
+            raise ResourceNotFound(
+                message="Session not found" if session is None else "Session is not active",
+                data=msgspec.to_builtins(SessionNotFoundErrorData(session_id=session_id)),
+            )
+        return session
+
+    @staticmethod
+    def _check_path(path: str, what: str) -> None:
+        if not os.path.isabs(path):
+            raise InvalidParams(data={"reason": f"{what} must be an absolute path", "path": path})
+
+    @staticmethod
+    def _check_mcp(servers: Any) -> None:
+        # No MCP transport is advertised, so any server is a transport this agent does not support (ACP2-066).
+        if servers:
+            raise InvalidParams(data={"reason": "MCP servers are not supported by this agent"})
+
+    # -- initialize ------------------------------------------------------------------------------------
+
+    async def initialize(self, request: InitializeRequest) -> InitializeResponse:
+        if request.protocol_version < PROTOCOL_VERSION:
+            data = UnsupportedProtocolVersionErrorData(requested=request.protocol_version, supported=[PROTOCOL_VERSION])
+            raise UnsupportedProtocolVersion(data=msgspec.to_builtins(data))
+        return InitializeResponse(
+            protocol_version=PROTOCOL_VERSION,  # the highest we support at or below the requested one
+            info=Implementation(name=AGENT_NAME, version=AGENT_VERSION, title="ACP reference agent"),
+            capabilities=AgentCapabilities(
+                session=SessionCapabilities(
+                    prompt=PromptCapabilities(embedded_context=PromptEmbeddedContextCapabilities()),
+                    delete=SessionDeleteCapabilities(),
+                    additional_directories=SessionAdditionalDirectoriesCapabilities(),
+                )
+            ),
+        )
+
+    # -- session setup ---------------------------------------------------------------------------------
+
+    async def new_session(self, request: NewSessionRequest) -> NewSessionResponse:
+        self._check_path(request.cwd, "cwd")
+        extra = [] if request.additional_directories is UNSET else list(request.additional_directories)
+        for path in extra:
+            self._check_path(path, "additionalDirectories entry")
+        self._check_mcp(request.mcp_servers)
+        session = Session(
+            session_id=self.store.new_id(),
+            cwd=request.cwd,
+            emit_raw=self._send_update,
+            additional_directories=extra,
+            updated_at=_now(),
+        )
+        self.store.add(session)
+        return NewSessionResponse(
+            session_id=session.session_id,
+            config_options=session.config.options(),
+            available_commands=list(available_commands()),
+        )
+
+    async def list_sessions(self, request: ListSessionsRequest) -> ListSessionsResponse:
+        sessions = self.store.all()
+        if isinstance(request.cwd, str):
+            self._check_path(request.cwd, "cwd")
+            sessions = [s for s in sessions if os.path.normpath(s.cwd) == os.path.normpath(request.cwd)]
+        start = 0
+        if isinstance(request.cursor, str):
+            prefix, _, number = request.cursor.partition(":")
+            if prefix != "offset" or not number.isdigit() or int(number) > len(sessions):
+                raise InvalidParams(data={"reason": "invalid cursor"})
+            start = int(number)
+        page = sessions[start : start + PAGE_SIZE]
+        more = start + PAGE_SIZE < len(sessions)
+        return ListSessionsResponse(
+            sessions=[
+                SessionInfo(
+                    session_id=s.session_id,
+                    cwd=s.cwd,
+                    additional_directories=list(s.additional_directories) if s.additional_directories else UNSET,
+                    title=s.title if s.title is not None else UNSET,
+                    updated_at=s.updated_at if s.updated_at is not None else UNSET,
+                )
+                for s in page
+            ],
+            next_cursor=f"offset:{start + PAGE_SIZE}" if more else UNSET,
+        )
+
+    async def resume_session(self, request: ResumeSessionRequest) -> ResumeSessionResponse:
+        session = self._session(request.session_id, open_only=False)
+        self._check_path(request.cwd, "cwd")
+        if os.path.normpath(request.cwd) != os.path.normpath(session.cwd):
+            raise InvalidParams(data={"reason": "cwd differs from the session's working directory"})
+        self._check_mcp(request.mcp_servers)
+        replay = request.replay_from
+        if replay is not UNSET and replay is not None and not isinstance(replay, ReplayFromStart):
+            # Never substitute another cursor or resume without replay (ACP2-070, ACP2-072).
+            raise InvalidParams(data={"reason": "unsupported replay cursor", "replayFrom": replay})
+        if request.additional_directories is not UNSET:
+            for path in request.additional_directories:
+                self._check_path(path, "additionalDirectories entry")
+            session.additional_directories = list(request.additional_directories)
+        else:
+            session.additional_directories = []
+        session.open = True
+        if isinstance(replay, ReplayFromStart):
+            for update in list(session.history):
+                await self._send_update(session.session_id, update)
+        # The current-state snapshot after any replay and before the response (ACP2-039, ACP2-055).
+        await self._send_update(session.session_id, session.state_update(session.state, session.last_stop_reason))
+        return ResumeSessionResponse(config_options=session.config.options(), available_commands=available_commands())
+
+    async def close_session(self, request: CloseSessionRequest) -> CloseSessionResponse:
+        session = self.store.get(request.session_id)
+        if session is None or not session.open:
+            return CloseSessionResponse()  # closing what is not active succeeds (ACP2-074)
+        await self._end_session_work(session)
+        session.open = False  # nothing more is sent for it after the response
+        return CloseSessionResponse()
+
+    async def delete_session(self, request: DeleteSessionRequest) -> DeleteSessionResponse:
+        session = self.store.remove(request.session_id)
+        if session is not None and session.open:
+            await self._end_session_work(session)
+            session.open = False
+        return DeleteSessionResponse()  # deleting an unknown session succeeds silently
+
+    async def _end_session_work(self, session: Session) -> None:
+        """Cancel foreground work as session/cancel would, wait for its final updates, stop background work."""
+        self._cancel_foreground(session)
+        if session.work_done is not None:
+            with anyio.move_on_after(5):
+                await session.work_done.wait()
+        for scope in session.background_scopes:
+            scope.cancel()
+        session.background_scopes.clear()
+
+    async def set_config_option(self, request: SetSessionConfigOptionRequest) -> SetSessionConfigOptionResponse:
+        session_id = request.get("sessionId") if isinstance(request, dict) else request.session_id
+        session = self._session(str(session_id))
+        apply_config(session.config, request)
+        return SetSessionConfigOptionResponse(config_options=session.config.options())
+
+    # -- prompts ---------------------------------------------------------------------------------------
+
+    @staticmethod
+    def _check_blocks(blocks: list[ContentBlock]) -> None:
+        for block in blocks:
+            if not isinstance(block, (TextContent, ResourceLink, EmbeddedResource)):
+                kind = block.tag if isinstance(block, dict) else type(block).__name__
+                # Content types this agent did not advertise are rejected (ACP2-012).
+                raise InvalidParams(data={"reason": f"unsupported content block type {kind!r}"})
+
+    async def prompt(self, request: PromptRequest) -> Any:
+        session = self._session(request.session_id)
+        self._check_blocks(request.prompt)
+        if session.busy:
+            held = HeldPrompt()
+            session.held.append(held)
+            inserted = False
+            try:
+                await held.go.wait()
+                if held.withdrawn:
+                    raise RequestCancelled(message="the prompt was withdrawn before it was inserted")
+                if not session.open:
+                    raise RequestCancelled(message="the session was closed")
+                inserted = True
+            finally:
+                if held in session.held:
+                    session.held.remove(held)
+                elif held.go.is_set() and not held.withdrawn and not inserted:
+                    self._release(session)  # our turn came but we were cancelled: pass it on
+        else:
+            session.busy = True
+        message_id = session.next_id("msg-user")
+        session.updated_at = _now()
+        await session.set_state("running")
+        await session.emit(UserMessage(message_id=message_id, content=list(request.prompt)))
+        session.work_done = anyio.Event()
+        # The scope exists before the task starts, so a session/cancel right after insertion is not lost.
+        session.work_scope = anyio.CancelScope()
+        session.cancelling = False
+        self.tg.start_soon(self._run_work, session, session.work_scope, message_id, list(request.prompt))
+        if self.broken("no-message-id"):
+            return _EmptyResult()
+        return PromptResponse(message_id=message_id)
+
+    def _release(self, session: Session) -> None:
+        """The foreground work ended: insert the next held prompt, if any."""
+        while session.held:
+            held = session.held.popleft()
+            if not held.withdrawn:
+                held.go.set()
+                return
+        session.busy = False
+
+    async def _request_permission(
+        self, session: Session, request: RequestPermissionRequest
+    ) -> RequestPermissionResponse | None:
+        pending = self.conn.request("session/request_permission", request, decode=decoder(RequestPermissionResponse))
+        session.permissions.add(pending)
+        # The whole foreground workflow waits for the user now (ACP2-048, ACP2-052).
+        await session.set_state("requires_action")
+        try:
+            return await pending
+        except RpcError:
+            return None  # any error answer is not an approval
+        finally:
+            session.permissions.discard(pending)
+
+    def _start_background(self, session: Session, work: Callable[[], Awaitable[None]]) -> None:
+        scope = anyio.CancelScope()
+        session.background_scopes.append(scope)
+
+        async def run() -> None:
+            with scope:
+                try:
+                    await work()
+                except Exception:
+                    _log.exception("background work failed")
+            if scope in session.background_scopes:
+                session.background_scopes.remove(scope)
+
+        self.tg.start_soon(run)
+
+    async def _run_work(
+        self, session: Session, scope: anyio.CancelScope, message_id: str, blocks: list[ContentBlock]
+    ) -> None:
+        name, args = parse_prompt(blocks)
+        ctx = TurnContext(
+            session=session,
+            message_id=message_id,
+            args=args,
+            blocks=blocks,
+            request_permission=lambda request: self._request_permission(session, request),
+            start_background=lambda work: self._start_background(session, work),
+            delay=self.options.delay,
+        )
+        stop_reason: str | None = "end_turn"
+        error = None
+        try:
+            with scope:
+                try:
+                    if name is None:
+                        stop_reason = await offline_reply(ctx, args)
+                    else:
+                        stop_reason = await SCENARIOS[name][1](ctx)
+                except TurnFailed as exc:
+                    stop_reason, error = "error", exc.error
+                except (AcpError, Exception):
+                    if not session.cancelling:
+                        _log.exception("scenario %r failed", name)
+                        stop_reason = "error"
+            if session.cancelling or scope.cancelled_caught:
+                # Errors caused by aborting are reported as cancelled, never as error (ACP2-047, ACP2-095).
+                stop_reason, error = "cancelled", None
+                for tc in sorted(ctx.open_tool_calls):
+                    # Final updates go out before the idle update that reports cancellation (ACP2-096).
+                    await session.emit(ToolCallUpdated(tool_call_id=tc, status="cancelled"))
+        finally:
+            session.work_scope = None
+            session.cancelling = False
+            with anyio.CancelScope(shield=True):
+                if not self.broken("never-idle"):
+                    session.state = "idle"
+                    session.last_stop_reason = stop_reason
+                    update = session.state_update("idle", stop_reason)
+                    if error is not None:
+                        update.error = error
+                    await session.emit(update)
+                else:
+                    session.state = "idle"
+                if session.work_done is not None:
+                    session.work_done.set()
+                if session.open:
+                    self._release(session)
+                else:
+                    self._withdraw_held(session)
+                    session.busy = False
+
+    # -- cancellation ----------------------------------------------------------------------------------
+
+    def _withdraw_held(self, session: Session) -> None:
+        while session.held:
+            held = session.held.popleft()
+            held.withdrawn = True
+            held.go.set()  # its handler answers -32800 (ACP2-076 for close)
+
+    def _cancel_foreground(self, session: Session) -> None:
+        # session/cancel also covers prompts not yet inserted.
+        self._withdraw_held(session)
+        if session.work_scope is not None:
+            session.cancelling = True
+            for pending in list(session.permissions):
+                pending.cancel()  # $/cancel_request for each pending permission request (ACP2-003, ACP2-092)
+            session.work_scope.cancel()  # and stop waiting for them: not approved (ACP2-091)
+
+    def cancel(self, note: CancelSessionNotification) -> None:
+        if self.broken("ignore-cancel"):
+            return
+        session = self.store.get(note.session_id)
+        if session is not None and session.open:
+            self._cancel_foreground(session)

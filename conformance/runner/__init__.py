@@ -1,0 +1,1 @@
+"""``acp-conformance``: check an ACP v2 agent command against the rules a client can observe."""
