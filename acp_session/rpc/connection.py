@@ -36,6 +36,7 @@ from ..errors import (
 from ..transport.base import DEFAULT_RECEIVE_SIZE, Transport
 from ..transport.framing import DEFAULT_MAX_FRAME_SIZE, FrameReader, OversizedFrame
 from .core import (
+    TOO_DEEP,
     CancelRequested,
     NotificationReceived,
     ProtocolViolation,
@@ -44,7 +45,7 @@ from .core import (
     RpcCore,
 )
 from .fastpath import PEEK_WINDOW, FastNotifications, one_per_line
-from .handlers import Decoder, Handler, as_decoder, invalid_params, json_decode
+from .handlers import DECODE_ERRORS, Decoder, Handler, as_decoder, invalid_params, json_decode
 from .messages import RequestId
 from .outbox import Outbox
 from .pending import PendingRequest
@@ -418,7 +419,7 @@ class Connection:
             assert isinstance(event, ProtocolViolation)
             if event.reply is not None:
                 self._outbox.put(event.reply)
-            parse = event.problem in ("malformed JSON", "invalid UTF-8")
+            parse = event.problem in ("malformed JSON", "invalid UTF-8", TOO_DEEP)
             self._report(ParseError(message=event.problem) if parse else InvalidRequest(message=event.problem))
 
     def _report(self, error: AcpError) -> None:
@@ -453,7 +454,7 @@ class Connection:
     def _run_sync_notification(self, handler: Handler, event: NotificationReceived) -> Awaitable[Any] | None:
         try:
             params = handler.decode_params(event.params)
-        except msgspec.DecodeError as exc:
+        except DECODE_ERRORS as exc:
             self._report(invalid_params(exc))
             return None
         try:
@@ -545,7 +546,7 @@ class Connection:
         else:
             try:
                 params = handler.decode_params(event.params)
-            except msgspec.DecodeError as exc:
+            except DECODE_ERRORS as exc:
                 raise invalid_params(exc) from None
             outcome = handler.fn(params)
         if inspect.isawaitable(outcome):

@@ -111,6 +111,15 @@ def _params(params: Any) -> Any:
     return params
 
 
+TOO_DEEP = "JSON nested too deeply"
+
+
+def _too_deep() -> ProtocolViolation:
+    """Nesting beyond the decoder's depth limit (the interpreter's recursion limit): the text cannot be parsed
+    here, so it is treated like malformed JSON (``-32700``, id null) instead of letting ``RecursionError`` out."""
+    return ProtocolViolation(TOO_DEEP, error_frame_for(None, ParseError()))
+
+
 def _batch_reply(items: list[Any]) -> ProtocolViolation:
     """The one place that decides what a received batch gets.
 
@@ -214,6 +223,8 @@ class RpcCore(Generic[S]):
             env = envelope_decoder.decode(frame)
         except msgspec.ValidationError:
             return self._invalid_shape(frame)
+        except RecursionError:
+            return _too_deep()
         except msgspec.DecodeError:
             if not frame.strip(_JSON_WS):
                 return None
@@ -247,7 +258,7 @@ class RpcCore(Generic[S]):
             return None
         try:
             target = cancel_params_decoder.decode(params).requestId
-        except msgspec.DecodeError:
+        except (msgspec.DecodeError, RecursionError):
             _log.warning("ignoring %s with malformed params", CANCEL_REQUEST_METHOD)
             return None
         if target not in self._in_flight:
@@ -271,7 +282,7 @@ class RpcCore(Generic[S]):
         if raw_error is not UNSET:
             try:
                 obj = error_decoder.decode(raw_error)
-            except msgspec.DecodeError:
+            except (msgspec.DecodeError, RecursionError):
                 return self._bad_response(id, "malformed error object")
             error = RpcError.from_error(obj.code, obj.message, obj.data)
         slot = self._pending.pop(id, _MISSING)
@@ -303,6 +314,8 @@ class RpcCore(Generic[S]):
         """The frame did not fit the envelope: tell malformed JSON, batches and bad shapes apart."""
         try:
             value = msgspec.json.decode(frame)
+        except RecursionError:
+            return _too_deep()
         except msgspec.DecodeError:
             return ProtocolViolation("malformed JSON", error_frame_for(None, ParseError()))
         if isinstance(value, list):

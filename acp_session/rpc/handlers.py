@@ -12,7 +12,7 @@ import msgspec
 
 from ..errors import InvalidParams
 
-__all__ = ["Decoder", "Handler", "accepts_buffer", "invalid_params", "json_decode", "typed_decoder_of"]
+__all__ = ["DECODE_ERRORS", "Decoder", "Handler", "accepts_buffer", "invalid_params", "json_decode", "typed_decoder_of"]
 
 Decoder = Callable[[bytes], Any]
 """Raw JSON bytes of ``params``/``result`` -> typed object; raises ``msgspec.ValidationError`` when invalid."""
@@ -70,8 +70,14 @@ class Handler:
         return self.decode(params if self.buffer_ok else bytes(params))
 
 
-def invalid_params(exc: msgspec.DecodeError) -> InvalidParams:
+DECODE_ERRORS = (msgspec.DecodeError, RecursionError)
+"""What decoding a peer's params or result may raise: bad values, or nesting deeper than the decoder allows."""
+
+
+def invalid_params(exc: msgspec.DecodeError | RecursionError) -> InvalidParams:
     """``-32602`` whose data names the failing field path, e.g. ``{"path": "$.update.content", ...}``."""
+    if isinstance(exc, RecursionError):
+        return InvalidParams(data={"path": "$", "reason": "nested too deeply"})
     text = str(exc)
     match = _AT_PATH.match(text)
     if match is None:

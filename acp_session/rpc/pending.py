@@ -77,7 +77,7 @@ class PendingRequest(Generic[T]):
         raw = self._raw
         try:
             return self._decode(raw if self._raw_ok else bytes(raw))
-        except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+        except (msgspec.DecodeError, RecursionError) as exc:
             raise InvalidResponse(f"result of {self.method!r} (id {self.id!r}) did not decode: {exc}") from exc
 
     def __await__(self) -> Generator[Any, None, T]:

@@ -1,0 +1,160 @@
+"""A misbehaving ACP v2 agent for the robustness tests, speaking raw bytes (deliberately not using acp_session).
+
+argv: LOGFILE CONFIG_JSON. Every line the client sends is appended to LOGFILE (one JSON message per line), so a
+test can assert exactly what the client answered.
+
+It answers ``initialize``, ``session/new`` (sessions ``s1``, ``s2``, ...), ``session/prompt``, ``session/close``
+and ``session/set_config_option`` with plain results, unless CONFIG names a script for that moment. A script is
+a list of steps, run in order:
+
+- ``{"raw": TEXT}``: write TEXT and a newline, verbatim; ``{"raw_hex": HEX}``: write those bytes verbatim;
+  ``{"raw_file": PATH}``: write the file's bytes verbatim;
+- ``{"update": UPDATE, "session": SID}``: a ``session/update`` notification (session defaults to the current one);
+- ``{"chunks": N, "session": SID, "message": MID}``: N ``agent_message_chunk`` updates with texts ``c0``, ``c1``, ...;
+- ``{"answer": RESULT}`` / ``{"error": ERROR}``: answer the request that triggered the script;
+- ``{"request": METHOD, "params": PARAMS, "id": ID}``: send a request to the client;
+- ``{"marker": NAME}``: the update ``agent_message_chunk`` with text NAME in message ``marker`` (tests wait for it);
+- ``{"block": true}``: stop reading and writing for good (the test kills the process);
+- ``{"stderr": TEXT, "repeat": N}``: write TEXT to stderr N times; ``{"exit": CODE}``: exit at once.
+
+Script keys in CONFIG: ``after_new`` (after answering the first session/new), ``on_prompt``, ``on_close``,
+``on_set_config``. CONFIG ``capabilities`` replaces the advertised agent capabilities.
+"""
+
+import json
+import os
+import sys
+import threading
+import time
+
+LOG = open(sys.argv[1], "a", buffering=1)  # noqa: SIM115
+CONFIG = json.loads(sys.argv[2]) if len(sys.argv) > 2 else {}
+OUT = sys.stdout.buffer
+lock = threading.Lock()
+state = {"sessions": 0, "messages": 0, "current": "s1", "after_new_done": False}
+CAPS = {"session": {"prompt": {}}}
+
+
+def write_bytes(data):
+    with lock:
+        OUT.write(data)
+        OUT.flush()
+
+
+def write(obj):
+    write_bytes(json.dumps(obj, separators=(",", ":")).encode() + b"\n")
+
+
+def answer(rid, result=None, error=None):
+    msg = {"jsonrpc": "2.0", "id": rid}
+    if error is not None:
+        msg["error"] = error
+    else:
+        msg["result"] = result
+    write(msg)
+
+
+def update(sid, upd):
+    write({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": sid, "update": upd}})
+
+
+def chunk(sid, mid, text):
+    return {"sessionUpdate": "agent_message_chunk", "messageId": mid, "content": {"type": "text", "text": text}}
+
+
+def run(script, rid=None):
+    for step in script:
+        sid = step.get("session", state["current"])
+        if "raw" in step:
+            write_bytes(step["raw"].encode() + b"\n")
+        elif "raw_hex" in step:
+            write_bytes(bytes.fromhex(step["raw_hex"]))
+        elif "raw_file" in step:
+            with open(step["raw_file"], "rb") as f:
+                write_bytes(f.read())
+        elif "update" in step:
+            update(sid, step["update"])
+        elif "chunks" in step:
+            mid = step.get("message", "a1")
+            lines = [
+                json.dumps(
+                    {
+                        "jsonrpc": "2.0",
+                        "method": "session/update",
+                        "params": {"sessionId": sid, "update": chunk(sid, mid, f"c{i}")},
+                    },
+                    separators=(",", ":"),
+                )
+                for i in range(step["chunks"])
+            ]
+            write_bytes(("\n".join(lines) + "\n").encode())
+        elif "answer" in step:
+            answer(rid, step["answer"])
+        elif "error" in step:
+            answer(rid, error=step["error"])
+        elif "request" in step:
+            write({"jsonrpc": "2.0", "id": step["id"], "method": step["request"], "params": step.get("params", {})})
+        elif "marker" in step:
+            update(sid, chunk(sid, "marker", step["marker"]))
+        elif "block" in step:
+            while True:
+                time.sleep(3600)
+        elif "stderr" in step:
+            for _ in range(step.get("repeat", 1)):
+                sys.stderr.write(step["stderr"])
+            sys.stderr.flush()
+        elif "exit" in step:
+            os._exit(step["exit"])
+
+
+def handle(msg):
+    method = msg.get("method")
+    rid = msg.get("id")
+    params = msg.get("params") or {}
+    if method is None or rid is None:
+        return  # the client's answers and notifications are only logged
+    if method == "initialize":
+        caps = CONFIG.get("capabilities", CAPS)
+        answer(rid, {"protocolVersion": 2, "info": {"name": "hostile", "version": "0"}, "capabilities": caps})
+    elif method == "session/new":
+        state["sessions"] += 1
+        sid = f"s{state['sessions']}"
+        state["current"] = sid
+        answer(rid, {"sessionId": sid})
+        if not state["after_new_done"]:
+            state["after_new_done"] = True
+            run(CONFIG.get("after_new", []))
+    elif method == "session/prompt":
+        state["current"] = params.get("sessionId", state["current"])
+        if "on_prompt" in CONFIG:
+            run(CONFIG["on_prompt"], rid)
+        else:
+            state["messages"] += 1
+            answer(rid, {"messageId": f"u{state['messages']}"})
+    elif method == "session/close":
+        if "on_close" in CONFIG:
+            run(CONFIG["on_close"], rid)
+        else:
+            answer(rid, {})
+    elif method == "session/set_config_option":
+        if "on_set_config" in CONFIG:
+            run(CONFIG["on_set_config"], rid)
+        else:
+            answer(rid, {"configOptions": []})
+    else:
+        answer(rid, error={"code": -32601, "message": "Method not found"})
+
+
+def main():
+    for line in sys.stdin.buffer:
+        LOG.write(line.decode("utf-8", "replace"))
+        try:
+            msg = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(msg, dict):
+            handle(msg)
+
+
+if __name__ == "__main__":
+    main()
