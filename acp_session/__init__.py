@@ -4,6 +4,7 @@ __version__ = "0.1.0"
 
 from .client import PROTOCOL_VERSION, ClientBuilder, ClientConnection
 from .client_errors import CapabilityNotSupported, ProtocolVersionMismatch, SessionClosed
+from .conversation import ChatResponse, ChatTurn, Conversation, SessionState
 from .interactions import Interaction
 from .session import ActiveSession, SentRequest, TrackedPrompt
 
@@ -11,12 +12,16 @@ __all__ = [
     "PROTOCOL_VERSION",
     "ActiveSession",
     "CapabilityNotSupported",
+    "ChatResponse",
+    "ChatTurn",
     "ClientBuilder",
     "ClientConnection",
+    "Conversation",
     "Interaction",
     "ProtocolVersionMismatch",
     "SentRequest",
     "SessionClosed",
+    "SessionState",
     "TrackedPrompt",
     "__version__",
 ]

@@ -12,7 +12,7 @@ import logging
 import os
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import anyio
 import msgspec
@@ -74,8 +74,11 @@ from .schema.types import (
     UnsupportedProtocolVersionErrorData,
     UpdateSessionNotification,
 )
-from .session import ActiveSession, SentRequest, SessionTrack, TrackedPrompt
+from .session import EARLY_LIMIT, ActiveSession, SentRequest, SessionTrack, TrackedPrompt, UpdateListener
 from .transport import Transport, stdio_agent
+
+if TYPE_CHECKING:
+    from .conversation.conversation import Conversation
 
 __all__ = ["PROTOCOL_VERSION", "ClientBuilder", "ClientConnection", "ElicitationMode"]
 
@@ -242,6 +245,7 @@ class ClientConnection:
         self._initializing = False
         self._other_request_sent = False
         self._tracks: dict[str, SessionTrack] = {}
+        self._opening = 0  # session/new requests in flight: unknown sessions' early updates are kept
         self._update_inflight = 0
         self._updates_idle = anyio.Event()
         self._updates_idle.set()
@@ -409,11 +413,28 @@ class ClientConnection:
         additional_directories: Sequence[str | os.PathLike[str]] = (),
     ) -> ActiveSession:
         """``session/new``: returns a handle; updates sent before the response are already tracked."""
+        session, _ = await self._new_session(cwd, mcp_servers, additional_directories)
+        return session
+
+    async def _new_session(
+        self,
+        cwd: str | os.PathLike[str],
+        mcp_servers: Sequence[McpServer],
+        additional_directories: Sequence[str | os.PathLike[str]],
+        listener: UpdateListener | None = None,
+    ) -> tuple[ActiveSession, NewSessionResponse]:
         cwd_text, dirs, servers = self._roots("session/new", cwd, mcp_servers, additional_directories)
         params = NewSessionRequest(cwd=cwd_text, additional_directories=dirs, mcp_servers=servers)
-        response = await self._call("session/new", params, _NEW)
-        self._track(response.session_id)
-        return ActiveSession(self, response.session_id)
+        self._opening += 1
+        try:
+            response = await self._call("session/new", params, _NEW)
+        finally:
+            self._opening -= 1
+        track = self._track(response.session_id)
+        if listener is not None:
+            track.listen(listener)
+        track.early = None
+        return ActiveSession(self, response.session_id), response
 
     async def resume_session(
         self,
@@ -425,6 +446,18 @@ class ClientConnection:
         additional_directories: Sequence[str | os.PathLike[str]] = (),
     ) -> ActiveSession:
         """``session/resume`` with the session's cwd (ACP2-068); replayed updates reach the handlers first."""
+        session, _ = await self._resume_session(session_id, cwd, replay_from, mcp_servers, additional_directories)
+        return session
+
+    async def _resume_session(
+        self,
+        session_id: str,
+        cwd: str | os.PathLike[str],
+        replay_from: ReplayFrom | Literal["start"] | None,
+        mcp_servers: Sequence[McpServer],
+        additional_directories: Sequence[str | os.PathLike[str]],
+        listener: UpdateListener | None = None,
+    ) -> tuple[ActiveSession, ResumeSessionResponse]:
         cwd_text, dirs, servers = self._roots("session/resume", cwd, mcp_servers, additional_directories)
         replay: Any = (
             ReplayFromStart() if replay_from == "start" else msgspec.UNSET if replay_from is None else replay_from
@@ -433,10 +466,35 @@ class ClientConnection:
             session_id=session_id, cwd=cwd_text, additional_directories=dirs, mcp_servers=servers, replay_from=replay
         )
         track = self._track(session_id)
-        await self._call("session/resume", params, _RESUME)
+        remove = track.listen(listener, take_early=False) if listener is not None else None
+        try:
+            response = await self._call("session/resume", params, _RESUME)
+        except BaseException:
+            if remove is not None:
+                remove()
+            raise
         track.closed = False
         await self._updates_drained()
-        return ActiveSession(self, session_id)
+        return ActiveSession(self, session_id), response
+
+    async def start_conversation(
+        self,
+        cwd: str | os.PathLike[str],
+        *,
+        mcp_servers: Sequence[McpServer] = (),
+        additional_directories: Sequence[str | os.PathLike[str]] = (),
+        max_history_size: int | None = None,
+    ) -> Conversation:
+        """Open a new session with a ``Conversation`` folding its updates from the very first one."""
+        from .conversation.conversation import Conversation
+
+        return await Conversation.open(
+            self,
+            cwd,
+            mcp_servers=mcp_servers,
+            additional_directories=additional_directories,
+            max_history_size=max_history_size,
+        )
 
     async def list_sessions(self, cwd: str | os.PathLike[str] | None = None) -> AsyncIterator[SessionInfo]:
         """Every session the agent lists, across all pages (a missing ``nextCursor`` ends the listing)."""
@@ -475,6 +533,14 @@ class ClientConnection:
             track = self._tracks[session_id] = SessionTrack(session_id)
         return track
 
+    def _arrival_track(self, session_id: str) -> SessionTrack:
+        track = self._tracks.get(session_id)
+        if track is None:
+            track = self._tracks[session_id] = SessionTrack(session_id)
+            if self._opening:
+                track.early = []  # perhaps the session a pending session/new is creating
+        return track
+
     def _watch_prompt(self, track: SessionTrack, prompt: TrackedPrompt) -> None:
         self._tg.start_soon(self._prompt_answer, track, prompt)
 
@@ -508,7 +574,16 @@ class ClientConnection:
         Async handlers go through this connection's own bounded queue, counted at arrival, so ``resume_session``
         can wait for every replayed update that arrived before its response.
         """
-        self._track(note.session_id).apply(note)
+        track = self._arrival_track(note.session_id)
+        track.apply(note)
+        if track.listeners:
+            for listener in track.listeners:
+                try:
+                    listener(note)
+                except Exception:
+                    _log.exception("session update listener failed")
+        elif track.early is not None and len(track.early) < EARLY_LIMIT:
+            track.early.append(note)
         fn = self.builder._update
         if fn is None:
             return None

@@ -7,7 +7,7 @@ capabilities, prompts in flight) lives in the connection's per-session ``Session
 from __future__ import annotations
 
 import re
-from collections.abc import Generator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
@@ -51,9 +51,20 @@ from .schema.types import (
 if TYPE_CHECKING:
     from .client import ClientConnection
 
-__all__ = ["ActiveSession", "PromptStatus", "SentRequest", "SessionTrack", "TrackedPrompt", "clean_text"]
+__all__ = [
+    "ActiveSession",
+    "PromptStatus",
+    "SentRequest",
+    "SessionTrack",
+    "TrackedPrompt",
+    "UpdateListener",
+    "clean_text",
+]
 
 T = TypeVar("T")
+UpdateListener = Callable[[UpdateSessionNotification], None]
+"""A session-scoped, synchronous update listener: runs inline in the reader, so it must be cheap."""
+EARLY_LIMIT = 10_000
 PromptStatus = Literal["pending", "held", "inserted", "cancelled", "failed"]
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")  # every C0 control and DEL except tab and newline
@@ -105,6 +116,7 @@ class TrackedPrompt:
     message_id: str | None = None
     user_message: UserMessage | None = None
     error: AcpError | None = None
+    on_settle: Callable[[TrackedPrompt], None] | None = None
 
 
 @dataclass(eq=False)
@@ -119,6 +131,28 @@ class SessionTrack:
     cancellable_terminals: set[str] = field(default_factory=set)
     prompts: list[TrackedPrompt] = field(default_factory=list)
     unjoined: dict[str, UserMessage] = field(default_factory=dict)  # user messages not matched to a prompt yet
+    listeners: list[UpdateListener] = field(default_factory=list)
+    # Updates that arrived while a session/new was in flight and before anyone listened: handed to the
+    # first listener, so a Conversation opened with the session sees what came before the response.
+    early: list[UpdateSessionNotification] | None = None
+
+    def listen(self, listener: UpdateListener, *, take_early: bool = True) -> Callable[[], None]:
+        """Add a listener (fed the early backlog first); returns a function that removes it."""
+        early, self.early = self.early, None
+        if take_early and early:
+            for note in early:
+                listener(note)
+        self.listeners.append(listener)
+        return self.unlisten_fn(listener)
+
+    def unlisten_fn(self, listener: UpdateListener) -> Callable[[], None]:
+        """A function that removes ``listener`` (idempotent)."""
+
+        def remove() -> None:
+            with suppress(ValueError):
+                self.listeners.remove(listener)
+
+        return remove
 
     def apply(self, note: UpdateSessionNotification) -> None:
         update = note.update
@@ -154,6 +188,8 @@ class SessionTrack:
         else:
             prompt.status = "cancelled" if isinstance(error, RequestCancelled) else "failed"
             prompt.error = error
+        if prompt.on_settle is not None:
+            prompt.on_settle(prompt)
         # Keep the answered ones whose user message has not arrived yet, so the join still happens.
         self.prompts = [p for p in self.prompts if p.status in ("pending", "held") or p.user_message is None]
         del self.prompts[:-512]
@@ -241,16 +277,25 @@ class ActiveSession:
 
     def send_prompt_blocks(self, blocks: Sequence[ContentBlock]) -> SentRequest[PromptResponse]:
         """Send prompt content now. Not gated on the session being idle: the agent holds prompts while busy."""
+        return self._send_tracked(blocks).request
+
+    def _send_tracked(
+        self, blocks: Sequence[ContentBlock], on_settle: Callable[[TrackedPrompt], None] | None = None
+    ) -> TrackedPrompt:
         track = self._check_open()
         prompt = _prepare_blocks(blocks, self._conn._prompt_capabilities())
         pending = self._conn._rpc_request(
             "session/prompt", PromptRequest(session_id=self._session_id, prompt=prompt), _PROMPT
         )
-        sent = SentRequest(pending)
-        tracked = TrackedPrompt(sent, prompt)
+        tracked = TrackedPrompt(SentRequest(pending), prompt, on_settle=on_settle)
         track.prompts.append(tracked)
         self._conn._watch_prompt(track, tracked)
-        return sent
+        return tracked
+
+    def add_update_listener(self, listener: UpdateListener) -> Callable[[], None]:
+        """Call ``listener`` inline for each of this session's updates (after tracking, before the builder's
+        handler). It must not block; exceptions are logged. Returns a function that removes it."""
+        return self.track.listen(listener, take_early=True)
 
     # -- work --------------------------------------------------------------------------------------------
 

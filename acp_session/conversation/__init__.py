@@ -1,6 +1,24 @@
-"""Conversation layer: the sans-IO :class:`SessionState` fold and its entities and events."""
+"""Conversation layer: the sans-IO :class:`SessionState` fold, and :class:`Conversation` (chat turns and
+history over an ``ActiveSession``), prompt content builders and wire transcripts."""
 
+from acp_session.conversation import prompt_content
+from acp_session.conversation.chat_events import (
+    ChatDone,
+    ChatError,
+    ChatEvent,
+    ChatMessage,
+    ChatNotice,
+    ChatProgress,
+    ChatResponse,
+    ChatStart,
+    ChatText,
+    ChatThought,
+    ChatToolBegin,
+    ChatToolEnd,
+    ChatToolUpdate,
+)
 from acp_session.conversation.content import diff_patch_text, diff_paths, meta_patched, text_of
+from acp_session.conversation.conversation import DEFAULT_MAX_HISTORY, Conversation
 from acp_session.conversation.entities import (
     FINAL_TOOL_CALL_STATUSES,
     Compaction,
@@ -31,14 +49,31 @@ from acp_session.conversation.events import (
     UsageChanged,
 )
 from acp_session.conversation.state import KNOWN_STATES, SessionState
+from acp_session.conversation.turn import ChatTurn, TurnAlreadyConsumed
 
 __all__ = [
+    "DEFAULT_MAX_HISTORY",
     "FINAL_TOOL_CALL_STATUSES",
     "KNOWN_STATES",
+    "ChatDone",
+    "ChatError",
+    "ChatEvent",
+    "ChatMessage",
+    "ChatNotice",
+    "ChatProgress",
+    "ChatResponse",
+    "ChatStart",
+    "ChatText",
+    "ChatThought",
+    "ChatToolBegin",
+    "ChatToolEnd",
+    "ChatToolUpdate",
+    "ChatTurn",
     "CommandsChanged",
     "Compaction",
     "CompactionChanged",
     "ConfigOptionsChanged",
+    "Conversation",
     "ContextUsage",
     "Message",
     "MessageChanged",
@@ -57,11 +92,13 @@ __all__ = [
     "TokenUsage",
     "ToolCall",
     "ToolCallChanged",
+    "TurnAlreadyConsumed",
     "UnknownEntry",
     "UnknownUpdate",
     "UsageChanged",
     "diff_patch_text",
     "diff_paths",
     "meta_patched",
+    "prompt_content",
     "text_of",
 ]

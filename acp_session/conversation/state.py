@@ -175,6 +175,66 @@ class SessionState:
     def resuming(self) -> bool:
         return self._resume_marks is not None
 
+    # ------------------------------------------------------------------ local edits (not from the wire)
+
+    def drop_oldest(self, count: int) -> list[TimelineEntry]:
+        """Forget the ``count`` oldest timeline entries (history trimming); returns what was dropped.
+
+        Positions of the kept entries are renumbered. An update that later names a dropped entity
+        creates it afresh at the end. Not allowed inside a resume window.
+        """
+        if self._resume_marks is not None:
+            raise RuntimeError("cannot trim history during a resume")
+        count = min(count, len(self._timeline))
+        if count <= 0:
+            return []
+        dropped = self._timeline[:count]
+        del self._timeline[:count]
+        for index, entry in enumerate(self._timeline):
+            entry.position = index
+        for entry in dropped:
+            entry.position = -1
+            if isinstance(entry, Message):
+                self._messages[_ROLES.index(entry.role)].pop(entry.message_id, None)
+            elif isinstance(entry, ToolCall):
+                self._tool_calls.pop(entry.tool_call_id, None)
+            elif isinstance(entry, Plan):
+                self._plans.pop(entry.plan_id, None)
+            elif isinstance(entry, Compaction):
+                self._compactions.pop(entry.compaction_id, None)
+        return dropped
+
+    def clear_history(self) -> None:
+        """Forget every history entity, terminal and usage total; foreground state and session-level
+        lists (config options, commands, session info, context usage) are kept."""
+        if self._resume_marks is not None:
+            raise RuntimeError("cannot clear history during a resume")
+        for entry in self._timeline:
+            entry.position = -1
+        self._timeline = []
+        self._messages = ({}, {}, {})
+        self._tool_calls = {}
+        self._terminals = {}
+        self._plans = {}
+        self._compactions = {}
+        self._completions = 0
+        self._turn_usage_total = None
+        self._last_turn_usage = None
+
+    def mark_cancelled(self, tool_call_ids: Sequence[str]) -> list[StateEvent]:
+        """Locally mark unfinished tool calls ``cancelled`` right after sending ``session/cancel``.
+
+        The agent's later updates still apply on top (ACP2-040), and a replay rebuilds the calls
+        from what the agent reports, so this never makes the state disagree for long.
+        """
+        events: list[StateEvent] = []
+        for tool_call_id in tool_call_ids:
+            call = self._tool_calls.get(tool_call_id)
+            if call is not None and not call.is_final:
+                call.status = "cancelled"
+                events.append(ToolCallChanged(call, False))
+        return events
+
     # ------------------------------------------------------------------ reading
 
     @property

@@ -257,7 +257,8 @@ async def test_slow_permission_handler_does_not_delay_updates(tmp_path: Path) ->
         async with scripted(tmp_path, builder) as (client, _):
             session = await client.new_session("/w")
             await session.send_prompt("slow_permission")
-            await wait_for(lambda: len(chunks) == 5)
+            # The chunks are folded inline while the request handler starts in its own task: wait for both.
+            await wait_for(lambda: len(chunks) == 5 and client.interactions.pending())
             assert len(client.interactions.pending()) == 1
 
 

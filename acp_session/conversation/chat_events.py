@@ -1,0 +1,145 @@
+"""Typed events of one chat turn, and the results a turn or a history read hands back.
+
+A turn yields ``ChatStart`` once, then any mix of thought/text fragments, paired tool
+begin/end (with updates in between), whole-plan progress and notices, and finally exactly one
+of ``ChatDone`` or ``ChatError``. ``kind`` is a short tag for ``match``-free dispatch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import ClassVar
+
+import msgspec
+
+from acp_session.conversation.entities import Message, MessageRole, Plan, TimelineEntry, TokenUsage, ToolCall
+from acp_session.schema import ContentBlock, Error, Notice, PlanEntry
+
+__all__ = [
+    "ChatDone",
+    "ChatError",
+    "ChatEvent",
+    "ChatMessage",
+    "ChatNotice",
+    "ChatProgress",
+    "ChatResponse",
+    "ChatStart",
+    "ChatText",
+    "ChatThought",
+    "ChatToolBegin",
+    "ChatToolEnd",
+    "ChatToolUpdate",
+]
+
+
+class ChatResponse(msgspec.Struct, kw_only=True):
+    """Everything one turn produced. ``steps`` are the history entities the turn touched, in order."""
+
+    message_id: str | None
+    text: str = ""
+    thinking: str = ""
+    tool_calls: list[ToolCall] = msgspec.field(default_factory=list)
+    stop_reason: str | None = None
+    error: Error | None = None
+    usage: TokenUsage | None = None
+    steps: list[TimelineEntry] = msgspec.field(default_factory=list)
+
+    @property
+    def cancelled(self) -> bool:
+        return self.stop_reason == "cancelled"
+
+
+class ChatEvent(msgspec.Struct, frozen=True, gc=False):
+    """Base of every chat event."""
+
+    kind: ClassVar[str] = ""
+
+
+class ChatStart(ChatEvent, frozen=True):
+    """The agent inserted the prompt as the user message ``message_id`` (exactly once per turn)."""
+
+    kind: ClassVar[str] = "start"
+    message_id: str
+
+
+class ChatThought(ChatEvent, frozen=True):
+    """A fragment of the agent's reasoning. ``replaced`` means the message was rewritten: ``text`` is all of it."""
+
+    kind: ClassVar[str] = "thought"
+    text: str
+    message_id: str
+    replaced: bool = False
+
+
+class ChatText(ChatEvent, frozen=True):
+    """A fragment of the reply; append it. ``replaced`` means ``text`` is the message's whole new text."""
+
+    kind: ClassVar[str] = "text"
+    text: str
+    message_id: str
+    replaced: bool = False
+
+
+class ChatToolBegin(ChatEvent, frozen=True):
+    """A tool call appeared in this turn (live entity: read it when handling the event)."""
+
+    kind: ClassVar[str] = "tool_begin"
+    tool_call: ToolCall
+
+
+class ChatToolUpdate(ChatEvent, frozen=True):
+    kind: ClassVar[str] = "tool_update"
+    tool_call: ToolCall
+
+
+class ChatToolEnd(ChatEvent, frozen=True):
+    """The tool call reached a final status, or the turn ended with it unfinished (``status`` as it stood)."""
+
+    kind: ClassVar[str] = "tool_end"
+    tool_call: ToolCall
+    status: str
+
+
+class ChatProgress(ChatEvent, frozen=True):
+    """The whole plan, every time: replace what you showed, so one event makes a late reader correct."""
+
+    kind: ClassVar[str] = "progress"
+    plan: Plan
+    entries: list[PlanEntry]
+    removed: bool = False
+
+
+class ChatNotice(ChatEvent, frozen=True):
+    kind: ClassVar[str] = "notice"
+    notice: Notice
+
+
+class ChatDone(ChatEvent, frozen=True):
+    """The turn's foreground work ended (a new idle completion); carries the full reply."""
+
+    kind: ClassVar[str] = "done"
+    response: ChatResponse
+
+
+class ChatError(ChatEvent, frozen=True):
+    """The turn failed (prompt rejected, connection lost, ...); the stream ends after it."""
+
+    kind: ClassVar[str] = "error"
+    error: BaseException
+    response: ChatResponse
+
+
+@dataclass(frozen=True)
+class ChatMessage:
+    """One message of the history as ``messages()`` returns it; ``at`` is when this client first saw it."""
+
+    role: MessageRole
+    content: list[ContentBlock]
+    at: datetime
+    message_id: str
+    message: Message = field(repr=False, compare=False)
+
+    @property
+    def text(self) -> str:
+        return self.message.text

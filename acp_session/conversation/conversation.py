@@ -1,0 +1,501 @@
+"""``Conversation``: a ``SessionState`` kept current from one session's updates, plus chat turns.
+
+The fold runs inline in the connection's reader through a session-scoped listener (no task per
+update). Each fold event is routed to the chat turn that owns it:
+
+* a turn starts when its prompt is inserted: the ``session/prompt`` answer or its ``user_message``,
+  whichever is seen first. If a user message arrives before any answer names it while our prompts
+  are unanswered, the events after it are held in a segment until an answer claims it (ours) or
+  every prompt is answered (someone else's);
+* events go to the most recently started unfinished turn; tool calls in the reported background
+  list never belong to a turn;
+* a new idle completion (``StateChanged.completed``) finishes every started turn; prompts still
+  held by the agent start later, with their own insertion.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Sequence
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from acp_session.conversation.chat_events import ChatMessage, ChatResponse
+from acp_session.conversation.entities import Message, TimelineEntry, TokenUsage
+from acp_session.conversation.events import MessageChanged, StateChanged, StateEvent, ToolCallChanged
+from acp_session.conversation.state import SessionState
+from acp_session.conversation.turn import ChatTurn
+from acp_session.errors import AcpError, ConnectionClosed
+from acp_session.schema import (
+    BackgroundToolCall,
+    ContentBlock,
+    McpServer,
+    NewSessionResponse,
+    ReplayFrom,
+    ResumeSessionResponse,
+    TextContent,
+    UpdateSessionNotification,
+)
+
+if TYPE_CHECKING:
+    from acp_session.client import ClientConnection
+    from acp_session.session import ActiveSession, TrackedPrompt
+
+__all__ = ["DEFAULT_MAX_HISTORY", "Conversation"]
+
+DEFAULT_MAX_HISTORY = 10_000
+
+
+class _Segment:
+    """Events after a user message no answer has claimed yet (see the module docstring)."""
+
+    __slots__ = ("events", "message_id", "owner")
+
+    def __init__(self, message_id: str, owner: ChatTurn | None) -> None:
+        self.message_id = message_id
+        self.owner = owner
+        self.events: list[StateEvent] = []
+
+    def feed(self, event: StateEvent) -> None:
+        self.events.append(event)
+
+
+class Conversation:
+    """Chat over one ``ActiveSession``: ``chat`` / ``chat_to_completion``, history and usage.
+
+    ``max_history_size``: None keeps the newest 10 000 timeline entries, 0 keeps everything.
+    """
+
+    def __init__(
+        self,
+        session: ActiveSession | None = None,
+        *,
+        max_history_size: int | None = None,
+        state: SessionState | None = None,
+    ) -> None:
+        if max_history_size is not None and max_history_size < 0:
+            raise ValueError("max_history_size must be None, 0 (unlimited) or positive")
+        self.max_history_size = DEFAULT_MAX_HISTORY if max_history_size is None else max_history_size
+        self.state = state if state is not None else SessionState(None if session is None else session.session_id)
+        self._session: ActiveSession | None = None
+        self._detach: Callable[[], None] | None = None
+        self._awaiting: list[ChatTurn] = []  # sent, not inserted yet, in send order
+        self._active: list[ChatTurn] = []  # inserted, not finished, in start order
+        self._segments: list[_Segment] = []
+        self._receiver: Any = None  # where routed events go: the newest active turn, a segment, or None
+        self._background: frozenset[str] = frozenset()
+        self._times: dict[tuple[str, str], float] = {}
+        self._turns_total = 0
+        self._last_response: ChatResponse | None = None
+        self._idle = anyio.Event()
+        self._idle.set()
+        self._closed: ConnectionClosed | None = None
+        self._scope: anyio.CancelScope | None = None
+        if session is not None:
+            session.add_update_listener(self._on_note)
+            self._bind(session)
+
+    # ------------------------------------------------------------------ opening
+
+    @classmethod
+    async def open(
+        cls,
+        client: ClientConnection,
+        cwd: str | os.PathLike[str],
+        *,
+        mcp_servers: Sequence[McpServer] = (),
+        additional_directories: Sequence[str | os.PathLike[str]] = (),
+        max_history_size: int | None = None,
+    ) -> Conversation:
+        """``session/new`` with this conversation listening from the first update (``start_conversation``)."""
+        conversation = cls(max_history_size=max_history_size)
+        session, response = await client._new_session(
+            cwd, mcp_servers, additional_directories, listener=conversation._on_note
+        )
+        conversation._opened(session, response)
+        return conversation
+
+    def _opened(self, session: ActiveSession, response: NewSessionResponse) -> None:
+        self.state.apply_new_session_response(response)
+        self._bind(session)
+
+    @classmethod
+    async def resume(
+        cls,
+        client: ClientConnection,
+        session_id: str,
+        cwd: str | os.PathLike[str],
+        *,
+        replay_from: ReplayFrom | str | None = "start",
+        max_history_size: int | None = None,
+    ) -> Conversation:
+        """``session/resume`` into a fresh conversation; with replay it holds the agent's history."""
+        conversation = cls(max_history_size=max_history_size, state=SessionState(session_id))
+        await conversation._resume(client, session_id, cwd, replay_from)
+        return conversation
+
+    async def reconnect(
+        self, client: ClientConnection, cwd: str | os.PathLike[str], *, replay_from: ReplayFrom | str | None = "start"
+    ) -> None:
+        """Continue on a new connection (after the old transport died): resume, replaying onto this state.
+
+        Replay rebuilds every entity from what the agent reports, so afterwards the state equals the
+        agent's; turns of the old connection already ended with ``ConnectionClosed``.
+        """
+        session_id = self.session_id
+        if session_id is None:
+            raise AcpError("this conversation has no session to resume")
+        self._unbind(ConnectionClosed("reconnecting on a new connection"))
+        await self._resume(client, session_id, cwd, replay_from)
+
+    async def _resume(
+        self, client: ClientConnection, session_id: str, cwd: str | os.PathLike[str], replay_from: Any
+    ) -> None:
+        self.state.begin_resume(replay=replay_from is not None)
+        try:
+            session, response = await client._resume_session(
+                session_id, cwd, replay_from, (), (), listener=self._on_note
+            )
+        except BaseException:
+            self.state.apply_resume_response(ResumeSessionResponse())  # close the resume window
+            raise
+        self.state.apply_resume_response(response)
+        self._closed = None
+        self._bind(session)
+        self._trim()
+
+    def _bind(self, session: ActiveSession) -> None:
+        """Record the session (the listener is already installed) and watch its connection."""
+        self._session = session
+        self._detach = session.track.unlisten_fn(self._on_note)
+        self._closed = None
+        session.connection._tg.start_soon(self._watch_connection, session.connection)
+
+    def _unbind(self, error: ConnectionClosed) -> None:
+        if self._detach is not None:
+            self._detach()
+            self._detach = None
+        if self._scope is not None:
+            self._scope.cancel()
+            self._scope = None
+        self._fail_all(error)
+
+    async def _watch_connection(self, client: ClientConnection) -> None:
+        with anyio.CancelScope() as scope:
+            self._scope = scope
+            error = await client.rpc.wait_closed()
+            if self._session is not None and self._session.connection is client:
+                # Answers that arrived but whose watcher task has not run yet still start their turns, so
+                # the updates that followed them are attributed before everything fails.
+                for turn in list(self._awaiting):
+                    request = turn.prompt.request if turn.prompt is not None else None
+                    if request is not None and request.done:
+                        try:
+                            response = await request
+                        except AcpError as exc:
+                            self._answered(turn, None, exc)
+                        else:
+                            self._answered(turn, response.message_id, None)
+                self._closed = error
+                self._fail_all(error)
+
+    def _fail_all(self, error: BaseException) -> None:
+        turns = self._awaiting + self._active + [s.owner for s in self._segments if s.owner is not None]
+        self._awaiting, self._active, self._segments = [], [], []
+        self._receiver = None
+        for turn in turns:
+            turn.fail(error)
+        self._update_idle()
+
+    # ------------------------------------------------------------------ reading
+
+    @property
+    def session(self) -> ActiveSession:
+        if self._session is None:
+            raise AcpError("this conversation is not attached to a session")
+        return self._session
+
+    @property
+    def session_id(self) -> str | None:
+        return self._session.session_id if self._session is not None else self.state.session_id
+
+    def history(self) -> list[TimelineEntry]:
+        """The retained timeline (messages, tool calls, plans, compactions, unknown entries), oldest first."""
+        timeline = self.state.timeline
+        limit = self.max_history_size
+        if limit and len(timeline) > limit:
+            return list(timeline[-limit:])
+        return list(timeline)
+
+    def messages(self, *, include_thoughts: bool = False) -> list[ChatMessage]:
+        """Retained messages with role, content and when this client first saw them."""
+        out: list[ChatMessage] = []
+        for entry in self.history():
+            if type(entry) is Message and (include_thoughts or entry.role != "thought"):
+                seen = self._times.get((entry.role, entry.message_id), 0.0)
+                at = datetime.fromtimestamp(seen, timezone.utc)
+                out.append(ChatMessage(entry.role, list(entry.content), at, entry.message_id, entry))
+        return out
+
+    @property
+    def turn_start_indices(self) -> list[int]:
+        """History indices of the retained user messages (where each turn starts)."""
+        return [index for index, entry in enumerate(self.history()) if type(entry) is Message and entry.role == "user"]
+
+    @property
+    def turn_count(self) -> int:
+        """User messages seen since creation or ``clear_history`` (replayed ones included, trimmed ones kept)."""
+        return self._turns_total
+
+    @property
+    def last_response(self) -> str:
+        """Text of the last finished chat turn; without one, of the last agent message in history."""
+        if self._last_response is not None:
+            return self._last_response.text
+        for entry in reversed(self.state.timeline):
+            if type(entry) is Message and entry.role == "agent":
+                return entry.text
+        return ""
+
+    @property
+    def last_chat_response(self) -> ChatResponse | None:
+        return self._last_response
+
+    @property
+    def total_usage(self) -> TokenUsage | None:
+        """Token usage summed over completions (None until the agent reports any)."""
+        return self.state.turn_usage_total
+
+    @property
+    def last_turn_usage(self) -> TokenUsage | None:
+        return self.state.last_turn_usage
+
+    @property
+    def is_idle(self) -> bool:
+        return self._idle.is_set()
+
+    @property
+    def pending_turns(self) -> list[ChatTurn]:
+        """Turns sent or running, oldest first."""
+        owned = [s.owner for s in self._segments if s.owner is not None]
+        return [*self._active, *owned, *self._awaiting]
+
+    def clear_history(self) -> None:
+        """Forget history, turn count and usage totals (the remote session is untouched)."""
+        self.state.clear_history()
+        self._times.clear()
+        self._turns_total = 0
+        self._last_response = None
+
+    async def wait_for_idle(self) -> None:
+        """Return once the session is idle and none of this conversation's prompts is pending (at once if so).
+
+        Raises ``ConnectionClosed`` if the connection is lost while waiting.
+        """
+        while not self._idle.is_set():
+            await self._idle.wait()
+        if self._closed is not None and self._session is not None:
+            raise self._closed
+
+    # ------------------------------------------------------------------ chatting
+
+    def chat(self, prompt: str | ContentBlock | Sequence[ContentBlock]) -> ChatTurn:
+        """Send ``prompt`` now and return its turn: ``async for`` its events or ``await`` its response."""
+        session = self.session
+        if self._closed is not None:
+            raise self._closed
+        blocks: list[ContentBlock]
+        if isinstance(prompt, str):
+            blocks = [TextContent(text=prompt)]
+        elif isinstance(prompt, (list, tuple)):
+            blocks = list(prompt)
+        else:
+            blocks = [prompt]  # type: ignore[list-item]  # one block
+        turn = ChatTurn()
+        turn.prompt = session._send_tracked(blocks, on_settle=lambda tracked: self._on_answer(turn, tracked))
+        self._awaiting.append(turn)
+        self._update_idle()
+        return turn
+
+    async def chat_to_completion(self, prompt: str | ContentBlock | Sequence[ContentBlock]) -> ChatResponse:
+        return await self.chat(prompt)
+
+    async def cancel(self) -> None:
+        """Cancel the session's foreground work; this conversation's unfinished foreground tool calls are
+        marked ``cancelled`` right away. Turns still end on the agent's idle (stop reason ``cancelled``)."""
+        await self.session.cancel_active_work()
+        ids = [tid for turn in self._active for tid in turn.open_tool_calls if tid not in self._background]
+        for event in self.state.mark_cancelled(ids):
+            self._route(event)
+
+    # ------------------------------------------------------------------ folding (hot path)
+
+    def _on_note(self, note: UpdateSessionNotification) -> None:
+        event = self.state.apply(note.update)
+        if type(event) is MessageChanged and not event.created:
+            receiver = self._receiver  # None during a resume: every turn ended before it started
+            if receiver is not None:
+                receiver.feed(event)
+            return
+        self._route(event)
+
+    def _route(self, event: StateEvent) -> None:
+        kind = type(event)
+        if kind is MessageChanged:
+            assert isinstance(event, MessageChanged)
+            if event.created:
+                message = event.message
+                self._times[(message.role, message.message_id)] = time.time()
+                if message.role == "user":
+                    self._turns_total += 1
+                    self._user_message(message.message_id)
+                self._trim()
+        elif kind is ToolCallChanged:
+            assert isinstance(event, ToolCallChanged)
+            if event.tool_call.tool_call_id in self._background:
+                return
+            if event.created:
+                self._trim()
+        elif kind is StateChanged:
+            assert isinstance(event, StateChanged)
+            self._on_state(event)
+            return
+        elif getattr(event, "created", False):
+            self._trim()
+        receiver = self._receiver
+        if receiver is not None:
+            receiver.feed(event)
+
+    def _on_state(self, event: StateChanged) -> None:
+        background = event.background
+        if background is not None:
+            self._background = frozenset(
+                item.tool_call_id for item in background if isinstance(item, BackgroundToolCall)
+            )
+            for turn in self._active:
+                turn.end_tools(self._background)
+        if self._segments:
+            self._segments[-1].feed(event)
+        elif event.completed and self._active:
+            finished, self._active = self._active, []
+            for index, turn in enumerate(finished):
+                last = index == len(finished) - 1
+                self._last_response = turn.finish(event if last else _without_usage(event))
+            self._receiver = None
+        self._update_idle()
+
+    def _user_message(self, message_id: str) -> None:
+        owner = next((t for t in self._awaiting if t.message_id == message_id), None)
+        if owner is None and not self._awaiting and not self._segments:
+            return  # nobody's prompt of ours is unanswered: someone else's message
+        if owner is not None and not self._segments:
+            self._awaiting.remove(owner)
+            self._start(owner, message_id)
+            return
+        segment = _Segment(message_id, owner)
+        if owner is not None:
+            self._awaiting.remove(owner)
+        self._segments.append(segment)
+        self._receiver = segment
+        self._drain()
+
+    def _start(self, turn: ChatTurn, message_id: str) -> None:
+        turn.start(message_id)
+        self._active.append(turn)
+        self._receiver = turn
+        self._update_idle()
+
+    def _on_answer(self, turn: ChatTurn, tracked: TrackedPrompt) -> None:
+        """The ``session/prompt`` answer (runs in the connection's prompt-watcher task)."""
+        self._answered(turn, tracked.message_id, tracked.error)
+
+    def _answered(self, turn: ChatTurn, message_id: str | None, error: BaseException | None) -> None:
+        if turn.status != "sent" or turn.message_id is not None:
+            return  # already started, failed, or answered
+        if message_id is None:
+            if turn in self._awaiting:
+                self._awaiting.remove(turn)
+            turn.fail(error or AcpError("the prompt was not inserted"))
+            self._drain()
+            self._update_idle()
+            return
+        turn.message_id = message_id
+        for segment in self._segments:
+            if segment.message_id == message_id and segment.owner is None:
+                segment.owner = turn
+                self._awaiting.remove(turn)
+                self._drain()
+                return
+        if not self._segments:
+            # Inserted: the turn starts now (its user message, when it comes, is not a new start).
+            self._awaiting.remove(turn)
+            self._start(turn, message_id)
+        self._drain()
+
+    def _owns_segment(self, turn: ChatTurn) -> bool:
+        return any(segment.owner is turn for segment in self._segments)
+
+    def _drain(self) -> None:
+        """Replay held segments from the front while their owner is known (or can no longer be ours)."""
+        while self._segments:
+            segment = self._segments[0]
+            if segment.owner is None and any(t.message_id is None for t in self._awaiting):
+                self._receiver = self._segments[-1]
+                return
+            self._segments.pop(0)
+            if segment.owner is not None:
+                self._start(segment.owner, segment.message_id)
+            else:
+                self._receiver = self._active[-1] if self._active else None
+            for event in segment.events:
+                self._replay_event(event)
+        self._receiver = self._active[-1] if self._active else None
+        # A prompt answered while segments were held, whose user message is not here yet, starts now.
+        for turn in [t for t in self._awaiting if t.message_id is not None]:
+            self._awaiting.remove(turn)
+            self._start(turn, turn.message_id or "")
+        self._update_idle()
+
+    def _replay_event(self, event: StateEvent) -> None:
+        if type(event) is StateChanged:
+            assert isinstance(event, StateChanged)
+            if event.completed and self._active:
+                finished, self._active = self._active, []
+                for index, turn in enumerate(finished):
+                    last = index == len(finished) - 1
+                    self._last_response = turn.finish(event if last else _without_usage(event))
+            return
+        receiver = self._active[-1] if self._active else None
+        if receiver is not None:
+            receiver.feed(event)
+
+    # ------------------------------------------------------------------ bookkeeping
+
+    def _update_idle(self) -> None:
+        busy = bool(self._awaiting or self._active or self._segments) or not self.state.is_idle
+        if self._closed is not None:
+            busy = False
+        if busy:
+            if self._idle.is_set():
+                self._idle = anyio.Event()
+        elif not self._idle.is_set():
+            self._idle.set()
+
+    def _trim(self) -> None:
+        limit = self.max_history_size
+        if not limit or self.state.resuming:
+            return
+        excess = len(self.state.timeline) - limit
+        if excess > limit // 8:  # trim in batches; history() hides the slack
+            for entry in self.state.drop_oldest(excess):
+                if type(entry) is Message:
+                    self._times.pop((entry.role, entry.message_id), None)
+
+
+def _without_usage(event: StateChanged) -> StateChanged:
+    return StateChanged(
+        event.state, event.previous, event.stop_reason, event.error, event.background, event.completed, None
+    )

@@ -1,0 +1,270 @@
+"""``ChatTurn``: one prompt's foreground work, fed synchronously by the fold and read asynchronously.
+
+The fold calls ``feed`` inline (no task, no await); events go into a deque that the iterator drains.
+A reader that falls behind never blocks the connection: consecutive text fragments of one message
+are kept as a list of parts and joined on delivery, and repeated updates of one tool call or plan
+collapse into the newest, so the queue stays proportional to the distinct things that happened.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import AsyncIterator, Generator
+from typing import TYPE_CHECKING, Any, Literal
+
+import anyio
+
+from acp_session.conversation.chat_events import (
+    ChatDone,
+    ChatError,
+    ChatEvent,
+    ChatNotice,
+    ChatProgress,
+    ChatResponse,
+    ChatStart,
+    ChatText,
+    ChatThought,
+    ChatToolBegin,
+    ChatToolEnd,
+    ChatToolUpdate,
+)
+from acp_session.conversation.entities import Message, TimelineEntry, ToolCall
+from acp_session.conversation.events import (
+    MessageChanged,
+    NoticeReceived,
+    PlanChanged,
+    StateChanged,
+    StateEvent,
+    ToolCallChanged,
+)
+from acp_session.schema import TextContent
+
+if TYPE_CHECKING:
+    from acp_session.session import TrackedPrompt
+
+__all__ = ["ChatTurn", "TurnAlreadyConsumed", "TurnStatus"]
+
+TurnStatus = Literal["sent", "started", "finished"]
+
+
+class TurnAlreadyConsumed(RuntimeError):
+    """A turn is either awaited (one ``ChatResponse``) or iterated (its events), never both."""
+
+
+class _Fragments:
+    """Queued text fragments of one message, joined when delivered."""
+
+    __slots__ = ("cls", "message_id", "parts")
+
+    def __init__(self, cls: type[ChatText] | type[ChatThought], message_id: str, text: str) -> None:
+        self.cls = cls
+        self.message_id = message_id
+        self.parts = [text]
+
+
+class ChatTurn:
+    """Returned by ``Conversation.chat``: the prompt is already sent. ``await`` it for the
+    ``ChatResponse`` or ``async for`` over its events; doing both raises ``TurnAlreadyConsumed``."""
+
+    def __init__(self) -> None:
+        self.status: TurnStatus = "sent"
+        self.prompt: TrackedPrompt | None = None  # the prompt as the session tracks it
+        self.message_id: str | None = None
+        self.response = ChatResponse(message_id=None)
+        self.error: BaseException | None = None
+        self._mode: Literal["", "await", "iterate"] = ""
+        self._queue: deque[Any] = deque()
+        self._wake: anyio.Event | None = None
+        self._finished = anyio.Event()
+        self._delivered_end = False
+        self._steps: dict[int, TimelineEntry] = {}
+        self._last: Any = None
+        self._tools: dict[str, ToolCall] = {}
+        self._open_tools: set[str] = set()
+
+    def __repr__(self) -> str:
+        return f"<ChatTurn {self.status} message_id={self.message_id!r}>"
+
+    @property
+    def finished(self) -> bool:
+        return self.status == "finished"
+
+    # ------------------------------------------------------------------ fed by the conversation (sync)
+
+    def _push(self, event: ChatEvent) -> None:
+        if self._mode == "await":
+            return
+        queue = self._queue
+        if queue:
+            tail = queue[-1]
+            kind = type(event)
+            if type(tail) is kind and (
+                (kind is ChatToolUpdate and tail.tool_call is event.tool_call)  # type: ignore[attr-defined]
+                or (kind is ChatProgress and tail.plan is event.plan)  # type: ignore[attr-defined]
+            ):
+                queue[-1] = event
+                return
+        queue.append(event)
+        self._notify()
+
+    def _fragment(self, cls: type[ChatText] | type[ChatThought], message_id: str, text: str) -> None:
+        if self._mode == "await" or not text:
+            return
+        queue = self._queue
+        if queue:
+            tail = queue[-1]
+            if type(tail) is _Fragments and tail.cls is cls and tail.message_id == message_id:
+                tail.parts.append(text)
+                return
+        queue.append(_Fragments(cls, message_id, text))
+        self._notify()
+
+    def _notify(self) -> None:
+        wake = self._wake
+        if wake is not None:
+            self._wake = None
+            wake.set()
+
+    def _step(self, entity: TimelineEntry) -> None:
+        if entity is not self._last:
+            self._last = entity
+            self._steps.setdefault(id(entity), entity)
+
+    def start(self, message_id: str) -> None:
+        self.status = "started"
+        self.message_id = message_id
+        self.response.message_id = message_id
+        self._push(ChatStart(message_id))
+
+    def feed(self, event: StateEvent) -> None:
+        """Turn one fold event into chat events (background tool calls are filtered out by the caller)."""
+        kind = type(event)
+        if kind is MessageChanged:
+            assert isinstance(event, MessageChanged)
+            self._on_message(event)
+        elif kind is ToolCallChanged:
+            assert isinstance(event, ToolCallChanged)
+            self._on_tool(event.tool_call)
+        elif kind is PlanChanged:
+            assert isinstance(event, PlanChanged)
+            if not event.removed:
+                self._step(event.plan)
+            self._push(ChatProgress(event.plan, event.plan.entries, event.removed))
+        elif kind is NoticeReceived:
+            assert isinstance(event, NoticeReceived)
+            self._push(ChatNotice(event.notice))
+        elif kind is not StateChanged:
+            entity = getattr(event, "compaction", None) or getattr(event, "entry", None)
+            if entity is not None:
+                self._step(entity)
+
+    def _on_message(self, event: MessageChanged) -> None:
+        message = event.message
+        role = message.role
+        if message is not self._last:
+            self._step(message)
+        if role == "user":
+            return
+        cls = ChatText if role == "agent" else ChatThought
+        block = event.appended
+        if block is not None:
+            if type(block) is TextContent:
+                self._fragment(cls, message.message_id, block.text)
+        elif event.created:
+            self._fragment(cls, message.message_id, message.text)
+        else:
+            self._push(cls(message.text, message.message_id, True))
+
+    def _on_tool(self, call: ToolCall) -> None:
+        tool_call_id = call.tool_call_id
+        self._step(call)
+        if tool_call_id not in self._tools:
+            self._tools[tool_call_id] = call
+            self._push(ChatToolBegin(call))
+            self._open_tools.add(tool_call_id)
+        else:
+            self._push(ChatToolUpdate(call))
+        if call.is_final and tool_call_id in self._open_tools:
+            self._open_tools.discard(tool_call_id)
+            self._push(ChatToolEnd(call, call.status))
+
+    def end_tools(self, tool_call_ids: Any = None) -> None:
+        """Close tool calls still open (all, or those in ``tool_call_ids``), so begin/end stay paired."""
+        for tool_call_id in list(self._open_tools):
+            if tool_call_ids is None or tool_call_id in tool_call_ids:
+                self._open_tools.discard(tool_call_id)
+                call = self._tools[tool_call_id]
+                self._push(ChatToolEnd(call, call.status))
+
+    @property
+    def open_tool_calls(self) -> list[str]:
+        return list(self._open_tools)
+
+    def _fill_response(self) -> ChatResponse:
+        response = self.response
+        steps = list(self._steps.values())
+        response.steps = steps
+        response.text = "".join([s.text for s in steps if type(s) is Message and s.role == "agent"])
+        response.thinking = "".join([s.text for s in steps if type(s) is Message and s.role == "thought"])
+        response.tool_calls = list(self._tools.values())
+        return response
+
+    def finish(self, state: StateChanged) -> ChatResponse:
+        self.end_tools()
+        response = self._fill_response()
+        response.stop_reason = state.stop_reason
+        response.error = state.error
+        response.usage = state.turn_usage
+        self.status = "finished"
+        self._push(ChatDone(response))
+        self._finished.set()
+        return response
+
+    def fail(self, error: BaseException) -> None:
+        if self.status == "finished":
+            return
+        self.end_tools()
+        self.error = error
+        self.status = "finished"
+        self._push(ChatError(error, self._fill_response()))
+        self._finished.set()
+
+    # ------------------------------------------------------------------ read by the application (async)
+
+    async def result(self) -> ChatResponse:
+        """Wait for the end of the turn: the response, or the turn's error raised."""
+        if self._mode == "iterate":
+            raise TurnAlreadyConsumed("this turn is being iterated; it cannot also be awaited")
+        self._mode = "await"
+        self._queue.clear()
+        await self._finished.wait()
+        if self.error is not None:
+            raise self.error
+        return self.response
+
+    def __await__(self) -> Generator[Any, None, ChatResponse]:
+        return self.result().__await__()
+
+    def __aiter__(self) -> AsyncIterator[ChatEvent]:
+        if self._mode == "await":
+            raise TurnAlreadyConsumed("this turn is being awaited; it cannot also be iterated")
+        if self._mode == "iterate":
+            raise TurnAlreadyConsumed("this turn is already being iterated")
+        self._mode = "iterate"
+        return self._events()
+
+    async def _events(self) -> AsyncIterator[ChatEvent]:
+        queue = self._queue
+        while True:
+            if queue:
+                item = queue.popleft()
+                if type(item) is _Fragments:
+                    parts = item.parts
+                    yield item.cls(parts[0] if len(parts) == 1 else "".join(parts), item.message_id)
+                    continue
+                yield item
+                if type(item) is ChatDone or type(item) is ChatError:
+                    return
+                continue
+            wake = self._wake = anyio.Event()
+            await wake.wait()
