@@ -132,9 +132,10 @@ OUTPUT_KINDS = frozenset(
 class Probe:
     """Send typed messages to one agent process and wait for frames matching predicates."""
 
-    def __init__(self, agent: AgentProcess, timeout: float) -> None:
+    def __init__(self, agent: AgentProcess, timeout: float, startup_timeout: float = 20.0) -> None:
         self.agent = agent
         self.timeout = timeout  # default for waits
+        self.startup_timeout = startup_timeout  # for initialize: a loaded machine starts interpreters slowly
         self.frames: list[Frame] = []
         self._changed = anyio.Event()
         self._next_id = 0
@@ -244,6 +245,8 @@ class Probe:
 
     async def call(self, method: str, params: Any = None, *, rule: str, timeout: float | None = None) -> Frame:
         """Send a request and wait for its response; fail naming ``rule`` when none arrives in time."""
+        if method == "initialize" and timeout is None:
+            timeout = self.startup_timeout
         start = self.mark
         rid = await self.request(method, params)
         frame = await self.response(rid, timeout, start)

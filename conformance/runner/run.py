@@ -12,7 +12,9 @@ import anyio
 from .checks import CHECKS, Check, CheckContext
 from .probe import Fail, NotApplicable, Probe, spawn_probe
 
-__all__ = ["CheckResult", "run_check", "run_checks"]
+__all__ = ["STARTUP_TIMEOUT", "CheckResult", "run_check", "run_checks"]
+
+STARTUP_TIMEOUT = 20.0
 
 
 @dataclass
@@ -30,7 +32,8 @@ async def run_check(check: Check, argv: Sequence[str], *, timeout: float | None 
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="acp-conformance-") as cwd:
         try:
-            with anyio.fail_after(limit):
+            # The limit counts from a started agent: starting it (initialize) has its own allowance.
+            with anyio.fail_after(limit + STARTUP_TIMEOUT):
                 async with spawn_probe(argv, timeout=min(5.0, limit)) as probe:
                     # Outcomes are caught here, inside the probe's task group, so they are never wrapped.
                     status, message = await _outcome(check, probe, cwd)
