@@ -266,10 +266,16 @@ def handle(msg):
         return on_prompt(rid, params)
     if method == "session/resume":
         sid = params["sessionId"]
+        history = stored(sid)
         if params.get("replayFrom"):
-            for upd in stored(sid):
+            for upd in history:
                 update(sid, upd, store=False)
-        update(sid, {"sessionUpdate": "state_update", "state": "idle"}, store=False)
+        # The current snapshot, carrying the last stop reason for context when the work ended normally.
+        states = [upd for upd in history if upd.get("sessionUpdate") == "state_update"]
+        snapshot = {"sessionUpdate": "state_update", "state": "idle"}
+        if states and states[-1].get("state") == "idle" and states[-1].get("stopReason"):
+            snapshot["stopReason"] = states[-1]["stopReason"]
+        update(sid, snapshot, store=False)
         return answer(rid, {})
     if method == "session/close":
         return answer(rid, {})
