@@ -92,6 +92,7 @@ class AgentProcess:
                 await process.stdout.aclose()
             with anyio.move_on_after(0.2):
                 await self._stderr_done.wait()
+            _release_pipes(process)
 
     async def _pump_stderr(self, on_line: Callable[[str], object] | None) -> None:
         stream = self.process.stderr
@@ -169,3 +170,18 @@ async def stdio_agent(
         finally:
             await agent.aclose()
             tg.cancel_scope.cancel()  # a grandchild may hold stderr open; never wait for it
+
+
+def _release_pipes(process: Process) -> None:
+    """Close the OS pipes of an exited process that the event loop may still hold.
+
+    On asyncio a read pipe whose reader was paused (unread output left behind by an agent killed while it
+    was writing) never sees end of file, so closing the stream does not release it and the subprocess
+    transport is reported unclosed when the loop ends. anyio offers no public handle for this, so the
+    asyncio transport is closed directly; trio closes the file descriptors itself.
+    """
+    transport = getattr(getattr(process, "_process", None), "_transport", None)
+    close = getattr(transport, "close", None)
+    if process.returncode is not None and callable(close):
+        with suppress(Exception):
+            close()
