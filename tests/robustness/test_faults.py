@@ -74,7 +74,7 @@ async def test_agent_killed(point: str, tmp_path: Path) -> None:
         async def record(name: str, call: Callable[[], Awaitable[Any]]) -> None:
             try:
                 await call()
-            except BaseException as exc:  # noqa: BLE001 - the exact type is the assertion
+            except BaseException as exc:
                 if isinstance(exc, anyio.get_cancelled_exc_class()):
                     raise
                 outcomes[name] = (type(exc), anyio.current_time())
@@ -126,9 +126,9 @@ async def test_handler_that_raises_is_answered_without_details(tmp_path: Path) -
     def on_update(note: UpdateSessionNotification) -> None:
         seen.on_update(note)
         update = note.update
-        if isinstance(update, AgentMessageChunk) and isinstance(update.content, TextContent):
-            if update.content.text == "c3":
-                raise ValueError("update handler bug")
+        content = update.content if isinstance(update, AgentMessageChunk) else None
+        if isinstance(content, TextContent) and content.text == "c3":
+            raise ValueError("update handler bug")
 
     seen = Observed()
     builder = ClientBuilder("robustness", "1.0").on_request_permission(on_permission).on_session_update(on_update)
@@ -203,9 +203,9 @@ async def test_update_handler_awaiting_a_request_on_the_same_connection(tmp_path
     async def on_update(note: UpdateSessionNotification) -> None:
         seen.on_update(note)
         update = note.update
-        if isinstance(update, AgentMessageChunk) and isinstance(update.content, TextContent):
-            if update.content.text in ("c3", "c500"):
-                answers.append(await client.session(note.session_id).set_config_option("fast", True))
+        content = update.content if isinstance(update, AgentMessageChunk) else None
+        if isinstance(content, TextContent) and content.text in ("c3", "c500"):
+            answers.append(await client.session(note.session_id).set_config_option("fast", True))
 
     builder = ClientBuilder("robustness", "1.0").on_session_update(on_update)
     config = {"on_prompt": [*STREAM[:1], {"chunks": 1000}, {"marker": "end"}]}

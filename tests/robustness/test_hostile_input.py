@@ -21,9 +21,7 @@ from acp_session import ClientBuilder
 from acp_session.conversation import UnknownEntry
 from acp_session.errors import InvalidParams, InvalidRequest, MessageTooLarge, ParseError
 from acp_session.schema.types import (
-    AgentMessageChunk,
     RequestPermissionRequest,
-    TextContent,
     ToolCallUpdated,
     UnknownSessionUpdate,
 )
@@ -142,7 +140,8 @@ HUGE = b"1" + b"0" * 39  # 10**39: beyond 64 bits, still an exact Python int
 DEEP = 10_000
 
 ROWS = [
-    Row("truncated JSON", b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1"\n' + upd(chunk("after")),
+    Row("truncated JSON",
+        b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1"\n' + upd(chunk("after")),
         [PARSE], [ParseError], outcome="-32700, id null; next line delivered"),
     Row("invalid UTF-8", upd(chunk("caf\xe9")).replace(b"caf\\u00e9", b"caf\xe9") + upd(chunk("after")),
         [PARSE], [ParseError], outcome="-32700, id null (never decoded with replacement characters)"),
