@@ -38,6 +38,7 @@ from acp_session.schema.types import (
     SetSessionConfigOptionValueIdRequest,
     TextContent,
     UnknownReplayFrom,
+    UnknownRequestPermissionOutcome,
     UnknownSetSessionConfigOptionRequest,
     UpdateSessionNotification,
 )
@@ -110,7 +111,7 @@ _update_decode = decoder(UpdateSessionNotification)
 @check(
     "framing",
     "stdout carries only newline-delimited ACP messages that match the schema",
-    ("transports.mdx#stdio", "ACP2-004", "schema:AgentNotification", "schema:AgentResponse"),
+    ("transports.mdx#stdio", "ACP2-004", "ACP2-057", "schema:AgentNotification", "schema:AgentResponse"),
 )
 async def framing(ctx: CheckContext) -> str | None:
     p = ctx.probe
@@ -129,6 +130,9 @@ async def framing(ctx: CheckContext) -> str | None:
                 raise Fail(
                     "schema:SessionUpdate", f"line {frame.index + 1}: session/update does not match: {exc}"
                 ) from None
+        state = frame.state()
+        if state is not None and state not in ("idle", "running", "requires_action"):
+            raise Fail("ACP2-057", f"line {frame.index + 1}: state {state!r} the client did not advertise")
         if frame.is_response and frame.message is not None and "id" not in frame.message:
             raise Fail("schema:AgentResponse", f"line {frame.index + 1}: response without id")
     return f"{len(p.frames)} lines, all well-formed"
@@ -144,6 +148,7 @@ async def framing(ctx: CheckContext) -> str | None:
         "initialization.mdx#version-negotiation",
         "initialization.mdx#implementation-information",
         "schema:InitializeResponse",
+        "ACP2-028",
     ),
     initialize=False,
 )
@@ -159,6 +164,9 @@ async def initialize(ctx: CheckContext) -> str | None:
         "initialization.mdx#version-negotiation",
         f"requested version 2, agent answered {response.protocol_version}",
     )
+    for method in result.get("authMethods") or []:
+        # The runner does not enable terminal authentication, so no terminal method may be offered.
+        require(method.get("type") != "terminal", "ACP2-028", f"terminal auth method {method.get('methodId')!r}")
     return f"agent {response.info.name} {response.info.version}"
 
 
@@ -424,7 +432,7 @@ async def turn_lifecycle(ctx: CheckContext) -> str | None:
 @check(
     "stop-reason",
     "the idle update ending a turn carries a valid stop reason",
-    ("ACP2-044", "ACP2-051", "ACP2-043", "prompt-lifecycle.mdx#stop-reasons"),
+    ("ACP2-044", "ACP2-051", "ACP2-043", "ACP2-065", "prompt-lifecycle.mdx#stop-reasons"),
 )
 async def stop_reason(ctx: CheckContext) -> str | None:
     p = ctx.probe
@@ -526,7 +534,7 @@ async def cancel_turn(ctx: CheckContext) -> str | None:
 @check(
     "cancel-permission",
     "session/cancel cancels pending permission requests and does not approve them",
-    ("ACP2-003", "ACP2-091", "ACP2-092", "ACP2-093", "ACP2-086"),
+    ("ACP2-003", "ACP2-091", "ACP2-092", "ACP2-093", "ACP2-046", "ACP2-086"),
 )
 async def cancel_permission(ctx: CheckContext) -> str | None:
     p = ctx.probe
@@ -575,25 +583,30 @@ async def cancel_permission(ctx: CheckContext) -> str | None:
 @check(
     "permission-flow",
     "requires_action while waiting for permission, running when resumed, unknown option ids are not approval",
-    ("ACP2-048", "ACP2-052", "ACP2-049", "ACP2-053", "ACP2-087"),
+    ("ACP2-048", "ACP2-052", "ACP2-049", "ACP2-053", "ACP2-087", "ACP2-088", "ACP2-021"),
 )
 async def permission_flow(ctx: CheckContext) -> str | None:
     p = ctx.probe
     reference_only(p, "a permission request")
     p.auto_answer_permissions = False
     sid = await p.new_session(ctx.cwd)
-    for option, approved in (("allow-once", True), ("_acp_conformance_not_offered", False)):
+    answers: list[tuple[Any, str | None]] = [
+        (SelectedPermissionOutcome(option_id="allow-once"), None),
+        (SelectedPermissionOutcome(option_id="_acp_conformance_not_offered"), "ACP2-087"),
+        (UnknownRequestPermissionOutcome({"outcome": "_acp_conformance_outcome"}), "ACP2-088"),
+    ]
+    for outcome, refused_rule in answers:
         start = p.mark
         await p.prompt(sid, "/permission")
         ask = await p.wait_for(lambda f: f.is_request and f.method == "session/request_permission", start=start)
         require(ask is not None, "ACP2-052", "no session/request_permission")
         assert ask is not None and ask.message is not None
+        offered = [o.get("optionId") for o in (ask.message.get("params") or {}).get("options", [])]
+        require(len(offered) == len(set(offered)), "ACP2-021", f"duplicate option ids {offered}")
         blocked = await p.wait_for(p.is_state(sid, "requires_action"), 2.0, start)
         require(blocked is not None, "ACP2-052", "requires_action was not reported while waiting for permission")
         answered_at = p.mark
-        await p.respond(
-            ask.message["id"], RequestPermissionResponse(outcome=SelectedPermissionOutcome(option_id=option))
-        )
+        await p.respond(ask.message["id"], RequestPermissionResponse(outcome=outcome))
         idle = await p.settle(sid, answered_at)
         end = idle.index if idle is not None else p.mark
         resumed = p.find(p.is_state(sid, "running", "idle"), answered_at, end + 1)
@@ -607,17 +620,17 @@ async def permission_flow(ctx: CheckContext) -> str | None:
             start,
             end,
         )
-        if approved:
+        if refused_rule is None:
             require(bool(completed), "ACP2-049", "the approved tool call did not complete")
         else:
-            require(not completed, "ACP2-087", "an option id that was not offered was treated as approval")
+            require(not completed, refused_rule, f"answer {outcome!r} was treated as approval")
     return None
 
 
 @check(
     "held-prompt-cancel-request",
     "$/cancel_request withdraws a prompt held while the session is busy",
-    ("ACP2-001", "cancellation.mdx", "schema:PromptResponse"),
+    ("ACP2-001", "ACP2-002", "cancellation.mdx", "schema:PromptResponse"),
 )
 async def held_prompt_cancel_request(ctx: CheckContext) -> str | None:
     p = ctx.probe
