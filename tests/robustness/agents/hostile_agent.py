@@ -13,6 +13,8 @@ a list of steps, run in order:
 - ``{"chunks": N, "session": SID, "message": MID}``: N ``agent_message_chunk`` updates with texts ``c0``, ``c1``, ...;
 - ``{"answer": RESULT}`` / ``{"error": ERROR}``: answer the request that triggered the script;
 - ``{"request": METHOD, "params": PARAMS, "id": ID}``: send a request to the client;
+- ``{"permissions": N}``: N ``session/request_permission`` requests at once (ids ``p0`` ... ``pN-1``);
+- ``{"spread": N}``: N rounds of one chunk to every session opened so far (text ``s3-c7``), interleaved;
 - ``{"marker": NAME}``: the update ``agent_message_chunk`` with text NAME in message ``marker`` (tests wait for it);
 - ``{"block": true}``: stop reading and writing for good (the test kills the process);
 - ``{"stderr": TEXT, "repeat": N}``: write TEXT to stderr N times; ``{"exit": CODE}``: exit at once.
@@ -94,6 +96,25 @@ def run(script, rid=None):
             answer(rid, error=step["error"])
         elif "request" in step:
             write({"jsonrpc": "2.0", "id": step["id"], "method": step["request"], "params": step.get("params", {})})
+        elif "permissions" in step:
+            params = {
+                "sessionId": sid,
+                "title": "?",
+                "options": [{"optionId": "yes", "name": "Y", "kind": "allow_once"}],
+            }
+            write_bytes(
+                b"".join(
+                    json.dumps(
+                        {"jsonrpc": "2.0", "id": f"p{i}", "method": "session/request_permission", "params": params}
+                    ).encode()
+                    + b"\n"
+                    for i in range(step["permissions"])
+                )
+            )
+        elif "spread" in step:
+            for i in range(step["spread"]):
+                for n in range(1, state["sessions"] + 1):
+                    update(f"s{n}", chunk(f"s{n}", "a1", f"s{n}-c{i}"))
         elif "marker" in step:
             update(sid, chunk(sid, "marker", step["marker"]))
         elif "block" in step:
