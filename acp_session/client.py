@@ -74,7 +74,15 @@ from .schema.types import (
     UnsupportedProtocolVersionErrorData,
     UpdateSessionNotification,
 )
-from .session import EARLY_LIMIT, ActiveSession, SentRequest, SessionTrack, TrackedPrompt, UpdateListener
+from .session import (
+    EARLY_LIMIT,
+    TRACKED_UPDATES,
+    ActiveSession,
+    SentRequest,
+    SessionTrack,
+    TrackedPrompt,
+    UpdateListener,
+)
 from .transport import Transport, stdio_agent
 
 if TYPE_CHECKING:
@@ -574,14 +582,16 @@ class ClientConnection:
         Async handlers go through this connection's own bounded queue, counted at arrival, so ``resume_session``
         can wait for every replayed update that arrived before its response.
         """
-        track = self._arrival_track(note.session_id)
-        track.apply(note)
-        if track.listeners:
-            for listener in track.listeners:
-                try:
+        track = self._tracks.get(note.session_id) or self._arrival_track(note.session_id)
+        if type(note.update) in TRACKED_UPDATES:  # a dict probe instead of four isinstance calls per chunk
+            track.apply(note)
+        listeners = track.listeners
+        if listeners:
+            try:
+                for listener in listeners:
                     listener(note)
-                except Exception:
-                    _log.exception("session update listener failed")
+            except Exception:
+                _log.exception("session update listener failed")
         elif track.early is not None and len(track.early) < EARLY_LIMIT:
             track.early.append(note)
         fn = self.builder._update

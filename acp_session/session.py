@@ -155,6 +155,7 @@ class SessionTrack:
         return remove
 
     def apply(self, note: UpdateSessionNotification) -> None:
+        """Record what the handle needs; only updates of a ``TRACKED_UPDATES`` type change anything."""
         update = note.update
         if isinstance(update, StateUpdate):
             self.state = update.state
@@ -193,6 +194,10 @@ class SessionTrack:
         # Keep the answered ones whose user message has not arrived yet, so the join still happens.
         self.prompts = [p for p in self.prompts if p.status in ("pending", "held") or p.user_message is None]
         del self.prompts[:-512]
+
+
+TRACKED_UPDATES = frozenset({StateUpdate, ToolCallUpdated, TerminalUpdate, UserMessage})
+"""Update types ``SessionTrack.apply`` reads; the connection skips the call for everything else."""
 
 
 def _background_key(item: Any) -> tuple[str, str]:

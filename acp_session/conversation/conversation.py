@@ -62,6 +62,8 @@ class _Segment:
     def feed(self, event: StateEvent) -> None:
         self.events.append(event)
 
+    feed_message = feed
+
 
 class Conversation:
     """Chat over one ``ActiveSession``: ``chat`` / ``chat_to_completion``, history and usage.
@@ -80,6 +82,7 @@ class Conversation:
             raise ValueError("max_history_size must be None, 0 (unlimited) or positive")
         self.max_history_size = DEFAULT_MAX_HISTORY if max_history_size is None else max_history_size
         self.state = state if state is not None else SessionState(None if session is None else session.session_id)
+        self._apply = self.state.apply
         self._session: ActiveSession | None = None
         self._detach: Callable[[], None] | None = None
         self._awaiting: list[ChatTurn] = []  # sent, not inserted yet, in send order
@@ -334,11 +337,11 @@ class Conversation:
     # ------------------------------------------------------------------ folding (hot path)
 
     def _on_note(self, note: UpdateSessionNotification) -> None:
-        event = self.state.apply(note.update)
+        event = self._apply(note.update)
         if type(event) is MessageChanged and not event.created:
             receiver = self._receiver  # None during a resume: every turn ended before it started
             if receiver is not None:
-                receiver.feed(event)
+                receiver.feed_message(event)
             return
         self._route(event)
 

@@ -141,7 +141,7 @@ class ChatTurn:
         kind = type(event)
         if kind is MessageChanged:
             assert isinstance(event, MessageChanged)
-            self._on_message(event)
+            self.feed_message(event)
         elif kind is ToolCallChanged:
             assert isinstance(event, ToolCallChanged)
             self._on_tool(event.tool_call)
@@ -158,22 +158,22 @@ class ChatTurn:
             if entity is not None:
                 self._step(entity)
 
-    def _on_message(self, event: MessageChanged) -> None:
+    def feed_message(self, event: MessageChanged) -> None:
+        """The hot path: one chunk appended to a known message becomes one queued (or merged) fragment."""
         message = event.message
-        role = message.role
         if message is not self._last:
             self._step(message)
+        role = message.role
         if role == "user":
             return
-        cls = ChatText if role == "agent" else ChatThought
         block = event.appended
         if block is not None:
-            if type(block) is TextContent:
-                self._fragment(cls, message.message_id, block.text)
+            if type(block) is TextContent and self._mode != "await":
+                self._fragment(ChatText if role == "agent" else ChatThought, message.message_id, block.text)
         elif event.created:
-            self._fragment(cls, message.message_id, message.text)
+            self._fragment(ChatText if role == "agent" else ChatThought, message.message_id, message.text)
         else:
-            self._push(cls(message.text, message.message_id, True))
+            self._push((ChatText if role == "agent" else ChatThought)(message.text, message.message_id, True))
 
     def _on_tool(self, call: ToolCall) -> None:
         tool_call_id = call.tool_call_id
