@@ -127,12 +127,19 @@ class ClientBuilder:
         self._ext_notifications: dict[str, Handler] = {}
         self._fallback_request: Fallback | None = None
         self._fallback_notification: Fallback | None = None
+        self._transcript: str | os.PathLike[str] | None = None
 
     # -- identity and capabilities ---------------------------------------------------------------------------
 
     def with_terminal_auth(self, enabled: bool = True) -> ClientBuilder:
         """Advertise that this client can run terminal authentication methods itself."""
         self.terminal_auth = enabled
+        return self
+
+    def record_transcript(self, path: str | os.PathLike[str] | None) -> ClientBuilder:
+        """Append every wire line, both directions and timestamped, to ``path`` (JSON lines; see
+        ``acp_session.transcript``). For bug reports and test fixtures; None turns it off."""
+        self._transcript = path
         return self
 
     def with_meta(self, meta: dict[str, Any] | None) -> ClientBuilder:
@@ -203,6 +210,10 @@ class ClientBuilder:
         """
         # Entered by hand, not with ``async with``: a task group wraps the body's exception in an
         # ExceptionGroup, and callers should see ``ProtocolVersionMismatch`` or their own error as raised.
+        if self._transcript is not None:
+            from .transcript import RecordingTransport
+
+            transport = RecordingTransport(transport, self._transcript)
         rpc = Connection(transport, **options)
         await rpc.__aenter__()
         try:

@@ -1,0 +1,49 @@
+"""Transcript recording (both directions, timestamped) and folding a recording back into a SessionState."""
+
+from __future__ import annotations
+
+from itertools import pairwise
+from pathlib import Path
+
+import anyio
+import pytest
+
+from acp_session import ClientBuilder
+from acp_session.schema import RequestPermissionRequest
+from acp_session.transcript import load_transcript, read_transcript
+from tests.conversation.chat_support import chat_agent
+
+pytestmark = pytest.mark.anyio
+
+
+def approve(request: RequestPermissionRequest) -> str:
+    return "yes"
+
+
+async def test_recorded_session_folds_into_the_same_state(tmp_path: Path) -> None:
+    path = tmp_path / "transcript.jsonl"
+    builder = ClientBuilder().record_transcript(path).on_request_permission(approve)
+    with anyio.fail_after(10):
+        async with chat_agent(tmp_path, builder) as client:
+            conversation = await client.start_conversation("/w")
+            await conversation.chat_to_completion("tools")
+            await conversation.chat_to_completion("permission")
+            await conversation.chat_to_completion("notice 3")
+            await conversation.reconnect(client, "/w")  # resume with replay, recorded too
+            await conversation.chat_to_completion("stream 2")
+    entries = read_transcript(path)
+    assert {entry.direction for entry in entries} == {"in", "out"}
+    assert all(a.t <= b.t for a, b in pairwise(entries))
+    methods = [entry.message.get("method") for entry in entries if entry.direction == "out"]
+    assert methods[:2] == ["initialize", "session/new"] and "session/resume" in methods
+    assert any(e.direction == "out" and "result" in e.message for e in entries)  # the permission answer
+    loaded = load_transcript(path)
+    assert loaded == conversation.state  # same timeline, state, completions, usage, lists
+    assert loaded.completions == 4
+
+
+async def test_non_json_lines_are_kept_raw(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    path.write_text('{"t": 1.0, "dir": "in", "raw": "garbage"}\n')
+    assert read_transcript(path)[0].raw == "garbage"
+    assert load_transcript(path).timeline == []
