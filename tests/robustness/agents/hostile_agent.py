@@ -17,10 +17,11 @@ a list of steps, run in order:
 - ``{"spread": N}``: N rounds of one chunk to every session opened so far (text ``s3-c7``), interleaved;
 - ``{"marker": NAME}``: the update ``agent_message_chunk`` with text NAME in message ``marker`` (tests wait for it);
 - ``{"block": true}``: stop reading and writing for good (the test kills the process);
-- ``{"stderr": TEXT, "repeat": N}``: write TEXT to stderr N times; ``{"exit": CODE}``: exit at once.
+- ``{"stderr": TEXT, "width": W, "repeat": N}``: write TEXT * W to stderr N times; ``{"exit": CODE}``: exit at once.
 
 Script keys in CONFIG: ``after_new`` (after answering the first session/new), ``on_prompt``, ``on_close``,
-``on_set_config``. CONFIG ``capabilities`` replaces the advertised agent capabilities.
+``on_set_config``. CONFIG ``capabilities`` replaces the advertised agent capabilities; with ``report_environ`` the
+initialize result's ``_meta.environ`` lists the names in this process's initial environment.
 """
 
 import json
@@ -121,8 +122,9 @@ def run(script, rid=None):
             while True:
                 time.sleep(3600)
         elif "stderr" in step:
+            text = step["stderr"] * step.get("width", 1)
             for _ in range(step.get("repeat", 1)):
-                sys.stderr.write(step["stderr"])
+                sys.stderr.write(text)
             sys.stderr.flush()
         elif "exit" in step:
             os._exit(step["exit"])
@@ -136,7 +138,12 @@ def handle(msg):
         return  # the client's answers and notifications are only logged
     if method == "initialize":
         caps = CONFIG.get("capabilities", CAPS)
-        answer(rid, {"protocolVersion": 2, "info": {"name": "hostile", "version": "0"}, "capabilities": caps})
+        result = {"protocolVersion": 2, "info": {"name": "hostile", "version": "0"}, "capabilities": caps}
+        if CONFIG.get("report_environ"):  # the environment this process was started with, as the kernel saw it
+            with open("/proc/self/environ", "rb") as f:
+                names = sorted(item.split(b"=", 1)[0].decode() for item in f.read().split(b"\0") if item)
+            result["_meta"] = {"environ": names}
+        answer(rid, result)
     elif method == "session/new":
         state["sessions"] += 1
         sid = f"s{state['sessions']}"
