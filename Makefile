@@ -1,0 +1,17 @@
+# Long robustness runs (excluded from the default test suite). See docs/robustness.md.
+PYTHON ?= .venv/bin/python
+FUZZ_EXAMPLES ?= 500000
+LOAD_UPDATES ?= 1000000
+
+.PHONY: fuzz fuzz-asyncio fuzz-trio load
+
+# 1 000 000 fuzz cases: 500 000 per backend, both backends in parallel (one per core).
+fuzz:
+	$(MAKE) -j2 fuzz-asyncio fuzz-trio
+
+fuzz-asyncio fuzz-trio:
+	ACP_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(PYTHON) -m pytest -q -p no:logging tests/robustness/test_fuzz.py -k $(@:fuzz-%=%)
+
+# 1 000 000 chunk updates into a 10x slower handler, on both backends.
+load:
+	ACP_LOAD_UPDATES=$(LOAD_UPDATES) $(PYTHON) -m pytest -q -s tests/robustness/test_load.py -k flood
