@@ -189,9 +189,10 @@ async def test_hanging_handlers_do_not_stop_the_connection(tmp_path: Path) -> No
             assert await session.set_config_option("fast", True) == []
             assert [i.params.title for i in client.interactions.pending()] == ["hang"]
     cancelled = {"outcome": {"outcome": "cancelled"}}
-    assert {m["id"]: m.get("result") for m in responses(log)} == {"ok": {"outcome": {"outcome": "selected",
-                                                                                     "optionId": "yes"}},
-                                                                  "hang": cancelled}
+    assert {m["id"]: m.get("result") for m in responses(log)} == {
+        "ok": {"outcome": {"outcome": "selected", "optionId": "yes"}},
+        "hang": cancelled,
+    }
 
 
 @pytest.mark.anyio
