@@ -425,6 +425,10 @@ class SessionState:
             # has not been replayed yet, so the cursor goes back to where the jump started.
             jumped_from = self._replay_jumps.pop(id(entity), None)
             if jumped_from is not None and jumped_from < self._replay_cursor:
+                # ...but not back over entries the replay has already reached since then.
+                seen = self._replay_seen
+                while jumped_from < len(timeline) and id(timeline[jumped_from]) in seen:
+                    jumped_from += 1
                 self._replay_cursor = jumped_from
 
     # ------------------------------------------------------------------ handlers

@@ -9,7 +9,7 @@ from acp_session import codec
 from acp_session.conversation import Message, SessionState, UnknownEntry, UnknownUpdate
 from acp_session.schema import ResumeSessionResponse
 
-from .wire import chunk, fold, state, text, tool, tool_chunk, update, upsert
+from .wire import chunk, fold, state, text, tool, tool_chunk, unstable_update, update, upsert
 
 RESUMED = codec.convert({}, ResumeSessionResponse)
 
@@ -105,3 +105,17 @@ def test_replay_ends_with_the_response() -> None:
     session = replay(fold([chunk("a1", "x")]), [chunk("a1", "x")])
     session.apply(chunk("a1", "y"))
     assert session.message("a1").text == "xy" and not session.resuming  # type: ignore[union-attr]
+
+
+def test_removed_and_recreated_plan_keeps_its_place_after_replayed_entries() -> None:
+    """A plan removed and re-created live sits after the message replayed before its removal (hypothesis case)."""
+    plan = {"sessionUpdate": "plan_update", "plan": {"type": "markdown", "planId": "a", "content": ""}}
+    updates = [
+        unstable_update(plan),
+        chunk("a", "", kind="user_message"),
+        unstable_update({"sessionUpdate": "plan_removed", "planId": "a"}),
+        unstable_update(plan),
+    ]
+    live = fold(updates)
+    assert replay(fold(updates), updates) == live
+    assert [type(entry).__name__ for entry in live.timeline] == ["Message", "Plan"]
