@@ -13,7 +13,7 @@ import types
 import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar, Final, Union
+from typing import Annotated, Any, ClassVar, Final, Union
 
 import msgspec
 
@@ -205,6 +205,12 @@ _NO_REBUILD: Final = object()
 
 def _rebuild(obj: Any, tp: Any, path: str) -> Any:
     origin = typing.get_origin(tp)
+    if origin is Annotated:
+        # Rebuild the inner type, then hold the result to the same bounds the fast pass enforces.
+        inner, *extras = typing.get_args(tp)
+        value = lenient_convert(obj, inner, path)
+        _check_bounds(value, extras, path)
+        return value
     if origin is Union or origin is types.UnionType or tp in _OPEN_UNIONS:
         # (A one-member open union is the member class itself, so the registry is checked too.)
         return _rebuild_union(obj, tp, path)
@@ -284,26 +290,47 @@ def _rebuild_struct(obj: Any, tp: type[msgspec.Struct], path: str) -> Any:
 
 
 def _convert_items_skipping_invalid(raw: list[Any], field_type: Any, path: str) -> list[Any]:
-    item_type = _list_item_type(field_type)
-    if item_type is None:
+    list_type, bounds = _list_type(field_type)
+    if list_type is None:
         return typing.cast(list[Any], lenient_convert(raw, field_type, path))
+    (item_type,) = typing.get_args(list_type)
     kept: list[Any] = []
     for index, item in enumerate(raw):
         try:
             kept.append(lenient_convert(item, item_type, f"{path}[{index}]"))
         except msgspec.ValidationError:
             continue
+    _check_bounds(kept, bounds, path)
     return kept
 
 
-def _list_item_type(field_type: Any) -> Any:
+def _list_type(field_type: Any) -> tuple[Any, list[Any]]:
+    """The ``list[...]`` member of a field's type and the bounds annotated on it."""
     candidates = (
         typing.get_args(field_type) if typing.get_origin(field_type) in (Union, types.UnionType) else (field_type,)
     )
     for candidate in candidates:
+        bounds: list[Any] = []
+        if typing.get_origin(candidate) is Annotated:
+            candidate, *bounds = typing.get_args(candidate)
         if typing.get_origin(candidate) is list:
-            return typing.get_args(candidate)[0]
-    return None
+            return candidate, bounds
+    return None, []
+
+
+def _check_bounds(value: Any, extras: list[Any], path: str) -> None:
+    """Apply the ``msgspec.Meta`` bounds the generator emits (lengths and numeric limits)."""
+    for meta in extras:
+        if not isinstance(meta, msgspec.Meta):
+            continue
+        if meta.min_length is not None and len(value) < meta.min_length:
+            raise _fail(f"Expected length >= {meta.min_length}", path)
+        if meta.max_length is not None and len(value) > meta.max_length:
+            raise _fail(f"Expected length <= {meta.max_length}", path)
+        if meta.ge is not None and value < meta.ge:
+            raise _fail(f"Expected `{type(value).__name__}` >= {meta.ge}", path)
+        if meta.le is not None and value > meta.le:
+            raise _fail(f"Expected `{type(value).__name__}` <= {meta.le}", path)
 
 
 def _lenient_marks(tp: type) -> Mapping[str, int]:
@@ -319,7 +346,7 @@ _HINTS: dict[type, dict[str, Any]] = {}
 def _struct_hints(tp: type) -> dict[str, Any]:
     hints = _HINTS.get(tp)
     if hints is None:
-        hints = typing.get_type_hints(tp)
+        hints = typing.get_type_hints(tp, include_extras=True)
         _HINTS[tp] = hints
     return hints
 

@@ -304,9 +304,19 @@ ROWS = [
     Row(
         "permission request with zero options",
         perm("z1", options=[]),
-        [{"jsonrpc": "2.0", "id": "z1", "result": CANCELLED}],
+        [
+            {
+                "jsonrpc": "2.0",
+                "id": "z1",
+                "error": {
+                    "code": -32602,
+                    "message": "Invalid params",
+                    "data": {"path": "$.options", "reason": "Expected length >= 1"},
+                },
+            }
+        ],
         check=nothing_delivered,
-        outcome="finding F3: decoded leniently, the handler sees `options == []` (this one answers cancelled)",
+        outcome="-32602 with `$.options` in data; the handler is never called (F3, fixed)",
     ),
     Row(
         "permission request, valid",
@@ -373,11 +383,6 @@ def test_doc_table_matches() -> None:
         assert table.get(row.name.replace("|", "\\|")) == row.outcome, row.name
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="F3: codec.decoder's lenient pass (acp_session/_schema_runtime.py) does not re-check msgspec.Meta "
-    "constraints, so minItems=1 on options is not enforced; needs a fix outside rpc/transport",
-)
 @pytest.mark.anyio
 async def test_zero_option_permission_request_is_invalid_params(tmp_path: Path) -> None:
     asked: list[RequestPermissionRequest] = []

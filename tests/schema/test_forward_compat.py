@@ -169,3 +169,30 @@ def test_unknown_elicitation_mode_and_property_type_stay_unknown_acp2_025_acp2_0
     assert isinstance(properties["name"], t.StringPropertySchema)
     assert isinstance(properties["colour"], t.UnknownElicitationPropertySchema)
     assert properties["colour"]["palette"] == "web"
+
+
+def test_lenient_pass_keeps_the_schema_bounds() -> None:
+    """Even when an unknown variant sends a message down the lenient path, minItems and the like still hold."""
+    zero_options = b'{"sessionId":"s","title":"Run?","options":[],"subject":{"type":"_x"}}'
+    with pytest.raises(msgspec.ValidationError, match=r"length >= 1 - at `\$\.options`"):
+        codec.decode(zero_options, t.RequestPermissionRequest)
+    with pytest.raises(msgspec.ValidationError, match=r"\$\.options"):
+        codec.decode(b'{"sessionId":"s","title":"Run?","options":[]}', t.RequestPermissionRequest)
+    size = b'{"sessionUpdate":"terminal_update","terminalId":"t","size":{"cols":0,"rows":5},"_meta":7}'
+    update = codec.decode(size, t.SessionUpdate)  # size is default-on-error: the bad bound drops it
+    assert isinstance(update, t.TerminalUpdate) and update.size is msgspec.UNSET
+
+
+def test_skip_invalid_items_still_respects_min_items() -> None:
+    """A select group keeps its valid options; if none is valid, minItems fails the group, not the message."""
+
+    def option(groups: bytes) -> bytes:
+        return b'{"type":"select","configId":"m","name":"M","currentValue":"a","options":[' + groups + b"]}"
+
+    one_bad = option(b'{"groupId":"g","name":"G","options":[{"value":"a","name":"A"},{"value":7}]}')
+    kept = codec.decode(one_bad, t.SessionConfigOption)
+    assert isinstance(kept, t.SessionConfigSelect)
+    assert [o.value for o in kept.options[0].options] == ["a"]
+    all_bad = option(b'{"groupId":"g","name":"G","options":[{"value":7}]}')
+    with pytest.raises(msgspec.ValidationError):
+        codec.decode(all_bad, t.SessionConfigOption)
