@@ -52,6 +52,13 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--delay", type=float, default=0.0, metavar="SECONDS", help="pause between streamed reply chunks"
     )
+    parser.add_argument(
+        "--store",
+        metavar="FILE",
+        default=os.environ.get("ACP_REFERENCE_AGENT_STORE") or None,
+        help="keep sessions in this JSON file so later agent processes can list and resume them "
+        "(default: $ACP_REFERENCE_AGENT_STORE, else memory only)",
+    )
     parser.add_argument("--log-level", default="WARNING", help="stderr log level (default WARNING)")
     return parser
 
@@ -68,7 +75,7 @@ async def serve(options: AgentOptions) -> None:
 def main(argv: list[str] | None = None) -> None:
     args = _parser().parse_args(argv)
     logging.basicConfig(stream=sys.stderr, level=args.log_level.upper(), format="%(name)s: %(message)s")
-    options = AgentOptions(broken=frozenset(args.broken), delay=args.delay)
+    options = AgentOptions(broken=frozenset(args.broken), delay=args.delay, store=args.store)
     if "junk-stdout" in options.broken:
         os.write(sys.stdout.fileno(), b"reference agent starting up\n")  # not an ACP message: a framing error
     with contextlib.suppress(KeyboardInterrupt):

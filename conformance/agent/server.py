@@ -91,6 +91,7 @@ class _EmptyResult(msgspec.Struct):
 class AgentOptions:
     broken: frozenset[str] = frozenset()
     delay: float = 0.0  # seconds between streamed chunks of ordinary replies
+    store: str | None = None  # JSON file that keeps sessions across agent processes (None: memory only)
 
 
 def _now() -> str:
@@ -104,7 +105,7 @@ class ReferenceAgent:
         self.conn = conn
         self.tg = tg
         self.options = options or AgentOptions()
-        self.store = SessionStore()
+        self.store = SessionStore(self.options.store, self._send_update)
         on = conn.on_request
         on("initialize", self.initialize, decoder(InitializeRequest))
         on("session/new", self.new_session, decoder(NewSessionRequest))
@@ -264,6 +265,7 @@ class ReferenceAgent:
         session_id = request.get("sessionId") if isinstance(request, dict) else request.session_id
         session = self._session(str(session_id))
         apply_config(session.config, request)
+        self.store.save(session)
         return SetSessionConfigOptionResponse(config_options=session.config.options())
 
     # -- prompts ---------------------------------------------------------------------------------------
@@ -395,6 +397,10 @@ class ReferenceAgent:
                     await session.emit(update)
                 else:
                     session.state = "idle"
+                try:
+                    self.store.save(session)
+                except OSError:
+                    _log.exception("could not save the session store")
                 if session.work_done is not None:
                     session.work_done.set()
                 if session.open:

@@ -3,13 +3,20 @@
 from __future__ import annotations
 
 import collections
+import contextlib
+import json
+import logging
+import os
+import tempfile
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import anyio
 from msgspec import UNSET
 
+from acp_session.codec import decoder, to_builtins
 from acp_session.rpc import PendingRequest
 from acp_session.schema.types import (
     AvailableCommandsUpdate,
@@ -24,6 +31,8 @@ from acp_session.schema.types import (
 from .config import ConfigValues
 
 __all__ = ["HeldPrompt", "Session", "SessionStore"]
+
+_log = logging.getLogger("conformance.agent")
 
 Emit = Callable[[str, SessionUpdate], Awaitable[None]]
 
@@ -90,24 +99,121 @@ class Session:
 
 
 class SessionStore:
-    """All sessions this agent process knows (in memory; gone when the process exits)."""
+    """All sessions this agent process knows: in memory, and with ``path`` also kept in a JSON file.
 
-    def __init__(self) -> None:
+    The file holds each session's id, cwd, title, time, config and replayable history, so another agent
+    process started with the same file lists and resumes them (the ``acp-session`` CLI relies on this).
+    Saving re-reads the file and replaces only the sessions this process changed; writes are atomic.
+    """
+
+    def __init__(self, path: str | os.PathLike[str] | None = None, emit_raw: Emit | None = None) -> None:
         self._sessions: dict[str, Session] = {}
         self._count = 0
+        self.path = Path(path) if path is not None else None
+        self._emit_raw = emit_raw
+        self._deleted: set[str] = set()
+        if self.path is not None:
+            data = self._read()
+            self._count = int(data.get("count", 0))
+            for raw in data.get("sessions", []):
+                try:
+                    session = self._load(raw)
+                except Exception:
+                    _log.warning("skipping an unreadable stored session", exc_info=True)
+                    continue
+                self._sessions[session.session_id] = session
 
     def new_id(self) -> str:
+        if self.path is not None:
+            self._count = max(self._count, int(self._read().get("count", 0)))
         self._count += 1
         return f"sess-{self._count}"
 
     def add(self, session: Session) -> None:
         self._sessions[session.session_id] = session
+        self._deleted.discard(session.session_id)
+        self.save()
 
     def get(self, session_id: str) -> Session | None:
         return self._sessions.get(session_id)
 
     def remove(self, session_id: str) -> Session | None:
-        return self._sessions.pop(session_id, None)
+        session = self._sessions.pop(session_id, None)
+        self._deleted.add(session_id)
+        self.save()
+        return session
 
     def all(self) -> list[Session]:
         return list(self._sessions.values())
+
+    # -- the file ---------------------------------------------------------------------------------------
+
+    def _read(self) -> dict[str, Any]:
+        assert self.path is not None
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return {}
+        except (OSError, ValueError):
+            _log.warning("session store %s is unreadable; starting empty", self.path)
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def _load(self, raw: dict[str, Any]) -> Session:
+        assert self._emit_raw is not None
+        session = Session(
+            session_id=str(raw["sessionId"]),
+            cwd=str(raw["cwd"]),
+            emit_raw=self._emit_raw,
+            additional_directories=list(raw.get("additionalDirectories", [])),
+            title=raw.get("title"),
+            updated_at=raw.get("updatedAt"),
+            history=_HISTORY(json.dumps(raw.get("history", [])).encode()),
+            open=False,
+            last_stop_reason=raw.get("lastStopReason"),
+        )
+        config = raw.get("config", {})
+        session.config.mode = str(config.get("mode", session.config.mode))
+        session.config.thoughts = bool(config.get("thoughts", session.config.thoughts))
+        session.counters.update({str(k): int(v) for k, v in raw.get("counters", {}).items()})
+        return session
+
+    @staticmethod
+    def _dump(session: Session) -> dict[str, Any]:
+        return {
+            "sessionId": session.session_id,
+            "cwd": session.cwd,
+            "additionalDirectories": list(session.additional_directories),
+            "title": session.title,
+            "updatedAt": session.updated_at,
+            "config": {"mode": session.config.mode, "thoughts": session.config.thoughts},
+            "history": to_builtins(session.history),
+            "lastStopReason": session.last_stop_reason,
+            "counters": dict(session.counters),
+        }
+
+    def save(self, *changed: Session) -> None:
+        """Write the file (no-op without ``path``): this process's sessions over what the file holds."""
+        if self.path is None:
+            return
+        data = self._read()
+        stored = {str(raw.get("sessionId")): raw for raw in data.get("sessions", []) if isinstance(raw, dict)}
+        for session_id in self._deleted:
+            stored.pop(session_id, None)
+        for session in changed or tuple(self._sessions.values()):
+            if session.session_id in self._sessions:
+                stored[session.session_id] = self._dump(session)
+        payload = {"count": max(self._count, int(data.get("count", 0))), "sessions": list(stored.values())}
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".sessions-", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as out:
+                json.dump(payload, out)
+            os.replace(tmp, self.path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+
+
+_HISTORY = decoder(list[SessionUpdate])
