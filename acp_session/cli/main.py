@@ -1,0 +1,403 @@
+"""``acp-session``: chat with an ACP v2 agent at the terminal, list and resume its sessions, check conformance.
+
+Subcommands: ``chat [PROMPT]``, ``sessions``, ``resume ID [PROMPT]``, ``conformance ...``. The default agent is
+the bundled reference agent (``python -m conformance.agent``) keeping its sessions in a file under the user's
+state directory, so ``acp-session chat "hello"`` works out of the box and ``sessions`` / ``resume`` find
+earlier chats.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import shutil
+import signal
+import sys
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+import anyio
+from anyio.abc import TaskGroup
+
+from acp_session import __version__
+from acp_session.client import ClientBuilder, ClientConnection
+from acp_session.conversation import ChatDone, ChatError, Conversation
+from acp_session.errors import AcpError
+from acp_session.schema import RequestPermissionRequest
+
+from .prompts import LineReader, choose_option, permission_question
+from .render import JsonRenderer, Renderer, TerminalRenderer, color_enabled
+
+__all__ = ["EXIT_CODES", "default_agent", "exit_code", "main"]
+
+# Exit codes: the stop reason of the (last) turn, or what went wrong.
+EXIT_OK = 0
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+EXIT_CODES: dict[str, int] = {
+    "end_turn": 0,
+    "error": 1,
+    "cancelled": 3,
+    "refusal": 4,
+    "max_tokens": 5,
+    "max_turn_requests": 6,
+}
+EXIT_OTHER = 7  # a stop reason this CLI does not know
+
+EXIT_HELP = """\
+exit codes:
+  0    the turn ended with end_turn (interactive: the last turn did; no turn at all is 0 too)
+  1    error: the turn ended with stop reason error, the prompt failed, or the agent could not be run
+  2    usage error
+  3    cancelled (Ctrl-C once cancels the active work)
+  4    refusal
+  5    max_tokens
+  6    max_turn_requests
+  7    any other stop reason
+  130  interrupted (Ctrl-C twice)
+"""
+
+# Runs the agent in its own process group, so the terminal's Ctrl-C reaches only this CLI, which turns it into
+# session/cancel instead of killing the agent.
+_OWN_GROUP = "import os, sys\nif hasattr(os, 'setpgid'):\n    os.setpgid(0, 0)\nos.execvp(sys.argv[1], sys.argv[1:])"
+
+
+def exit_code(stop_reason: str | None) -> int:
+    if stop_reason is None:
+        return EXIT_ERROR
+    return EXIT_CODES.get(stop_reason, EXIT_OTHER)
+
+
+def default_store() -> Path:
+    """Where the default (reference) agent keeps its sessions."""
+    explicit = os.environ.get("ACP_REFERENCE_AGENT_STORE")
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return Path(base) / "acp-session" / "reference-agent-sessions.json"
+
+
+def default_agent() -> list[str]:
+    return [sys.executable, "-m", "conformance.agent", "--store", str(default_store())]
+
+
+def _agent_argv(command: str | None) -> list[str]:
+    argv = default_agent() if command is None else shlex.split(command)
+    if not argv:
+        raise _UsageError("--agent is empty")
+    if shutil.which(argv[0]) is None:
+        raise _Failure(f"agent command not found: {argv[0]}")
+    return [sys.executable, "-c", _OWN_GROUP, *argv]
+
+
+class _UsageError(Exception):
+    pass
+
+
+class _Failure(Exception):
+    pass
+
+
+# ---------------------------------------------------------------------------------------------- the chat app
+
+
+class ChatApp:
+    """One CLI run: the renderer, terminal input, Ctrl-C handling and the turns."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.json = bool(getattr(args, "json", False))
+        self.renderer: Renderer = JsonRenderer() if self.json else TerminalRenderer()
+        self.question_out: TextIO = sys.stderr if self.json else sys.stdout
+        self.reader = LineReader()
+        self.active: Conversation | None = None  # a turn is running on it
+        self.cancel_requested = False
+        self.at_prompt = False
+        self.prompt_interrupted = False
+        self.interrupted = False
+        self._scope: anyio.CancelScope | None = None
+        self._tg: TaskGroup | None = None
+
+    def builder(self) -> ClientBuilder:
+        return ClientBuilder("acp-session", __version__).on_request_permission(self.on_permission)
+
+    # -- running -----------------------------------------------------------------------------------
+
+    async def run(self, body: Callable[[ClientConnection], Awaitable[int]]) -> int:
+        argv = _agent_argv(self.args.agent)
+        code = EXIT_INTERRUPTED
+        with anyio.CancelScope() as scope:
+            self._scope = scope
+            async with anyio.create_task_group() as tg:
+                self._tg = tg
+                with anyio.open_signal_receiver(signal.SIGINT) as signals:
+                    tg.start_soon(self._watch_signals, signals)
+                    try:
+                        async with self.builder().spawn(argv) as client:
+                            code = await body(client)
+                    except (AcpError, OSError) as exc:
+                        self.renderer.break_line()
+                        print(f"acp-session: {type(exc).__name__}: {exc}", file=sys.stderr)
+                        code = EXIT_ERROR
+                    tg.cancel_scope.cancel()
+        if self.interrupted:
+            self.renderer.break_line()
+            print("acp-session: interrupted", file=sys.stderr)
+            return EXIT_INTERRUPTED
+        return code
+
+    async def _watch_signals(self, signals: Any) -> None:
+        async for _ in signals:
+            if self.active is not None and not self.cancel_requested:
+                self.cancel_requested = True
+                self.renderer.info("^C cancelling the active work (Ctrl-C again to quit)")
+                assert self._tg is not None
+                self._tg.start_soon(self._cancel, self.active)
+            elif self.at_prompt and not self.prompt_interrupted:
+                self.prompt_interrupted = True
+                (sys.stderr if self.json else sys.stdout).write("\n")  # after the echoed ^C
+                self.renderer.info("^C (Ctrl-C again or Ctrl-D to quit)")
+                self._show_prompt()
+            else:
+                self.interrupted = True
+                if self._scope is not None:
+                    self._scope.cancel()
+                return
+
+    async def _cancel(self, conversation: Conversation) -> None:
+        try:
+            await conversation.cancel()
+        except Exception as exc:
+            self.renderer.info(f"cancel failed: {exc}")
+
+    # -- permission ----------------------------------------------------------------------------------
+
+    async def on_permission(self, request: RequestPermissionRequest) -> str | None:
+        options = list(request.options)
+        title = request.title if isinstance(request.title, str) else "permission"
+        described = [(o.option_id, o.name, str(o.kind)) for o in options]
+        if self.args.yes:
+            answer = choose_option(options, "allow_once") or choose_option(options, "allow_always")
+        else:
+            self.renderer.break_line()
+            bold = not self.json and color_enabled(sys.stdout)
+            try:
+                answer = await permission_question(request, self.reader, self.question_out, bold=bold)
+            except anyio.get_cancelled_exc_class():
+                with anyio.CancelScope(shield=True):
+                    self.question_out.write("\n(the question was withdrawn)\n")
+                    self.question_out.flush()
+                raise
+        self.renderer.permission(title, described, answer)
+        return answer
+
+    # -- turns ---------------------------------------------------------------------------------------
+
+    async def turn(self, conversation: Conversation, prompt: str) -> int:
+        self.cancel_requested = False
+        self.active = conversation
+        code = EXIT_ERROR
+        try:
+            turn = conversation.chat(prompt)
+            async for event in turn:
+                self.renderer.event(event)
+                if isinstance(event, ChatDone):
+                    code = exit_code(event.response.stop_reason)
+                elif isinstance(event, ChatError):
+                    code = EXIT_ERROR
+        finally:
+            self.active = None
+        return code
+
+    def _show_prompt(self) -> None:
+        out = sys.stderr if self.json else sys.stdout
+        self.renderer.break_line()
+        bold = not self.json and color_enabled(out)
+        out.write("\x1b[1m> \x1b[0m" if bold else "> ")
+        out.flush()
+
+    async def loop(self, conversation: Conversation, prompt: str | None) -> int:
+        if prompt is not None:
+            return await self.turn(conversation, prompt)
+        if not self.json:
+            self.renderer.info(
+                f"session {conversation.session_id}: type a prompt; Ctrl-C cancels, Ctrl-D or :quit exits"
+            )
+        code = EXIT_OK
+        while True:
+            self.at_prompt = True
+            self._show_prompt()
+            line = await self.reader.readline()
+            self.at_prompt = False
+            self.prompt_interrupted = False
+            if line is None:
+                self.renderer.break_line()
+                if not self.json:
+                    sys.stdout.write("\n")
+                return code
+            text = line.strip()
+            if text in (":quit", ":exit", ":q"):
+                return code
+            if text:
+                code = await self.turn(conversation, text)
+
+
+# ---------------------------------------------------------------------------------------------- commands
+
+
+def _prompt_text(words: Sequence[str]) -> str | None:
+    text = " ".join(words)
+    return text if words else None
+
+
+async def _chat(app: ChatApp) -> int:
+    args = app.args
+
+    async def body(client: ClientConnection) -> int:
+        conversation = await client.start_conversation(args.cwd)
+        return await app.loop(conversation, _prompt_text(args.prompt))
+
+    return await app.run(body)
+
+
+async def _resume(app: ChatApp) -> int:
+    args = app.args
+
+    async def body(client: ClientConnection) -> int:
+        cwd = args.cwd_given
+        if cwd is None:
+            cwd = args.cwd
+            try:
+                async for info in client.list_sessions():
+                    if info.session_id == args.session_id:
+                        cwd = info.cwd
+                        break
+            except AcpError:
+                pass  # no session/list: use --cwd's default
+        conversation = await Conversation.resume(client, args.session_id, cwd)
+        app.renderer.history(conversation.history())
+        return await app.loop(conversation, _prompt_text(args.prompt))
+
+    return await app.run(body)
+
+
+async def _sessions(app: ChatApp) -> int:
+    args = app.args
+
+    async def body(client: ClientConnection) -> int:
+        rows = [info async for info in client.list_sessions(args.cwd_given)]
+        if app.json:
+            for info in rows:
+                assert isinstance(app.renderer, JsonRenderer)
+                app.renderer.emit({"event": "session", **_session_json(info)})
+            return EXIT_OK
+        if not rows:
+            print("no sessions")
+            return EXIT_OK
+        for info in rows:
+            title = info.title if isinstance(info.title, str) else ""
+            updated = info.updated_at if isinstance(info.updated_at, str) else "-"
+            print(f"{info.session_id:<12} {updated:<20} {info.cwd}  {title}")
+        return EXIT_OK
+
+    return await app.run(body)
+
+
+def _session_json(info: Any) -> dict[str, Any]:
+    from acp_session.codec import to_builtins
+
+    data = to_builtins(info)
+    return data if isinstance(data, dict) else {"sessionId": info.session_id}
+
+
+# ---------------------------------------------------------------------------------------------- arguments
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="acp-session",
+        description="Chat with an ACP v2 agent at the terminal (default agent: the bundled reference agent).",
+        epilog=EXIT_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"acp-session {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    def common(p: argparse.ArgumentParser, *, chatty: bool = True) -> None:
+        p.add_argument(
+            "--agent",
+            metavar="COMMAND",
+            default=None,
+            help='the agent command line, e.g. "acp-reference-agent" (default: the bundled reference agent, '
+            f"sessions kept in {default_store()})",
+        )
+        p.add_argument("--cwd", metavar="DIR", default=None, help="the session's working directory (default: .)")
+        p.add_argument("--json", action="store_true", help="print one JSON object per line instead of text")
+        if chatty:
+            p.add_argument("--yes", "-y", action="store_true", help="approve every permission request (allow once)")
+
+    chat = sub.add_parser(
+        "chat",
+        help="chat: one turn with PROMPT, an interactive prompt loop without one",
+        description="Send PROMPT and stream the turn, or without PROMPT read prompts line by line. Thoughts are "
+        "dimmed, tool calls show their status, plans and notices appear as they arrive; permission questions "
+        "are asked at the terminal. Ctrl-C cancels the active work; a second Ctrl-C exits.",
+        epilog=EXIT_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    chat.add_argument("prompt", nargs="*", metavar="PROMPT", help="the prompt (several words are joined)")
+    common(chat)
+
+    sessions = sub.add_parser(
+        "sessions",
+        help="list the agent's sessions",
+        epilog=EXIT_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    common(sessions, chatty=False)
+
+    resume = sub.add_parser(
+        "resume",
+        help="resume a session: replay its history, then continue (one turn with PROMPT, else interactive)",
+        epilog=EXIT_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    resume.add_argument("session_id", metavar="ID")
+    resume.add_argument("prompt", nargs="*", metavar="PROMPT")
+    common(resume)
+
+    sub.add_parser("conformance", help="check an agent: the same as acp-conformance (see its --help)", add_help=False)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    if args_list and args_list[0] == "conformance":
+        from conformance.runner.__main__ import main as conformance_main
+
+        conformance_main(args_list[1:])
+        return
+    parser = _parser()
+    args = parser.parse_args(args_list)
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        sys.exit(EXIT_USAGE)
+    args.cwd_given = os.path.abspath(args.cwd) if args.cwd is not None else None
+    args.cwd = args.cwd_given or os.getcwd()
+    if not hasattr(args, "yes"):
+        args.yes = False
+    if not os.path.isdir(args.cwd):
+        parser.error(f"--cwd is not a directory: {args.cwd}")
+    app = ChatApp(args)
+    command = {"chat": _chat, "sessions": _sessions, "resume": _resume}[args.command]
+    try:
+        code = anyio.run(command, app)
+    except _UsageError as exc:
+        parser.error(str(exc))
+    except _Failure as exc:
+        print(f"acp-session: {exc}", file=sys.stderr)
+        code = EXIT_ERROR
+    sys.exit(code)

@@ -1,0 +1,32 @@
+"""Running the ``acp-session`` CLI in tests: its console script from this venv, state kept in a temp dir."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BIN = Path(sys.executable).parent
+CLI = str(BIN / "acp-session")
+REPO = Path(__file__).resolve().parents[2]
+
+
+def cli_env(state: Path, *, color: bool = False) -> dict[str, str]:
+    """The default reference agent keeps its sessions under ``state``; no colour unless asked for."""
+    env = {k: v for k, v in os.environ.items() if k not in ("ACP_REFERENCE_AGENT_STORE", "NO_COLOR")}
+    env["XDG_STATE_HOME"] = str(state)
+    env["TERM"] = "xterm"
+    if not color:
+        env["NO_COLOR"] = "1"
+    return env
+
+
+def run_cli(state: Path, *args: str, stdin: str = "", timeout: float = 30) -> subprocess.CompletedProcess[str]:
+    if not os.path.exists(CLI):
+        pytest.skip("the acp-session console script is not installed (pip install -e .)")
+    return subprocess.run(
+        [CLI, *args], input=stdin, capture_output=True, text=True, env=cli_env(state), timeout=timeout, cwd=state
+    )

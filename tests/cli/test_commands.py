@@ -1,0 +1,125 @@
+"""``acp-session`` subcommands without a terminal: --json, --yes, exit codes, sessions, resume, conformance."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from acp_session.cli.main import EXIT_CODES, exit_code
+from tests.cli.support import REPO, cli_env, run_cli
+
+
+def json_lines(stdout: str) -> list[dict[str, object]]:
+    records = [json.loads(line) for line in stdout.splitlines()]
+    assert all(isinstance(r, dict) and "event" in r for r in records)
+    return records
+
+
+def test_json_output_one_event_per_line_ending_with_done(tmp_path: Path) -> None:
+    result = run_cli(tmp_path, "chat", "--json", "--yes", "/permission")
+    assert result.returncode == 0, result.stderr
+    records = json_lines(result.stdout)
+    kinds = [r["event"] for r in records]
+    assert kinds[0] == "start" and kinds[-1] == "done"
+    assert kinds.index("tool_begin") < kinds.index("permission") < kinds.index("tool_end") < kinds.index("done")
+    permission = next(r for r in records if r["event"] == "permission")
+    assert permission["answer"] == "allow-once"  # --yes approves
+    assert records[-1]["stop_reason"] == "end_turn"
+    assert records[-1]["text"] == "Done: build/ was removed."
+
+
+def test_exit_codes_follow_the_stop_reason(tmp_path: Path) -> None:
+    result = run_cli(tmp_path, "chat", "--json", "/max_tokens")
+    assert json_lines(result.stdout)[-1]["stop_reason"] == "max_tokens"
+    assert result.returncode == EXIT_CODES["max_tokens"] == 5, result.stderr
+    assert [exit_code(r) for r in ("end_turn", "error", "cancelled", "refusal", "max_tokens", "max_turn_requests")] == [
+        0,
+        1,
+        3,
+        4,
+        5,
+        6,
+    ]
+    assert exit_code("some_future_reason") == 7 and exit_code(None) == 1
+    assert len(set(EXIT_CODES.values())) == len(EXIT_CODES)
+
+
+def test_usage_errors_exit_2_and_help_documents_the_exit_codes(tmp_path: Path) -> None:
+    assert run_cli(tmp_path).returncode == 2
+    assert run_cli(tmp_path, "chat", "--no-such-option").returncode == 2
+    assert run_cli(tmp_path, "chat", "--agent", "", "hi").returncode == 2
+    missing = run_cli(tmp_path, "chat", "--agent", "no-such-agent-command-xyz", "hi")
+    assert missing.returncode == 1 and "agent command not found" in missing.stderr
+    help_text = run_cli(tmp_path, "chat", "--help").stdout
+    for line in ("0    the turn ended with end_turn", "3    cancelled", "4    refusal", "5    max_tokens"):
+        assert line in help_text
+    assert "6    max_turn_requests" in help_text and "130  interrupted" in help_text
+
+
+def test_piped_stdin_runs_the_interactive_loop_and_rejects_at_end_of_input(tmp_path: Path) -> None:
+    result = run_cli(tmp_path, "chat", stdin="hello\n/permission\n")
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert out.index("Hello! I am the ACP reference agent.") < out.index("? Run `rm -rf build/`?")
+    # stdin ended while the question was open: no approval (the cancelled outcome)
+    assert "[permission] Run `rm -rf build/`?: cancelled" in out
+    assert "Permission was not granted" in out
+
+
+def test_sessions_then_resume_replays_and_continues(tmp_path: Path) -> None:
+    assert run_cli(tmp_path, "sessions").stdout.strip() == "no sessions"
+    first = run_cli(tmp_path, "chat", stdin="hello\n/tool\n")
+    assert first.returncode == 0, first.stderr
+
+    listed = run_cli(tmp_path, "sessions")
+    assert listed.returncode == 0, listed.stderr
+    (line,) = listed.stdout.splitlines()
+    assert line.startswith("sess-1 ") and line.endswith("hello") and str(tmp_path) in line
+
+    # A new agent process: the session is replayed from the agent's store, then the prompt continues it.
+    resumed = run_cli(tmp_path, "resume", "sess-1", "what", "now")
+    assert resumed.returncode == 0, resumed.stderr
+    out = resumed.stdout
+    assert out.index("> hello") < out.index("Hello! I am the ACP reference agent.") < out.index("> /tool")
+    assert out.index("[tool] Editing example.txt (edit): completed") < out.index("I changed one line")
+    assert (
+        out.index("--- end of replayed history ---") < out.index("You said: what now") < out.index("[stop: end_turn]")
+    )
+
+    unknown = run_cli(tmp_path, "resume", "sess-99", "hi")
+    assert unknown.returncode == 1 and "ResourceNotFound" in unknown.stderr
+
+
+def test_conformance_subcommand_is_acp_conformance(tmp_path: Path) -> None:
+    agent = f"{sys.executable} -m conformance.agent"
+    result = run_cli(tmp_path, "conformance", "--agent", agent, "--check", "initialize", "--json")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert [c["result"] for c in report["checks"]] == ["pass"]
+    assert run_cli(tmp_path, "conformance", "--agent", agent, "--check", "no-such-check").returncode != 0
+
+
+def test_python_dash_m_acp_session(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "acp_session", "chat", "hello"],
+        capture_output=True,
+        text=True,
+        env=cli_env(tmp_path),
+        cwd=REPO,
+        timeout=30,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        "Hello! I am the ACP reference agent. Type /help to see what I can demonstrate.",
+        "[stop: end_turn]",
+    ]
+
+
+@pytest.mark.parametrize("reason", sorted(EXIT_CODES))
+def test_exit_code_table_is_in_docs(reason: str) -> None:
+    docs = (REPO / "docs" / "cli.md").read_text(encoding="utf-8")
+    assert f"| {EXIT_CODES[reason]} | `{reason}`" in docs
