@@ -120,9 +120,8 @@ class SessionState:
         # Resume bookkeeping: None outside a resume window.
         self._resume_marks: tuple[int, int] | None = None
         self._replay_seen: set[int] | None = None
-        self._replay_cursor = 0
-        # Where the replay cursor stood before a replayed update jumped it forward to an existing entity.
-        self._replay_jumps: dict[int, int] = {}
+        # The timeline as the replay rebuilds it: each entity where its first replayed update puts it.
+        self._replay_order: list[TimelineEntry] = []
 
     # ------------------------------------------------------------------ folding
 
@@ -155,15 +154,16 @@ class SessionState:
         """
         self._resume_marks = (self._config_updates, self._command_updates)
         self._replay_seen = set() if replay else None
-        self._replay_cursor = 0
-        self._replay_jumps = {}
+        self._replay_order = []
 
     def apply_resume_response(self, response: ResumeSessionResponse) -> list[StateEvent]:
         """Close the resume window. The response does not imply any state (ACP2-055)."""
         marks = self._resume_marks or (self._config_updates, self._command_updates)
         self._resume_marks = None
+        if self._replay_seen is not None:
+            self._adopt_replay_order()
         self._replay_seen = None
-        self._replay_jumps = {}
+        self._replay_order = []
         return self._initial_lists(response.config_options, response.available_commands, marks)
 
     def apply_set_config_option_response(self, response: SetSessionConfigOptionResponse) -> StateEvent:
@@ -385,31 +385,23 @@ class SessionState:
     # ------------------------------------------------------------------ timeline helpers
 
     def _place(self, entity: TimelineEntry) -> None:
-        """Give a first-seen entity its timeline slot: the end live, the replay cursor in a replay."""
-        timeline = self._timeline
-        seen = self._replay_seen
-        if seen is None:
-            entity.position = len(timeline)
-            timeline.append(entity)
-            return
-        seen.add(id(entity))
-        at = self._replay_cursor
-        timeline.insert(at, entity)
-        for index in range(at, len(timeline)):
-            timeline[index].position = index
-        self._replay_cursor = at + 1
+        """Give a first-seen entity its timeline slot (the end); in a replay it also joins the replay order."""
+        entity.position = len(self._timeline)
+        self._timeline.append(entity)
+        if self._replay_seen is not None:
+            self._replay_seen.add(id(entity))
+            self._replay_order.append(entity)
 
-    def _touch(self, entity: Message | ToolCall | Plan | Compaction | Terminal, in_timeline: bool = True) -> None:
-        """First replayed update of an existing entity: reset it so the replay rebuilds it."""
+    def _touch(self, entity: Message | ToolCall | Plan | Compaction | Terminal) -> None:
+        """A replayed update of an existing entity: the first one resets it so the replay rebuilds it."""
         seen = self._replay_seen
         assert seen is not None
         key = id(entity)
         if key not in seen:
             seen.add(key)
             entity.reset()
-        if in_timeline and entity.position >= self._replay_cursor:
-            self._replay_jumps.setdefault(key, self._replay_cursor)
-            self._replay_cursor = entity.position + 1
+            if not isinstance(entity, Terminal):  # terminals are looked up by id, not kept in the timeline
+                self._replay_order.append(entity)
 
     def _remove(self, entity: TimelineEntry) -> None:
         timeline = self._timeline
@@ -417,19 +409,19 @@ class SessionState:
         del timeline[at]
         for index in range(at, len(timeline)):
             timeline[index].position = index
-        if self._replay_cursor > at:
-            self._replay_cursor -= 1
-        if self._replay_seen is not None:
+        if self._replay_seen is not None and id(entity) in self._replay_seen:
             self._replay_seen.discard(id(entity))
-            # The replay matched this entity (later re-created live) to an earlier one: what it jumped over
-            # has not been replayed yet, so the cursor goes back to where the jump started.
-            jumped_from = self._replay_jumps.pop(id(entity), None)
-            if jumped_from is not None and jumped_from < self._replay_cursor:
-                # ...but not back over entries the replay has already reached since then.
-                seen = self._replay_seen
-                while jumped_from < len(timeline) and id(timeline[jumped_from]) in seen:
-                    jumped_from += 1
-                self._replay_cursor = jumped_from
+            self._replay_order.remove(entity)
+
+    def _adopt_replay_order(self) -> None:
+        """End of a replay: the timeline takes the replay's order (first replayed appearance fixes a position);
+        entries the replay never mentioned keep their relative order after it."""
+        seen = self._replay_seen
+        assert seen is not None
+        timeline = self._replay_order + [entry for entry in self._timeline if id(entry) not in seen]
+        for index, entry in enumerate(timeline):
+            entry.position = index
+        self._timeline = timeline
 
     # ------------------------------------------------------------------ handlers
 
@@ -480,7 +472,7 @@ class SessionState:
                 self._replay_seen.add(id(terminal))
             return terminal, True
         if self._replay_seen is not None:
-            self._touch(terminal, in_timeline=False)
+            self._touch(terminal)
         return terminal, False
 
     def _on_terminal(self, update: TerminalUpdate) -> StateEvent:
@@ -626,23 +618,13 @@ class SessionState:
         return UnknownUpdate(entry, True)
 
     def _match_replayed_unknown(self, update: UnknownSessionUpdate) -> UnknownEntry | None:
-        """Find the existing raw entry a replayed unknown update stands for, in timeline order.
-
-        The scan stops at the first not-yet-replayed known entity: the replay has not reached it,
-        so an unknown update before it in the replay cannot be one that comes after it.
-        """
+        """The earliest existing raw entry equal to a replayed unknown update that the replay has not matched yet."""
         seen = self._replay_seen
         assert seen is not None
-        timeline = self._timeline
-        for index in range(self._replay_cursor, len(timeline)):
-            entry = timeline[index]
-            if id(entry) in seen:
-                continue
-            if not isinstance(entry, UnknownEntry):
-                return None
-            if entry.raw == update:
+        for entry in self._timeline:
+            if type(entry) is UnknownEntry and id(entry) not in seen and entry.raw == update:
                 seen.add(id(entry))
-                self._replay_cursor = index + 1
+                self._replay_order.append(entry)
                 return entry
         return None
 

@@ -182,3 +182,23 @@ def test_replay_of_a_removed_then_recreated_plan_keeps_entries_it_jumped_over() 
         live.apply(item)
     live.apply_resume_response(codec.convert({}, ResumeSessionResponse))
     assert live.to_snapshot() == before
+
+
+def test_replay_matches_an_unknown_entry_that_precedes_a_recreated_plan() -> None:
+    """Hypothesis case: the first replayed plan update is matched to the plan re-created later; the unknown update
+    replayed next must still match the existing entry before it, not be added twice."""
+    plan = {"sessionUpdate": "plan_update", "plan": {"type": "markdown", "planId": "p", "content": ""}}
+    updates = [
+        unstable_update(plan),
+        update({"sessionUpdate": "_marker", "n": 0}),
+        unstable_update({"sessionUpdate": "plan_removed", "planId": "p"}),
+        unstable_update(plan),
+    ]
+    live = fold(updates)
+    before = live.to_snapshot()
+    assert [entry["entity"] for entry in before["timeline"]] == ["unknown", "plan"]
+    live.begin_resume(replay=True)
+    for item in updates:
+        live.apply(item)
+    live.apply_resume_response(codec.convert({}, ResumeSessionResponse))
+    assert live.to_snapshot() == before
