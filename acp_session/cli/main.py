@@ -158,7 +158,8 @@ class ChatApp:
                 self._tg.start_soon(self._cancel, self.active)
             elif self.at_prompt and not self.prompt_interrupted:
                 self.prompt_interrupted = True
-                (sys.stderr if self.json else sys.stdout).write("\n")  # after the echoed ^C
+                if self.json:
+                    sys.stderr.write("\n")  # after the echoed ^C
                 self.renderer.info("^C (Ctrl-C again or Ctrl-D to quit)")
                 self._show_prompt()
             else:
@@ -185,11 +186,18 @@ class ChatApp:
             self.renderer.break_line()
             bold = not self.json and color_enabled(sys.stdout)
             try:
-                answer = await permission_question(request, self.reader, self.question_out, bold=bold)
+                answer = await permission_question(
+                    request,
+                    self.reader,
+                    self.question_out,
+                    bold=bold,
+                    asked=None if self.json else self.renderer.partial_line,
+                    answered=self.renderer.line_start,
+                )
             except anyio.get_cancelled_exc_class():
-                with anyio.CancelScope(shield=True):
-                    self.question_out.write("\n(the question was withdrawn)\n")
-                    self.question_out.flush()
+                self.renderer.break_line()
+                self.question_out.write("(the question was withdrawn)\n")
+                self.question_out.flush()
                 raise
         self.renderer.permission(title, described, answer)
         return answer
@@ -218,6 +226,8 @@ class ChatApp:
         bold = not self.json and color_enabled(out)
         out.write("\x1b[1m> \x1b[0m" if bold else "> ")
         out.flush()
+        if not self.json:
+            self.renderer.partial_line()
 
     async def loop(self, conversation: Conversation, prompt: str | None) -> int:
         if prompt is not None:
@@ -235,9 +245,9 @@ class ChatApp:
             self.prompt_interrupted = False
             if line is None:
                 self.renderer.break_line()
-                if not self.json:
-                    sys.stdout.write("\n")
                 return code
+            if not self.json and os.isatty(self.reader.fd):
+                self.renderer.line_start()  # the terminal echoed the line and its newline
             text = line.strip()
             if text in (":quit", ":exit", ":q"):
                 return code

@@ -6,6 +6,7 @@ import contextlib
 import os
 import sys
 import threading
+from collections.abc import Callable
 from typing import TextIO
 
 import anyio
@@ -120,7 +121,13 @@ def _choices(options: list[PermissionOption]) -> str:
 
 
 async def permission_question(
-    request: RequestPermissionRequest, reader: LineReader, out: TextIO, *, bold: bool = False
+    request: RequestPermissionRequest,
+    reader: LineReader,
+    out: TextIO,
+    *,
+    bold: bool = False,
+    asked: Callable[[], None] | None = None,
+    answered: Callable[[], None] = lambda: None,
 ) -> str | None:
     """Ask at the terminal until the answer names an offered option; None (cancelled) at end of input."""
     options = _options(request)
@@ -130,6 +137,8 @@ async def permission_question(
     while True:
         out.write("answer (o = allow once, a = always, r = reject): ")
         out.flush()
+        if asked is not None:
+            asked()
         line = await reader.readline()
         if line is None:
             out.write("\n")
@@ -137,6 +146,7 @@ async def permission_question(
             return None
         if not os.isatty(reader.fd):
             out.write(line + "\n")  # not echoed by a terminal: show what was answered
+        answered()
         answer = parse_answer(options, line)
         if answer is not None:
             return answer

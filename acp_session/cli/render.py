@@ -75,6 +75,12 @@ class Renderer:
     def break_line(self) -> None:
         """End a partly written line (before a question or a prompt is printed)."""
 
+    def partial_line(self) -> None:
+        """Something else (a question, the input prompt) left the cursor mid-line on this output."""
+
+    def line_start(self) -> None:
+        """Something else (an echoed input line) moved the cursor to the start of a line."""
+
 
 class TerminalRenderer(Renderer):
     """Streams text as it arrives; thoughts dimmed, tool calls with their status, the plan, notices."""
@@ -101,6 +107,14 @@ class TerminalRenderer(Renderer):
     def break_line(self) -> None:
         if not self._col0:
             self._write("\n")
+        self._stream = None
+
+    def partial_line(self) -> None:
+        self._col0 = False
+        self._stream = None
+
+    def line_start(self) -> None:
+        self._col0 = True
         self._stream = None
 
     def _line(self, text: str, *styles: str) -> None:

@@ -118,5 +118,17 @@ def test_permission_rejected_and_thoughts_dimmed(tmp_path: Path) -> None:
     child.sendline("r")
     child.expect("Permission was not granted, so I did nothing.")
     child.expect("> ")
+
+    # Ctrl-C while the question is open: the work is cancelled and the question withdrawn; the line typed
+    # next goes to the next prompt.
+    child.sendline("/permission")
+    child.expect("answer ")
+    child.sendintr()
+    child.expect(re.escape("(the question was withdrawn)"))
+    child.expect(r"\[stop: cancelled\]")
+    child.expect("> ")
+    child.sendline("hello")
+    child.expect("Hello! I am the ACP reference agent.")
+    child.expect("> ")
     child.sendline(":quit")
     assert finish(child) == 0
