@@ -17,6 +17,7 @@ import anyio
 from anyio.abc import Process
 
 from .base import DEFAULT_RECEIVE_SIZE, PeerExit
+from .pipe import PipeReader, open_pipe
 
 __all__ = ["AgentProcess", "stdio_agent"]
 
@@ -29,9 +30,16 @@ class AgentProcess:
     """A ``Transport`` over a running agent subprocess; ``aclose()`` shuts it down politely, then firmly."""
 
     def __init__(
-        self, process: Process, *, grace_period: float, terminate_timeout: float, stderr_tail_lines: int
+        self,
+        process: Process,
+        stdout: PipeReader | None = None,
+        *,
+        grace_period: float,
+        terminate_timeout: float,
+        stderr_tail_lines: int,
     ) -> None:
         self.process = process
+        self._stdout = stdout  # read directly (POSIX); else the process's own stdout stream
         self.grace_period = grace_period
         self.terminate_timeout = terminate_timeout
         self._stderr_tail: deque[str] = deque(maxlen=stderr_tail_lines)
@@ -54,6 +62,8 @@ class AgentProcess:
         return tuple(self._stderr_tail)
 
     async def receive(self, max_bytes: int = DEFAULT_RECEIVE_SIZE) -> bytes:
+        if self._stdout is not None:
+            return await self._stdout.receive(max_bytes)
         assert self.process.stdout is not None
         return await self.process.stdout.receive(max_bytes)
 
@@ -90,6 +100,8 @@ class AgentProcess:
                 await process.wait()
             if process.stdout is not None:
                 await process.stdout.aclose()
+            if self._stdout is not None:
+                await self._stdout.aclose()
             with anyio.move_on_after(0.2):
                 await self._stderr_done.wait()
             _release_pipes(process)
@@ -149,16 +161,29 @@ async def stdio_agent(
     ``env`` replaces the environment when given. stderr lines go to ``on_stderr`` or, by default, to the
     ``acp_session.agent.stderr`` logger.
     """
-    process = await anyio.open_process(
-        list(argv),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        cwd=cwd,
-        env=dict(env) if env is not None else None,
-    )
+    stdout: PipeReader | None = None
+    child_stdout: int = subprocess.PIPE
+    if os.name == "posix":
+        stdout, child_stdout = open_pipe()
+    try:
+        process = await anyio.open_process(
+            list(argv),
+            stdin=subprocess.PIPE,
+            stdout=child_stdout,
+            stderr=subprocess.PIPE,
+            cwd=cwd,
+            env=dict(env) if env is not None else None,
+        )
+    except BaseException:
+        if stdout is not None:
+            await stdout.aclose()
+        raise
+    finally:
+        if stdout is not None:
+            os.close(child_stdout)  # the child has its own copy; ours would keep the pipe from ever ending
     agent = AgentProcess(
         process,
+        stdout,
         grace_period=grace_period,
         terminate_timeout=terminate_timeout,
         stderr_tail_lines=stderr_tail_lines,

@@ -46,6 +46,23 @@ async def bare(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+async def conversation(args: argparse.Namespace) -> dict[str, Any]:
+    agent = [sys.executable, args.agent, "--wire", "v2", "--n", str(args.n)]
+    async with ClientBuilder("bench", "1").spawn(agent) as client:
+        chat = await client.start_conversation("/tmp")
+        start = time.perf_counter()
+        turn = chat.chat("go")
+        response = await turn
+        elapsed = time.perf_counter() - start
+        accepted_at = time.time()  # (chat_to_completion has no earlier hook; measured at the end)
+    assert len(response.text) == args.expect_chars, (len(response.text), args.expect_chars)
+    return {
+        "updates_per_s": args.n / elapsed,
+        "cold_start_s": accepted_at - args.t0,
+        "peak_rss_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+    }
+
+
 async def config_round_trips(args: argparse.Namespace) -> dict[str, Any]:
     agent = [sys.executable, args.agent, "--wire", "v2", "--n", "1"]
     async with ClientBuilder("bench", "1").spawn(agent) as client:
@@ -59,7 +76,7 @@ async def config_round_trips(args: argparse.Namespace) -> dict[str, Any]:
     return {"p50_us": samples[len(samples) // 2] * 1e6, "p99_us": samples[int(len(samples) * 0.99)] * 1e6}
 
 
-MODES = {"bare": bare, "config": config_round_trips}
+MODES = {"bare": bare, "conversation": conversation, "config": config_round_trips}
 
 
 def main() -> None:
