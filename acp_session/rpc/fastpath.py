@@ -54,6 +54,7 @@ class FastNotifications:
                 tag_field="method",
                 tag=method,
                 forbid_unknown_fields=True,
+                gc=False,  # a frame holds only decoded JSON; untracked, a block of them costs the collector nothing
             )
             self.handlers[frame] = (method, handler)
             groups.setdefault((typed.dec_hook, typed.float_hook, typed.strict), []).append(frame)
