@@ -67,6 +67,14 @@ _METHOD_KEY = b'"method"'
 _NL = b"\n"
 
 
+DEFAULT_NOTIFICATION_QUEUE_SIZE = 16_384
+"""Notifications held for an async handler before the reader pauses (a few MiB of decoded chunk updates).
+
+Large enough that a handler awaiting a request on this connection gets its answer even when the agent
+streams thousands of updates first; bounded so a stuck handler slows the agent down instead of growing
+memory without limit (see docs/design.md, "Ordering, concurrency, backpressure")."""
+
+
 class Connection:
     """A bidirectional JSON-RPC 2.0 peer over a ``Transport``; use as ``async with Connection(t) as c``."""
 
@@ -75,7 +83,7 @@ class Connection:
         transport: Transport,
         *,
         max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
-        notification_queue_size: int = 1024,
+        notification_queue_size: int = DEFAULT_NOTIFICATION_QUEUE_SIZE,
         max_concurrent_requests: int = 256,
         write_high_water: int = 4 * 1024 * 1024,
         close_flush_timeout: float = 1.0,

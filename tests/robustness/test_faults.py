@@ -220,12 +220,6 @@ async def test_update_handler_awaiting_a_request_on_the_same_connection(tmp_path
     assert message is not None and message.text == texts(1000)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="F4: an update handler awaiting a response that the agent sends only after more than ~2 000 further "
-    "updates (rpc queue 1024 + client update queue 1024) stalls: the reader stops reading to bound memory. "
-    "Documented limit (docs/design.md, docs/robustness.md); a fix needs a design decision in client.py/rpc",
-)
 @pytest.mark.anyio
 async def test_update_handler_awaiting_a_response_behind_a_long_stream(tmp_path: Path) -> None:
     seen = Observed()
