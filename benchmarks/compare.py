@@ -128,7 +128,7 @@ def stream_bytes(n: int) -> list[bytes]:
     ]
 
 
-class _Envelope(msgspec.Struct):
+class _Envelope(msgspec.Struct, gc=False):  # untracked, like the generated types it carries
     jsonrpc: str
     method: str
     params: UpdateSessionNotification
@@ -185,11 +185,17 @@ def main() -> None:
     report: dict[str, Any] = {"date": time.strftime("%Y-%m-%d"), "machine": os.uname().machine, "sizes": {}}
     for n in args.sizes:
         lines = stream_bytes(n)
-        rows = {name: measure_client(argv, n, args.repeats) for name, argv in table.items()}
-        bounds = {
-            "raw msgspec typed decode": raw_decode_rate(lines, args.repeats),
-            "cat through a pipe": cat_rate(lines, args.repeats),
-        }
+        # Clients and lower bounds alternate (best of each): the machine's speed drifts between moments.
+        raw_decode_rate(lines, 1)  # warm up the allocator for the in-process baseline
+        rows: dict[str, dict[str, Any]] = {}
+        bounds = {"raw msgspec typed decode": 0.0, "cat through a pipe": 0.0}
+        for _ in range(args.repeats):
+            bounds["raw msgspec typed decode"] = max(bounds["raw msgspec typed decode"], raw_decode_rate(lines, 1))
+            bounds["cat through a pipe"] = max(bounds["cat through a pipe"], cat_rate(lines, 1))
+            for name, argv in table.items():
+                row = measure_client(argv, n, 1)
+                if name not in rows or row["updates_per_s"] > rows[name]["updates_per_s"]:
+                    rows[name] = row
         report["sizes"][n] = {"clients": rows, "lower_bounds": bounds}
         ours = rows[ours_name]["updates_per_s"]
         print(f"\nN = {n:,} chunk updates (40-byte texts), folded into the final text")

@@ -1,8 +1,18 @@
 // Benchmark client built on the official TypeScript SDK's v2 client app (@agentclientprotocol/sdk,
 // "experimental/v2"). Used only by benchmarks/compare.py. Prints one JSON line like the Python peers.
 import { spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { Readable, Writable } from "node:stream";
 import { client, ndJsonStream } from "@agentclientprotocol/sdk/experimental/v2";
+
+// Own peak RSS (VmHWM): getrusage's maxRSS would include the forking parent's peak on Linux.
+function peakRssKib() {
+  try {
+    const line = readFileSync("/proc/self/status", "utf8").split("\n").find((l) => l.startsWith("VmHWM:"));
+    if (line) return Number(line.split(/\s+/)[1]);
+  } catch {}
+  return process.resourceUsage().maxRSS;
+}
 
 const args = Object.fromEntries(
   process.argv.slice(2).reduce((pairs, value, index, all) => (index % 2 ? pairs : [...pairs, [all[index].replace(/^--/, ""), all[index + 1]]]), []),
@@ -26,7 +36,7 @@ console.log(
   JSON.stringify({
     updates_per_s: n / elapsed,
     cold_start_s: acceptedAt - Number(args.t0),
-    peak_rss_kib: process.resourceUsage().maxRSS,
+    peak_rss_kib: peakRssKib(),
   }),
 );
 child.stdin.end();
