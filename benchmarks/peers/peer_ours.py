@@ -7,28 +7,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
 import sys
 import time
 from typing import Any
 
 import anyio
+from rss import peak_rss_kib
 
 from acp_session import ClientBuilder
 from acp_session.schema.types import AgentMessageChunk, StateUpdate, TextContent, UpdateSessionNotification
-
-
-def peak_rss_kib() -> int:
-    """This process's own peak RSS. ``ru_maxrss`` would carry over the forking parent's peak through exec on
-    Linux, so the kernel's per-address-space high-water mark (VmHWM) is read where it exists."""
-    try:
-        with open("/proc/self/status") as status:
-            for line in status:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
 
 async def bare(args: argparse.Namespace) -> dict[str, Any]:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import resource
 import sys
 import time
 from typing import Any
@@ -17,19 +16,7 @@ from typing import Any
 import acp
 from acp import PROTOCOL_VERSION, text_block
 from acp.stdio import spawn_agent_process
-
-
-def peak_rss_kib() -> int:
-    """This process's own peak RSS. ``ru_maxrss`` would carry over the forking parent's peak through exec on
-    Linux, so the kernel's per-address-space high-water mark (VmHWM) is read where it exists."""
-    try:
-        with open("/proc/self/status") as status:
-            for line in status:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+from rss import peak_rss_kib
 
 
 class FoldingClient:
