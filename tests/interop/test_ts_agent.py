@@ -6,6 +6,7 @@ The agent (ts_agent.mjs) records every message it receives, so each test also ch
 from __future__ import annotations
 
 import json
+import subprocess
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -146,6 +147,8 @@ async def test_every_turn_kind_folds_into_history(node: str, tmp_path: Path) -> 
         tools = [e for e in conversation.history() if isinstance(e, ToolCall)]
         assert [(t.tool_call_id, t.status) for t in tools] == [("tc-1", "completed"), ("tc-2", "completed")]
 
+    # The SDK validates every message it receives against its schema: none of ours was refused.
+    assert [m for m in recorded.lines("out") if "error" in m] == []
     # What the agent received of ours: every prompt exactly as sent, and our permission answer.
     prompts = recorded.requests("session/prompt")
     assert [p["params"] for p in prompts] == [
@@ -341,3 +344,33 @@ async def test_close_cancels_running_work(node: str, tmp_path: Path) -> None:
         if m.get("method") == "session/update" and m["params"]["update"].get("stopReason") == "cancelled"
     ]
     assert idle and idle[0] < close_answer  # the cancelled idle update came before the close response
+
+
+def _initialize_lines(node: str, *versions: int) -> list[dict[str, Any]]:
+    lines = [
+        {"jsonrpc": "2.0", "id": i, "method": "initialize", "params": {"protocolVersion": v, "info": INFO}}
+        for i, v in enumerate(versions, 1)
+    ]
+    # stdin stays open until every answer is read, so the agent never sees end-of-file mid-exchange.
+    with subprocess.Popen([node, str(TS_AGENT)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True) as proc:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write("".join(json.dumps(line) + "\n" for line in lines))
+        proc.stdin.flush()
+        answers = [json.loads(proc.stdout.readline()) for _ in lines]
+        proc.stdin.close()
+        proc.wait(timeout=10)
+    return answers
+
+
+INFO = {"name": "raw", "version": "1"}
+
+
+def test_version_negotiation_first_and_repeated(node: str) -> None:
+    # A first initialize below 2 reaches the agent's handler (-32022 with the supported versions); a repeated
+    # one asking for less than 2 is refused by the SDK itself with -32600 (docs/interop.md, finding I1).
+    first, newer, repeated = _initialize_lines(node, 1, 3, 1)
+    assert first["error"]["code"] == -32022
+    assert first["error"]["data"] == {"requested": 1, "supported": [2]}
+    assert newer["result"]["protocolVersion"] == 2
+    assert repeated["error"]["code"] == -32600
+    assert "repeated initialize" in repeated["error"]["message"]

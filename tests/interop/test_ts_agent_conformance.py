@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -46,3 +47,8 @@ def test_conformance_against_the_sdk_agent(node: str) -> None:
     assert len(passed) == 18
     assert passed == set(results) - not_applicable - set(KNOWN_FAILURES)
     assert results["initialize"]["message"] == "agent acp-interop-ts-agent 1.0.0"
+
+    # docs/interop.md records the same results, check by check, in the runner's order.
+    doc = (ROOT / "docs" / "interop.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| `([a-z-]+)` \| (pass|fail|n/a) \|", doc, flags=re.MULTILINE)
+    assert rows == [(check["id"], check["result"]) for check in report["checks"]]
