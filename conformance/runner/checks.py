@@ -172,8 +172,8 @@ async def initialize(ctx: CheckContext) -> str | None:
 
 @check(
     "version-negotiation",
-    "initialize negotiates other requested versions",
-    ("initialization.mdx#version-negotiation", "schema:InitializeResponse.protocolVersion", "schema:ErrorCode(-32022)"),
+    "initialize answers a newer requested version with the highest one it supports",
+    ("initialization.mdx#version-negotiation", "schema:InitializeResponse.protocolVersion"),
     initialize=False,
 )
 async def version_negotiation(ctx: CheckContext) -> str | None:
@@ -189,6 +189,18 @@ async def version_negotiation(ctx: CheckContext) -> str | None:
         "schema:InitializeResponse.protocolVersion",
         f"requested 3: expected the highest supported version at or below 3 (2 for a v2 agent), got {version!r}",
     )
+    return f"3 -> {version}"
+
+
+@check(
+    "version-too-old",
+    "initialize with an older version than the agent supports fails with -32022 (or answers one at or below it)",
+    ("initialization.mdx#version-negotiation", "schema:ErrorCode(-32022)"),
+    initialize=False,
+)
+async def version_too_old(ctx: CheckContext) -> str | None:
+    # A fresh agent process: what a repeated initialize may do is not specified, so the probe comes first.
+    p = ctx.probe
     frame = await p.call(
         "initialize",
         InitializeRequest(protocol_version=1, info=Implementation(name="acp-conformance", version="0.1.0")),
@@ -200,7 +212,7 @@ async def version_negotiation(ctx: CheckContext) -> str | None:
             "schema:ErrorCode(-32022)",
             f"requested 1: an agent without a version <= 1 must fail with -32022, got {error_code(frame)}",
         )
-        return "3 -> 2, 1 -> -32022"
+        return "1 -> -32022"
     old = result_of(frame)
     version = old.get("protocolVersion") if isinstance(old, dict) else None
     require(
@@ -208,7 +220,7 @@ async def version_negotiation(ctx: CheckContext) -> str | None:
         "schema:InitializeResponse.protocolVersion",
         f"requested 1: the answer must be at or below 1 (or -32022), got {version!r}",
     )
-    return f"3 -> 2, 1 -> {version}"
+    return f"1 -> {version}"
 
 
 @check("auth-methods", "advertised auth methods come with auth/login and auth/logout", ("ACP2-027", "ACP2-060"))
