@@ -24,6 +24,15 @@ AGENT = Path(__file__).parent / "agents" / "flood_agent.py"
 
 
 def peak_rss_mib() -> float:
+    """This process's own peak RSS. ``ru_maxrss`` carries the forking parent's (pytest's) peak over exec on
+    Linux, which hid any growth here; the address space's own high-water mark (VmHWM) does not."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
 
 

@@ -44,7 +44,7 @@ def test_flood_into_a_slow_handler(backend: str) -> None:
     assert result["handler_seconds"] >= 10 * result["agent_raw_seconds"]
     # ... so the producer was held back by the pipe (backpressure), not buffered by the client.
     assert result["agent_pipe_seconds"] >= 0.8 * result["handler_seconds"]
-    assert result["rss_growth_mib"] < 64 + result["text_mib"]
+    assert 0 < result["rss_growth_mib"] < 64 + result["text_mib"]  # > 0: the measurement sees this process
 
 
 @pytest.mark.anyio
