@@ -231,10 +231,19 @@ class ClientBuilder:
 
     @asynccontextmanager
     async def spawn(
-        self, argv: Sequence[str], cwd: str | None = None, env: Mapping[str, str] | None = None, **options: Any
+        self,
+        argv: Sequence[str],
+        cwd: str | None = None,
+        env: Mapping[str, str] | None = None,
+        *,
+        own_process_group: bool = False,
+        **options: Any,
     ) -> AsyncIterator[ClientConnection]:
-        """Start an agent subprocess and connect to it; leaving the block shuts the process down."""
-        process = stdio_agent(argv, cwd, env)
+        """Start an agent subprocess and connect to it; leaving the block shuts the process down.
+
+        ``own_process_group`` keeps a terminal's Ctrl-C away from the agent (interactive front ends turn it
+        into ``session/cancel`` instead)."""
+        process = stdio_agent(argv, cwd, env, start_new_session=own_process_group)
         transport = await process.__aenter__()  # by hand, for the same reason as in connect()
         try:
             async with self.connect(transport, **options) as client:

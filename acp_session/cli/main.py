@@ -60,10 +60,6 @@ exit codes:
   130  interrupted (Ctrl-C twice)
 """
 
-# Runs the agent in its own process group, so the terminal's Ctrl-C reaches only this CLI, which turns it into
-# session/cancel instead of killing the agent.
-_OWN_GROUP = "import os, sys\nif hasattr(os, 'setpgid'):\n    os.setpgid(0, 0)\nos.execvp(sys.argv[1], sys.argv[1:])"
-
 
 def exit_code(stop_reason: str | None) -> int:
     if stop_reason is None:
@@ -90,7 +86,7 @@ def _agent_argv(command: str | None) -> list[str]:
         raise _UsageError("--agent is empty")
     if shutil.which(argv[0]) is None:
         raise _Failure(f"agent command not found: {argv[0]}")
-    return [sys.executable, "-c", _OWN_GROUP, *argv]
+    return argv
 
 
 class _UsageError(Exception):
@@ -136,7 +132,9 @@ class ChatApp:
                 with anyio.open_signal_receiver(signal.SIGINT) as signals:
                     tg.start_soon(self._watch_signals, signals)
                     try:
-                        async with self.builder().spawn(argv) as client:
+                        # Its own process group: the terminal's Ctrl-C reaches only this CLI, which turns it into
+                        # session/cancel instead of killing the agent.
+                        async with self.builder().spawn(argv, own_process_group=True) as client:
                             code = await body(client)
                     except (AcpError, OSError) as exc:
                         self.renderer.break_line()

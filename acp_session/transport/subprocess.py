@@ -155,11 +155,13 @@ async def stdio_agent(
     grace_period: float = 2.0,
     terminate_timeout: float = 2.0,
     stderr_tail_lines: int = 20,
+    start_new_session: bool = False,
 ) -> AsyncIterator[AgentProcess]:
     """Spawn ``argv`` and yield its transport; on exit the agent is shut down (see ``AgentProcess.aclose``).
 
     ``env`` replaces the environment when given. stderr lines go to ``on_stderr`` or, by default, to the
-    ``acp_session.agent.stderr`` logger.
+    ``acp_session.agent.stderr`` logger. ``start_new_session`` runs the agent in its own session and process
+    group (POSIX), so a terminal's Ctrl-C reaches only the caller, which can turn it into ``session/cancel``.
     """
     stdout: PipeReader | None = None
     child_stdout: int = subprocess.PIPE
@@ -173,6 +175,7 @@ async def stdio_agent(
             stderr=subprocess.PIPE,
             cwd=cwd,
             env=dict(env) if env is not None else None,
+            start_new_session=start_new_session,
         )
     except BaseException:
         if stdout is not None:
