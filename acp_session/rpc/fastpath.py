@@ -97,11 +97,11 @@ def _first_of(decoders: Sequence[Callable[[bytes], Any]]) -> Callable[[bytes], A
 
 
 def one_per_line(block: bytes, messages: list[Any]) -> bool:
-    """Did ``decode_lines`` find exactly one message on every line of ``block``?
+    """Did ``decode_lines`` find exactly one message on every line of ``block`` that holds one?
 
-    ``decode_lines`` skips blank lines and would accept two objects on one line; a frame must hold
-    exactly one. Every line starting with ``{`` rules out lines without an object, and then equal counts
-    rule out a line with two. Frames that fail this simply take the per-frame path.
+    ``decode_lines`` skips blank lines (the per-frame path ignores them too) and would accept two objects on one
+    line, which must be a parse error instead. Every line starting with ``{`` yields at least one message, so
+    when the messages number exactly the lines starting with ``{``, each of those holds one and no other line
+    holds any. One scan of the block; a mismatch just sends the block down the per-frame path.
     """
-    lines = block.count(b"\n") + 1
-    return len(messages) == lines and block[:1] == b"{" and block.count(b"\n{") == lines - 1
+    return block[:1] == b"{" and block.count(b"\n{") == len(messages) - 1

@@ -108,3 +108,25 @@ async def test_bad_params_are_reported_and_the_stream_continues(typed_pair: Any)
     await wait_for(received, 1)
     assert [n.update.content.text for n in received] == ["ok"]
     await raw.expect_silence()  # a notification is never answered, even with bad params
+
+
+async def test_blank_and_whitespace_lines_beside_a_double_object_line_in_one_block(typed_pair: Any) -> None:
+    """The block check counts lines starting with ``{``: a blank line and a whitespace-only line cannot hide a
+    line holding two objects (that line still gets -32700, the others are delivered in order)."""
+    _conn, raw, received, _ = typed_pair
+    double = json.dumps(chunk("x")) + json.dumps(chunk("y"))
+    lines = [json.dumps(chunk("a")), "", "   ", double, json.dumps(chunk("c"))]
+    await raw.send("\n".join(lines).encode() + b"\n")
+    reply = await raw.recv()
+    assert reply["id"] is None and reply["error"]["code"] == -32700
+    await wait_for(received, 2)
+    assert [n.update.content.text for n in received] == ["a", "c"]
+
+
+async def test_a_leading_space_line_is_delivered_by_the_per_frame_path(typed_pair: Any) -> None:
+    _conn, raw, received, _ = typed_pair
+    lines = [json.dumps(chunk("a")), "  " + json.dumps(chunk("b")), json.dumps(chunk("c"))]
+    await raw.send("\n".join(lines).encode() + b"\n")
+    await wait_for(received, 3)
+    assert [n.update.content.text for n in received] == ["a", "b", "c"]
+    await raw.expect_silence()
