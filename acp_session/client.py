@@ -10,7 +10,7 @@ from __future__ import annotations
 import inspect
 import logging
 import os
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
@@ -78,6 +78,7 @@ from .session import (
     EARLY_LIMIT,
     TRACKED_UPDATES,
     ActiveSession,
+    BatchUpdateListener,
     SentRequest,
     SessionTrack,
     TrackedPrompt,
@@ -582,7 +583,9 @@ class ClientConnection:
 
     def _install(self, builder: ClientBuilder) -> None:
         rpc = self.rpc
-        rpc.on_notification("session/update", self._on_update, decoder(UpdateSessionNotification))
+        rpc.on_notification(
+            "session/update", self._on_update, decoder(UpdateSessionNotification), batch=self._on_updates
+        )
         rpc.on_request("session/request_permission", self._on_permission, decoder(RequestPermissionRequest))
         rpc.on_request("elicitation/create", self._on_elicitation, decoder(CreateElicitationRequest))
         if builder._elicitation_complete is not None:
@@ -623,6 +626,82 @@ class ClientConnection:
         if outcome is not None and inspect.isawaitable(outcome):
             return self._queue_update(outcome)
         return None
+
+    def _on_updates(self, notes: list[UpdateSessionNotification]) -> Any:
+        """``_on_update`` for a run of updates that one read brought in: same outcome, same order.
+
+        A session whose only listener is a ``BatchUpdateListener`` (a Conversation) gets the whole run in
+        one call; a sync application handler with no listeners is called in a tight loop. Tracked updates
+        and updates of other sessions still take ``_on_update``. Returns None, or an awaitable that
+        delivers the rest once the application's update queue has room.
+        """
+        track = self._tracks.get(notes[0].session_id)
+        fn = self.builder._update
+        if track is not None and track.early is None:
+            listeners = track.listeners
+            if fn is None and len(listeners) == 1 and type(listeners[0]) is BatchUpdateListener:
+                try:
+                    listeners[0].many(notes, self._deliver_update)
+                except Exception:
+                    _log.exception("session update listener failed")
+                return None
+            if fn is not None and not listeners and not self._update_is_async:
+                steps = self._handler_steps(notes, track.session_id, fn)
+            else:
+                steps = self._update_steps(notes)
+        else:
+            steps = self._update_steps(notes)
+        for waiting in steps:
+            return self._finish_updates(waiting, steps)
+        return None
+
+    def _deliver_update(self, note: UpdateSessionNotification) -> None:
+        """``_on_update`` for a note a batch listener hands back (no application handler is set)."""
+        try:
+            self._on_update(note)
+        except Exception:
+            _log.exception("session update listener failed")
+
+    async def _finish_updates(self, waiting: Awaitable[Any], steps: Iterator[Awaitable[Any]]) -> None:
+        try:
+            await waiting
+        except Exception:
+            _log.exception("session update handler failed")
+        for waiting in steps:
+            try:
+                await waiting
+            except Exception:
+                _log.exception("session update handler failed")
+
+    def _update_steps(self, notes: list[UpdateSessionNotification]) -> Iterator[Awaitable[Any]]:
+        """``_on_update`` note by note; yields each awaitable to finish before the next note."""
+        for note in notes:
+            try:
+                outcome = self._on_update(note)
+            except Exception:
+                _log.exception("session update handler failed")
+                continue
+            if outcome is not None:
+                yield outcome
+
+    def _handler_steps(
+        self, notes: list[UpdateSessionNotification], session_id: str, fn: Callable[[Any], Any]
+    ) -> Iterator[Awaitable[Any]]:
+        """The sync application handler on each note of a session without listeners."""
+        tracked = TRACKED_UPDATES
+        for note in notes:
+            try:
+                if note.session_id != session_id or type(note.update) in tracked:
+                    outcome = self._on_update(note)
+                else:
+                    outcome = fn(note)
+                    if outcome is not None and inspect.isawaitable(outcome):
+                        outcome = self._queue_update(outcome)
+            except Exception:
+                _log.exception("session update handler failed")
+                continue
+            if outcome is not None:
+                yield outcome
 
     def _queue_update(self, item: Any) -> Any:
         self._update_inflight += 1

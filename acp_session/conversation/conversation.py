@@ -39,6 +39,7 @@ from acp_session.schema import (
     TextContent,
     UpdateSessionNotification,
 )
+from acp_session.session import BatchUpdateListener, UpdateListener
 
 if TYPE_CHECKING:
     from acp_session.client import ClientConnection
@@ -64,6 +65,9 @@ class _Segment:
 
     feed_message = feed
 
+    def feed_chunk(self, message: Message, block: ContentBlock) -> None:
+        self.events.append(MessageChanged(message, False, block))
+
 
 class Conversation:
     """Chat over one ``ActiveSession``: ``chat`` / ``chat_to_completion``, history and usage.
@@ -83,6 +87,8 @@ class Conversation:
         self.max_history_size = DEFAULT_MAX_HISTORY if max_history_size is None else max_history_size
         self.state = state if state is not None else SessionState(None if session is None else session.session_id)
         self._apply = self.state.apply
+        # What the session calls for each update; a run of updates from one read goes to _on_notes at once.
+        self._listener = BatchUpdateListener(self._on_note, self._on_notes)
         self._session: ActiveSession | None = None
         self._detach: Callable[[], None] | None = None
         self._awaiting: list[ChatTurn] = []  # sent, not inserted yet, in send order
@@ -98,7 +104,7 @@ class Conversation:
         self._closed: ConnectionClosed | None = None
         self._scope: anyio.CancelScope | None = None
         if session is not None:
-            session.add_update_listener(self._on_note)
+            session.add_update_listener(self._listener)
             self._bind(session)
 
     # ------------------------------------------------------------------ opening
@@ -116,7 +122,7 @@ class Conversation:
         """``session/new`` with this conversation listening from the first update (``start_conversation``)."""
         conversation = cls(max_history_size=max_history_size)
         session, response = await client._new_session(
-            cwd, mcp_servers, additional_directories, listener=conversation._on_note
+            cwd, mcp_servers, additional_directories, listener=conversation._listener
         )
         conversation._opened(session, response)
         return conversation
@@ -160,7 +166,7 @@ class Conversation:
         self.state.begin_resume(replay=replay_from is not None)
         try:
             session, response = await client._resume_session(
-                session_id, cwd, replay_from, (), (), listener=self._on_note
+                session_id, cwd, replay_from, (), (), listener=self._listener
             )
         except BaseException:
             self.state.apply_resume_response(ResumeSessionResponse())  # close the resume window
@@ -173,7 +179,7 @@ class Conversation:
     def _bind(self, session: ActiveSession) -> None:
         """Record the session (the listener is already installed) and watch its connection."""
         self._session = session
-        self._detach = session.track.unlisten_fn(self._on_note)
+        self._detach = session.track.unlisten_fn(self._listener)
         self._closed = None
         session.connection._tg.start_soon(self._watch_connection, session.connection)
 
@@ -344,6 +350,27 @@ class Conversation:
                 receiver.feed_message(event)
             return
         self._route(event)
+
+    def _on_notes(self, notes: list[UpdateSessionNotification], deliver: UpdateListener) -> None:
+        """A run of updates (see ``BatchUpdateListener``): chunks of this session's known messages are
+        appended in a short loop, which is what ``_on_note`` would do; ``deliver`` takes the rest."""
+        state = self.state
+        session_id = state.session_id
+        targets = state.chunk_targets() or {}
+        for note in notes:
+            update: Any = note.update
+            store = targets.get(type(update))
+            if store is not None and note.session_id == session_id:
+                message = store.get(update.message_id)
+                if message is not None:
+                    block = update.content
+                    message.content.append(block)
+                    receiver = self._receiver
+                    if receiver is not None:
+                        receiver.feed_chunk(message, block)
+                    continue
+            deliver(note)
+            targets = state.chunk_targets() or {}  # the full path may have replaced the stores
 
     def _route(self, event: StateEvent) -> None:
         kind = type(event)

@@ -132,6 +132,19 @@ class SessionState:
             return self._on_other(update)
         return handler(self, update)
 
+    def chunk_targets(self) -> dict[type, dict[str, Message]] | None:
+        """For folding runs of chunks quickly: chunk update type -> the message store it appends to.
+
+        Appending a chunk's ``content`` to the message found in its store under its ``message_id`` is
+        all that ``apply`` does for a chunk of an existing message, which ``apply`` reports as
+        ``MessageChanged(message, created=False, appended=content)``. A chunk whose message is not
+        there yet must go through ``apply``. None during a resume window, where chunks do more.
+        """
+        if self._replay_seen is not None:
+            return None
+        user, agent, thought = self._messages
+        return {UserMessageChunk: user, AgentMessageChunk: agent, AgentThoughtChunk: thought}
+
     def apply_notification(self, notification: UpdateSessionNotification) -> StateEvent:
         """Fold the update carried by a ``session/update`` notification."""
         return self.apply(notification.update)

@@ -175,6 +175,15 @@ class ChatTurn:
         else:
             self._push((ChatText if role == "agent" else ChatThought)(message.text, message.message_id, True))
 
+    def feed_chunk(self, message: Message, block: Any) -> None:
+        """``feed_message`` of ``MessageChanged(message, False, block)``, without building the event."""
+        if message is not self._last:
+            self._step(message)
+        if type(block) is TextContent and self._mode != "await":
+            role = message.role
+            if role != "user":
+                self._fragment(ChatText if role == "agent" else ChatThought, message.message_id, block.text)
+
     def _on_tool(self, call: ToolCall) -> None:
         tool_call_id = call.tool_call_id
         self._step(call)

@@ -14,6 +14,9 @@ from __future__ import annotations
 import inspect
 import logging
 from collections.abc import Awaitable, Callable
+from contextlib import suppress
+from itertools import groupby
+from operator import attrgetter
 from types import TracebackType
 from typing import Any, TypeVar, overload
 
@@ -44,7 +47,7 @@ from .core import (
     ResponseReceived,
     RpcCore,
 )
-from .fastpath import PEEK_WINDOW, FastNotifications, one_per_line
+from .fastpath import PEEK_WINDOW, FastNotifications
 from .handlers import DECODE_ERRORS, Decoder, Handler, as_decoder, invalid_params, json_decode
 from .messages import RequestId
 from .outbox import Outbox
@@ -64,7 +67,7 @@ FrameErrorCallback = Callable[[AcpError], None]
 _AWAIT = object()  # queue marker: the item is an awaitable left by a sync handler; finish it in order
 _CALL = object()  # queue marker: the item is (method, handler, params already decoded by the fast path)
 _METHOD_KEY = b'"method"'
-_NL = b"\n"
+_PARAMS_OF = attrgetter("params")
 
 
 DEFAULT_NOTIFICATION_QUEUE_SIZE = 16_384
@@ -121,7 +124,12 @@ class Connection:
         self._requests[method] = Handler.of(handler, decode)
 
     def on_notification(
-        self, method: str, handler: Callable[[Any], Any], decode: Decoder | type[msgspec.Struct] = json_decode
+        self,
+        method: str,
+        handler: Callable[[Any], Any],
+        decode: Decoder | type[msgspec.Struct] = json_decode,
+        *,
+        batch: Callable[[list[Any]], Any] | None = None,
     ) -> None:
         """Call ``handler(decode(params))`` for each ``method`` notification, in arrival order.
 
@@ -129,8 +137,13 @@ class Connection:
         When it is a bound ``msgspec.json.Decoder(T).decode``, an ``acp_session.codec.decoder(T)`` or a
         ``Struct`` type, well-formed frames of ``method`` are decoded in one pass, envelope and params
         together (see ``fastpath.py``); anything that fails that pass takes the generic path unchanged.
+
+        ``batch`` (sync ``handler`` only) takes a list of consecutive params of ``method`` that arrived in
+        one read and were decoded in one pass, while nothing is queued ahead of them. It must do what
+        ``handler`` does on each, in order (it may return an awaitable, finished before anything later);
+        it saves a call per notification on streams of updates. An exception it raises is logged.
         """
-        self._notifications[method] = Handler.of(handler, as_decoder(decode))
+        self._notifications[method] = Handler.of(handler, as_decoder(decode), batch)
         self._fast = FastNotifications(self._notifications)
 
     def set_fallback_request_handler(self, handler: FallbackRequestHandler | None) -> None:
@@ -281,20 +294,13 @@ class Connection:
                     data = await receive(DEFAULT_RECEIVE_SIZE)
                 except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
                     break
-                frames: list[bytes | OversizedFrame] | list[bytes]
+                frames: list[bytes | OversizedFrame] = reader.feed(data)
                 fast = self._fast
-                block = reader.feed_block(data) if fast.decode_lines is not None else None
-                if block is None:
-                    frames = reader.feed(data)
-                elif not block:
-                    continue
-                else:
-                    # Hottest path: a whole block of typed notifications decoded in one msgspec call.
-                    messages = self._decode_block(fast, block)
-                    if messages is None:
-                        frames = block.split(_NL)
-                    else:
-                        frames = await self._run_typed_block(fast, messages, block)
+                if len(frames) > 1 and fast.decode is not None:
+                    # Hottest path: a run of typed notifications, each frame decoded in one msgspec pass.
+                    messages = _decode_run(fast, frames, data)
+                    if messages:
+                        frames = await self._run_typed_block(fast, messages, frames)
                 for frame in frames:
                     if type(frame) is bytes:
                         fast = self._fast
@@ -357,48 +363,52 @@ class Connection:
             return _AWAIT, outcome
         return None
 
-    async def _run_typed_block(self, fast: FastNotifications, messages: list[Any], block: bytes) -> list[bytes]:
-        """Deliver a decoded block in order; returns the frames left for the generic path (usually none).
+    async def _run_typed_block(
+        self, fast: FastNotifications, messages: list[Any], frames: list[bytes | OversizedFrame]
+    ) -> list[bytes | OversizedFrame]:
+        """Deliver ``messages``, decoded from the first frames, in order; returns the frames left for the
+        per-frame path (those after the first that did not decode, or all after a handler change).
 
-        The per-message work is kept to a call of the handler: the handler is looked up again only when
-        the message type changes, and anything that cannot run inline goes through ``_run_typed``.
+        Consecutive messages of one method form a run: a handler with a ``batch`` function gets the whole
+        run in one call; otherwise the per-message work is kept to a call of the handler. Anything that
+        cannot run inline (something is queued ahead, an async handler) goes through ``_run_typed``.
         """
         handlers = fast.handlers
-        last_type: Any = None
-        inline_fn: Any = None
-        typed_method = ""
-        for index, message in enumerate(messages):
+        index = 0
+        for frame_type, run in groupby(messages, type):
             if self._fast is not fast:  # a handler registered another method meanwhile
-                return block.split(_NL)[index:]
-            if type(message) is not last_type:
-                last_type = type(message)
-                typed_method, typed = handlers[last_type]
-                inline_fn = None if typed.is_async else typed.fn
-            if inline_fn is None or self._backlog:
-                deferred = self._run_typed(fast, message)
-                if deferred is not None:
-                    await self._enqueue(*deferred)
+                return frames[index:]
+            typed_method, typed = handlers[frame_type]
+            batch = typed.batch
+            if batch is not None and not self._backlog:
+                params = list(map(_PARAMS_OF, run))
+                index += len(params)
+                try:
+                    outcome = batch(params)
+                except Exception:
+                    _log.exception("batch notification handler for %r failed", typed_method)
+                    continue
+                if outcome is not None and inspect.isawaitable(outcome):
+                    await self._enqueue(_AWAIT, outcome)
                 continue
-            try:
-                outcome = inline_fn(message.params)
-            except Exception:
-                _log.exception("notification handler for %r failed", typed_method)
-                continue
-            if outcome is not None and inspect.isawaitable(outcome):
-                await self._enqueue(_AWAIT, outcome)
-        return []
-
-    @staticmethod
-    def _decode_block(fast: FastNotifications, block: bytes) -> list[Any] | None:
-        """All frames of ``block`` as typed notifications, or None: then each frame goes its own way."""
-        assert fast.decode_lines is not None
-        if block.find(_METHOD_KEY, 0, PEEK_WINDOW) < 0 or not (block.isascii() or _valid_utf8(block)):
-            return None
-        try:
-            messages = fast.decode_lines(block)
-        except Exception:
-            return None
-        return messages if one_per_line(block, messages) else None
+            inline_fn = None if typed.is_async else typed.fn
+            for message in run:
+                if self._fast is not fast:
+                    return frames[index:]
+                index += 1
+                if inline_fn is None or self._backlog:
+                    deferred = self._run_typed(fast, message)
+                    if deferred is not None:
+                        await self._enqueue(*deferred)
+                    continue
+                try:
+                    outcome = inline_fn(message.params)
+                except Exception:
+                    _log.exception("notification handler for %r failed", typed_method)
+                    continue
+                if outcome is not None and inspect.isawaitable(outcome):
+                    await self._enqueue(_AWAIT, outcome)
+        return frames[index:]
 
     async def _dispatch(self, frame: bytes | OversizedFrame) -> None:
         if isinstance(frame, OversizedFrame):
@@ -570,6 +580,28 @@ class Connection:
         for handle in self._core.close():
             handle._resolve(None, error)
         self._closed.set()
+
+
+def _decode_run(fast: FastNotifications, frames: list[bytes | OversizedFrame], data: bytes) -> list[Any]:
+    """The typed notifications that the leading frames decode to, in one C-level loop (maybe none).
+
+    Each frame is decoded on its own, exactly as the per-frame path would, so a frame that holds two
+    messages, half a message or anything else fails here and takes the per-frame path with all after it.
+    """
+    first = frames[0]
+    if type(first) is not bytes or first.find(_METHOD_KEY, 0, PEEK_WINDOW) < 0:
+        return []  # a response or request leads: the per-frame path is the right one
+    # Every frame but the first lies wholly within ``data``; invalid UTF-8 must become a parse error.
+    if not (data.isascii() and first.isascii()):
+        try:
+            if not all(map(_valid_utf8, frames)):  # type: ignore[arg-type]  # OversizedFrame: stops below
+                return []
+        except AttributeError:
+            return []
+    messages: list[Any] = []
+    with suppress(Exception):  # extend keeps the messages decoded before a frame that fails
+        messages.extend(map(fast.decode, frames))  # type: ignore[arg-type]
+    return messages
 
 
 def _valid_utf8(frame: bytes) -> bool:

@@ -21,7 +21,7 @@ import msgspec
 from .handlers import Handler, typed_decoder_of
 from .messages import CANCEL_REQUEST_METHOD
 
-__all__ = ["PEEK_WINDOW", "FastNotifications", "one_per_line"]
+__all__ = ["PEEK_WINDOW", "FastNotifications"]
 
 PEEK_WINDOW = 64
 """The fast decode is only tried when ``"method"`` occurs in a frame's first bytes: encoders write the
@@ -37,7 +37,7 @@ def _fits(tp: Any) -> bool:
 class FastNotifications:
     """Built from the registered notification handlers; ``decode`` is None when none qualifies."""
 
-    __slots__ = ("decode", "decode_lines", "handlers")
+    __slots__ = ("decode", "handlers")
 
     def __init__(self, handlers: dict[str, Handler]) -> None:
         self.handlers: dict[type, tuple[str, Handler]] = {}
@@ -68,10 +68,6 @@ class FastNotifications:
             for (dec_hook, float_hook, strict), frames in groups.items()
         ]
         decoders = [d.decode for d in typed_decoders]
-        # Whole blocks of frames in one call, when a single decoder covers every fast method.
-        self.decode_lines: Callable[[bytes], list[Any]] | None = (
-            typed_decoders[0].decode_lines if len(typed_decoders) == 1 else None
-        )
         self.decode: Callable[[bytes], Any] | None
         if not decoders:
             self.decode = None
@@ -94,14 +90,3 @@ def _first_of(decoders: Sequence[Callable[[bytes], Any]]) -> Callable[[bytes], A
         return last(frame)
 
     return decode
-
-
-def one_per_line(block: bytes, messages: list[Any]) -> bool:
-    """Did ``decode_lines`` find exactly one message on every line of ``block`` that holds one?
-
-    ``decode_lines`` skips blank lines (the per-frame path ignores them too) and would accept two objects on one
-    line, which must be a parse error instead. Every line starting with ``{`` yields at least one message, so
-    when the messages number exactly the lines starting with ``{``, each of those holds one and no other line
-    holds any. One scan of the block; a mismatch just sends the block down the per-frame path.
-    """
-    return block[:1] == b"{" and block.count(b"\n{") == len(messages) - 1

@@ -59,10 +59,13 @@ class Handler:
     decode: Decoder
     is_async: bool
     buffer_ok: bool
+    batch: Callable[[list[Any]], Any] | None = None
+    """Optional sync handler for a run of consecutive params, equivalent to ``fn`` on each in order."""
 
     @classmethod
-    def of(cls, fn: Callable[[Any], Any], decode: Decoder) -> Handler:
-        return cls(fn, decode, inspect.iscoroutinefunction(fn), accepts_buffer(decode))
+    def of(cls, fn: Callable[[Any], Any], decode: Decoder, batch: Callable[[list[Any]], Any] | None = None) -> Handler:
+        is_async = inspect.iscoroutinefunction(fn)
+        return cls(fn, decode, is_async, accepts_buffer(decode), None if is_async else batch)
 
     def decode_params(self, params: msgspec.Raw | None) -> Any:
         if params is None:

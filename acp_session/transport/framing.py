@@ -110,28 +110,6 @@ class FrameReader:
             start = nl + 1
         return out
 
-    def feed_block(self, data: bytes) -> bytes | None:
-        """Like ``feed``, but return the completed frames as one block: the frames joined by newlines
-        (without the final newline; ``b""`` if ``data`` completed nothing), for callers that can decode
-        many frames in one call. Returns None, consuming nothing, when the caller must use ``feed``
-        instead (an oversized frame is being skipped, or one could be in reach)."""
-        buf = self._buffer
-        if self._skipped >= 0 or len(buf) + len(data) > self.max_frame_size:
-            return None
-        nl = data.rfind(_NL)
-        if nl < 0:
-            buf += data
-            return b""
-        if buf:
-            buf += memoryview(data)[:nl]
-            block = bytes(buf)
-            buf.clear()
-        else:
-            block = data[:nl]
-        if nl + 1 < len(data):
-            buf += memoryview(data)[nl + 1 :]
-        return block
-
     def feed_eof(self) -> list[bytes | OversizedFrame]:
         """The stream ended: a final frame without a trailing newline is still delivered."""
         out: list[bytes | OversizedFrame] = []

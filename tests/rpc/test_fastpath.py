@@ -111,8 +111,8 @@ async def test_bad_params_are_reported_and_the_stream_continues(typed_pair: Any)
 
 
 async def test_blank_and_whitespace_lines_beside_a_double_object_line_in_one_block(typed_pair: Any) -> None:
-    """The block check counts lines starting with ``{``: a blank line and a whitespace-only line cannot hide a
-    line holding two objects (that line still gets -32700, the others are delivered in order)."""
+    """A blank line and a whitespace-only line cannot hide a line holding two objects: that line still gets
+    -32700, the others are delivered in order."""
     _conn, raw, received, _ = typed_pair
     double = json.dumps(chunk("x")) + json.dumps(chunk("y"))
     lines = [json.dumps(chunk("a")), "", "   ", double, json.dumps(chunk("c"))]
@@ -130,3 +130,125 @@ async def test_a_leading_space_line_is_delivered_by_the_per_frame_path(typed_pai
     await wait_for(received, 3)
     assert [n.update.content.text for n in received] == ["a", "b", "c"]
     await raw.expect_silence()
+
+
+async def test_a_frame_split_by_a_newline_inside_a_run_is_two_parse_errors(typed_pair: Any) -> None:
+    """Each line is decoded on its own: the halves of a notification cut by a newline are never joined
+    back into one (they are two bad frames, -32700 each), and the frames around them arrive in order."""
+    _conn, raw, received, errors = typed_pair
+    whole = json.dumps(chunk("split"), separators=(",", ":"))
+    cut = whole.index(',"params"') + 1
+    lines = [json.dumps(chunk("a")), whole[:cut], whole[cut:], json.dumps(chunk("c"))]
+    await raw.send("\n".join(lines).encode() + b"\n")
+    first, second = await raw.recv(), await raw.recv()
+    assert first["error"]["code"] == second["error"]["code"] == -32700
+    await wait_for(received, 2)
+    assert [n.update.content.text for n in received] == ["a", "c"]
+    assert len(errors) == 2
+
+
+async def test_invalid_utf8_inside_a_run_of_non_ascii_frames_is_a_parse_error(typed_pair: Any) -> None:
+    _conn, raw, received, _ = typed_pair
+    good = [json.dumps(chunk(f"é{i}"), ensure_ascii=False).encode() for i in range(3)]
+    bad = json.dumps(chunk("BAD")).encode().replace(b"BAD", b"\xff\xfe")
+    await raw.send(b"\n".join([good[0], good[1], bad, good[2]]) + b"\n")
+    reply = await raw.recv()
+    assert reply["id"] is None and reply["error"]["code"] == -32700
+    await wait_for(received, 3)
+    assert [n.update.content.text for n in received] == ["é0", "é1", "é2"]
+
+
+@pytest.fixture
+async def batch_pair() -> AsyncIterator[tuple[Connection, RawEnd, list[Any]]]:
+    """``session/update`` with a batch handler; ``other`` without one: the log shows how each was delivered."""
+    ours, theirs = memory_pair()
+    log: list[Any] = []
+
+    def batch(notes: list[t.UpdateSessionNotification]) -> None:
+        log.append(("batch", [n.update.content.text for n in notes]))  # type: ignore[union-attr]
+
+    async with Connection(ours) as conn:
+        conn.on_notification(
+            "session/update",
+            lambda n: log.append(("one", n.update.content.text)),
+            codec.decoder(t.UpdateSessionNotification),
+            batch=batch,
+        )
+        conn.on_notification("other", lambda p: log.append(("other", p.text)), codec.decoder(t.TextContent))
+        yield conn, RawEnd(theirs), log
+
+
+def other(text: str) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "method": "other", "params": {"type": "text", "text": text}}
+
+
+def flat(log: list[Any]) -> list[str]:
+    return [text for kind, item in log if kind != "other" for text in (item if kind == "batch" else [item])]
+
+
+async def test_a_batch_handler_gets_consecutive_runs_in_arrival_order(batch_pair: Any) -> None:
+    _conn, raw, log = batch_pair
+    messages = [chunk("a"), chunk("b"), other("x"), chunk("c"), chunk("d"), chunk("e")]
+    await raw.send(b"".join(json.dumps(m).encode() + b"\n" for m in messages))
+    await wait_for(log, 3)
+    with anyio.fail_after(3):
+        while sum(len(i) if k == "batch" else 1 for k, i in log) < 6:
+            await anyio.sleep(0.005)
+    assert log == [("batch", ["a", "b"]), ("other", "x"), ("batch", ["c", "d", "e"])]
+
+
+async def test_a_lone_notification_still_takes_the_single_handler(batch_pair: Any) -> None:
+    _conn, raw, log = batch_pair
+    await raw.send(chunk("alone"))
+    await wait_for(log, 1)
+    assert log == [("one", "alone")]
+
+
+async def test_a_failing_batch_handler_is_logged_and_the_stream_goes_on(caplog: pytest.LogCaptureFixture) -> None:
+    ours, theirs = memory_pair()
+    seen: list[str] = []
+
+    def batch(notes: list[t.UpdateSessionNotification]) -> None:
+        texts = [n.update.content.text for n in notes]  # type: ignore[union-attr]
+        if "boom" in texts:
+            raise RuntimeError("boom")
+        seen.extend(texts)
+
+    async with Connection(ours) as conn:
+        conn.on_notification(
+            "session/update", lambda n: seen.append(n.update.content.text), t.UpdateSessionNotification, batch=batch
+        )
+        raw = RawEnd(theirs)
+        await raw.send(json.dumps(chunk("boom")).encode() + b"\n" + json.dumps(chunk("lost?")).encode() + b"\n")
+        await anyio.sleep(0.05)
+        await raw.send(json.dumps(chunk("next")).encode() + b"\n" + json.dumps(chunk("one")).encode() + b"\n")
+        await wait_for(seen, 2)
+    assert seen == ["next", "one"]
+    assert "batch notification handler for 'session/update' failed" in caplog.text
+
+
+async def test_an_awaitable_from_a_batch_handler_finishes_before_later_notifications() -> None:
+    ours, theirs = memory_pair()
+    order: list[str] = []
+    release = anyio.Event()
+
+    async def slow(texts: list[str]) -> None:
+        await release.wait()
+        order.extend(texts)
+
+    def batch(notes: list[t.UpdateSessionNotification]) -> Any:
+        return slow([n.update.content.text for n in notes])  # type: ignore[union-attr]
+
+    async with Connection(ours) as conn:
+        conn.on_notification(
+            "session/update", lambda n: order.append(n.update.content.text), t.UpdateSessionNotification, batch=batch
+        )
+        raw = RawEnd(theirs)
+        await raw.send(json.dumps(chunk("a")).encode() + b"\n" + json.dumps(chunk("b")).encode() + b"\n")
+        await anyio.sleep(0.05)
+        await raw.send(chunk("c"))
+        await anyio.sleep(0.05)
+        assert order == []
+        release.set()
+        await wait_for(order, 3)
+    assert order == ["a", "b", "c"]

@@ -1,0 +1,201 @@
+"""Runs of updates delivered in one call (``BatchUpdateListener``) fold exactly like one update at a time.
+
+The connection hands a Conversation each run of ``session/update`` notifications that one read brought in;
+the Conversation appends chunks of its known messages itself and passes every other note back through the
+per-note path. These tests check that both routes give the same history and the same chat events, in
+process (property test) and over a real pipe with two sessions and an application handler.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import msgspec
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from acp_session import ClientBuilder, Conversation
+from acp_session.conversation.turn import ChatTurn
+from acp_session.schema import AgentMessageChunk, TextContent, UpdateSessionNotification
+
+from .wire import chunk, state, tool, upsert
+
+ROLE_KINDS = ["agent_message", "agent_thought", "user_message"]
+
+OPS = st.lists(
+    st.one_of(
+        st.tuples(st.just("chunk"), st.sampled_from(ROLE_KINDS), st.sampled_from(["a", "b"]), st.sampled_from("xyz")),
+        st.tuples(st.just("upsert"), st.sampled_from(ROLE_KINDS), st.sampled_from(["a", "b"]), st.sampled_from("xyz")),
+        st.tuples(st.just("state"), st.sampled_from(["running", "idle"]), st.just(""), st.just("")),
+        st.tuples(
+            st.just("tool"), st.sampled_from(["t1", "t2"]), st.sampled_from(["pending", "completed"]), st.just("")
+        ),
+        st.tuples(st.just("other-session"), st.just("agent_message"), st.just("a"), st.sampled_from("xyz")),
+    ),
+    max_size=60,
+)
+
+
+def notes_of(ops: list[tuple[str, str, str, str]]) -> list[UpdateSessionNotification]:
+    notes = []
+    for op, a, b, c in ops:
+        session_id = "s1"
+        if op == "chunk":
+            item = chunk(b, c, kind=a)
+        elif op == "upsert":
+            item = upsert(b, [c], kind=a)
+        elif op == "state":
+            item = state(a, stopReason="end_turn") if a == "idle" else state(a)
+        elif op == "tool":
+            item = tool(a, status=b)
+        else:
+            item, session_id = chunk(b, c, kind=a), "s2"
+        notes.append(UpdateSessionNotification(session_id=session_id, update=item))
+    return notes
+
+
+def listening(mode: str) -> tuple[Conversation, ChatTurn]:
+    conversation = Conversation(max_history_size=0)
+    conversation.state.session_id = "s1"
+    turn = ChatTurn()
+    turn._mode = mode  # type: ignore[assignment]
+    conversation._receiver = turn
+    return conversation, turn
+
+
+def snapshot(conversation: Conversation, turn: ChatTurn) -> tuple[Any, ...]:
+    history = [msgspec.to_builtins(entry) for entry in conversation.history()]
+    events = [
+        ("text", event.cls.__name__, event.message_id, event.parts) if hasattr(event, "parts") else repr(event)
+        for event in turn._queue
+    ]
+    steps = [(type(step).__name__, getattr(step, "message_id", None)) for step in turn._steps.values()]
+    return history, events, conversation.state.state, steps
+
+
+@settings(max_examples=300, deadline=None)
+@given(OPS, st.sampled_from(["await", "iterate"]))
+def test_a_run_folds_like_each_note_on_its_own(ops: list[tuple[str, str, str, str]], mode: str) -> None:
+    notes = notes_of(ops)
+    one, one_turn = listening(mode)
+    for note in notes:
+        if note.session_id == "s1":
+            one._on_note(note)
+
+    many, many_turn = listening(mode)
+    handed_back: list[UpdateSessionNotification] = []
+
+    def deliver(note: UpdateSessionNotification) -> None:  # what the client's per-note path does
+        handed_back.append(note)
+        if note.session_id == "s1":
+            many._on_note(note)
+
+    many._on_notes(notes, deliver)
+    assert snapshot(many, many_turn) == snapshot(one, one_turn)
+    # Only chunks of this session's messages that already existed skip the per-note path.
+    skipped = [note for note in notes if not any(note is other for other in handed_back)]
+    assert all(note.session_id == "s1" and type(note.update).__name__.endswith("Chunk") for note in skipped)
+    assert all(any(note is other for other in handed_back) for note in notes if note.session_id == "s2")
+
+
+AGENT = r"""
+import json, sys
+def write(obj):
+    sys.stdout.write(json.dumps(obj) + "\n")
+def note(sid, update):
+    write({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": sid, "update": update}})
+def text_chunk(sid, mid, text):
+    note(sid, {"sessionUpdate": "agent_message_chunk", "messageId": mid, "content": {"type": "text", "text": text}})
+sessions = 0
+prompts = {}
+for line in sys.stdin:
+    msg = json.loads(line)
+    method, rid = msg.get("method"), msg.get("id")
+    if method == "initialize":
+        write({"jsonrpc": "2.0", "id": rid, "result": {"protocolVersion": 2, "info": {"name": "t", "version": "1"},
+               "capabilities": {"session": {}}}})
+    elif method == "session/new":
+        sessions += 1
+        write({"jsonrpc": "2.0", "id": rid, "result": {"sessionId": "s%d" % sessions}})
+    elif method == "session/prompt":
+        sid = msg["params"]["sessionId"]
+        prompts[sid] = rid
+        write({"jsonrpc": "2.0", "id": rid, "result": {"messageId": "u%d" % rid}})
+        note(sid, {"sessionUpdate": "user_message", "messageId": "u%d" % rid, "content": msg["params"]["prompt"]})
+        note(sid, {"sessionUpdate": "state_update", "state": "running"})
+        if len(prompts) == 2:  # both sessions are listening: one write interleaves their streams
+            for i in range(300):
+                for s in sorted(prompts):
+                    text_chunk(s, "r" + s, "%s%d " % (s, i))
+                if i == 150:
+                    note("s1", {"sessionUpdate": "tool_call_update", "toolCallId": "t1", "title": "look",
+                                "status": "completed"})
+            for s in sorted(prompts):
+                note(s, {"sessionUpdate": "state_update", "state": "idle", "stopReason": "end_turn"})
+    sys.stdout.flush()
+"""
+
+pytestmark = pytest.mark.anyio
+
+
+def expected(session_id: str) -> str:
+    return "".join(f"{session_id}{i} " for i in range(300))
+
+
+async def test_two_conversations_on_one_connection_share_interleaved_runs(tmp_path: Path) -> None:
+    agent = tmp_path / "agent.py"
+    agent.write_text(AGENT)
+    async with ClientBuilder("t", "1").spawn([sys.executable, str(agent)]) as client:
+        first = await client.start_conversation(tmp_path)
+        second = await client.start_conversation(tmp_path)
+        with anyio.fail_after(10):
+            turn_one = first.chat("go")
+            events: list[Any] = []
+
+            async def iterate() -> None:
+                async for event in turn_one:
+                    events.append(event)
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(iterate)
+                response_two = await second.chat_to_completion("go")
+    assert response_two.text == expected("s2")
+    assert response_two.tool_calls == []
+    done = events[-1]
+    assert type(done).__name__ == "ChatDone"
+    assert done.response.text == expected("s1")
+    assert [call.tool_call_id for call in done.response.tool_calls] == ["t1"]
+    streamed = "".join(event.text for event in events if type(event).__name__ == "ChatText")
+    assert streamed == expected("s1")
+    assert [len(m.content) for m in second.messages() if m.role == "agent"] == [300]
+
+
+async def test_an_application_handler_sees_every_update_in_order_even_when_one_call_fails(tmp_path: Path) -> None:
+    agent = tmp_path / "agent.py"
+    agent.write_text(AGENT)
+    seen: list[tuple[str, str]] = []
+
+    def on_update(note: UpdateSessionNotification) -> None:
+        update = note.update
+        if type(update) is AgentMessageChunk and type(update.content) is TextContent:
+            if update.content.text == "s1100 ":
+                raise RuntimeError("a bad handler call loses nothing else")
+            seen.append((note.session_id, update.content.text))
+
+    builder = ClientBuilder("t", "1").on_session_update(on_update)
+    async with builder.spawn([sys.executable, str(agent)]) as client:
+        sessions = [await client.new_session(tmp_path), await client.new_session(tmp_path)]
+        for session in sessions:
+            await session.send_prompt("go")
+        with anyio.fail_after(10):
+            while len(seen) < 599:
+                await anyio.sleep(0.01)
+    for session_id in ("s1", "s2"):
+        texts = [text for sid, text in seen if sid == session_id]
+        assert "".join(texts) == expected(session_id).replace("s1100 ", "")
+    assert json.dumps(seen)  # plain data only
