@@ -112,6 +112,9 @@ class Connection:
         self._closed_error: ConnectionClosed | None = None
         self._closed = anyio.Event()
         self._closing = False
+        self._answered = False  # a response was handed to its waiting caller during this read
+        # The running backend's Event class, called directly: ``anyio.Event()`` looks the backend up each time.
+        self._new_event: Callable[[], anyio.Event] = anyio.Event
 
     # -- registration ----------------------------------------------------------------------------------
 
@@ -162,6 +165,7 @@ class Connection:
         tg = anyio.create_task_group()
         await tg.__aenter__()
         self._tg = tg
+        self._new_event = type(anyio.Event())
         send, receive = anyio.create_memory_object_stream[tuple[Any, Any]](self._queue_size)
         self._notify_send = send
         tg.start_soon(self._outbox_writer)
@@ -331,6 +335,11 @@ class Connection:
                         await self._dispatch_event(event)
                     else:
                         await self._dispatch(frame)
+                if self._answered:
+                    # Let the callers just answered run before this task reads (and likely waits) again:
+                    # their wake-up is the round trip's critical path.
+                    self._answered = False
+                    await anyio.lowlevel.cancel_shielded_checkpoint()
                 if outbox.size > outbox.high_water:
                     await outbox.wait_writable()
             for frame in reader.feed_eof():
@@ -425,6 +434,7 @@ class Connection:
             if event.reply is not None:
                 self._outbox.put(event.reply)
             event.slot._resolve(event.result, event.error)
+            self._answered = True
         elif kind is RequestReceived:
             assert isinstance(event, RequestReceived)
             await self._start_request(event)

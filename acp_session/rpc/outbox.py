@@ -26,7 +26,7 @@ class Outbox:
         self._progress: anyio.Event | None = None
         self._failed = False
         self._writing = 0
-        self._lock = anyio.Lock(fast_acquire=True)  # uncontended (the usual case): no extra task switch
+        self._busy = False  # one task at a time writes; it keeps going until the queue is empty
 
     @property
     def size(self) -> int:
@@ -62,38 +62,43 @@ class Outbox:
 
     async def flush(self, send: Callable[[bytes], Awaitable[None]]) -> None:
         """Write everything queued, in order. Any task may call this (the writer task, or a caller about
-        to wait for an answer, which saves a task switch); the lock keeps writes whole and ordered."""
+        to wait for an answer, which saves a task switch). If another task is writing already, return at
+        once: that task keeps writing until the queue is empty, so frames stay whole and in order."""
         frames = self._frames
-        if not frames or self._failed:
+        if not frames or self._failed or self._busy:
             return
+        self._busy = True
         try:
-            async with self._lock:
-                while frames:
-                    if len(frames) == 1:
-                        chunk = frames.popleft()
-                    else:
-                        parts = [frames.popleft()]
-                        total = len(parts[0])
-                        while frames and total < _MAX_WRITE:
-                            total += len(frames[0])
-                            parts.append(frames.popleft())
-                        chunk = b"".join(parts)
-                    self._writing += len(chunk)
-                    try:
-                        await send(chunk)
-                    finally:
-                        self._writing -= len(chunk)
+            while frames:
+                if len(frames) == 1:
+                    chunk = frames.popleft()
+                else:
+                    parts = [frames.popleft()]
+                    total = len(parts[0])
+                    while frames and total < _MAX_WRITE:
+                        total += len(frames[0])
+                        parts.append(frames.popleft())
+                    chunk = b"".join(parts)
+                self._writing += len(chunk)
+                try:
+                    await send(chunk)
+                finally:
+                    self._writing -= len(chunk)
                     self._size -= len(chunk)
-                    if self._progress is not None:
-                        self._progress.set()
-                        self._progress = None
+                if self._progress is not None:
+                    self._progress.set()
+                    self._progress = None
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
             self.fail()
+        finally:
+            self._busy = False
+            if frames and self._wakeup is not None:
+                self._wakeup.set()  # this writer was cancelled: the writer task takes over
 
     async def run(self, send: Callable[[bytes], Awaitable[None]]) -> None:
         """The writer task body. Returns once writing failed."""
         while not self._failed:
-            if not self._frames:
+            if not self._frames or self._busy:
                 self._wakeup = anyio.Event()
                 await self._wakeup.wait()
                 self._wakeup = None

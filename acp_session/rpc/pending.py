@@ -37,7 +37,7 @@ class PendingRequest(Generic[T]):
         self._decode = decode
         self._raw_ok = accepts_buffer(decode)
         self._deadline = None if timeout is None else anyio.current_time() + timeout
-        self._done = anyio.Event()
+        self._done = conn._new_event()
         self._raw: Any = None
         self._error: AcpError | None = None
         self._cancel_sent = False

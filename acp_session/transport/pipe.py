@@ -1,44 +1,77 @@
-"""Read an OS pipe directly: a non-blocking ``os.read`` once the event loop says the pipe is readable.
+"""Read and write OS pipes directly: non-blocking ``os.read`` / ``os.write``, waiting only when they would block.
 
-The agent's stdout is the hottest byte stream in the library. Going through asyncio's subprocess
-``StreamReader`` costs a copy into its buffer and another out of it, plus a task wake-up per 64 KiB; reading
-the file descriptor ourselves halves the per-message read cost (see docs/performance.md). The pipe is also
-asked for a 1 MiB kernel buffer (Linux ``F_SETPIPE_SZ``, best effort) so a fast agent blocks less often.
+The agent's stdout is the hottest byte stream in the library, and every request round trip crosses both
+pipes. Going through asyncio's subprocess streams costs a copy into their buffers and another out, a
+task wake-up per 64 KiB, and stream bookkeeping on every write; using the file descriptors ourselves
+halves the per-message read cost and trims the round trip (see docs/performance.md). The pipes are
+asked for a 1 MiB kernel buffer (Linux ``F_SETPIPE_SZ``, best effort) so a fast peer blocks less often.
+
+On asyncio the read end stays registered with the event loop between reads (a request/response
+exchange waits on it every time, and registering costs two system calls); it is unregistered whenever
+it becomes readable with nobody waiting, so unread data never makes the loop spin. Other backends use
+``anyio.wait_readable``.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 from contextlib import suppress
+from typing import Any
 
 import anyio
 
 from .base import DEFAULT_RECEIVE_SIZE
 
-__all__ = ["PIPE_BUFFER_SIZE", "PipeReader", "open_pipe"]
+__all__ = ["PIPE_BUFFER_SIZE", "PipeReader", "PipeWriter", "open_pipe", "open_stdin_pipe"]
 
 PIPE_BUFFER_SIZE = 1 << 20
 _F_SETPIPE_SZ = 1031  # Linux fcntl command; elsewhere the call fails and the default buffer stays
 
 
-def open_pipe() -> tuple[PipeReader, int]:
-    """A new pipe: our reading end as a ``PipeReader`` and the writing end's file descriptor for the child."""
-    read_fd, write_fd = os.pipe()
+def _enlarge(fd: int) -> None:
     with suppress(OSError, ImportError):
         import fcntl
 
-        fcntl.fcntl(read_fd, _F_SETPIPE_SZ, PIPE_BUFFER_SIZE)
+        fcntl.fcntl(fd, _F_SETPIPE_SZ, PIPE_BUFFER_SIZE)
+
+
+def open_pipe() -> tuple[PipeReader, int]:
+    """A new pipe: our reading end as a ``PipeReader`` and the writing end's file descriptor for the child."""
+    read_fd, write_fd = os.pipe()
+    _enlarge(read_fd)
     os.set_blocking(read_fd, False)
     return PipeReader(read_fd), write_fd
+
+
+def open_stdin_pipe() -> tuple[PipeWriter, int]:
+    """A new pipe: our writing end as a ``PipeWriter`` and the reading end's file descriptor for the child
+    (which stays blocking: non-blocking mode belongs to our end only)."""
+    read_fd, write_fd = os.pipe()
+    _enlarge(write_fd)
+    os.set_blocking(write_fd, False)
+    return PipeWriter(write_fd), read_fd
+
+
+def _asyncio_loop() -> asyncio.AbstractEventLoop | None:
+    """The running asyncio loop when this task runs on one (anyio's asyncio backend); None under trio."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+    return loop if asyncio.current_task() is not None else None
 
 
 class PipeReader:
     """The reading end of a pipe as an anyio-style byte receiver (``EndOfStream`` at end of file)."""
 
-    __slots__ = ("_fd",)
+    __slots__ = ("_fd", "_loop", "_registered", "_waiter")
 
     def __init__(self, fd: int) -> None:
         self._fd = fd
+        self._loop: asyncio.AbstractEventLoop | bool | None = None  # decided on first wait; False: not asyncio
+        self._waiter: asyncio.Future[None] | None = None
+        self._registered = False
 
     async def receive(self, max_bytes: int = DEFAULT_RECEIVE_SIZE) -> bytes:
         while True:
@@ -48,7 +81,7 @@ class PipeReader:
             try:
                 data = os.read(fd, max_bytes)
             except BlockingIOError:
-                await anyio.wait_readable(fd)
+                await self._wait_readable(fd)
                 continue
             except OSError as exc:
                 raise anyio.BrokenResourceError from exc
@@ -56,8 +89,91 @@ class PipeReader:
                 raise anyio.EndOfStream
             return data
 
+    async def _wait_readable(self, fd: int) -> None:
+        loop = self._loop
+        if loop is None:
+            loop = self._loop = _asyncio_loop() or False
+        if loop is False:
+            await anyio.wait_readable(fd)
+            return
+        assert isinstance(loop, asyncio.AbstractEventLoop)
+        if self._waiter is not None:
+            raise anyio.BusyResourceError("receiving from")
+        waiter: asyncio.Future[None] = loop.create_future()
+        self._waiter = waiter
+        if not self._registered:
+            loop.add_reader(fd, self._readable)
+            self._registered = True
+        try:
+            await waiter
+        finally:
+            self._waiter = None
+
+    def _readable(self) -> None:
+        waiter = self._waiter
+        if waiter is None:
+            self._unregister()  # nobody is waiting: stop watching until somebody does
+        elif not waiter.done():
+            waiter.set_result(None)
+
+    def _unregister(self) -> None:
+        if self._registered:
+            self._registered = False
+            loop: Any = self._loop
+            with suppress(Exception):
+                loop.remove_reader(self._fd)
+
+    async def aclose(self) -> None:
+        fd = self._fd
+        if fd < 0:
+            return
+        self._unregister()
+        self._fd = -1
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_exception(anyio.ClosedResourceError())
+        anyio.notify_closing(fd)  # wakes a task blocked in wait_readable with ClosedResourceError
+        os.close(fd)
+
+
+class PipeWriter:
+    """The writing end of a pipe as an anyio-style byte sender: a write that fits goes out at once.
+
+    A send cancelled while the pipe was full keeps its unwritten remainder and writes it first on the
+    next send, so the peer never sees half a frame glued to the next one.
+    """
+
+    __slots__ = ("_fd", "_tail")
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._tail = b""
+
+    async def send(self, item: bytes) -> None:
+        data: bytes | memoryview = item
+        if self._tail:
+            data, self._tail = self._tail + item, b""
+        while True:
+            fd = self._fd
+            if fd < 0:
+                raise anyio.ClosedResourceError
+            try:
+                written = os.write(fd, data)
+            except BlockingIOError:
+                written = 0
+            except OSError as exc:  # EPIPE: the reader is gone
+                raise anyio.BrokenResourceError from exc
+            if written == len(data):
+                return
+            data = memoryview(data)[written:]
+            try:
+                await anyio.wait_writable(fd)
+            except BaseException:
+                self._tail = bytes(data)
+                raise
+
     async def aclose(self) -> None:
         fd, self._fd = self._fd, -1
         if fd >= 0:
-            anyio.notify_closing(fd)  # wakes a task blocked in wait_readable with ClosedResourceError
+            anyio.notify_closing(fd)
             os.close(fd)

@@ -17,7 +17,7 @@ import anyio
 from anyio.abc import Process
 
 from .base import DEFAULT_RECEIVE_SIZE, PeerExit
-from .pipe import PipeReader, open_pipe
+from .pipe import PipeReader, PipeWriter, open_pipe, open_stdin_pipe
 
 __all__ = ["AgentProcess", "stdio_agent"]
 
@@ -33,6 +33,7 @@ class AgentProcess:
         self,
         process: Process,
         stdout: PipeReader | None = None,
+        stdin: PipeWriter | None = None,
         *,
         grace_period: float,
         terminate_timeout: float,
@@ -40,6 +41,7 @@ class AgentProcess:
     ) -> None:
         self.process = process
         self._stdout = stdout  # read directly (POSIX); else the process's own stdout stream
+        self._stdin = stdin  # written directly (POSIX); else the process's own stdin stream
         self.grace_period = grace_period
         self.terminate_timeout = terminate_timeout
         self._stderr_tail: deque[str] = deque(maxlen=stderr_tail_lines)
@@ -68,6 +70,9 @@ class AgentProcess:
         return await self.process.stdout.receive(max_bytes)
 
     async def send(self, item: bytes) -> None:
+        if self._stdin is not None:
+            await self._stdin.send(item)
+            return
         assert self.process.stdin is not None
         await self.process.stdin.send(item)
 
@@ -84,6 +89,8 @@ class AgentProcess:
         self._closed = True
         process = self.process
         with anyio.CancelScope(shield=True):
+            if self._stdin is not None:
+                await self._stdin.aclose()
             if process.stdin is not None:
                 await process.stdin.aclose()
             if process.returncode is None:
@@ -164,13 +171,16 @@ async def stdio_agent(
     group (POSIX), so a terminal's Ctrl-C reaches only the caller, which can turn it into ``session/cancel``.
     """
     stdout: PipeReader | None = None
+    stdin: PipeWriter | None = None
     child_stdout: int = subprocess.PIPE
+    child_stdin: int = subprocess.PIPE
     if os.name == "posix":
         stdout, child_stdout = open_pipe()
+        stdin, child_stdin = open_stdin_pipe()
     try:
         process = await anyio.open_process(
             list(argv),
-            stdin=subprocess.PIPE,
+            stdin=child_stdin,
             stdout=child_stdout,
             stderr=subprocess.PIPE,
             cwd=cwd,
@@ -180,13 +190,18 @@ async def stdio_agent(
     except BaseException:
         if stdout is not None:
             await stdout.aclose()
+        if stdin is not None:
+            await stdin.aclose()
         raise
     finally:
         if stdout is not None:
             os.close(child_stdout)  # the child has its own copy; ours would keep the pipe from ever ending
+        if stdin is not None:
+            os.close(child_stdin)
     agent = AgentProcess(
         process,
         stdout,
+        stdin,
         grace_period=grace_period,
         terminate_timeout=terminate_timeout,
         stderr_tail_lines=stderr_tail_lines,

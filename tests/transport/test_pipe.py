@@ -1,0 +1,115 @@
+"""The direct pipe ends: whole frames under cancellation, reads after idle periods, closing a waiting reader."""
+
+from __future__ import annotations
+
+import os
+
+import anyio
+import pytest
+
+from acp_session.transport.pipe import open_pipe, open_stdin_pipe
+
+pytestmark = pytest.mark.anyio
+
+
+def drain(fd: int) -> bytes:
+    out = b""
+    while True:
+        try:
+            data = os.read(fd, 1 << 20)
+        except BlockingIOError:
+            return out
+        if not data:
+            return out
+        out += data
+
+
+async def test_a_send_cancelled_on_a_full_pipe_finishes_its_frame_before_the_next() -> None:
+    writer, read_fd = open_stdin_pipe()
+    os.set_blocking(read_fd, False)
+    try:
+        first = b"A" * (4 << 20) + b"\n"  # bigger than any pipe buffer: the send must wait
+        with anyio.move_on_after(0.1) as scope:
+            await writer.send(first)
+        assert scope.cancelled_caught
+        got = drain(read_fd)
+        assert 0 < len(got) < len(first)
+        second = b"B" * 10 + b"\n"
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(writer.send, second)
+            while len(got) < len(first) + len(second):
+                got += drain(read_fd)
+                await anyio.sleep(0.001)
+        assert got == first + second  # the cut frame was completed first, nothing was lost or doubled
+    finally:
+        await writer.aclose()
+        os.close(read_fd)
+
+
+async def test_a_send_to_a_closed_reader_is_a_broken_resource() -> None:
+    writer, read_fd = open_stdin_pipe()
+    os.close(read_fd)
+    with pytest.raises(anyio.BrokenResourceError):
+        await writer.send(b"x\n")
+    await writer.aclose()
+    with pytest.raises(anyio.ClosedResourceError):
+        await writer.send(b"x\n")
+
+
+async def test_data_that_arrives_while_nobody_reads_is_read_later() -> None:
+    reader, write_fd = open_pipe()
+    try:
+        os.write(write_fd, b"one\n")
+        assert await reader.receive() == b"one\n"
+        async with anyio.create_task_group() as tg:  # a receive waits, then is answered
+            got: list[bytes] = []
+
+            async def receive() -> None:
+                got.append(await reader.receive())
+
+            tg.start_soon(receive)
+            await anyio.sleep(0.02)
+            os.write(write_fd, b"two\n")
+        assert got == [b"two\n"]
+        os.write(write_fd, b"three\n")  # nobody is waiting now: the loop must neither spin nor lose it
+        await anyio.sleep(0.05)
+        assert await reader.receive() == b"three\n"
+        os.close(write_fd)
+        write_fd = -1
+        with pytest.raises(anyio.EndOfStream):
+            await reader.receive()
+    finally:
+        if write_fd >= 0:
+            os.close(write_fd)
+        await reader.aclose()
+
+
+async def test_closing_the_reader_wakes_a_waiting_receive() -> None:
+    reader, write_fd = open_pipe()
+    try:
+        with anyio.fail_after(2):
+            async with anyio.create_task_group() as tg:
+
+                async def receive() -> None:
+                    with pytest.raises(anyio.ClosedResourceError):
+                        await reader.receive()
+
+                tg.start_soon(receive)
+                await anyio.sleep(0.02)
+                await reader.aclose()
+    finally:
+        os.close(write_fd)
+
+
+async def test_a_second_concurrent_receive_is_refused() -> None:
+    reader, write_fd = open_pipe()
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(reader.receive)
+            await anyio.sleep(0.02)
+            with pytest.raises(anyio.BusyResourceError):
+                await reader.receive()
+            os.write(write_fd, b"x\n")
+    finally:
+        os.close(write_fd)
+        await reader.aclose()
