@@ -357,12 +357,17 @@ class Conversation:
         state = self.state
         session_id = state.session_id
         targets = state.chunk_targets() or {}
+        appended_to = None  # the message of the current stretch of chunks: its text is read while hot
         for note in notes:
             update: Any = note.update
             store = targets.get(type(update))
             if store is not None and note.session_id == session_id:
                 message = store.get(update.message_id)
                 if message is not None:
+                    if message is not appended_to:
+                        if appended_to is not None:
+                            appended_to.read_text()
+                        appended_to = message
                     block = update.content
                     message.content.append(block)
                     receiver = self._receiver
@@ -371,6 +376,8 @@ class Conversation:
                     continue
             deliver(note)
             targets = state.chunk_targets() or {}  # the full path may have replaced the stores
+        if appended_to is not None:
+            appended_to.read_text()
 
     def _route(self, event: StateEvent) -> None:
         kind = type(event)

@@ -62,8 +62,13 @@ class _Entity(msgspec.Struct, kw_only=True, tag_field="entity"):
     position: int = -1
 
 
-class Message(_Entity, tag="message"):
-    """A user, agent or thought message keyed by its ``messageId`` (one store per role)."""
+class Message(_Entity, tag="message", dict=True):
+    """A user, agent or thought message keyed by its ``messageId`` (one store per role).
+
+    ``text`` is computed incrementally: the text of the blocks already read is kept (outside the
+    struct's fields, so snapshots do not show it) and only blocks appended since are read again.
+    The fold only ever appends to ``content`` or replaces the list, which is what keeps that valid.
+    """
 
     role: MessageRole
     message_id: str
@@ -71,8 +76,26 @@ class Message(_Entity, tag="message"):
 
     @property
     def text(self) -> str:
-        """Concatenated text of the text blocks, joined on demand so chunk appends stay O(1)."""
-        return text_of(self.content)
+        """Concatenated text of the text blocks (a streaming UI may read it after every chunk)."""
+        parts = self.read_text()
+        if len(parts) > 1:
+            parts[:] = ["".join(parts)]
+        return parts[0] if parts else ""
+
+    def read_text(self) -> list[str]:
+        """The text so far as pieces, reading only the blocks appended since the last call. The fold
+        calls it after a run of chunks, while those blocks are still in the CPU cache."""
+        content = self.content
+        cache: tuple[list[ContentBlock], int, list[str]] | None = self.__dict__.get("_text")
+        if cache is None or cache[0] is not content or cache[1] > len(content):
+            cache = (content, 0, [])
+        read, parts = cache[1], cache[2]
+        if read < len(content):
+            parts.append(text_of(content[read:] if read else content))
+            self.__dict__["_text"] = (content, len(content), parts)
+        elif cache[1] == 0:
+            self.__dict__["_text"] = cache
+        return parts
 
     def reset(self) -> None:
         """Forget accumulated state so a history replay can rebuild it in place."""

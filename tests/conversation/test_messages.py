@@ -157,3 +157,26 @@ def test_content_list_is_copied_from_the_update() -> None:
 def test_text_helper_on_blocks() -> None:
     state = fold([upsert("m", [text("x"), {"type": "resource_link", "name": "f", "uri": "file:///f"}, "y"])])
     assert state.message("m").text == "xy"  # type: ignore[union-attr]
+
+
+def test_text_read_between_chunks_follows_appends_replacements_and_resets() -> None:
+    """``Message.text`` keeps what it already read; every way the fold changes content is still seen."""
+    state = SessionState()
+    state.apply(chunk("m", "He"))
+    message = state.message("m")
+    assert message is not None and message.text == "He"
+    for piece, expected in (("l", "Hel"), ("lo", "Hello"), (" ", "Hello ")):
+        state.apply(chunk("m", piece))
+        assert message.text == expected
+    state.apply(chunk("m", {"type": "image", "data": "AAAA", "mimeType": "image/png"}))
+    state.apply(chunk("m", "world"))
+    assert message.read_text() and message.text == "Hello world"
+    state.apply(upsert("m", ["new"]))  # a replacement is a new list: nothing stale survives
+    assert message.text == "new"
+    state.apply(chunk("m", "er"))
+    assert message.text == "newer"
+    message.reset()
+    assert message.text == ""
+    state.apply(chunk("m", "again"))
+    assert message.text == "again"
+    assert "_text" not in repr(message)
