@@ -14,8 +14,8 @@ Run: .venv/bin/python benchmarks/rpc_throughput.py [--backend asyncio|trio] [--c
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -26,6 +26,7 @@ import msgspec
 
 from acp_session.rpc import Connection
 from acp_session.transport import stdio_agent
+from acp_session.transport.pipe import open_pipe, open_stdin_pipe
 
 
 # Untracked by the garbage collector (gc=False), like every generated ACP struct (acp_session.schema).
@@ -120,20 +121,28 @@ async def notification_rate(lines: list[bytes]) -> float:
 
 
 async def bare_echo_latencies(n: int) -> list[float]:
-    async with await anyio.open_process(
-        [sys.executable, "-c", ECHO], stdin=subprocess.PIPE, stdout=subprocess.PIPE
-    ) as proc:
-        assert proc.stdin is not None and proc.stdout is not None
+    """The floor for a round trip: the same echo child over the same kind of pipes, read and written with
+    the same direct non-blocking file I/O the library uses, and no protocol work at all."""
+    stdout, child_stdout = open_pipe()
+    stdin, child_stdin = open_stdin_pipe()
+    try:
+        process = await anyio.open_process([sys.executable, "-c", ECHO], stdin=child_stdin, stdout=child_stdout)
+    finally:
+        os.close(child_stdout)
+        os.close(child_stdin)
+    async with process:
         line = b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n'
         out: list[float] = []
         for _ in range(n):
             start = time.perf_counter()
-            await proc.stdin.send(line)
+            await stdin.send(line)
             buf = b""
             while not buf.endswith(b"\n"):
-                buf += await proc.stdout.receive()
+                buf += await stdout.receive()
             out.append(time.perf_counter() - start)
-        await proc.stdin.aclose()
+        await stdin.aclose()
+        await process.wait()
+        await stdout.aclose()
         return out
 
 

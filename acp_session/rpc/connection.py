@@ -11,6 +11,7 @@ Ordering and concurrency rules:
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import logging
 from collections.abc import Awaitable, Callable
@@ -38,6 +39,7 @@ from ..errors import (
 )
 from ..transport.base import DEFAULT_RECEIVE_SIZE, Transport
 from ..transport.framing import DEFAULT_MAX_FRAME_SIZE, FrameReader, OversizedFrame
+from ..transport.pipe import running_asyncio_loop
 from .core import (
     TOO_DEEP,
     CancelRequested,
@@ -113,6 +115,7 @@ class Connection:
         self._closed = anyio.Event()
         self._closing = False
         self._answered = False  # a response was handed to its waiting caller during this read
+        self._yield_to_callers: Callable[[], Awaitable[None]] = anyio.lowlevel.cancel_shielded_checkpoint
         # The running backend's Event class, called directly: ``anyio.Event()`` looks the backend up each time.
         self._new_event: Callable[[], anyio.Event] = anyio.Event
 
@@ -166,6 +169,10 @@ class Connection:
         await tg.__aenter__()
         self._tg = tg
         self._new_event = type(anyio.Event())
+        self._outbox.bind()
+        # How the reader lets answered callers run first: the cheapest yield the backend has.
+        if running_asyncio_loop() is not None:
+            self._yield_to_callers = _asyncio_yield
         send, receive = anyio.create_memory_object_stream[tuple[Any, Any]](self._queue_size)
         self._notify_send = send
         tg.start_soon(self._outbox_writer)
@@ -239,7 +246,7 @@ class Connection:
         self._check_open()
         handle: PendingRequest[Any] = PendingRequest(self, method, decode, timeout)
         handle.id, frame = self._core.start_request(method, params, handle)
-        self._outbox.put(frame)
+        self._outbox.put_soon(frame)  # the caller flushes when it awaits the answer
         return handle
 
     async def notify(self, method: str, params: Any = None) -> None:
@@ -339,7 +346,7 @@ class Connection:
                     # Let the callers just answered run before this task reads (and likely waits) again:
                     # their wake-up is the round trip's critical path.
                     self._answered = False
-                    await anyio.lowlevel.cancel_shielded_checkpoint()
+                    await self._yield_to_callers()
                 if outbox.size > outbox.high_water:
                     await outbox.wait_writable()
             for frame in reader.feed_eof():
@@ -590,6 +597,11 @@ class Connection:
         for handle in self._core.close():
             handle._resolve(None, error)
         self._closed.set()
+
+
+async def _asyncio_yield() -> None:
+    """One pass of the asyncio loop (anyio's shielded checkpoint costs a cancel scope on asyncio)."""
+    await asyncio.sleep(0)
 
 
 def _decode_run(fast: FastNotifications, frames: list[bytes | OversizedFrame], data: bytes) -> list[Any]:

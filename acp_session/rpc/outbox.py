@@ -3,6 +3,10 @@
 Frames are queued synchronously (so ``request()`` and ``cancel()`` need no await and keep call order)
 and written in order by a single task. Producers that can wait (``notify``, the reader sending replies)
 wait for the queue to drop under a high-water mark, so memory stays bounded when the peer stops reading.
+
+A request's caller usually writes the queue itself when it starts waiting for the answer, so
+``put_soon`` wakes the writer task only if the frame is still queued once the current callbacks have
+run (asyncio: one ``call_soon``); a task switch per request is saved. Elsewhere it wakes at once.
 """
 
 from __future__ import annotations
@@ -11,6 +15,8 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 
 import anyio
+
+from ..transport.pipe import running_asyncio_loop
 
 __all__ = ["Outbox"]
 
@@ -27,6 +33,15 @@ class Outbox:
         self._failed = False
         self._writing = 0
         self._busy = False  # one task at a time writes; it keeps going until the queue is empty
+        self._new_event: Callable[[], anyio.Event] = anyio.Event
+        self._call_soon: Callable[[Callable[[], None]], object] | None = None
+        self._kick_pending = False
+
+    def bind(self) -> None:
+        """Called from the running loop before use: pick the backend's Event class and deferred wake."""
+        self._new_event = type(anyio.Event())
+        loop = running_asyncio_loop()
+        self._call_soon = None if loop is None else loop.call_soon
 
     @property
     def size(self) -> int:
@@ -45,6 +60,23 @@ class Outbox:
         if self._wakeup is not None:
             self._wakeup.set()
 
+    def put_soon(self, frame: bytes) -> None:
+        """``put`` for a frame whose producer will most likely ``flush`` right away (a request)."""
+        call_soon = self._call_soon
+        if call_soon is None or self._failed:
+            self.put(frame)
+            return
+        self._frames.append(frame)
+        self._size += len(frame)
+        if not self._kick_pending:
+            self._kick_pending = True
+            call_soon(self._kick)
+
+    def _kick(self) -> None:
+        self._kick_pending = False
+        if self._frames and self._wakeup is not None:
+            self._wakeup.set()
+
     async def wait_writable(self) -> None:
         """Wait while more than ``high_water`` bytes are queued (backpressure)."""
         while self._size > self.high_water and not self._failed:
@@ -57,7 +89,7 @@ class Outbox:
 
     async def _wait_progress(self) -> None:
         if self._progress is None:
-            self._progress = anyio.Event()
+            self._progress = self._new_event()
         await self._progress.wait()
 
     async def flush(self, send: Callable[[bytes], Awaitable[None]]) -> None:
@@ -99,7 +131,7 @@ class Outbox:
         """The writer task body. Returns once writing failed."""
         while not self._failed:
             if not self._frames or self._busy:
-                self._wakeup = anyio.Event()
+                self._wakeup = self._new_event()
                 await self._wakeup.wait()
                 self._wakeup = None
             await self.flush(send)

@@ -7,8 +7,9 @@ halves the per-message read cost and trims the round trip (see docs/performance.
 asked for a 1 MiB kernel buffer (Linux ``F_SETPIPE_SZ``, best effort) so a fast peer blocks less often.
 
 On asyncio the read end stays registered with the event loop between reads (a request/response
-exchange waits on it every time, and registering costs two system calls); it is unregistered whenever
-it becomes readable with nobody waiting, so unread data never makes the loop spin. Other backends use
+exchange waits on it every time, and registering costs two system calls). An answer often arrives just
+before the reader waits again, so one readiness report with nobody waiting is tolerated; a second one in
+a row unregisters the pipe, so unread data never keeps the loop busy. Other backends use
 ``anyio.wait_readable``.
 """
 
@@ -23,7 +24,7 @@ import anyio
 
 from .base import DEFAULT_RECEIVE_SIZE
 
-__all__ = ["PIPE_BUFFER_SIZE", "PipeReader", "PipeWriter", "open_pipe", "open_stdin_pipe"]
+__all__ = ["PIPE_BUFFER_SIZE", "PipeReader", "PipeWriter", "open_pipe", "open_stdin_pipe", "running_asyncio_loop"]
 
 PIPE_BUFFER_SIZE = 1 << 20
 _F_SETPIPE_SZ = 1031  # Linux fcntl command; elsewhere the call fails and the default buffer stays
@@ -53,7 +54,7 @@ def open_stdin_pipe() -> tuple[PipeWriter, int]:
     return PipeWriter(write_fd), read_fd
 
 
-def _asyncio_loop() -> asyncio.AbstractEventLoop | None:
+def running_asyncio_loop() -> asyncio.AbstractEventLoop | None:
     """The running asyncio loop when this task runs on one (anyio's asyncio backend); None under trio."""
     try:
         loop = asyncio.get_running_loop()
@@ -65,13 +66,14 @@ def _asyncio_loop() -> asyncio.AbstractEventLoop | None:
 class PipeReader:
     """The reading end of a pipe as an anyio-style byte receiver (``EndOfStream`` at end of file)."""
 
-    __slots__ = ("_fd", "_loop", "_registered", "_waiter")
+    __slots__ = ("_fd", "_idle_reports", "_loop", "_registered", "_waiter")
 
     def __init__(self, fd: int) -> None:
         self._fd = fd
         self._loop: asyncio.AbstractEventLoop | bool | None = None  # decided on first wait; False: not asyncio
         self._waiter: asyncio.Future[None] | None = None
         self._registered = False
+        self._idle_reports = 0
 
     async def receive(self, max_bytes: int = DEFAULT_RECEIVE_SIZE) -> bytes:
         while True:
@@ -92,7 +94,7 @@ class PipeReader:
     async def _wait_readable(self, fd: int) -> None:
         loop = self._loop
         if loop is None:
-            loop = self._loop = _asyncio_loop() or False
+            loop = self._loop = running_asyncio_loop() or False
         if loop is False:
             await anyio.wait_readable(fd)
             return
@@ -101,6 +103,7 @@ class PipeReader:
             raise anyio.BusyResourceError("receiving from")
         waiter: asyncio.Future[None] = loop.create_future()
         self._waiter = waiter
+        self._idle_reports = 0
         if not self._registered:
             loop.add_reader(fd, self._readable)
             self._registered = True
@@ -112,7 +115,9 @@ class PipeReader:
     def _readable(self) -> None:
         waiter = self._waiter
         if waiter is None:
-            self._unregister()  # nobody is waiting: stop watching until somebody does
+            self._idle_reports += 1
+            if self._idle_reports > 1:
+                self._unregister()  # nobody has been waiting: stop watching until somebody does
         elif not waiter.done():
             waiter.set_result(None)
 

@@ -69,8 +69,12 @@ async def config_round_trips(args: argparse.Namespace) -> dict[str, Any]:
             start = time.perf_counter()
             await session.set_config_option("fast", i % 2 == 0)
             samples.append(time.perf_counter() - start)
-    samples.sort()
-    return {"p50_us": samples[len(samples) // 2] * 1e6, "p99_us": samples[int(len(samples) * 0.99)] * 1e6}
+    ordered = sorted(samples)
+    return {
+        "p50_us": ordered[len(ordered) // 2] * 1e6,
+        "p99_us": ordered[int(len(ordered) * 0.99)] * 1e6,
+        "samples_us": [round(sample * 1e6, 2) for sample in samples],
+    }
 
 
 MODES = {"bare": bare, "conversation": conversation, "config": config_round_trips}
