@@ -178,6 +178,29 @@ def round_trips(rounds: int, pairs: int = 4) -> dict[str, float]:
     }
 
 
+def targets(report: dict[str, Any], ours_name: str) -> dict[str, bool]:
+    """Each target of the performance issue, judged on this run's figures (peers that were not run are left out)."""
+    out: dict[str, bool] = {}
+    python_sdk, ts_sdk = "official Python SDK 0.12.1 (v1)", "official TypeScript SDK 2.4.0 (v2)"
+    for n, size in report["sizes"].items():
+        rows, ours = size["clients"], size["clients"][ours_name]["updates_per_s"]
+        for peer in (python_sdk, ts_sdk):
+            if peer in rows:
+                out[f"N={n:,}: fold >= 10x {peer}"] = ours >= 10 * rows[peer]["updates_per_s"]
+        raw = size["lower_bounds"]["raw msgspec typed decode"]
+        out[f"N={n:,}: fold >= 1/3 of the raw typed decode"] = ours >= raw / 3
+    largest = report["sizes"][max(report["sizes"])]["clients"]
+    if python_sdk in largest:
+        peak = largest[ours_name]["peak_rss_kib"]
+        out["peak RSS at the largest N <= the Python SDK's"] = peak <= largest[python_sdk]["peak_rss_kib"]
+    starts = report["cold_start_s"]
+    if python_sdk in starts:
+        out["cold start <= half the Python SDK's"] = starts["acp-session (bare handler)"] <= starts[python_sdk] / 2
+    trips = report["round_trip"]
+    out["round trip p50 < 3x the bare pipe echo"] = trips["ours_p50_us"] < 3 * trips["echo_p50_us"]
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
@@ -230,6 +253,10 @@ def main() -> None:
         f"  acp-session       p50 {trips['ours_p50_us']:7.1f} us  p99 {trips['ours_p99_us']:7.1f} us"
         f"  ({trips['ours_p50_us'] / trips['echo_p50_us']:.2f}x echo p50)"
     )
+    report["targets"] = targets(report, ours_name)
+    print("\ntargets (issue: ten times the official SDKs), from this run")
+    for line, met in report["targets"].items():
+        print(f"  {'met    ' if met else 'NOT met'}  {line}")
     args.json_out.parent.mkdir(parents=True, exist_ok=True)
     args.json_out.write_text(json.dumps(report, indent=2))
     print(f"\nwritten: {args.json_out}")

@@ -130,14 +130,19 @@ def main() -> None:
     parser.add_argument("--backend", default="asyncio", choices=["asyncio", "trio"])
     parser.add_argument("--memory", action="store_true", help="also report retained bytes per chunk at N and 2N")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--rounds", type=int, default=3, help="alternating baseline/fold rounds, best of each")
     args = parser.parse_args()
     lines = chunk_lines(args.n)
     with tempfile.TemporaryDirectory() as tmp:
         chunk_file, agent_file = Path(tmp) / "chunks.jsonl", Path(tmp) / "agent.py"
         chunk_file.write_bytes(b"\n".join(lines) + b"\n")
         agent_file.write_text(AGENT)
-        baseline = baseline_rate(lines)
-        awaited, iterated = anyio.run(pipe_rates, args.n, chunk_file, agent_file, backend=args.backend)
+        # The machine's speed drifts between moments: baseline and fold alternate, and the best of each counts.
+        baseline = awaited = iterated = 0.0
+        for _ in range(args.rounds):
+            baseline = max(baseline, baseline_rate(lines, repeats=1))
+            one_awaited, one_iterated = anyio.run(pipe_rates, args.n, chunk_file, agent_file, backend=args.backend)
+            awaited, iterated = max(awaited, one_awaited), max(iterated, one_iterated)
     results: dict[str, Any] = {
         "n": args.n,
         "backend": args.backend,

@@ -32,6 +32,8 @@ from .messages import (
 )
 
 __all__ = [
+    "NOT_A_RESPONSE",
+    "NotAResponse",
     "CancelRequested",
     "Event",
     "NotificationReceived",
@@ -253,6 +255,21 @@ class RpcCore(Generic[S]):
             return ProtocolViolation("request id must be a string or an integer", self._invalid_null())
         return self._response(env)
 
+    def receive_response(self, frame: bytes) -> Event[S] | NotAResponse | None:
+        """``receive`` for a frame that is a response; anything else is left untouched (``NOT_A_RESPONSE``).
+
+        Lets a transport's readiness callback settle a waiting request without waking the reader task.
+        """
+        if not frame.isascii():
+            return NOT_A_RESPONSE
+        try:
+            env = envelope_decoder.decode(frame)
+        except (msgspec.DecodeError, RecursionError):
+            return NOT_A_RESPONSE
+        if env.method is not UNSET:
+            return NOT_A_RESPONSE
+        return self._response(env)
+
     def _cancel_received(self, params: Raw | msgspec.UnsetType) -> CancelRequested | None:
         if params is UNSET:
             return None
@@ -326,3 +343,10 @@ class RpcCore(Generic[S]):
 
 
 _MISSING: Any = object()
+
+
+class NotAResponse:
+    """The type of ``NOT_A_RESPONSE``: ``receive_response`` left the frame for ``receive``."""
+
+
+NOT_A_RESPONSE = NotAResponse()

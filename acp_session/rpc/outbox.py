@@ -4,9 +4,11 @@ Frames are queued synchronously (so ``request()`` and ``cancel()`` need no await
 and written in order by a single task. Producers that can wait (``notify``, the reader sending replies)
 wait for the queue to drop under a high-water mark, so memory stays bounded when the peer stops reading.
 
-A request's caller usually writes the queue itself when it starts waiting for the answer, so
-``put_soon`` wakes the writer task only if the frame is still queued once the current callbacks have
-run (asyncio: one ``call_soon``); a task switch per request is saved. Elsewhere it wakes at once.
+When the transport can write without waiting (``send_nowait``, the agent's stdin pipe), a frame put
+on an empty queue is written on the spot: no task switch and no extra pass of the event loop per
+message. Otherwise a request's caller usually writes the queue itself when it starts waiting for the
+answer, so ``put_soon`` wakes the writer task only if the frame is still queued once the current
+callbacks have run (asyncio: one ``call_soon``). Elsewhere it wakes at once.
 """
 
 from __future__ import annotations
@@ -36,12 +38,17 @@ class Outbox:
         self._new_event: Callable[[], anyio.Event] = anyio.Event
         self._call_soon: Callable[[Callable[[], None]], object] | None = None
         self._kick_pending = False
+        self._send_nowait: Callable[[bytes], int] | None = None
 
-    def bind(self) -> None:
-        """Called from the running loop before use: pick the backend's Event class and deferred wake."""
+    def bind(self, send_nowait: Callable[[bytes], int] | None = None) -> None:
+        """Called from the running loop before use: pick the backend's Event class and deferred wake.
+
+        ``send_nowait(data)`` writes what fits at once and returns how many bytes it wrote.
+        """
         self._new_event = type(anyio.Event())
         loop = running_asyncio_loop()
         self._call_soon = None if loop is None else loop.call_soon
+        self._send_nowait = send_nowait
 
     @property
     def size(self) -> int:
@@ -55,15 +62,32 @@ class Outbox:
     def put(self, frame: bytes) -> None:
         if self._failed:
             return
+        if not self._frames and not self._busy and self._send_nowait is not None:
+            frame = self._write_now(frame)
+            if not frame:
+                return
         self._frames.append(frame)
         self._size += len(frame)
         if self._wakeup is not None:
             self._wakeup.set()
 
+    def _write_now(self, frame: bytes) -> bytes:
+        """Write ``frame`` without waiting; returns what is left to queue (usually nothing)."""
+        assert self._send_nowait is not None
+        try:
+            written = self._send_nowait(frame)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+            self.fail()
+            return b""
+        if self._progress is not None:
+            self._progress.set()
+            self._progress = None
+        return frame[written:] if written else frame
+
     def put_soon(self, frame: bytes) -> None:
         """``put`` for a frame whose producer will most likely ``flush`` right away (a request)."""
         call_soon = self._call_soon
-        if call_soon is None or self._failed:
+        if call_soon is None or self._failed or self._send_nowait is not None:
             self.put(frame)
             return
         self._frames.append(frame)

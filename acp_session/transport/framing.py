@@ -50,6 +50,11 @@ class FrameReader:
         """Bytes currently held for an unfinished frame."""
         return len(self._buffer)
 
+    @property
+    def at_frame_start(self) -> bool:
+        """True when the next byte fed starts a new frame (nothing held, nothing being skipped)."""
+        return not self._buffer and self._skipped < 0
+
     def feed(self, data: bytes) -> list[bytes | OversizedFrame]:
         """Take the next chunk of the stream; return the frames it completed, in order.
 

@@ -11,12 +11,19 @@ exchange waits on it every time, and registering costs two system calls). An ans
 before the reader waits again, so one readiness report with nobody waiting is tolerated; a second one in
 a row unregisters the pipe, so unread data never keeps the loop busy. Other backends use
 ``anyio.wait_readable``.
+
+Also on asyncio, a ready consumer (``set_ready_consumer``) is offered data that arrives while a receive
+waits, inside the readiness callback. A connection uses it to settle a lone response at once: the
+waiting caller is woken directly, and the reader task, which would only have passed the answer on,
+keeps sleeping. Whatever the consumer declines is returned by the waiting receive as usual.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
+from collections.abc import Callable
 from contextlib import suppress
 from typing import Any
 
@@ -26,6 +33,7 @@ from .base import DEFAULT_RECEIVE_SIZE
 
 __all__ = ["PIPE_BUFFER_SIZE", "PipeReader", "PipeWriter", "open_pipe", "open_stdin_pipe", "running_asyncio_loop"]
 
+_log = logging.getLogger("acp_session.transport")
 PIPE_BUFFER_SIZE = 1 << 20
 _F_SETPIPE_SZ = 1031  # Linux fcntl command; elsewhere the call fails and the default buffer stays
 
@@ -63,10 +71,14 @@ def running_asyncio_loop() -> asyncio.AbstractEventLoop | None:
     return loop if asyncio.current_task() is not None else None
 
 
+class _ReadyData(Exception):
+    """Internal: the readiness callback read data the waiting receive must return."""
+
+
 class PipeReader:
     """The reading end of a pipe as an anyio-style byte receiver (``EndOfStream`` at end of file)."""
 
-    __slots__ = ("_fd", "_idle_reports", "_loop", "_registered", "_waiter")
+    __slots__ = ("_consumer", "_fd", "_idle_reports", "_loop", "_ready_data", "_registered", "_waiter")
 
     def __init__(self, fd: int) -> None:
         self._fd = fd
@@ -74,8 +86,21 @@ class PipeReader:
         self._waiter: asyncio.Future[None] | None = None
         self._registered = False
         self._idle_reports = 0
+        self._consumer: Callable[[bytes], bool] | None = None
+        self._ready_data = b""  # read by the readiness callback and declined by the consumer
+
+    def set_ready_consumer(self, consumer: Callable[[bytes], bool] | None) -> None:
+        """Offer data that arrives during a waiting receive to ``consumer`` first (asyncio only).
+
+        ``consumer(data)`` returns True if it handled ``data`` completely (the receive keeps waiting),
+        or False, having changed nothing, to let the waiting receive return it.
+        """
+        self._consumer = consumer
 
     async def receive(self, max_bytes: int = DEFAULT_RECEIVE_SIZE) -> bytes:
+        if self._ready_data:
+            data, self._ready_data = self._ready_data, b""
+            return data
         while True:
             fd = self._fd
             if fd < 0:
@@ -83,7 +108,11 @@ class PipeReader:
             try:
                 data = os.read(fd, max_bytes)
             except BlockingIOError:
-                await self._wait_readable(fd)
+                try:
+                    await self._wait_readable(fd)
+                except _ReadyData:
+                    data, self._ready_data = self._ready_data, b""
+                    return data
                 continue
             except OSError as exc:
                 raise anyio.BrokenResourceError from exc
@@ -111,6 +140,8 @@ class PipeReader:
             await waiter
         finally:
             self._waiter = None
+        if self._ready_data:
+            raise _ReadyData
 
     def _readable(self) -> None:
         waiter = self._waiter
@@ -118,8 +149,25 @@ class PipeReader:
             self._idle_reports += 1
             if self._idle_reports > 1:
                 self._unregister()  # nobody has been waiting: stop watching until somebody does
-        elif not waiter.done():
-            waiter.set_result(None)
+            return
+        if waiter.done():
+            return
+        consumer = self._consumer
+        if consumer is not None:
+            try:
+                data = os.read(self._fd, DEFAULT_RECEIVE_SIZE)
+            except BlockingIOError:
+                return
+            except OSError:
+                data = b""  # the waiting receive meets the error itself
+            if data:
+                try:
+                    if consumer(data):
+                        return
+                except Exception:
+                    _log.exception("ready consumer failed; the data goes to the waiting receive")
+                self._ready_data = data
+        waiter.set_result(None)
 
     def _unregister(self) -> None:
         if self._registered:
@@ -153,6 +201,20 @@ class PipeWriter:
     def __init__(self, fd: int) -> None:
         self._fd = fd
         self._tail = b""
+
+    def send_nowait(self, item: bytes) -> int:
+        """Write what fits in the pipe now; returns the number of bytes written (0 if it is full)."""
+        fd = self._fd
+        if fd < 0:
+            raise anyio.ClosedResourceError
+        if self._tail:
+            return 0  # a cut frame must be finished first, by send()
+        try:
+            return os.write(fd, item)
+        except BlockingIOError:
+            return 0
+        except OSError as exc:
+            raise anyio.BrokenResourceError from exc
 
     async def send(self, item: bytes) -> None:
         data: bytes | memoryview = item

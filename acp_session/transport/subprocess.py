@@ -69,6 +69,16 @@ class AgentProcess:
         assert self.process.stdout is not None
         return await self.process.stdout.receive(max_bytes)
 
+    def set_ready_consumer(self, consumer: Callable[[bytes], bool] | None) -> None:
+        """See ``PipeReader.set_ready_consumer`` (no-op when stdout is not read directly)."""
+        if self._stdout is not None:
+            self._stdout.set_ready_consumer(consumer)
+
+    @property
+    def send_nowait(self) -> Callable[[bytes], int] | None:
+        """Writes what fits into the agent's stdin at once (None when stdin is not written directly)."""
+        return None if self._stdin is None else self._stdin.send_nowait
+
     async def send(self, item: bytes) -> None:
         if self._stdin is not None:
             await self._stdin.send(item)

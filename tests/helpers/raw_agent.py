@@ -1,7 +1,8 @@
 """A tiny agent speaking raw JSON lines on stdin/stdout (deliberately not using acp_session).
 
 Methods: echo (result = params), sleep {seconds} (answers later; $/cancel_request answers -32800 now),
-burst {count} (that many "tick" notifications, then the result), ask {method, params} (sends that
+burst {count} (that many "tick" notifications, then the result), drip {lines, gap} (like raw, but each line
+and the result alone, ``gap`` seconds apart), ask {method, params} (sends that
 request to the client and returns the client's answer), crash {code, stderr: [lines]} (exits without
 answering), raw {lines: [str]} (writes those lines verbatim, then the result), ignore (never answers).
 Every line received is also logged to stderr as "GOT <line>" when started with --log.
@@ -11,6 +12,7 @@ import json
 import os
 import sys
 import threading
+import time
 
 lock = threading.Lock()
 timers = {}
@@ -86,6 +88,12 @@ def handle(msg):
         for line in params.get("lines", []):
             write(line)
         answer(rid, "done")
+    elif method == "drip":
+        for line in params.get("lines", []):
+            time.sleep(params.get("gap", 0.02))
+            write(line)
+        time.sleep(params.get("gap", 0.02))
+        answer(rid, "dripped")
     elif method == "ignore":
         pass
     else:

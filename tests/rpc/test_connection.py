@@ -379,3 +379,18 @@ async def test_never_sends_a_batch(pair: Any) -> None:
     for _ in range(40):
         frame = await raw.recv_frame()
         assert frame.startswith(b"{")
+
+
+async def test_a_request_nobody_awaits_yet_is_still_sent_at_once_and_in_order(pair: Any) -> None:
+    """The writer wake for a request is deferred (its caller normally writes it when awaiting); a request
+    that is not awaited must still go out promptly, before a notification queued after it."""
+    conn, raw, _ = pair
+    pending = conn.request("first", {"n": 1})
+    await conn.notify("second", {"n": 2})
+    first, second = await raw.recv(timeout=1), await raw.recv(timeout=1)
+    assert (first["method"], first["id"], second["method"]) == ("first", pending.id, "second")
+    later = conn.request("third")
+    assert (await raw.recv(timeout=1))["id"] == later.id
+    await raw.send({"jsonrpc": "2.0", "id": pending.id, "result": 1})
+    await raw.send({"jsonrpc": "2.0", "id": later.id, "result": 3})
+    assert await pending == 1 and await later == 3

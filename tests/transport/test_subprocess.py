@@ -126,3 +126,34 @@ async def test_stdio_server_agent_built_on_the_rpc_layer() -> None:
         assert await conn.request("ask", {"method": "client/hello", "params": {"name": "x"}}) == {"hi": "x"}
     assert agent.returncode == 0
     assert any("stray print" in line for line in stderr)
+
+
+async def test_answers_arriving_alone_while_the_reader_waits_follow_every_rule() -> None:
+    """On asyncio a lone response is settled inside the pipe's readiness callback; whatever is not a plain
+    answer (unknown id, malformed, a request, a result holding a "method" key) still gets the same handling."""
+    errors: list[Exception] = []
+    async with stdio_agent(helper("raw_agent.py")) as agent, Connection(agent, on_frame_error=errors.append) as conn:
+        seen: list[int] = []
+        conn.on_notification("tick", lambda p: seen.append(p["n"]))
+        conn.on_request("ping", lambda p: {"pong": p["n"]})
+        for n in range(20):
+            assert await conn.request("echo", {"n": n}) == {"n": n}
+        assert await conn.request("echo", {"method": "in a result"}) == {"method": "in a result"}
+        lines = [
+            '{"jsonrpc":"2.0","id":9999,"result":1}',  # unknown id: dropped
+            '{"jsonrpc":"2.0","id":9998,"result":1,"error":{"code":1,"message":"x"}}',  # malformed: -32600
+            '{"jsonrpc":"2.0","method":"tick","params":{"n":7}}',
+        ]
+        assert await conn.request("drip", {"lines": lines}) == "dripped"
+        assert seen == [7]
+        assert [type(e).__name__ for e in errors] == ["InvalidRequest"]
+        assert await conn.request("echo", {"after": True}) == {"after": True}
+
+
+async def test_a_request_larger_than_the_pipe_is_written_whole() -> None:
+    big = "x" * (3 << 20)  # a direct write takes what fits; the rest must follow in order
+    async with stdio_agent(helper("raw_agent.py")) as agent, Connection(agent) as conn:
+        first = conn.request("echo", {"big": big})
+        second = conn.request("echo", {"small": 1})
+        assert await first == {"big": big}
+        assert await second == {"small": 1}
