@@ -6,11 +6,13 @@ from .client import PROTOCOL_VERSION, ClientBuilder, ClientConnection
 from .client_errors import CapabilityNotSupported, ProtocolVersionMismatch, SessionClosed
 from .conversation import ChatResponse, ChatTurn, Conversation, SessionState
 from .interactions import Interaction
-from .session import ActiveSession, SentRequest, TrackedPrompt
+from .session import TRACKED_UPDATES, ActiveSession, BatchUpdateListener, SentRequest, TrackedPrompt
 
 __all__ = [
     "PROTOCOL_VERSION",
+    "TRACKED_UPDATES",
     "ActiveSession",
+    "BatchUpdateListener",
     "CapabilityNotSupported",
     "ChatResponse",
     "ChatTurn",

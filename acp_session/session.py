@@ -58,6 +58,7 @@ __all__ = [
     "SentRequest",
     "SessionTrack",
     "TrackedPrompt",
+    "TRACKED_UPDATES",
     "UpdateListener",
     "clean_text",
 ]

@@ -65,6 +65,11 @@ class _Segment:
 
     feed_message = feed
 
+    wants_chunks = True
+
+    def note_message(self, message: Message) -> None:
+        pass
+
     def feed_chunk(self, message: Message, block: ContentBlock) -> None:
         self.events.append(MessageChanged(message, False, block))
 
@@ -357,7 +362,9 @@ class Conversation:
         state = self.state
         session_id = state.session_id
         targets = state.chunk_targets() or {}
-        appended_to = None  # the message of the current stretch of chunks: its text is read while hot
+        receiver = self._receiver
+        feed = receiver.feed_chunk if receiver is not None and receiver.wants_chunks else None
+        appended_to: Message | None = None  # the message of the current stretch of chunks
         for note in notes:
             update: Any = note.update
             store = targets.get(type(update))
@@ -366,16 +373,23 @@ class Conversation:
                 if message is not None:
                     if message is not appended_to:
                         if appended_to is not None:
-                            appended_to.read_text()
+                            appended_to.read_text()  # its blocks are still in the CPU cache
                         appended_to = message
+                        if receiver is not None:
+                            receiver.note_message(message)
                     block = update.content
                     message.content.append(block)
-                    receiver = self._receiver
-                    if receiver is not None:
-                        receiver.feed_chunk(message, block)
+                    if feed is not None:
+                        feed(message, block)
                     continue
+            if appended_to is not None:
+                appended_to.read_text()
+                appended_to = None
             deliver(note)
-            targets = state.chunk_targets() or {}  # the full path may have replaced the stores
+            # The full path may have started a turn or replaced the stores.
+            targets = state.chunk_targets() or {}
+            receiver = self._receiver
+            feed = receiver.feed_chunk if receiver is not None and receiver.wants_chunks else None
         if appended_to is not None:
             appended_to.read_text()
 

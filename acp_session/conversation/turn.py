@@ -175,6 +175,16 @@ class ChatTurn:
         else:
             self._push((ChatText if role == "agent" else ChatThought)(message.text, message.message_id, True))
 
+    @property
+    def wants_chunks(self) -> bool:
+        """Whether each chunk matters (events for a reader); an awaited turn only needs its steps."""
+        return self._mode != "await"
+
+    def note_message(self, message: Message) -> None:
+        """A stretch of chunks of ``message`` follows (``feed_chunk`` is skipped when chunks are not wanted)."""
+        if message is not self._last:
+            self._step(message)
+
     def feed_chunk(self, message: Message, block: Any) -> None:
         """``feed_message`` of ``MessageChanged(message, False, block)``, without building the event."""
         if message is not self._last:
