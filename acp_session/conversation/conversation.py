@@ -365,9 +365,19 @@ class Conversation:
         receiver = self._receiver
         feed = receiver.feed_chunk if receiver is not None and receiver.wants_chunks else None
         appended_to: Message | None = None  # the message of the current stretch of chunks
+        stretch_type: Any = None  # the stretch's update type and message id: its chunks skip the lookups
+        stretch_id = ""
+        append: Any = None
         for note in notes:
             update: Any = note.update
-            store = targets.get(type(update))
+            kind = type(update)
+            if kind is stretch_type and update.message_id == stretch_id and note.session_id == session_id:
+                block = update.content
+                append(block)
+                if feed is not None:
+                    feed(appended_to, block)
+                continue
+            store = targets.get(kind)
             if store is not None and note.session_id == session_id:
                 message = store.get(update.message_id)
                 if message is not None:
@@ -377,14 +387,16 @@ class Conversation:
                         appended_to = message
                         if receiver is not None:
                             receiver.note_message(message)
+                    stretch_type, stretch_id, append = kind, update.message_id, message.content.append
                     block = update.content
-                    message.content.append(block)
+                    append(block)
                     if feed is not None:
                         feed(message, block)
                     continue
             if appended_to is not None:
                 appended_to.read_text()
                 appended_to = None
+            stretch_type = None
             deliver(note)
             # The full path may have started a turn or replaced the stores.
             targets = state.chunk_targets() or {}
