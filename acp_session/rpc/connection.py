@@ -51,6 +51,7 @@ from .core import (
     RpcCore,
 )
 from .fastpath import PEEK_WINDOW, FastNotifications
+from .flag import Flag, flag_factory
 from .handlers import DECODE_ERRORS, Decoder, Handler, as_decoder, invalid_params, json_decode
 from .messages import RequestId
 from .outbox import Outbox
@@ -119,8 +120,8 @@ class Connection:
         self._answered = False  # a response was handed to its waiting caller during this read
         self._frame_reader: FrameReader | None = None
         self._yield_to_callers: Callable[[], Awaitable[None]] = anyio.lowlevel.cancel_shielded_checkpoint
-        # The running backend's Event class, called directly: ``anyio.Event()`` looks the backend up each time.
-        self._new_event: Callable[[], anyio.Event] = anyio.Event
+        # What a request waits on, for the running backend (``anyio.Event()`` looks the backend up each time).
+        self._new_event: Callable[[], Flag] = anyio.Event
 
     # -- registration ----------------------------------------------------------------------------------
 
@@ -171,7 +172,7 @@ class Connection:
         tg = anyio.create_task_group()
         await tg.__aenter__()
         self._tg = tg
-        self._new_event = type(anyio.Event())
+        self._new_event = flag_factory()
         send_nowait = getattr(self.transport, "send_nowait", None)
         self._outbox.bind(send_nowait if callable(send_nowait) else None)
         # How the reader lets answered callers run first: the cheapest yield the backend has.

@@ -64,7 +64,8 @@ class PendingRequest(Generic[T]):
 
     async def result(self) -> T:
         if not self._done.is_set():
-            await self._conn._flush()  # write our request ourselves rather than wait for the writer task
+            if self._conn._outbox.size:
+                await self._conn._flush()  # write our request ourselves rather than wait for the writer task
             if self._deadline is None:
                 await self._done.wait()
             else:
