@@ -158,16 +158,17 @@ def cat_rate(lines: list[bytes], repeats: int) -> float:
         return best
 
 
-def round_trips(rounds: int, pairs: int = 4) -> dict[str, float]:
+def round_trips(rounds: int, pairs: int = 4, warmup: int = 100) -> dict[str, float]:
     """Echo and ours alternate in ``pairs`` slices and the samples are pooled: the machine's speed drifts
-    between moments, and both sides should see the same moments."""
+    between moments, and both sides should see the same moments. Each slice is a fresh pair of processes;
+    its first ``warmup`` round trips (interpreter warm-up, first-use imports) are dropped on both sides."""
     echo: list[float] = []
     ours: list[float] = []
     per_pair = max(1, rounds // pairs)
     for _ in range(pairs):
-        echo += [sample * 1e6 for sample in anyio.run(bare_echo_latencies, per_pair)]
+        echo += [sample * 1e6 for sample in anyio.run(bare_echo_latencies, per_pair + warmup)[warmup:]]
         argv = [sys.executable, str(PEERS / "peer_ours.py"), "config", "--agent", str(AGENT)]
-        ours += run_client([*argv, "--rounds", str(per_pair)])["samples_us"]
+        ours += run_client([*argv, "--rounds", str(per_pair + warmup)])["samples_us"][warmup:]
     echo.sort()
     ours.sort()
     return {
