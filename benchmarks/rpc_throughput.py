@@ -19,6 +19,7 @@ import statistics
 import sys
 import tempfile
 import time
+from subprocess import PIPE
 from typing import Any
 
 import anyio
@@ -157,6 +158,24 @@ async def bare_echo_latencies(n: int) -> list[float]:
         return out
 
 
+async def stream_echo_latencies(n: int) -> list[float]:
+    """For context only: the same echo through anyio's process streams, the usual way to talk to a child
+    (the floor above is the stricter one, and the one the targets are judged against)."""
+    async with await anyio.open_process([sys.executable, "-c", ECHO], stdin=PIPE, stdout=PIPE) as process:
+        assert process.stdin is not None and process.stdout is not None
+        line = b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n'
+        out: list[float] = []
+        for _ in range(n):
+            start = time.perf_counter()
+            await process.stdin.send(line)
+            buf = b""
+            while not buf.endswith(b"\n"):
+                buf += await process.stdout.receive()
+            out.append(time.perf_counter() - start)
+        await process.stdin.aclose()
+        return out
+
+
 async def rpc_latencies(n: int) -> list[float]:
     async with stdio_agent([sys.executable, "-c", ECHO, "respond"]) as agent, Connection(agent) as conn:
         out: list[float] = []
@@ -187,11 +206,14 @@ async def main(args: Any) -> None:
     await bare_echo_latencies(200)  # warm up
     echo: list[float] = []
     rpc: list[float] = []
+    streams: list[float] = []
     for _ in range(args.pairs):
         echo += await bare_echo_latencies(args.rounds // args.pairs)
         rpc += await rpc_latencies(args.rounds // args.pairs)
+        streams += await stream_echo_latencies(args.rounds // args.pairs)
     print(f"round trip ({len(rpc)} calls, alternating with the echo)")
     print(f"  bare pipe echo:  p50 {pct(echo, 50):7.1f} us  p99 {pct(echo, 99):7.1f} us")
+    print(f"  (echo via anyio process streams, for context: p50 {pct(streams, 50):.1f} us)")
     print(
         f"  conn.request():  p50 {pct(rpc, 50):7.1f} us  p99 {pct(rpc, 99):7.1f} us"
         f"  ({pct(rpc, 50) / pct(echo, 50):.2f}x bare p50; target < 3x)"

@@ -23,13 +23,31 @@ _NULL = b"null"
 _AT_PATH = re.compile(r"^(?P<reason>.*) - at `(?P<path>[^`]*)`$", re.DOTALL)
 
 
+_BUFFER_OK: dict[Any, bool] = {}
+_BUFFER_OK_LIMIT = 1024  # decoders are usually module constants; an unbounded stream of new ones is not cached
+
+
 def accepts_buffer(decode: Callable[..., Any]) -> bool:
-    """msgspec decoders read any buffer, so a ``msgspec.Raw`` slice can be passed without copying."""
-    return (
+    """msgspec decoders read any buffer, so a ``msgspec.Raw`` slice can be passed without copying.
+
+    Asked once per outgoing request, so the answer is remembered per decoder.
+    """
+    try:
+        known = _BUFFER_OK.get(decode)
+    except TypeError:  # an unhashable callable object
+        known, cacheable = None, False
+    else:
+        cacheable = len(_BUFFER_OK) < _BUFFER_OK_LIMIT
+    if known is not None:
+        return known
+    ok = (
         decode is msgspec.json.decode
         or isinstance(getattr(decode, "__self__", None), msgspec.json.Decoder)
         or isinstance(getattr(decode, "msgspec_decoder", None), msgspec.json.Decoder)
     )
+    if cacheable:
+        _BUFFER_OK[decode] = ok
+    return ok
 
 
 def typed_decoder_of(decode: Any) -> msgspec.json.Decoder[Any] | None:

@@ -1,6 +1,7 @@
 """A deliberately cheap ACP agent for benchmarks: it streams N pre-encoded chunk updates per prompt.
 
-Usage: ``python cheap_agent.py --wire v2|v1 --n N``. Standard library only, so it costs the same whatever
+Usage: ``python cheap_agent.py --wire v2|v1 --n N [--warmup W]``. With ``--warmup``, the first prompt streams W
+chunks (a warm-up turn for the client) and every later prompt N. Standard library only, so it costs the same whatever
 client drives it. On the v2 wire a prompt is answered at once with its ``messageId``, then ``running``,
 the chunks, and ``idle`` (``end_turn``); on the v1 wire the chunks come first and the prompt response
 carries the stop reason. ``session/set_config_option`` is answered immediately (round-trip benchmark).
@@ -26,6 +27,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--wire", choices=["v1", "v2"], default="v2")
     parser.add_argument("--n", type=int, default=10_000)
+    parser.add_argument("--warmup", type=int, default=0, help="chunks of the first prompt's turn (0: N)")
     args = parser.parse_args()
     out = sys.stdout.buffer
     session = "sess-bench"
@@ -36,28 +38,39 @@ def main() -> None:
     def update(body: dict[str, object]) -> bytes:
         return line({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": session, "update": body}})
 
-    if args.wire == "v2":
+    def v2_turn(count: int, user_id: str, message_id: str) -> bytes:
         chunks = b"".join(
             update(
                 {
                     "sessionUpdate": "agent_message_chunk",
-                    "messageId": "a1",
+                    "messageId": message_id,
                     "content": {"type": "text", "text": chunk_text(i)},
                 }
             )
-            for i in range(args.n)
+            for i in range(count)
         )
-        turn = (
-            update({"sessionUpdate": "user_message", "messageId": "u1", "content": [{"type": "text", "text": "go"}]})
+        return (
+            update({"sessionUpdate": "user_message", "messageId": user_id, "content": [{"type": "text", "text": "go"}]})
             + update({"sessionUpdate": "state_update", "state": "running"})
             + chunks
             + update({"sessionUpdate": "state_update", "state": "idle", "stopReason": "end_turn"})
         )
-    else:
-        turn = b"".join(
+
+    def v1_turn(count: int) -> bytes:
+        return b"".join(
             update({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": chunk_text(i)}})
-            for i in range(args.n)
+            for i in range(count)
         )
+
+    if args.wire == "v2":
+        turns = [v2_turn(args.warmup, "u0", "w0")] if args.warmup else []
+        turns.append(v2_turn(args.n, "u1", "a1"))
+    else:
+        turns = [v1_turn(args.warmup)] if args.warmup else []
+        turns.append(v1_turn(args.n))
+    prompts = 0
+    user_ids = [b"u0", b"u1"] if args.warmup else [b"u1"]
+
     config = [{"type": "boolean", "configId": "fast", "name": "Fast", "currentValue": False}]
     # The round-trip benchmark compares against a bare echo that does one bytes.replace per line, so this
     # answer is pre-encoded too: the agent's own JSON work would otherwise count against the client.
@@ -88,10 +101,14 @@ def main() -> None:
             out.write(line({"jsonrpc": "2.0", "id": ident, "result": {"sessionId": session, "configOptions": config}}))
         elif method == "session/set_config_option":
             out.write(line({"jsonrpc": "2.0", "id": ident, "result": {"configOptions": config}}))
-        elif method == "session/prompt" and args.wire == "v2":
-            out.write(line({"jsonrpc": "2.0", "id": ident, "result": {"messageId": "u1"}}) + turn)
         elif method == "session/prompt":
-            out.write(turn + line({"jsonrpc": "2.0", "id": ident, "result": {"stopReason": "end_turn"}}))
+            turn = turns[min(prompts, len(turns) - 1)]
+            user_id = user_ids[min(prompts, len(user_ids) - 1)].decode()
+            prompts += 1
+            if args.wire == "v2":
+                out.write(line({"jsonrpc": "2.0", "id": ident, "result": {"messageId": user_id}}) + turn)
+            else:
+                out.write(turn + line({"jsonrpc": "2.0", "id": ident, "result": {"stopReason": "end_turn"}}))
         else:
             out.write(line({"jsonrpc": "2.0", "id": ident, "error": {"code": -32601, "message": "Method not found"}}))
         out.flush()

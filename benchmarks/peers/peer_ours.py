@@ -18,6 +18,10 @@ from acp_session import ClientBuilder
 from acp_session.schema.types import AgentMessageChunk, StateUpdate, TextContent, UpdateSessionNotification
 
 
+def agent_argv(args: argparse.Namespace) -> list[str]:
+    return [sys.executable, args.agent, "--wire", "v2", "--n", str(args.n), "--warmup", str(args.warmup)]
+
+
 async def bare(args: argparse.Namespace) -> dict[str, Any]:
     parts: list[str] = []
     idle = anyio.Event()
@@ -29,9 +33,13 @@ async def bare(args: argparse.Namespace) -> dict[str, Any]:
         elif type(update) is StateUpdate and update.state == "idle":
             idle.set()
 
-    agent = [sys.executable, args.agent, "--wire", "v2", "--n", str(args.n)]
-    async with ClientBuilder("bench", "1").on_session_update(on_update).spawn(agent) as client:
+    async with ClientBuilder("bench", "1").on_session_update(on_update).spawn(agent_argv(args)) as client:
         session = await client.new_session("/tmp")
+        if args.warmup:
+            await session.send_prompt("warm up")
+            await idle.wait()
+            parts.clear()
+            idle = anyio.Event()
         start = time.perf_counter()
         await session.send_prompt("go")
         accepted_at = time.time()
@@ -47,9 +55,10 @@ async def bare(args: argparse.Namespace) -> dict[str, Any]:
 
 
 async def conversation(args: argparse.Namespace) -> dict[str, Any]:
-    agent = [sys.executable, args.agent, "--wire", "v2", "--n", str(args.n)]
-    async with ClientBuilder("bench", "1").spawn(agent) as client:
+    async with ClientBuilder("bench", "1").spawn(agent_argv(args)) as client:
         chat = await client.start_conversation("/tmp")
+        if args.warmup:
+            await chat.chat_to_completion("warm up")
         start = time.perf_counter()
         response = await chat.chat_to_completion("go")
         elapsed = time.perf_counter() - start
@@ -85,6 +94,7 @@ def main() -> None:
     parser.add_argument("mode", choices=sorted(MODES))
     parser.add_argument("--agent", required=True)
     parser.add_argument("--n", type=int, default=10_000)
+    parser.add_argument("--warmup", type=int, default=0, help="chunks of a first, unmeasured turn")
     parser.add_argument("--expect-chars", type=int, default=0)
     parser.add_argument("--t0", type=float, default=0.0)
     parser.add_argument("--rounds", type=int, default=2000)

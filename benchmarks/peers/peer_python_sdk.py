@@ -44,11 +44,17 @@ class FoldingClient:
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
-    client = FoldingClient(args.n)
-    agent = [sys.executable, args.agent, "--wire", "v1", "--n", str(args.n)]
+    client = FoldingClient(args.warmup or args.n)
+    agent = [sys.executable, args.agent, "--wire", "v1", "--n", str(args.n), "--warmup", str(args.warmup)]
     async with spawn_agent_process(client, *agent) as (conn, _process):
         await conn.initialize(protocol_version=PROTOCOL_VERSION)
         session = await conn.new_session(cwd="/tmp", mcp_servers=[])
+        if args.warmup:
+            await conn.prompt(session_id=session.session_id, prompt=[text_block("warm up")])
+            await client.complete.wait()
+            client.parts.clear()
+            client.expected = args.n
+            client.complete = asyncio.Event()
         start = time.perf_counter()
         await conn.prompt(session_id=session.session_id, prompt=[text_block("go")])
         await client.complete.wait()  # the SDK runs each notification in its own task: some finish later
@@ -67,6 +73,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--agent", required=True)
     parser.add_argument("--n", type=int, required=True)
+    parser.add_argument("--warmup", type=int, default=0, help="chunks of a first, unmeasured turn")
     parser.add_argument("--expect-chars", type=int, required=True)
     parser.add_argument("--t0", type=float, required=True)
     print(json.dumps(asyncio.run(run(parser.parse_args()))))

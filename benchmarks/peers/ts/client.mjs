@@ -18,12 +18,19 @@ const args = Object.fromEntries(
   process.argv.slice(2).reduce((pairs, value, index, all) => (index % 2 ? pairs : [...pairs, [all[index].replace(/^--/, ""), all[index + 1]]]), []),
 );
 const n = Number(args.n);
-const child = spawn(args.python, [args.agent, "--wire", "v2", "--n", String(n)], { stdio: ["pipe", "pipe", "inherit"] });
+const warmup = Number(args.warmup ?? 0);
+const agentArgs = [args.agent, "--wire", "v2", "--n", String(n), "--warmup", String(warmup)];
+const child = spawn(args.python, agentArgs, { stdio: ["pipe", "pipe", "inherit"] });
 const stream = ndJsonStream(Writable.toWeb(child.stdin), Readable.toWeb(child.stdout));
 const connection = client({ name: "bench" }).connect(stream);
 const agent = connection.agent;
 await agent.request("initialize", { protocolVersion: 2, info: { name: "bench-ts", version: "1" }, capabilities: {} });
 const session = await agent.buildSession("/tmp").start();
+if (warmup > 0) {
+  // A first, unmeasured turn, as every client in compare.py runs.
+  await session.prompt("warm up");
+  await session.readTextUntilIdle();
+}
 const start = performance.now();
 await session.prompt("go");
 const acceptedAt = Date.now() / 1000;
