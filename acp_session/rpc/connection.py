@@ -429,7 +429,9 @@ class Connection:
         """
         handlers = fast.handlers
         index = 0
-        for frame_type, run in groupby(messages, type):
+        # One typed method (the usual case: session/update) makes the whole block one run.
+        runs: Any = ((type(messages[0]), messages),) if len(handlers) == 1 else groupby(messages, type)
+        for frame_type, run in runs:
             if self._fast is not fast:  # a handler registered another method meanwhile
                 return frames[index:]
             typed_method, typed = handlers[frame_type]

@@ -60,8 +60,21 @@ class FrameReader:
 
         Frames are returned without their newline; blank lines are returned too (the caller decides).
         """
-        out: list[bytes | OversizedFrame] = []
         limit = self.max_frame_size
+        buf = self._buffer
+        if self._skipped < 0 and len(buf) + len(data) <= limit:
+            # Common case: no frame can reach the limit, so one C-level split does all the work. The first
+            # piece completes the buffered frame (if any), the last is the unfinished one (possibly empty).
+            pieces = data.split(_NL)
+            tail = pieces.pop()
+            if buf and pieces:
+                buf += pieces[0]
+                pieces[0] = bytes(buf)
+                buf.clear()
+            if tail:
+                buf += tail
+            return pieces  # type: ignore[return-value]  # list is invariant; bytes items are fine
+        out: list[bytes | OversizedFrame] = []
         start = 0
         end = len(data)
         if self._skipped >= 0:
