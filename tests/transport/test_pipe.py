@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 
 import anyio
 import pytest
@@ -110,6 +111,31 @@ async def test_a_second_concurrent_receive_is_refused() -> None:
             with pytest.raises(anyio.BusyResourceError):
                 await reader.receive()
             os.write(write_fd, b"x\n")
+    finally:
+        os.close(write_fd)
+        await reader.aclose()
+
+
+async def test_unread_data_does_not_keep_the_event_loop_busy() -> None:
+    """The read end stays registered between reads; data nobody reads must not make the loop spin."""
+    reader, write_fd = open_pipe()
+    try:
+        async with anyio.create_task_group() as tg:  # a receive that has to wait: the pipe gets registered
+            got: list[bytes] = []
+
+            async def receive() -> None:
+                got.append(await reader.receive())
+
+            tg.start_soon(receive)
+            await anyio.sleep(0.02)
+            os.write(write_fd, b"first\n")
+        assert got == [b"first\n"]
+        os.write(write_fd, b"unread\n")
+        before = time.process_time()
+        await anyio.sleep(0.3)  # nobody receives meanwhile
+        busy = time.process_time() - before
+        assert busy < 0.15, f"the loop used {busy:.2f} s of CPU while idle"
+        assert await reader.receive() == b"unread\n"
     finally:
         os.close(write_fd)
         await reader.aclose()
