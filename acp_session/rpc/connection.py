@@ -174,7 +174,7 @@ class Connection:
         self._tg = tg
         self._new_event = flag_factory()
         send_nowait = getattr(self.transport, "send_nowait", None)
-        self._outbox.bind(send_nowait if callable(send_nowait) else None)
+        self._outbox.bind(self._new_event, send_nowait if callable(send_nowait) else None)
         # How the reader lets answered callers run first: the cheapest yield the backend has.
         if running_asyncio_loop() is not None:
             self._yield_to_callers = _asyncio_yield
@@ -321,13 +321,9 @@ class Connection:
         if event is NOT_A_RESPONSE:
             return False
         if type(event) is ResponseReceived:
-            if event.reply is not None:
-                self._outbox.put(event.reply)
-            event.slot._resolve(event.result, event.error)
+            self._settle(event)
         elif type(event) is ProtocolViolation:
-            if event.reply is not None:
-                self._outbox.put(event.reply)
-            self._report(InvalidRequest(message=event.problem))
+            self._violation(event)
         return True
 
     async def _read_loop(self) -> None:
@@ -478,9 +474,7 @@ class Connection:
             await self._notification(event)
         elif kind is ResponseReceived:
             assert isinstance(event, ResponseReceived)
-            if event.reply is not None:
-                self._outbox.put(event.reply)
-            event.slot._resolve(event.result, event.error)
+            self._settle(event)
             self._answered = True
         elif kind is RequestReceived:
             assert isinstance(event, RequestReceived)
@@ -492,10 +486,19 @@ class Connection:
                 scope.cancel()
         elif kind is ProtocolViolation:
             assert isinstance(event, ProtocolViolation)
-            if event.reply is not None:
-                self._outbox.put(event.reply)
-            parse = event.problem in ("malformed JSON", "invalid UTF-8", TOO_DEEP)
-            self._report(ParseError(message=event.problem) if parse else InvalidRequest(message=event.problem))
+            self._violation(event)
+
+    def _settle(self, event: ResponseReceived[PendingRequest[Any]]) -> None:
+        """Hand an answer to its waiting request (a malformed answer also gets its -32600 reply)."""
+        if event.reply is not None:
+            self._outbox.put(event.reply)
+        event.slot._resolve(event.result, event.error)
+
+    def _violation(self, event: ProtocolViolation) -> None:
+        if event.reply is not None:
+            self._outbox.put(event.reply)
+        parse = event.problem in ("malformed JSON", "invalid UTF-8", TOO_DEEP)
+        self._report(ParseError(message=event.problem) if parse else InvalidRequest(message=event.problem))
 
     def _report(self, error: AcpError) -> None:
         if self.on_frame_error is None:

@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Callable
 import anyio
 
 from ..transport.pipe import running_asyncio_loop
+from .flag import Flag
 
 __all__ = ["Outbox"]
 
@@ -30,22 +31,19 @@ class Outbox:
         self.high_water = high_water
         self._frames: deque[bytes] = deque()
         self._size = 0
-        self._wakeup: anyio.Event | None = None
-        self._progress: anyio.Event | None = None
+        self._wakeup: Flag | None = None
+        self._progress: Flag | None = None
         self._failed = False
-        self._writing = 0
         self._busy = False  # one task at a time writes; it keeps going until the queue is empty
-        self._new_event: Callable[[], anyio.Event] = anyio.Event
+        self._new_event: Callable[[], Flag] = anyio.Event
         self._call_soon: Callable[[Callable[[], None]], object] | None = None
         self._kick_pending = False
         self._send_nowait: Callable[[bytes], int] | None = None
 
-    def bind(self, send_nowait: Callable[[bytes], int] | None = None) -> None:
-        """Called from the running loop before use: pick the backend's Event class and deferred wake.
-
-        ``send_nowait(data)`` writes what fits at once and returns how many bytes it wrote.
-        """
-        self._new_event = type(anyio.Event())
+    def bind(self, new_event: Callable[[], Flag], send_nowait: Callable[[bytes], int] | None = None) -> None:
+        """Called from the running loop before use, with the flag type to wait on and, when the transport
+        has one, ``send_nowait(data)``, which writes what fits at once and returns how many bytes it wrote."""
+        self._new_event = new_event
         loop = running_asyncio_loop()
         self._call_soon = None if loop is None else loop.call_soon
         self._send_nowait = send_nowait
@@ -79,9 +77,6 @@ class Outbox:
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
             self.fail()
             return b""
-        if self._progress is not None:
-            self._progress.set()
-            self._progress = None
         return frame[written:] if written else frame
 
     def put_soon(self, frame: bytes) -> None:
@@ -135,11 +130,9 @@ class Outbox:
                         total += len(frames[0])
                         parts.append(frames.popleft())
                     chunk = b"".join(parts)
-                self._writing += len(chunk)
                 try:
                     await send(chunk)
                 finally:
-                    self._writing -= len(chunk)
                     self._size -= len(chunk)
                 if self._progress is not None:
                     self._progress.set()
