@@ -10,7 +10,7 @@ fuzz:
 	$(MAKE) -j2 fuzz-asyncio fuzz-trio
 
 fuzz-asyncio fuzz-trio:
-	ACP_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(PYTHON) -m pytest -q -p no:logging tests/robustness/test_fuzz.py -k $(@:fuzz-%=%)
+	ACP_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(PYTHON) -m pytest -q -p no:logging tests/robustness/test_fuzz.py tests/rpc/test_fastpath_fuzz.py -k $(@:fuzz-%=%)
 
 # 1 000 000 chunk updates into a 10x slower handler, on both backends.
 load:

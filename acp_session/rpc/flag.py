@@ -7,9 +7,9 @@ each wait; ``AsyncioFlag`` keeps only what a request needs, a round trip being m
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from functools import partial
-from typing import Protocol
+from typing import Any, Protocol
 
 import anyio
 
@@ -23,7 +23,7 @@ class Flag(Protocol):
 
     def is_set(self) -> bool: ...
 
-    async def wait(self) -> None: ...
+    def wait(self) -> Awaitable[Any]: ...
 
 
 class AsyncioFlag:
@@ -47,15 +47,17 @@ class AsyncioFlag:
             if not waiter.done():
                 waiter.set_result(None)
 
-    async def wait(self) -> None:
+    def wait(self) -> Awaitable[None]:
+        """A future to await (no coroutine of its own: this is on every request's path)."""
+        waiter: asyncio.Future[None] = self._loop.create_future()
         if self._is_set:
-            return
-        waiter = self._loop.create_future()
-        self._waiters.append(waiter)
-        try:
-            await waiter
-        finally:
-            self._waiters.remove(waiter)
+            waiter.set_result(None)
+            return waiter
+        waiters = self._waiters
+        if len(waiters) > 8:  # waits that were cancelled leave done futures behind
+            waiters[:] = [w for w in waiters if not w.done()]
+        waiters.append(waiter)
+        return waiter
 
 
 def flag_factory() -> Callable[[], Flag]:

@@ -63,16 +63,27 @@ class PendingRequest(Generic[T]):
         self._conn._send_cancel(self.id)
 
     async def result(self) -> T:
+        return await self
+
+    def __await__(self) -> Generator[Any, None, T]:
+        # A generator rather than a coroutine: awaiting a request is the round trip's hot path.
         if not self._done.is_set():
             if self._conn._outbox.size:
-                await self._conn._flush()  # write our request ourselves rather than wait for the writer task
+                yield from self._conn._flush().__await__()  # write our request rather than wait for the writer
             if self._deadline is None:
-                await self._done.wait()
+                yield from self._done.wait().__await__()
             else:
-                with anyio.move_on_after(self._deadline - anyio.current_time()):
-                    await self._done.wait()
-                if not self._done.is_set():
-                    self._conn._expire(self)
+                yield from self._wait_until_deadline().__await__()
+        return self._outcome()
+
+    async def _wait_until_deadline(self) -> None:
+        assert self._deadline is not None
+        with anyio.move_on_after(self._deadline - anyio.current_time()):
+            await self._done.wait()
+        if not self._done.is_set():
+            self._conn._expire(self)
+
+    def _outcome(self) -> T:
         if self._error is not None:
             raise self._error
         raw = self._raw
@@ -80,9 +91,6 @@ class PendingRequest(Generic[T]):
             return self._decode(raw if self._raw_ok else bytes(raw))
         except (msgspec.DecodeError, RecursionError) as exc:
             raise InvalidResponse(f"result of {self.method!r} (id {self.id!r}) did not decode: {exc}") from exc
-
-    def __await__(self) -> Generator[Any, None, T]:
-        return self.result().__await__()
 
     def _resolve(self, raw: Any, error: AcpError | None) -> None:
         if self._done.is_set():
