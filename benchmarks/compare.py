@@ -44,7 +44,7 @@ PYTHON_SDK = "agent-client-protocol==0.12.1"
 sys.path.insert(0, str(PEERS))
 sys.path.insert(0, str(HERE))
 import cheap_agent  # noqa: E402
-from rpc_throughput import bare_echo_latencies, stream_echo_latencies  # noqa: E402
+from rpc_throughput import stream_echo_latencies  # noqa: E402
 
 from acp_session.schema.types import UpdateSessionNotification  # noqa: E402
 
@@ -169,14 +169,17 @@ def cat_rate(lines: list[bytes], repeats: int) -> float:
 
 def round_trips(rounds: int, pairs: int = 4, warmup: int = 100) -> dict[str, float]:
     """Echo and ours alternate in ``pairs`` slices and the samples are pooled: the machine's speed drifts
-    between moments, and both sides should see the same moments. Each slice is a fresh pair of processes;
-    its first ``warmup`` round trips (interpreter warm-up, first-use imports) are dropped on both sides."""
+    between moments, and both sides should see the same moments. Both are measured the same way, from a fresh
+    client process that starts its own child; the first ``warmup`` round trips of each slice (interpreter
+    warm-up, first-use imports) are dropped on both sides."""
     echo: list[float] = []
     ours: list[float] = []
     streams: list[float] = []
     per_pair = max(1, rounds // pairs)
     for _ in range(pairs):
-        echo += [sample * 1e6 for sample in anyio.run(bare_echo_latencies, per_pair + warmup)[warmup:]]
+        echo += run_client([sys.executable, str(PEERS / "peer_echo.py"), "--rounds", str(per_pair + warmup)])[
+            "samples_us"
+        ][warmup:]
         streams += [sample * 1e6 for sample in anyio.run(stream_echo_latencies, per_pair + warmup)[warmup:]]
         argv = [sys.executable, str(PEERS / "peer_ours.py"), "config", "--agent", str(AGENT)]
         ours += run_client([*argv, "--rounds", str(per_pair + warmup)])["samples_us"][warmup:]
