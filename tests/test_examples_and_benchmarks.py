@@ -55,4 +55,6 @@ def test_compare_benchmark_runs_at_small_size(tmp_path: Path) -> None:
     report = json.loads(out_file.read_text())
     client = report["sizes"]["200"]["clients"]["acp-session (bare handler)"]
     assert client["updates_per_s"] > 0 and client["peak_rss_kib"] > 0
-    assert report["round_trip"]["ours_p50_us"] > 0
+    assert report["round_trip"]["ours_p50_us"] > 0 and report["round_trip"]["echo_p50_us"] > 0
+    assert "round trip p50 < 3x the bare pipe echo" in report["targets"]
+    assert "targets (issue: ten times the official SDKs), from this run" in out
