@@ -12,6 +12,7 @@ import logging
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
+from itertools import chain
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import anyio
@@ -645,14 +646,12 @@ class ClientConnection:
                 except Exception:
                     _log.exception("session update listener failed")
                 return None
-            if fn is not None and not listeners and not self._update_is_async:
-                steps = self._handler_steps(notes, track.session_id, fn)
-            else:
-                steps = self._update_steps(notes)
+            direct = None if fn is None or listeners or self._update_is_async else (track.session_id, fn)
+            steps = self._update_steps(notes, direct)
         else:
             steps = self._update_steps(notes)
         for waiting in steps:
-            return self._finish_updates(waiting, steps)
+            return self._finish_updates(chain((waiting,), steps))
         return None
 
     def _deliver_update(self, note: UpdateSessionNotification) -> None:
@@ -662,39 +661,27 @@ class ClientConnection:
         except Exception:
             _log.exception("session update listener failed")
 
-    async def _finish_updates(self, waiting: Awaitable[Any], steps: Iterator[Awaitable[Any]]) -> None:
-        try:
-            await waiting
-        except Exception:
-            _log.exception("session update handler failed")
+    async def _finish_updates(self, steps: Iterator[Awaitable[Any]]) -> None:
         for waiting in steps:
             try:
                 await waiting
             except Exception:
                 _log.exception("session update handler failed")
 
-    def _update_steps(self, notes: list[UpdateSessionNotification]) -> Iterator[Awaitable[Any]]:
-        """``_on_update`` note by note; yields each awaitable to finish before the next note."""
-        for note in notes:
-            try:
-                outcome = self._on_update(note)
-            except Exception:
-                _log.exception("session update handler failed")
-                continue
-            if outcome is not None:
-                yield outcome
-
-    def _handler_steps(
-        self, notes: list[UpdateSessionNotification], session_id: str, fn: Callable[[Any], Any]
+    def _update_steps(
+        self, notes: list[UpdateSessionNotification], direct: tuple[str, Callable[[Any], Any]] | None = None
     ) -> Iterator[Awaitable[Any]]:
-        """The sync application handler on each note of a session without listeners."""
-        tracked = TRACKED_UPDATES
+        """``_on_update`` note by note; yields each awaitable to finish before the next note.
+
+        ``direct`` is ``(session_id, handler)`` for a session without listeners and a sync application
+        handler: its untracked updates go straight to the handler.
+        """
         for note in notes:
             try:
-                if note.session_id != session_id or type(note.update) in tracked:
+                if direct is None or note.session_id != direct[0] or type(note.update) in TRACKED_UPDATES:
                     outcome = self._on_update(note)
                 else:
-                    outcome = fn(note)
+                    outcome = direct[1](note)
                     if outcome is not None and inspect.isawaitable(outcome):
                         outcome = self._queue_update(outcome)
             except Exception:

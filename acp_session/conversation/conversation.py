@@ -371,37 +371,29 @@ class Conversation:
         for note in notes:
             update: Any = note.update
             kind = type(update)
-            if kind is stretch_type and update.message_id == stretch_id and note.session_id == session_id:
-                block = update.content
-                append(block)
-                if feed is not None:
-                    feed(appended_to, block)
-                continue
-            store = targets.get(kind)
-            if store is not None and note.session_id == session_id:
-                message = store.get(update.message_id)
-                if message is not None:
-                    if message is not appended_to:
-                        if appended_to is not None:
-                            appended_to.read_text()  # its blocks are still in the CPU cache
-                        appended_to = message
-                        if receiver is not None:
-                            receiver.note_message(message)
-                    stretch_type, stretch_id, append = kind, update.message_id, message.content.append
-                    block = update.content
-                    append(block)
-                    if feed is not None:
-                        feed(message, block)
+            if kind is not stretch_type or update.message_id != stretch_id or note.session_id != session_id:
+                store = targets.get(kind)
+                message = None if store is None or note.session_id != session_id else store.get(update.message_id)
+                if appended_to is not None:
+                    appended_to.read_text()  # its blocks are still in the CPU cache
+                    appended_to = None
+                if message is None:
+                    stretch_type = None
+                    deliver(note)
+                    # The full path may have started a turn or replaced the stores.
+                    targets = state.chunk_targets() or {}
+                    receiver = self._receiver
+                    feed = receiver.feed_chunk if receiver is not None and receiver.wants_chunks else None
                     continue
-            if appended_to is not None:
-                appended_to.read_text()
-                appended_to = None
-            stretch_type = None
-            deliver(note)
-            # The full path may have started a turn or replaced the stores.
-            targets = state.chunk_targets() or {}
-            receiver = self._receiver
-            feed = receiver.feed_chunk if receiver is not None and receiver.wants_chunks else None
+                # A new stretch of chunks: later ones of the same message skip the lookups above.
+                appended_to = message
+                stretch_type, stretch_id, append = kind, update.message_id, message.content.append
+                if receiver is not None:
+                    receiver.note_message(message)
+            block = update.content
+            append(block)
+            if feed is not None:
+                feed(appended_to, block)
         if appended_to is not None:
             appended_to.read_text()
 

@@ -92,9 +92,7 @@ class Message(_Entity, tag="message", dict=True):
         read, parts = cache[1], cache[2]
         if read < len(content):
             parts.append(text_of(content[read:] if read else content))
-            self.__dict__["_text"] = (content, len(content), parts)
-        elif cache[1] == 0:
-            self.__dict__["_text"] = cache
+        self.__dict__["_text"] = (content, len(content), parts)
         return parts
 
     def reset(self) -> None:

@@ -161,16 +161,15 @@ class ChatTurn:
     def feed_message(self, event: MessageChanged) -> None:
         """The hot path: one chunk appended to a known message becomes one queued (or merged) fragment."""
         message = event.message
+        if event.appended is not None:
+            self.feed_chunk(message, event.appended)
+            return
         if message is not self._last:
             self._step(message)
         role = message.role
         if role == "user":
             return
-        block = event.appended
-        if block is not None:
-            if type(block) is TextContent and self._mode != "await":
-                self._fragment(ChatText if role == "agent" else ChatThought, message.message_id, block.text)
-        elif event.created:
+        if event.created:
             self._fragment(ChatText if role == "agent" else ChatThought, message.message_id, message.text)
         else:
             self._push((ChatText if role == "agent" else ChatThought)(message.text, message.message_id, True))
@@ -182,8 +181,7 @@ class ChatTurn:
 
     def note_message(self, message: Message) -> None:
         """A stretch of chunks of ``message`` follows (``feed_chunk`` is skipped when chunks are not wanted)."""
-        if message is not self._last:
-            self._step(message)
+        self._step(message)
 
     def feed_chunk(self, message: Message, block: Any) -> None:
         """``feed_message`` of ``MessageChanged(message, False, block)``, without building the event."""

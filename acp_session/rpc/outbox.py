@@ -81,10 +81,6 @@ class Outbox:
 
     def put_soon(self, frame: bytes) -> None:
         """``put`` for a frame whose producer will most likely ``flush`` right away (a request)."""
-        if self._send_nowait is not None and not self._frames and not self._busy and not self._failed:
-            frame = self._write_now(frame)  # the usual case, without going through put
-            if not frame:
-                return
         call_soon = self._call_soon
         if call_soon is None or self._failed or self._send_nowait is not None:
             self.put(frame)

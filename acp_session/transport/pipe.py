@@ -71,10 +71,6 @@ def running_asyncio_loop() -> asyncio.AbstractEventLoop | None:
     return loop if asyncio.current_task() is not None else None
 
 
-class _ReadyData(Exception):
-    """Internal: the readiness callback read data the waiting receive must return."""
-
-
 class PipeReader:
     """The reading end of a pipe as an anyio-style byte receiver (``EndOfStream`` at end of file)."""
 
@@ -98,21 +94,18 @@ class PipeReader:
         self._consumer = consumer
 
     async def receive(self, max_bytes: int = DEFAULT_RECEIVE_SIZE) -> bytes:
-        if self._ready_data:
-            data, self._ready_data = self._ready_data, b""
-            return data
         while True:
+            data = self._ready_data  # read by the readiness callback and declined by the consumer
+            if data:
+                self._ready_data = b""
+                return data
             fd = self._fd
             if fd < 0:
                 raise anyio.ClosedResourceError
             try:
                 data = os.read(fd, max_bytes)
             except BlockingIOError:
-                try:
-                    await self._wait_readable(fd)
-                except _ReadyData:
-                    data, self._ready_data = self._ready_data, b""
-                    return data
+                await self._wait_readable(fd)
                 continue
             except OSError as exc:
                 raise anyio.BrokenResourceError from exc
@@ -140,8 +133,6 @@ class PipeReader:
             await waiter
         finally:
             self._waiter = None
-        if self._ready_data:
-            raise _ReadyData
 
     def _readable(self) -> None:
         waiter = self._waiter
