@@ -292,7 +292,7 @@ class ActiveSession:
         return list(self.track.prompts)
 
     def _check_open(self) -> SessionTrack:
-        track = self.track
+        track = self._conn._tracks.get(self._session_id) or self.track
         if track.closed:
             raise SessionClosed(self._session_id)
         return track

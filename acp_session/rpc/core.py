@@ -7,14 +7,13 @@ turn outgoing messages into bytes. The anyio ``Connection`` drives it; tests can
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 import msgspec
 from msgspec import UNSET, Raw
 
 from ..errors import InternalError, InvalidRequest, InvalidResponse, ParseError, RpcError
-from ..transport.framing import encode_frame
+from ..transport.framing import SHORT_FRAME, encode_frame
 from .messages import (
     CANCEL_REQUEST_METHOD,
     CancelRequestParams,
@@ -47,10 +46,18 @@ _log = logging.getLogger("acp_session.rpc")
 S = TypeVar("S")
 _V = "2.0"
 _JSON_WS = b" \t\r\n"
+_NL = b"\n"
+_CR = b"\r"
+_SCALARS = (str, int, float, bytes)
+_encode = encoder.encode
+_decode_envelope = envelope_decoder.decode
 
 
-@dataclass(slots=True)
-class RequestReceived:
+# Events are msgspec structs rather than dataclasses: built in C, with no Python ``__init__`` frame (one is
+# made for every frame received). ``gc=False``: they hold no cycles and live for one dispatch.
+
+
+class RequestReceived(msgspec.Struct, gc=False):
     """The peer called ``method``; answer with ``RpcCore.result_frame``/``error_frame`` for ``id``."""
 
     id: RequestId
@@ -58,21 +65,18 @@ class RequestReceived:
     params: Raw | None
 
 
-@dataclass(slots=True)
-class NotificationReceived:
+class NotificationReceived(msgspec.Struct, gc=False):
     method: str
     params: Raw | None
 
 
-@dataclass(slots=True)
-class CancelRequested:
+class CancelRequested(msgspec.Struct, gc=False):
     """The peer sent ``$/cancel_request`` for a request of its own that we have not answered yet."""
 
     id: RequestId
 
 
-@dataclass(slots=True)
-class ResponseReceived(Generic[S]):
+class ResponseReceived(msgspec.Struct, Generic[S], gc=False):
     """An answer to one of our requests; ``slot`` is what ``start_request`` stored for it."""
 
     id: RequestId
@@ -82,8 +86,7 @@ class ResponseReceived(Generic[S]):
     reply: bytes | None = None  # set when the response was malformed: the -32600 to send back
 
 
-@dataclass(slots=True)
-class ProtocolViolation:
+class ProtocolViolation(msgspec.Struct, gc=False):
     """The frame broke a rule; ``reply`` (if any) is the error response to send back."""
 
     problem: str
@@ -108,7 +111,7 @@ def _params(params: Any) -> Any:
     """JSON-RPC params are structured (object or array) or omitted (None)."""
     if params is None:
         return UNSET
-    if isinstance(params, (str, int, float, bytes)):
+    if isinstance(params, _SCALARS):
         raise TypeError(f"params must encode to a JSON object or array, not {type(params).__name__}")
     return params
 
@@ -158,13 +161,32 @@ class RpcCore(Generic[S]):
 
         Raises ``TypeError``/``msgspec.EncodeError`` (nothing registered) when ``params`` cannot be encoded.
         """
-        id = self._next_id
-        while id in self._pending:  # only possible if ids were taken over from elsewhere; stay safe
-            id += 1
-        body = encoder.encode(RequestOut(_V, id, method, _params(params)))
-        self._next_id = id + 1
+        id, frame = self.request_frame(method, params)
         self._pending[id] = slot
-        return id, encode_frame(body)
+        return id, frame
+
+    def request_frame(self, method: str, params: Any) -> tuple[int, bytes]:
+        """``start_request`` in two steps, for a driver that sends first: allocate an id and encode the
+        request; ``expect(id, slot)`` must follow before any frame is received. Raises like ``start_request``.
+        """
+        id = self._next_id
+        pending = self._pending
+        while id in pending:  # only possible if ids were taken over from elsewhere; stay safe
+            id += 1
+        if params is None:
+            params = UNSET
+        elif isinstance(params, _SCALARS):
+            _params(params)  # raises the TypeError
+        body = _encode(RequestOut(_V, id, method, params))
+        self._next_id = id + 1
+        # ``has_line_break``, inline: this runs for every request.
+        if (body.count(_NL) or body.count(_CR)) if len(body) < SHORT_FRAME else (_NL in body or _CR in body):
+            return id, encode_frame(body)
+        return id, body + _NL
+
+    def expect(self, id: RequestId, slot: S) -> None:
+        """Wait for the answer to request ``id`` (from ``request_frame``) with ``slot``."""
+        self._pending[id] = slot
 
     def notification_frame(self, method: str, params: Any) -> bytes:
         return encode_frame(encoder.encode(NotificationOut(_V, method, _params(params))))
@@ -259,15 +281,23 @@ class RpcCore(Generic[S]):
         """``receive`` for a frame that is a response; anything else is left untouched (``NOT_A_RESPONSE``).
 
         Lets a transport's readiness callback settle a waiting request without waking the reader task.
+        ``frame`` may keep its newline.
         """
         if not frame.isascii():
             return NOT_A_RESPONSE
         try:
-            env = envelope_decoder.decode(frame)
+            env = _decode_envelope(frame)
         except (msgspec.DecodeError, RecursionError):
             return NOT_A_RESPONSE
         if env.method is not UNSET:
             return NOT_A_RESPONSE
+        id = env.id
+        result = env.result
+        if type(id) is int and result is not UNSET and env.error is UNSET and env.jsonrpc == _V:
+            # The usual answer, checked inline: this runs once per round trip.
+            slot = self._pending.pop(id, _MISSING)
+            if slot is not _MISSING:
+                return ResponseReceived(id, slot, result, None)
         return self._response(env)
 
     def _cancel_received(self, params: Raw | msgspec.UnsetType) -> CancelRequested | None:

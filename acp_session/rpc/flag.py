@@ -17,6 +17,8 @@ from ..transport.pipe import running_asyncio_loop
 
 __all__ = ["AsyncioFlag", "Flag", "flag_factory"]
 
+_Future = asyncio.Future  # called directly: ``loop.create_future()`` is one Python frame more
+
 
 class Flag(Protocol):
     def set(self) -> None: ...
@@ -27,14 +29,19 @@ class Flag(Protocol):
 
 
 class AsyncioFlag:
-    """Set once; ``wait`` returns when set (at once if it already is). Bound to one running loop."""
+    """Set once; ``wait`` returns when set (at once if it already is). Bound to one running loop.
 
-    __slots__ = ("_is_set", "_loop", "_waiters")
+    Each wait gets a future of its own, so a cancelled waiter never cancels another. The first is kept in a
+    slot: a request nearly always has exactly one waiter.
+    """
+
+    __slots__ = ("_is_set", "_loop", "_more", "_waiter")
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
         self._is_set = False
-        self._waiters: list[asyncio.Future[None]] = []
+        self._waiter: asyncio.Future[None] | None = None
+        self._more: list[asyncio.Future[None]] | None = None
 
     def is_set(self) -> bool:
         return self._is_set
@@ -43,20 +50,29 @@ class AsyncioFlag:
         if self._is_set:
             return
         self._is_set = True
-        for waiter in self._waiters:
-            if not waiter.done():
-                waiter.set_result(None)
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+        if self._more is not None:
+            for waiter in self._more:
+                if not waiter.done():
+                    waiter.set_result(None)
 
     def wait(self) -> Awaitable[None]:
         """A future to await (no coroutine of its own: this is on every request's path)."""
-        waiter: asyncio.Future[None] = self._loop.create_future()
+        waiter: asyncio.Future[None] = _Future(loop=self._loop)
         if self._is_set:
             waiter.set_result(None)
-            return waiter
-        waiters = self._waiters
-        if len(waiters) > 8:  # waits that were cancelled leave done futures behind
-            waiters[:] = [w for w in waiters if not w.done()]
-        waiters.append(waiter)
+        elif self._waiter is None or self._waiter.done():  # a done one was cancelled: its slot is free
+            self._waiter = waiter
+        else:
+            more = self._more
+            if more is None:
+                self._more = [waiter]
+            else:
+                if len(more) > 8:  # waits that were cancelled leave done futures behind
+                    more[:] = [w for w in more if not w.done()]
+                more.append(waiter)
         return waiter
 
 

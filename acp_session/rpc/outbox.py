@@ -60,24 +60,27 @@ class Outbox:
     def put(self, frame: bytes) -> None:
         if self._failed:
             return
-        if not self._frames and not self._busy and self._send_nowait is not None:
-            frame = self._write_now(frame)
-            if not frame:
+        frames = self._frames
+        send_nowait = self._send_nowait
+        if send_nowait is not None and not frames and not self._busy:
+            # Written on the spot (every request takes this path on a pipe, so it is kept inline).
+            try:
+                written = send_nowait(frame)
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                self.fail()
                 return
-        self._frames.append(frame)
+            if written == len(frame):
+                return
+            frame = frame[written:]
+        frames.append(frame)
         self._size += len(frame)
         if self._wakeup is not None:
             self._wakeup.set()
 
-    def _write_now(self, frame: bytes) -> bytes:
-        """Write ``frame`` without waiting; returns what is left to queue (usually nothing)."""
-        assert self._send_nowait is not None
-        try:
-            written = self._send_nowait(frame)
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-            self.fail()
-            return b""
-        return frame[written:] if written else frame
+    @property
+    def put_request(self) -> Callable[[bytes], None]:
+        """How to queue a request: ``put`` when frames can be written at once, else ``put_soon``."""
+        return self.put if self._send_nowait is not None else self.put_soon
 
     def put_soon(self, frame: bytes) -> None:
         """``put`` for a frame whose producer will most likely ``flush`` right away (a request)."""

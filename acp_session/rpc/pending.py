@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -9,6 +10,7 @@ import anyio
 import msgspec
 
 from ..errors import AcpError, InvalidResponse, RequestTimeout
+from .flag import Flag
 from .handlers import accepts_buffer
 from .messages import RequestId
 
@@ -18,6 +20,7 @@ if TYPE_CHECKING:
 __all__ = ["PendingRequest"]
 
 T = TypeVar("T")
+_Future = asyncio.Future  # called directly: ``loop.create_future()`` is one Python frame more
 
 
 class PendingRequest(Generic[T]):
@@ -28,28 +31,47 @@ class PendingRequest(Generic[T]):
     ``cancel()`` sends ``$/cancel_request`` once and keeps waiting for the peer's real answer (ACP2-001).
     """
 
-    __slots__ = ("_cancel_sent", "_conn", "_deadline", "_decode", "_done", "_error", "_raw", "_raw_ok", "id", "method")
+    # Creating, sending, answering and awaiting one of these is the round trip's hot path. On asyncio the
+    # first caller to wait gets a bare future of its own (``_waiter``; no Python-level flag object at all);
+    # anyone else waiting at the same time, and every waiter on other backends, shares ``_flag``. A waiter
+    # cancelled on its own future never disturbs another.
+    __slots__ = (
+        "_cancel_sent",
+        "_conn",
+        "_deadline",
+        "_decode",
+        "_error",
+        "_finished",
+        "_flag",
+        "_raw",
+        "_waiter",
+        "id",
+        "method",
+    )
 
-    def __init__(self, conn: Connection, method: str, decode: Callable[[bytes], T], timeout: float | None) -> None:
-        self.id: RequestId = -1  # set by Connection.request once the core allocated it
+    def __init__(
+        self, conn: Connection, id: RequestId, method: str, decode: Callable[[bytes], T], timeout: float | None
+    ) -> None:
+        self.id = id
         self.method = method
         self._conn = conn
         self._decode = decode
-        self._raw_ok = accepts_buffer(decode)
         self._deadline = None if timeout is None else anyio.current_time() + timeout
-        self._done = conn._new_event()
+        self._finished = False
+        self._flag: Flag | None = None
+        self._waiter: asyncio.Future[None] | None = None
         self._raw: Any = None
         self._error: AcpError | None = None
         self._cancel_sent = False
 
     def __repr__(self) -> str:
-        state = "done" if self._done.is_set() else "pending"
+        state = "done" if self._finished else "pending"
         return f"<PendingRequest {self.method!r} id={self.id!r} {state}>"
 
     @property
     def done(self) -> bool:
         """True once an answer (or a failure) is in."""
-        return self._done.is_set()
+        return self._finished
 
     @property
     def cancel_sent(self) -> bool:
@@ -57,7 +79,7 @@ class PendingRequest(Generic[T]):
 
     def cancel(self) -> None:
         """Ask the peer to cancel (``$/cancel_request``); no-op if answered or already asked."""
-        if self._cancel_sent or self._done.is_set():
+        if self._cancel_sent or self._finished:
             return
         self._cancel_sent = True
         self._conn._send_cancel(self.id)
@@ -66,38 +88,63 @@ class PendingRequest(Generic[T]):
         return await self
 
     def __await__(self) -> Generator[Any, None, T]:
-        # A generator rather than a coroutine: awaiting a request is the round trip's hot path.
-        if not self._done.is_set():
-            if self._conn._outbox.size:
-                yield from self._conn._flush().__await__()  # write our request rather than wait for the writer
+        # A generator rather than a coroutine: one frame fewer on every resumption.
+        if not self._finished:
+            conn = self._conn
+            if conn._outbox._size:
+                yield from conn._flush().__await__()  # write our request rather than wait for the writer
             if self._deadline is None:
-                yield from self._done.wait().__await__()
+                loop = conn._asyncio_loop
+                waiter = self._waiter
+                if loop is not None and (waiter is None or waiter.done()):  # a done one was cancelled
+                    waiter = self._waiter = _Future(loop=loop)
+                    yield from waiter
+                else:
+                    flag = self._flag
+                    if flag is None:
+                        flag = self._flag = conn._new_event()
+                    if not self._finished:
+                        yield from flag.wait().__await__()
             else:
                 yield from self._wait_until_deadline().__await__()
         return self._outcome()
 
     async def _wait_until_deadline(self) -> None:
         assert self._deadline is not None
+        if self._flag is None:
+            self._flag = self._conn._new_event()
         with anyio.move_on_after(self._deadline - anyio.current_time()):
-            await self._done.wait()
-        if not self._done.is_set():
+            await self._flag.wait()
+        if not self._finished:
             self._conn._expire(self)
 
     def _outcome(self) -> T:
         if self._error is not None:
             raise self._error
         raw = self._raw
+        decode = self._decode
         try:
-            return self._decode(raw if self._raw_ok else bytes(raw))
+            typed = getattr(decode, "msgspec_decoder", None)  # see codec.decoder: its strict first pass
+            if typed is not None:
+                try:
+                    return typed.decode(raw)  # type: ignore[no-any-return]
+                except msgspec.ValidationError:
+                    pass  # the lenient rules of ``decode`` itself may still accept it
+            return decode(raw if accepts_buffer(decode) else bytes(raw))
         except (msgspec.DecodeError, RecursionError) as exc:
             raise InvalidResponse(f"result of {self.method!r} (id {self.id!r}) did not decode: {exc}") from exc
 
     def _resolve(self, raw: Any, error: AcpError | None) -> None:
-        if self._done.is_set():
+        if self._finished:
             return
+        self._finished = True
         self._raw = raw
         self._error = error
-        self._done.set()
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+        if self._flag is not None:
+            self._flag.set()
 
     def _timed_out(self) -> None:
         self._resolve(None, RequestTimeout(f"no answer to {self.method!r} (id {self.id!r}) in time"))

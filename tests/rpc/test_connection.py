@@ -394,3 +394,29 @@ async def test_a_request_nobody_awaits_yet_is_still_sent_at_once_and_in_order(pa
     await raw.send({"jsonrpc": "2.0", "id": pending.id, "result": 1})
     await raw.send({"jsonrpc": "2.0", "id": later.id, "result": 3})
     assert await pending == 1 and await later == 3
+
+
+async def test_several_waiters_on_one_request_and_a_cancelled_one(pair: Any) -> None:
+    """On asyncio the first waiter waits on a bare future and later ones share a flag; cancelling any of
+    them (here the first) must leave the others waiting, and awaiting again afterwards still works."""
+    conn, raw, _ = pair
+    handle = conn.request("slow")
+    request = await raw.recv()
+    results: list[Any] = []
+
+    async def wait() -> None:
+        results.append(await handle)
+
+    with anyio.move_on_after(0.02) as scope:
+        await handle  # the first waiter, cancelled
+    assert scope.cancelled_caught and not handle.done
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(wait)
+        tg.start_soon(wait)
+        await anyio.sleep(0.01)
+        with anyio.move_on_after(0.01):
+            await handle  # one more, cancelled while the two others wait
+        assert results == []
+        await raw.send({"jsonrpc": "2.0", "id": request["id"], "result": {"n": 1}})
+    assert results == [{"n": 1}, {"n": 1}]
+    assert await handle == {"n": 1} and handle.done

@@ -44,6 +44,30 @@ def test_request_frame_shape_and_no_embedded_newline() -> None:
     assert "params" not in json.loads(no_params)
 
 
+@pytest.mark.parametrize("size", [10, 5000], ids=["short", "long"])
+def test_raw_params_with_line_breaks_still_make_one_line(size: int) -> None:
+    """Only a ``msgspec.Raw`` value can put a raw line break into an encoded request; both ways of looking
+    for one (a byte count for short frames, a ``memchr`` search for long ones) must find it."""
+    core: RpcCore[None] = RpcCore()
+    params = {"pad": "x" * size, "raw": msgspec.Raw(b'{\r\n "a": 1\n}')}
+    _, data = core.start_request("say", params, None)
+    assert data.count(b"\n") == 1 and data.endswith(b"\n") and b"\r" not in data
+    assert json.loads(data)["params"] == {"pad": "x" * size, "raw": {"a": 1}}
+
+
+def test_request_frame_registers_nothing_until_expect() -> None:
+    core: RpcCore[str] = RpcCore()
+    id, data = core.request_frame("m", {"a": 1})
+    assert json.loads(data) == {"jsonrpc": "2.0", "id": id, "method": "m", "params": {"a": 1}}
+    assert not core.is_pending(id)
+    assert core.receive(frame({"jsonrpc": "2.0", "id": id, "result": 1})) is None  # unknown id: dropped
+    second, _ = core.request_frame("m", None)
+    assert second == id + 1  # ids are never reused, sent or not
+    core.expect(second, "slot")
+    event = core.receive_response(frame({"jsonrpc": "2.0", "id": second, "result": 2}) + b"\n")
+    assert isinstance(event, ResponseReceived) and event.slot == "slot" and not core.is_pending(second)
+
+
 def test_scalar_params_are_refused_before_sending() -> None:
     core: RpcCore[None] = RpcCore()
     with pytest.raises(TypeError):

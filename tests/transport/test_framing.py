@@ -6,6 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from acp_session.transport import FrameReader, OversizedFrame, encode_frame
+from acp_session.transport.framing import SHORT_FRAME, has_line_break
 
 
 def test_frames_split_across_chunks() -> None:
@@ -49,6 +50,30 @@ def test_encode_frame_never_embeds_newlines() -> None:
     assert encode_frame(b"{}") == b"{}\n"
 
 
+def test_line_breaks_are_found_in_short_and_long_bodies() -> None:
+    for size in (0, SHORT_FRAME - 2, SHORT_FRAME, 3 * SHORT_FRAME):
+        body = b"x" * size
+        assert not has_line_break(body)
+        for brk in (b"\n", b"\r"):
+            assert has_line_break(body + brk) and has_line_break(brk + body)
+            assert encode_frame(body + brk + b"y") == body + b" y\n"
+
+
+def test_at_frame_start_follows_the_stream() -> None:
+    reader = FrameReader(max_frame_size=8)
+    assert reader.at_frame_start
+    reader.feed(b'{"a"')
+    assert not reader.at_frame_start
+    reader.feed(b":1}\n")
+    assert reader.at_frame_start
+    reader.feed(b"x" * 20)  # oversized: being skipped
+    assert not reader.at_frame_start
+    assert reader.feed(b"x\nok\n") == [OversizedFrame(21), b"ok"]
+    assert reader.at_frame_start
+    reader.feed(b"tail")
+    assert reader.feed_eof() == [b"tail"] and reader.at_frame_start
+
+
 @given(st.lists(st.binary(max_size=30), max_size=20), st.data())
 def test_any_chunking_gives_the_same_frames(pieces: list[bytes], data: st.DataObject) -> None:
     stream = b"\n".join(pieces) + b"\n"
@@ -58,6 +83,7 @@ def test_any_chunking_gives_the_same_frames(pieces: list[bytes], data: st.DataOb
     last = 0
     for cut in [*cuts, len(stream)]:
         got += reader.feed(stream[last:cut])
+        assert reader.at_frame_start == (cut == 0 or stream[cut - 1 : cut] == b"\n")
         last = cut
         assert reader.buffered <= 16 + len(stream)
     expected = [p if len(p) <= 16 else OversizedFrame(len(p)) for p in stream.split(b"\n")[:-1]]

@@ -143,10 +143,11 @@ async def test_answers_arriving_alone_while_the_reader_waits_follow_every_rule()
             '{"jsonrpc":"2.0","id":9999,"result":1}',  # unknown id: dropped
             '{"jsonrpc":"2.0","id":9998,"result":1,"error":{"code":1,"message":"x"}}',  # malformed: -32600
             '{"jsonrpc":"2.0","method":"tick","params":{"n":7}}',
+            '{"jsonrpc":"2.0",\n"id":9997,"result":1}',  # one write, two lines: two malformed frames
         ]
         assert await conn.request("drip", {"lines": lines}) == "dripped"
         assert seen == [7]
-        assert [type(e).__name__ for e in errors] == ["InvalidRequest"]
+        assert [type(e).__name__ for e in errors] == ["InvalidRequest", "ParseError", "ParseError"]
         assert await conn.request("echo", {"after": True}) == {"after": True}
 
 
