@@ -179,8 +179,9 @@ class RpcCore(Generic[S]):
             _params(params)  # raises the TypeError
         body = _encode(RequestOut(_V, id, method, params))
         self._next_id = id + 1
-        # ``has_line_break``, inline: this runs for every request.
-        if (body.count(_NL) or body.count(_CR)) if len(body) < SHORT_FRAME else (_NL in body or _CR in body):
+        # ``has_line_break``, inline (this runs for every request); a request ends with "}", so a short one
+        # has a line break exactly when it is not a single line.
+        if len(body.splitlines()) != 1 if len(body) < SHORT_FRAME else (_NL in body or _CR in body):
             return id, encode_frame(body)
         return id, body + _NL
 

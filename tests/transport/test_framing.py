@@ -54,9 +54,9 @@ def test_line_breaks_are_found_in_short_and_long_bodies() -> None:
     for size in (0, SHORT_FRAME - 2, SHORT_FRAME, 3 * SHORT_FRAME):
         body = b"x" * size
         assert not has_line_break(body)
-        for brk in (b"\n", b"\r"):
-            assert has_line_break(body + brk) and has_line_break(brk + body)
-            assert encode_frame(body + brk + b"y") == body + b" y\n"
+        for brk in (b"\n", b"\r", b"\r\n"):
+            assert has_line_break(body + brk) and has_line_break(brk + body) and has_line_break(body + brk + body)
+            assert encode_frame(body + brk + b"y") == body + b" " * len(brk) + b"y\n"
 
 
 def test_at_frame_start_follows_the_stream() -> None:
