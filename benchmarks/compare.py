@@ -10,7 +10,8 @@ What one run measures (each client in its own process, against ``peers/cheap_age
   (``agent-client-protocol`` 0.12.1, v1 wire) and the official TypeScript SDK's v2 client (when node is on
   the machine);
 * lower bounds over the same bytes: a raw msgspec typed-decode loop, and ``cat`` through a pipe;
-* ``session/set_config_option`` round trip (p50, p99) beside a bare line echo over the same kind of pipe;
+* ``session/set_config_option`` round trip (p50, p99) beside a bare line echo over the same kind of pipe
+  (``round_trip.py``: the clients take turns, each in its own process);
 * cold start (process start to the first prompt accepted; for the v1 SDK, to its first update) at N = 10;
 * peak RSS of each client process.
 
@@ -31,7 +32,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import anyio
 import msgspec
 
 HERE = Path(__file__).resolve().parent
@@ -44,7 +44,7 @@ PYTHON_SDK = "agent-client-protocol==0.12.1"
 sys.path.insert(0, str(PEERS))
 sys.path.insert(0, str(HERE))
 import cheap_agent  # noqa: E402
-from rpc_throughput import stream_echo_latencies  # noqa: E402
+import round_trip  # noqa: E402
 
 from acp_session.schema.types import UpdateSessionNotification  # noqa: E402
 
@@ -167,31 +167,18 @@ def cat_rate(lines: list[bytes], repeats: int) -> float:
         return best
 
 
-def round_trips(rounds: int, pairs: int = 4, warmup: int = 100) -> dict[str, float]:
-    """Echo and ours alternate in ``pairs`` slices and the samples are pooled: the machine's speed drifts
-    between moments, and both sides should see the same moments. Both are measured the same way, from a fresh
-    client process that starts its own child; the first ``warmup`` round trips of each slice (interpreter
-    warm-up, first-use imports) are dropped on both sides."""
-    echo: list[float] = []
-    ours: list[float] = []
-    streams: list[float] = []
-    per_pair = max(1, rounds // pairs)
-    for _ in range(pairs):
-        echo += run_client([sys.executable, str(PEERS / "peer_echo.py"), "--rounds", str(per_pair + warmup)])[
-            "samples_us"
-        ][warmup:]
-        streams += [sample * 1e6 for sample in anyio.run(stream_echo_latencies, per_pair + warmup)[warmup:]]
-        argv = [sys.executable, str(PEERS / "peer_ours.py"), "config", "--agent", str(AGENT)]
-        ours += run_client([*argv, "--rounds", str(per_pair + warmup)])["samples_us"][warmup:]
-    echo.sort()
-    ours.sort()
-    streams.sort()
+def round_trips(rounds: int) -> dict[str, float]:
+    """``round_trip.py``: acp-session, a minimal hand-written typed client and the echoes, each in a fresh
+    process of its own, taking turns so that each sees the same moments of the machine."""
+    result = round_trip.measure(rounds)
     return {
-        "stream_echo_p50_us": streams[len(streams) // 2],
-        "echo_p50_us": echo[len(echo) // 2],
-        "echo_p99_us": echo[int(len(echo) * 0.99)],
-        "ours_p50_us": ours[len(ours) // 2],
-        "ours_p99_us": ours[int(len(ours) * 0.99)],
+        "echo_p50_us": result["echo"]["p50_us"],
+        "echo_p99_us": result["echo"]["p99_us"],
+        "stream_echo_p50_us": result["stream echo"]["p50_us"],
+        "minimal_p50_us": result["minimal"]["p50_us"],
+        "minimal_p99_us": result["minimal"]["p99_us"],
+        "ours_p50_us": result["acp-session"]["p50_us"],
+        "ours_p99_us": result["acp-session"]["p99_us"],
     }
 
 
@@ -264,12 +251,17 @@ def main() -> None:
         print(f"  {name:<38} {seconds * 1000:>8.0f} ms  ({seconds / starts[start_ref]:.2f}x ours)")
     trips = round_trips(args.rounds)
     report["round_trip"] = trips
-    print(f"\nsession/set_config_option round trip ({args.rounds} calls)")
-    print(f"  bare pipe echo    p50 {trips['echo_p50_us']:7.1f} us  p99 {trips['echo_p99_us']:7.1f} us")
+    print(f"\nsession/set_config_option round trip ({args.rounds} calls each, clients taking turns)")
+    echo = trips["echo_p50_us"]
+    print(f"  bare pipe echo    p50 {echo:7.1f} us  p99 {trips['echo_p99_us']:7.1f} us")
     print(f"  (echo via anyio process streams, for context: p50 {trips['stream_echo_p50_us']:.1f} us)")
     print(
+        f"  minimal client    p50 {trips['minimal_p50_us']:7.1f} us  p99 {trips['minimal_p99_us']:7.1f} us"
+        f"  ({trips['minimal_p50_us'] / echo:.2f}x echo p50; hand-written, for context)"
+    )
+    print(
         f"  acp-session       p50 {trips['ours_p50_us']:7.1f} us  p99 {trips['ours_p99_us']:7.1f} us"
-        f"  ({trips['ours_p50_us'] / trips['echo_p50_us']:.2f}x echo p50)"
+        f"  ({trips['ours_p50_us'] / echo:.2f}x echo p50)"
     )
     report["targets"] = targets(report, ours_name)
     print("\ntargets (issue: ten times the official SDKs), from this run")

@@ -14,20 +14,18 @@ Run: .venv/bin/python benchmarks/rpc_throughput.py [--backend asyncio|trio] [--c
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
 import tempfile
 import time
-from subprocess import PIPE
 from typing import Any
 
 import anyio
 import msgspec
+from round_trip import ECHO, BareEcho, StreamEcho
 
 from acp_session.rpc import Connection
 from acp_session.transport import stdio_agent
-from acp_session.transport.pipe import open_pipe, open_stdin_pipe
 
 
 # Untracked by the garbage collector (gc=False), like every generated ACP struct (acp_session.schema).
@@ -60,14 +58,6 @@ with open(sys.argv[1], "rb") as f:
     sys.stdout.buffer.write(f.read())
 sys.stdout.buffer.flush()
 sys.stdin.buffer.read()
-"""
-
-ECHO = r"""
-import sys
-inp, out = sys.stdin.buffer, sys.stdout.buffer
-for line in inp:
-    out.write(line.replace(b'"method":', b'"result":', 1) if len(sys.argv) > 1 else line)
-    out.flush()
 """
 
 
@@ -132,48 +122,17 @@ async def notification_rate(lines: list[bytes], batch: bool = False) -> float:
             return target / (time.perf_counter() - start)
 
 
-async def bare_echo_latencies(n: int) -> list[float]:
-    """The floor for a round trip: the same echo child over the same kind of pipes, read and written with
-    the same direct non-blocking file I/O the library uses, and no protocol work at all."""
-    stdout, child_stdout = open_pipe()
-    stdin, child_stdin = open_stdin_pipe()
-    try:
-        process = await anyio.open_process([sys.executable, "-c", ECHO], stdin=child_stdin, stdout=child_stdout)
-    finally:
-        os.close(child_stdout)
-        os.close(child_stdin)
-    async with process:
-        line = b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n'
-        out: list[float] = []
-        for _ in range(n):
-            start = time.perf_counter()
-            await stdin.send(line)
-            buf = b""
-            while not buf.endswith(b"\n"):
-                buf += await stdout.receive()
-            out.append(time.perf_counter() - start)
-        await stdin.aclose()
-        await process.wait()
-        await stdout.aclose()
-        return out
-
-
-async def stream_echo_latencies(n: int) -> list[float]:
-    """For context only: the same echo through anyio's process streams, the usual way to talk to a child
-    (the floor above is the stricter one, and the one the targets are judged against)."""
-    async with await anyio.open_process([sys.executable, "-c", ECHO], stdin=PIPE, stdout=PIPE) as process:
-        assert process.stdin is not None and process.stdout is not None
-        line = b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n'
-        out: list[float] = []
-        for _ in range(n):
-            start = time.perf_counter()
-            await process.stdin.send(line)
-            buf = b""
-            while not buf.endswith(b"\n"):
-                buf += await process.stdout.receive()
-            out.append(time.perf_counter() - start)
-        await process.stdin.aclose()
-        return out
+async def echo_latencies(echo: BareEcho | StreamEcho, n: int) -> list[float]:
+    """The floor for a round trip (``round_trip.BareEcho``: the same kind of pipes and direct I/O the library
+    uses, no protocol work), or for context the same echo through anyio's process streams."""
+    await echo.start()
+    out: list[float] = []
+    for _ in range(n):
+        start = time.perf_counter()
+        await echo.one()
+        out.append(time.perf_counter() - start)
+    await echo.close()
+    return out
 
 
 async def rpc_latencies(n: int) -> list[float]:
@@ -203,14 +162,14 @@ async def main(args: Any) -> None:
     print(f"  raw typed msgspec decode loop: {baseline:12,.0f} msg/s")
     print(f"  Connection over a real pipe:   {ours:12,.0f} msg/s  ({ratio:.0%} of raw; target >= 40%)")
     print(f"  ... with a batch handler:      {batched:12,.0f} msg/s  ({batched / baseline:.0%} of raw)")
-    await bare_echo_latencies(200)  # warm up
+    await echo_latencies(BareEcho(), 200)  # warm up
     echo: list[float] = []
     rpc: list[float] = []
     streams: list[float] = []
     for _ in range(args.pairs):
-        echo += await bare_echo_latencies(args.rounds // args.pairs)
+        echo += await echo_latencies(BareEcho(), args.rounds // args.pairs)
         rpc += await rpc_latencies(args.rounds // args.pairs)
-        streams += await stream_echo_latencies(args.rounds // args.pairs)
+        streams += await echo_latencies(StreamEcho(), args.rounds // args.pairs)
     print(f"round trip ({len(rpc)} calls, alternating with the echo)")
     print(f"  bare pipe echo:  p50 {pct(echo, 50):7.1f} us  p99 {pct(echo, 99):7.1f} us")
     print(f"  (echo via anyio process streams, for context: p50 {pct(streams, 50):.1f} us)")

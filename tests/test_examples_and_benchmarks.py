@@ -55,6 +55,20 @@ def test_compare_benchmark_runs_at_small_size(tmp_path: Path) -> None:
     report = json.loads(out_file.read_text())
     client = report["sizes"]["200"]["clients"]["acp-session (bare handler)"]
     assert client["updates_per_s"] > 0 and client["peak_rss_kib"] > 0
-    assert report["round_trip"]["ours_p50_us"] > 0 and report["round_trip"]["echo_p50_us"] > 0
+    trips = report["round_trip"]
+    assert trips["ours_p50_us"] > 0 and trips["echo_p50_us"] > 0 and trips["minimal_p50_us"] > 0
+    assert "minimal client" in out
     assert "round trip p50 < 3x the bare pipe echo" in report["targets"]
     assert "targets (issue: ten times the official SDKs), from this run" in out
+
+
+def test_round_trip_benchmark_runs_its_clients_in_turns() -> None:
+    out = subprocess.run(
+        [sys.executable, str(REPO / "benchmarks" / "round_trip.py"), "--rounds", "40", "--block", "20", "--json"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    result = json.loads(out)
+    assert set(result) == {"echo", "stream echo", "minimal", "acp-session"}
+    assert all(0 < row["p50_us"] <= row["p99_us"] for row in result.values())

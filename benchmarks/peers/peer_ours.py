@@ -69,24 +69,7 @@ async def conversation(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-async def config_round_trips(args: argparse.Namespace) -> dict[str, Any]:
-    agent = [sys.executable, args.agent, "--wire", "v2", "--n", "1"]
-    async with ClientBuilder("bench", "1").spawn(agent) as client:
-        session = await client.new_session("/tmp")
-        samples = []
-        for i in range(args.rounds):
-            start = time.perf_counter()
-            await session.set_config_option("fast", i % 2 == 0)
-            samples.append(time.perf_counter() - start)
-    ordered = sorted(samples)
-    return {
-        "p50_us": ordered[len(ordered) // 2] * 1e6,
-        "p99_us": ordered[int(len(ordered) * 0.99)] * 1e6,
-        "samples_us": [round(sample * 1e6, 2) for sample in samples],
-    }
-
-
-MODES = {"bare": bare, "conversation": conversation, "config": config_round_trips}
+MODES = {"bare": bare, "conversation": conversation}
 
 
 def main() -> None:
@@ -97,7 +80,6 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=0, help="chunks of a first, unmeasured turn")
     parser.add_argument("--expect-chars", type=int, default=0)
     parser.add_argument("--t0", type=float, default=0.0)
-    parser.add_argument("--rounds", type=int, default=2000)
     parser.add_argument("--backend", default="asyncio")
     args = parser.parse_args()
     print(json.dumps(anyio.run(MODES[args.mode], args, backend=args.backend)))
