@@ -93,7 +93,11 @@ class PendingRequest(Generic[T]):
             conn = self._conn
             if conn._outbox._size:
                 yield from conn._flush().__await__()  # write our request rather than wait for the writer
-            if self._deadline is None:
+            if conn._poll_ready is not None and not conn._outbox._size:
+                conn._busy_poll(self)  # a quick answer is taken without going to sleep
+            if self._finished:
+                pass
+            elif self._deadline is None:
                 loop = conn._asyncio_loop
                 waiter = self._waiter
                 if loop is not None and (waiter is None or waiter.done()):  # a done one was cancelled

@@ -16,6 +16,8 @@ Also on asyncio, a ready consumer (``set_ready_consumer``) is offered data that 
 waits, inside the readiness callback. A connection uses it to settle a lone response at once: the
 waiting caller is woken directly, and the reader task, which would only have passed the answer on,
 keeps sleeping. Whatever the consumer declines is returned by the waiting receive as usual.
+``poll_ready`` does the same on demand, for a caller that polls for its answer for a few microseconds
+instead of going to sleep at once (``Connection(busy_poll=...)``).
 """
 
 from __future__ import annotations
@@ -141,24 +143,39 @@ class PipeReader:
             if self._idle_reports > 1:
                 self._unregister()  # nobody has been waiting: stop watching until somebody does
             return
-        if waiter.done():
-            return
+        if not waiter.done():
+            if self._consumer is None:
+                waiter.set_result(None)
+            else:
+                self._offer(waiter, self._consumer)
+
+    def poll_ready(self) -> bool | None:
+        """While a receive waits on asyncio with a ready consumer: read what the pipe holds right now and
+        handle it as the readiness callback would. True if data came (taken by the consumer, or handed to
+        the receive, which then wakes), False if there was none yet, None if polling is not possible now
+        (no receive waiting, or no consumer), so a caller should stop polling and wait normally."""
+        waiter = self._waiter
         consumer = self._consumer
-        if consumer is not None:
+        if waiter is None or consumer is None or waiter.done():
+            return None
+        return self._offer(waiter, consumer)
+
+    def _offer(self, waiter: asyncio.Future[None], consumer: Callable[[bytes], bool]) -> bool:
+        try:
+            data = os.read(self._fd, DEFAULT_RECEIVE_SIZE)
+        except BlockingIOError:
+            return False
+        except OSError:
+            data = b""  # the waiting receive meets the error itself
+        if data:
             try:
-                data = os.read(self._fd, DEFAULT_RECEIVE_SIZE)
-            except BlockingIOError:
-                return
-            except OSError:
-                data = b""  # the waiting receive meets the error itself
-            if data:
-                try:
-                    if consumer(data):
-                        return
-                except Exception:
-                    _log.exception("ready consumer failed; the data goes to the waiting receive")
-                self._ready_data = data
+                if consumer(data):
+                    return True
+            except Exception:
+                _log.exception("ready consumer failed; the data goes to the waiting receive")
+            self._ready_data = data
         waiter.set_result(None)
+        return True
 
     def _unregister(self) -> None:
         if self._registered:

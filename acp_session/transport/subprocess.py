@@ -75,6 +75,11 @@ class AgentProcess:
             self._stdout.set_ready_consumer(consumer)
 
     @property
+    def poll_ready(self) -> Callable[[], bool | None] | None:
+        """See ``PipeReader.poll_ready`` (None when stdout is not read directly)."""
+        return None if self._stdout is None else self._stdout.poll_ready
+
+    @property
     def send_nowait(self) -> Callable[[bytes], int] | None:
         """Writes what fits into the agent's stdin at once (None when stdin is not written directly)."""
         return None if self._stdin is None else self._stdin.send_nowait

@@ -139,3 +139,42 @@ async def test_unread_data_does_not_keep_the_event_loop_busy() -> None:
     finally:
         os.close(write_fd)
         await reader.aclose()
+
+
+async def test_poll_ready_reads_on_demand_like_the_readiness_callback(anyio_backend_name: str) -> None:
+    """``poll_ready`` (busy polling) works only while a receive waits with a consumer, on asyncio: what the
+    consumer takes stays away from the receive, what it declines (and the end of the stream) wakes it."""
+    reader, write_fd = open_pipe()
+    taken: list[bytes] = []
+    reader.set_ready_consumer(lambda data: data.startswith(b"mine") and not taken.append(data))
+    assert reader.poll_ready() is None  # nobody is receiving
+    received: list[bytes] = []
+
+    async def receive() -> None:
+        try:
+            while True:
+                received.append(await reader.receive())
+        except anyio.EndOfStream:
+            received.append(b"EOF")
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(receive)
+        await anyio.sleep(0.01)
+        if anyio_backend_name != "asyncio":
+            assert reader.poll_ready() is None  # other backends have no readiness callback to stand in for
+            os.close(write_fd)
+            return
+        assert reader.poll_ready() is False  # waiting, nothing there yet
+        os.write(write_fd, b"mine 1\n")
+        assert reader.poll_ready() is True and taken == [b"mine 1\n"] and received == []
+        os.write(write_fd, b"theirs\n")
+        assert reader.poll_ready() is True
+        assert reader.poll_ready() is None  # the receive has been handed the data and is about to run
+        await anyio.sleep(0.01)
+        assert received == [b"theirs\n"]
+        os.close(write_fd)
+        await anyio.sleep(0.01)
+        if received[-1:] != [b"EOF"]:
+            assert reader.poll_ready() is True  # the end of the stream is handed to the receive too
+    assert received == [b"theirs\n", b"EOF"]
+    await reader.aclose()

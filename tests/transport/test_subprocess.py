@@ -12,6 +12,7 @@ from helpers.raw_end import helper
 
 from acp_session.errors import ConnectionClosed, RequestCancelled
 from acp_session.rpc import Connection
+from acp_session.rpc.connection import MAX_BUSY_POLL
 from acp_session.transport import stdio_agent
 
 pytestmark = pytest.mark.anyio
@@ -128,11 +129,14 @@ async def test_stdio_server_agent_built_on_the_rpc_layer() -> None:
     assert any("stray print" in line for line in stderr)
 
 
-async def test_answers_arriving_alone_while_the_reader_waits_follow_every_rule() -> None:
-    """On asyncio a lone response is settled inside the pipe's readiness callback; whatever is not a plain
-    answer (unknown id, malformed, a request, a result holding a "method" key) still gets the same handling."""
+@pytest.mark.parametrize("busy_poll", [0, MAX_BUSY_POLL], ids=["sleep", "busy-poll"])
+async def test_answers_arriving_alone_while_the_reader_waits_follow_every_rule(busy_poll: float) -> None:
+    """On asyncio a lone response is settled inside the pipe's readiness callback, or by the caller itself
+    while it busy-polls; whatever is not a plain answer (unknown id, malformed, a request, a result holding a
+    "method" key) still gets the same handling. The lines come 2 ms apart, inside the polling window."""
     errors: list[Exception] = []
-    async with stdio_agent(helper("raw_agent.py")) as agent, Connection(agent, on_frame_error=errors.append) as conn:
+    options = {"on_frame_error": errors.append, "busy_poll": busy_poll}
+    async with stdio_agent(helper("raw_agent.py")) as agent, Connection(agent, **options) as conn:
         seen: list[int] = []
         conn.on_notification("tick", lambda p: seen.append(p["n"]))
         conn.on_request("ping", lambda p: {"pong": p["n"]})
@@ -145,7 +149,7 @@ async def test_answers_arriving_alone_while_the_reader_waits_follow_every_rule()
             '{"jsonrpc":"2.0","method":"tick","params":{"n":7}}',
             '{"jsonrpc":"2.0",\n"id":9997,"result":1}',  # one write, two lines: two malformed frames
         ]
-        assert await conn.request("drip", {"lines": lines}) == "dripped"
+        assert await conn.request("drip", {"lines": lines, "gap": 0.002}) == "dripped"
         assert seen == [7]
         assert [type(e).__name__ for e in errors] == ["InvalidRequest", "ParseError", "ParseError"]
         assert await conn.request("echo", {"after": True}) == {"after": True}
@@ -158,3 +162,16 @@ async def test_a_request_larger_than_the_pipe_is_written_whole() -> None:
         second = conn.request("echo", {"small": 1})
         assert await first == {"big": big}
         assert await second == {"small": 1}
+
+
+async def test_agent_death_while_the_caller_busy_polls_fails_the_request() -> None:
+    async with stdio_agent(helper("raw_agent.py")) as agent, Connection(agent, busy_poll=MAX_BUSY_POLL) as conn:
+        with anyio.fail_after(2), pytest.raises(ConnectionClosed) as caught:
+            await conn.request("crash", {"code": 3})
+    assert caught.value.exit_code == 3
+
+
+@pytest.mark.parametrize("busy_poll", [-1e-6, MAX_BUSY_POLL * 2])
+def test_busy_poll_is_bounded(busy_poll: float) -> None:
+    with pytest.raises(ValueError, match="busy_poll"):
+        Connection(None, busy_poll=busy_poll)  # type: ignore[arg-type]
