@@ -39,7 +39,7 @@ from ..errors import (
     RpcError,
 )
 from ..transport.base import DEFAULT_RECEIVE_SIZE, Transport
-from ..transport.framing import DEFAULT_MAX_FRAME_SIZE, FrameReader, OversizedFrame
+from ..transport.framing import DEFAULT_MAX_FRAME_SIZE, SHORT_FRAME, FrameReader, OversizedFrame
 from ..transport.pipe import running_asyncio_loop
 from .core import (
     NOT_A_RESPONSE,
@@ -79,6 +79,7 @@ FrameErrorCallback = Callable[[AcpError], None]
 _AWAIT = object()  # queue marker: the item is an awaitable left by a sync handler; finish it in order
 _CALL = object()  # queue marker: the item is (method, handler, params already decoded by the fast path)
 _METHOD_KEY = b'"method"'
+_NEWLINE = b"\n"
 _NEWLINE_BYTE = 10
 _PARAMS_OF = attrgetter("params")
 
@@ -376,7 +377,9 @@ class Connection:
             or last > self.max_frame_size
             or not reader.at_frame_start
             or data[last] != _NEWLINE_BYTE
-            or len(data.splitlines()) != 1  # one line: no other \n (nor a bare \r, which is simply left alone)
+            # One line: no other \n (nor a bare \r, simply left alone). ``splitlines`` for what a response
+            # usually is; a long read (a stream of updates) gets ``find``, which stops at the first line.
+            or (len(data.splitlines()) != 1 if last < SHORT_FRAME else data.find(_NEWLINE) != last)
         ):
             return False
         event = self._core.receive_response(data)  # the final newline is only JSON whitespace to the decoder
