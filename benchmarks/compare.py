@@ -208,7 +208,7 @@ def targets(report: dict[str, Any], ours_name: str) -> dict[str, bool]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=5, help="alternating rounds; the best of each client counts")
     parser.add_argument("--rounds", type=int, default=2000)
     parser.add_argument("--no-peers", action="store_true", help="only acp-session and the lower bounds")
     parser.add_argument("--json-out", type=Path, default=HERE / "results" / "compare.json")
