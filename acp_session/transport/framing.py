@@ -39,7 +39,7 @@ def encode_frame(body: bytes) -> bytes:
 
 
 def has_line_break(body: bytes) -> bool:
-    """Whether ``body`` holds a raw ``\n`` or ``\r``.
+    """Whether ``body`` holds a raw line feed or carriage return.
 
     Short bodies are tested with one ``splitlines``, CPython's own loop, rather than ``in``: ``in`` uses the
     C library's vectorised ``memchr``, which costs microseconds in a process that has just woken from a wait
