@@ -20,37 +20,21 @@ def test_sample_session_example_prints_the_decoded_session() -> None:
     assert lines[-1].split() == ["state", "idle", "(end_turn)"]
 
 
+def run_benchmark(script: str, *args: str) -> str:
+    """Its standard output; a failing benchmark fails the test."""
+    argv = [sys.executable, str(REPO / "benchmarks" / script), *args]
+    return subprocess.run(argv, check=True, capture_output=True, text=True).stdout
+
+
 def test_decode_benchmark_runs() -> None:
-    out = subprocess.run(
-        [sys.executable, str(REPO / "benchmarks" / "decode_speed.py"), "--n", "300", "--repeats", "1", "--json"],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
-    results = json.loads(out)
+    results = json.loads(run_benchmark("decode_speed.py", "--n", "300", "--repeats", "1", "--json"))
     assert results["typed_structs_per_s"] > 0 and results["plain_dicts_per_s"] > 0
 
 
 def test_compare_benchmark_runs_at_small_size(tmp_path: Path) -> None:
     out_file = tmp_path / "compare.json"
-    out = subprocess.run(
-        [
-            sys.executable,
-            str(REPO / "benchmarks" / "compare.py"),
-            "--no-peers",
-            "--sizes",
-            "200",
-            "--repeats",
-            "1",
-            "--rounds",
-            "50",
-            "--json-out",
-            str(out_file),
-        ],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
+    args = ("--no-peers", "--sizes", "200", "--repeats", "1", "--rounds", "50", "--json-out", str(out_file))
+    out = run_benchmark("compare.py", *args)
     assert "acp-session (bare handler)" in out and "lower bound: raw msgspec typed decode" in out
     report = json.loads(out_file.read_text())
     client = report["sizes"]["200"]["clients"]["acp-session (bare handler)"]
@@ -63,12 +47,6 @@ def test_compare_benchmark_runs_at_small_size(tmp_path: Path) -> None:
 
 
 def test_round_trip_benchmark_runs_its_clients_in_turns() -> None:
-    out = subprocess.run(
-        [sys.executable, str(REPO / "benchmarks" / "round_trip.py"), "--rounds", "40", "--block", "20", "--json"],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
-    result = json.loads(out)
+    result = json.loads(run_benchmark("round_trip.py", "--rounds", "40", "--block", "20", "--json"))
     assert set(result) == {"echo", "stream echo", "minimal", "acp-session"}
     assert all(0 < row["p50_us"] <= row["p99_us"] for row in result.values())
