@@ -210,7 +210,7 @@ class Connection:
         self._outbox.bind(self._new_event, send_nowait if callable(send_nowait) else None)
         self._put_request = self._outbox.put_request
         # How the reader lets answered callers run first: the cheapest yield the backend has.
-        if running_asyncio_loop() is not None:
+        if self._asyncio_loop is not None:
             self._yield_to_callers = _asyncio_yield
             offer = getattr(self.transport, "set_ready_consumer", None)
             if callable(offer):
