@@ -38,6 +38,13 @@ AGENT = r"""
 import json, sys
 n, chunk_file = int(sys.argv[1]), sys.argv[2]
 blob = open(chunk_file, "rb").read()
+# Line-aligned pieces of about 1 MiB: each prompt's message id is put into one piece at a time, while the client
+# folds the piece before (renaming the whole blob at once took about 10 % of the measured turn at N = 100 000).
+pieces, start = [], 0
+while start < len(blob):
+    end = blob.find(b"\n", start + (1 << 20)) + 1 or len(blob)
+    pieces.append(blob[start:end])
+    start = end
 def write(obj):
     sys.stdout.buffer.write(json.dumps(obj).encode() + b"\n"); sys.stdout.buffer.flush()
 def note(update):
@@ -55,7 +62,9 @@ for line in sys.stdin.buffer:
         write({"jsonrpc": "2.0", "id": rid, "result": {"messageId": mid}})
         note({"sessionUpdate": "user_message", "messageId": mid, "content": msg["params"]["prompt"]})
         note({"sessionUpdate": "state_update", "state": "running"})
-        sys.stdout.buffer.write(blob.replace(b'"reply"', b'"r%d"' % rid)); sys.stdout.buffer.flush()
+        for piece in pieces:
+            sys.stdout.buffer.write(piece.replace(b'"reply"', b'"r%d"' % rid))
+        sys.stdout.buffer.flush()
         note({"sessionUpdate": "state_update", "state": "idle", "stopReason": "end_turn"})
 """
 

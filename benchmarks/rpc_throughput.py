@@ -51,11 +51,12 @@ class NotificationEnvelope(msgspec.Struct, gc=False):
 
 DUMP_FILE = r"""
 import sys
+with open(sys.argv[1], "rb") as f:
+    data = f.read()  # before "ready": reading the file is not the client's time
 sys.stdout.buffer.write(b'{"jsonrpc":"2.0","method":"ready"}\n')
 sys.stdout.buffer.flush()
 sys.stdin.buffer.readline()
-with open(sys.argv[1], "rb") as f:
-    sys.stdout.buffer.write(f.read())
+sys.stdout.buffer.write(data)
 sys.stdout.buffer.flush()
 sys.stdin.buffer.read()
 """
