@@ -18,7 +18,7 @@ def test_every_public_name_resolves() -> None:
 
 def test_the_conversation_layer_is_imported_on_first_use() -> None:
     """A client that only sends prompts and handles updates does not pay for the conversation layer at start-up
-    (it is a tenth of the import time); ``from acp_session import Conversation`` still works."""
+    (20 to 30 % of the import time); ``from acp_session import Conversation`` still works."""
     probe = (
         "import sys, acp_session\n"
         "before = 'acp_session.conversation' in sys.modules\n"
