@@ -26,6 +26,7 @@ def __getattr__(name: str) -> Any:
         return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
+
 __all__ = [
     "PROTOCOL_VERSION",
     "TRACKED_UPDATES",
