@@ -39,13 +39,13 @@ from subprocess import PIPE
 from typing import Any
 
 import anyio
-from anyio.abc import Process
+from anyio.abc import ByteReceiveStream, ByteSendStream, Process
 
 from acp_session import ClientBuilder
 from acp_session.codec import decoder
 from acp_session.rpc.messages import RequestOut, encoder, envelope_decoder
 from acp_session.schema.types import SetSessionConfigOptionBooleanRequest, SetSessionConfigOptionResponse
-from acp_session.transport.pipe import PipeReader, PipeWriter, open_pipe, open_stdin_pipe
+from acp_session.transport.pipe import open_pipe, open_stdin_pipe
 
 HERE = Path(__file__).resolve().parent
 AGENT = [sys.executable, str(HERE / "peers" / "cheap_agent.py"), "--wire", "v2", "--n", "1"]
@@ -60,27 +60,21 @@ PING = b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n'
 SETTLE = 5
 
 
-class BareEcho:
-    """The round-trip floor: a line echo child over direct non-blocking pipes (``transport.pipe``)."""
+class StreamEcho:
+    """The same echo through anyio's process streams (context: the usual way to talk to a child)."""
 
-    def __init__(self, argv: list[str] | None = None) -> None:
-        self.argv = argv or [sys.executable, "-c", ECHO]
+    def __init__(self) -> None:
         self.process: Process | None = None
-        self.stdin: PipeWriter | None = None
-        self.stdout: PipeReader | None = None
+        self.stdin: ByteSendStream | None = None
+        self.stdout: ByteReceiveStream | None = None
 
     async def start(self) -> None:
-        self.stdout, child_stdout = open_pipe()
-        self.stdin, child_stdin = open_stdin_pipe()
-        try:
-            self.process = await anyio.open_process(self.argv, stdin=child_stdin, stdout=child_stdout)
-        finally:
-            os.close(child_stdout)
-            os.close(child_stdin)
+        self.process = await anyio.open_process([sys.executable, "-c", ECHO], stdin=PIPE, stdout=PIPE)
+        self.stdin, self.stdout = self.process.stdin, self.process.stdout
 
-    async def one(self, _: int = 0, line: bytes = PING) -> bytes:
+    async def one(self, _: int = 0) -> bytes:
         assert self.stdin is not None and self.stdout is not None
-        await self.stdin.send(line)
+        await self.stdin.send(PING)
         buf = b""
         while not buf.endswith(b"\n"):
             buf += await self.stdout.receive()
@@ -93,27 +87,19 @@ class BareEcho:
         await self.stdout.aclose()
 
 
-class StreamEcho:
-    """The same echo through anyio's process streams (context: the usual way to talk to a child)."""
-
-    def __init__(self) -> None:
-        self.process: Process | None = None
+class BareEcho(StreamEcho):
+    """The round-trip floor: the same echo child over direct non-blocking pipes (``transport.pipe``)."""
 
     async def start(self) -> None:
-        self.process = await anyio.open_process([sys.executable, "-c", ECHO], stdin=PIPE, stdout=PIPE)
-
-    async def one(self, _: int = 0) -> bytes:
-        assert self.process is not None and self.process.stdin is not None and self.process.stdout is not None
-        await self.process.stdin.send(PING)
-        buf = b""
-        while not buf.endswith(b"\n"):
-            buf += await self.process.stdout.receive()
-        return buf
-
-    async def close(self) -> None:
-        assert self.process is not None and self.process.stdin is not None
-        await self.process.stdin.aclose()
-        await self.process.wait()
+        stdout, child_stdout = open_pipe()
+        stdin, child_stdin = open_stdin_pipe()
+        self.stdin, self.stdout = stdin, stdout
+        try:
+            argv = [sys.executable, "-c", ECHO]
+            self.process = await anyio.open_process(argv, stdin=child_stdin, stdout=child_stdout)
+        finally:
+            os.close(child_stdout)
+            os.close(child_stdin)
 
 
 class MinimalClient:
@@ -159,13 +145,6 @@ class MinimalClient:
         os.close(self.read_fd)
 
 
-WORKERS: dict[str, Callable[[], Any]] = {
-    "echo": BareEcho,
-    "stream echo": StreamEcho,
-    "minimal": MinimalClient,
-}
-
-
 class AcpSessionClient:
     """``set_config_option`` through the whole stack: ClientBuilder, ActiveSession, Connection, pipes."""
 
@@ -181,7 +160,12 @@ class AcpSessionClient:
         await self._stack.aclose()
 
 
-WORKERS["acp-session"] = AcpSessionClient
+WORKERS: dict[str, Callable[[], Any]] = {
+    "echo": BareEcho,
+    "stream echo": StreamEcho,
+    "minimal": MinimalClient,
+    "acp-session": AcpSessionClient,
+}
 
 
 async def worker(name: str) -> None:

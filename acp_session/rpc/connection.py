@@ -384,10 +384,7 @@ class Connection:
             return False
         event = self._core.receive_response(data)  # the final newline is only JSON whitespace to the decoder
         if type(event) is ResponseReceived:
-            if event.reply is None:
-                event.slot._resolve(event.result, event.error)
-            else:
-                self._settle(event)
+            self._settle(event)
         elif event is NOT_A_RESPONSE:
             return False
         elif type(event) is ProtocolViolation:

@@ -34,6 +34,11 @@ def chunk(text: str, message_id: str = "m1") -> dict[str, Any]:
     }
 
 
+def block(*texts: str) -> bytes:
+    """Chunk notifications for ``texts``, one per line, to be sent in one write."""
+    return b"".join(json.dumps(chunk(text)).encode() + b"\n" for text in texts)
+
+
 @pytest.fixture
 async def typed_pair() -> AsyncIterator[tuple[Connection, RawEnd, list[Any], list[AcpError]]]:
     ours, theirs = memory_pair()
@@ -53,7 +58,7 @@ async def wait_for(received: list[Any], count: int) -> None:
 async def test_a_block_of_typed_notifications_arrives_typed_and_in_order(typed_pair: Any) -> None:
     _conn, raw, received, _ = typed_pair
     texts = [f"part {i} ✓ ünïcode" for i in range(200)]
-    await raw.send(b"".join(json.dumps(chunk(text)).encode() + b"\n" for text in texts))
+    await raw.send(block(*texts))
     await wait_for(received, 200)
     assert all(isinstance(n, t.UpdateSessionNotification) for n in received)
     assert [n.update.content.text for n in received] == texts
@@ -219,9 +224,9 @@ async def test_a_failing_batch_handler_is_logged_and_the_stream_goes_on(caplog: 
             "session/update", lambda n: seen.append(n.update.content.text), t.UpdateSessionNotification, batch=batch
         )
         raw = RawEnd(theirs)
-        await raw.send(json.dumps(chunk("boom")).encode() + b"\n" + json.dumps(chunk("lost?")).encode() + b"\n")
+        await raw.send(block("boom", "lost?"))
         await anyio.sleep(0.05)
-        await raw.send(json.dumps(chunk("next")).encode() + b"\n" + json.dumps(chunk("one")).encode() + b"\n")
+        await raw.send(block("next", "one"))
         await wait_for(seen, 2)
     assert seen == ["next", "one"]
     assert "batch notification handler for 'session/update' failed" in caplog.text
@@ -244,7 +249,7 @@ async def test_an_awaitable_from_a_batch_handler_finishes_before_later_notificat
             "session/update", lambda n: order.append(n.update.content.text), t.UpdateSessionNotification, batch=batch
         )
         raw = RawEnd(theirs)
-        await raw.send(json.dumps(chunk("a")).encode() + b"\n" + json.dumps(chunk("b")).encode() + b"\n")
+        await raw.send(block("a", "b"))
         await anyio.sleep(0.05)
         await raw.send(chunk("c"))
         await anyio.sleep(0.05)

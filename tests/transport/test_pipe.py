@@ -8,7 +8,7 @@ import time
 import anyio
 import pytest
 
-from acp_session.transport.pipe import open_pipe, open_stdin_pipe
+from acp_session.transport.pipe import PipeReader, open_pipe, open_stdin_pipe
 
 pytestmark = pytest.mark.anyio
 
@@ -57,21 +57,26 @@ async def test_a_send_to_a_closed_reader_is_a_broken_resource() -> None:
         await writer.send(b"x\n")
 
 
+async def receive_while_written(reader: PipeReader, write_fd: int, data: bytes) -> bytes:
+    """A receive that has to wait (on asyncio the pipe gets registered with the loop), answered by a write."""
+    got: list[bytes] = []
+
+    async def receive() -> None:
+        got.append(await reader.receive())
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(receive)
+        await anyio.sleep(0.02)
+        os.write(write_fd, data)
+    return got[0]
+
+
 async def test_data_that_arrives_while_nobody_reads_is_read_later() -> None:
     reader, write_fd = open_pipe()
     try:
         os.write(write_fd, b"one\n")
         assert await reader.receive() == b"one\n"
-        async with anyio.create_task_group() as tg:  # a receive waits, then is answered
-            got: list[bytes] = []
-
-            async def receive() -> None:
-                got.append(await reader.receive())
-
-            tg.start_soon(receive)
-            await anyio.sleep(0.02)
-            os.write(write_fd, b"two\n")
-        assert got == [b"two\n"]
+        assert await receive_while_written(reader, write_fd, b"two\n") == b"two\n"
         os.write(write_fd, b"three\n")  # nobody is waiting now: the loop must neither spin nor lose it
         await anyio.sleep(0.05)
         assert await reader.receive() == b"three\n"
@@ -120,16 +125,7 @@ async def test_unread_data_does_not_keep_the_event_loop_busy() -> None:
     """The read end stays registered between reads; data nobody reads must not make the loop spin."""
     reader, write_fd = open_pipe()
     try:
-        async with anyio.create_task_group() as tg:  # a receive that has to wait: the pipe gets registered
-            got: list[bytes] = []
-
-            async def receive() -> None:
-                got.append(await reader.receive())
-
-            tg.start_soon(receive)
-            await anyio.sleep(0.02)
-            os.write(write_fd, b"first\n")
-        assert got == [b"first\n"]
+        assert await receive_while_written(reader, write_fd, b"first\n") == b"first\n"
         os.write(write_fd, b"unread\n")
         before = time.process_time()
         await anyio.sleep(0.3)  # nobody receives meanwhile
