@@ -23,6 +23,7 @@ __all__ = [
     "SKIP_INVALID_ITEMS",
     "AcpStruct",
     "AlternativesList",
+    "DefaultVariant",
     "MethodSpec",
     "NotificationSpec",
     "OtherVariant",
@@ -99,6 +100,23 @@ class OtherVariant:
 
 
 @dataclass(frozen=True, slots=True)
+class DefaultVariant:
+    """The untagged member of a union that an object without the tag field is (v1's ``AuthMethod``: ``agent``).
+
+    Listed first among the alternatives: an object that has no ``tag_field``, or whose tag is one of ``tags``
+    (the member's own name), is decoded as ``member`` or fails; any other object is left to the tagged members
+    and the catch-all.
+    """
+
+    tag_field: str
+    member: Any
+    tags: frozenset[str]
+
+    def matches(self, obj: Any) -> bool:
+        return isinstance(obj, dict) and (self.tag_field not in obj or obj[self.tag_field] in self.tags)
+
+
+@dataclass(frozen=True, slots=True)
 class MethodSpec:
     """One request method: its params and result types and which side handles it."""
 
@@ -151,6 +169,11 @@ def alternatives_dec_hook(tp: Any, obj: Any) -> Any:
             unknown = alternative.accept(obj)
             if unknown is not None:
                 return unknown
+            continue
+        if isinstance(alternative, DefaultVariant):
+            if alternative.matches(obj):
+                # It is this member (tagged members would take an untagged object too): no other try.
+                return lenient_convert(obj, alternative.member)
             continue
         try:
             value = lenient_convert(obj, alternative)

@@ -1,12 +1,20 @@
-"""Generate ``acp_session/schema/`` (msgspec structs) from the official ACP v2 JSON schema.
+"""Generate ``acp_session/schema/`` (msgspec structs) from the official ACP JSON schema (v2 or v1).
 
 Usage::
 
-    python schema/generate.py SCHEMA_DIR [--out acp_session/schema]
+    python schema/generate.py SCHEMA_DIR [--version N] [--out DIR] [--open-unions | --no-open-unions]
 
 ``SCHEMA_DIR`` holds ``schema.json`` and ``schema.unstable.json`` (for example
 ``../shared/spec/schema/v2``). Stable types go to ``types.py``; types and methods that
 exist only, or differently, in the unstable schema go to ``unstable.py``.
+
+The protocol version is inferred from the schema's own documentation links
+(``.../protocol/vN/...``) unless ``--version`` gives it. Version 2 is written to the package
+``acp_session.schema`` (``acp_session/schema/``), any other version N to
+``acp_session.schema.vN`` (``acp_session/schema/vN/``); ``--out`` only changes the folder.
+``--open-unions`` (the default for every version but 2) first gives every closed tagged
+union and closed string enum of the schema a catch-all, so that the output is as
+forward-compatible as the v2 one, whose schema has those catch-alls itself.
 
 How schema shapes map to Python (see docs/schema.md for the why):
 
@@ -117,6 +125,108 @@ def strip_docs(obj: Any) -> Any:
 
 
 # ---------------------------------------------------------------------------------------------
+# Forward compatibility for schemas without catch-alls (v1)
+
+# A generator-private key of the catch-all ``add_catch_alls`` adds to a union whose untagged member is
+# the default (``AuthMethod``'s ``agent``): the tag values that name such a member, so that an
+# object carrying one of them is not mistaken for an unknown variant.
+IMPLIED_TAGS = "x-implied-tags"
+
+
+def _const_tag(alt: dict[str, Any]) -> tuple[str, str] | None:
+    """The one property of ``alt`` holding a string ``const`` (its tag field and value), if any."""
+    consts = [(k, v["const"]) for k, v in alt.get("properties", {}).items() if isinstance(v, dict) and "const" in v]
+    if len(consts) == 1 and isinstance(consts[0][1], str):
+        return consts[0]
+    return None
+
+
+def add_catch_alls(schema: dict[str, Any]) -> dict[str, Any]:
+    """A copy of ``schema`` where every closed union of ``$defs`` has a catch-all, as v2's have.
+
+    * a union of string ``const`` values (a closed enum) gets an ``other`` string: an open enum;
+    * a union tagged by one ``const`` property gets an ``other`` object with that property;
+    * a union of tagged members and untagged default members (``AuthMethod``, ``McpServer``) gets
+      the ``other`` object just before the first untagged member, with the defaults' titles as
+      implied tags (an object carrying none of the known tags is an unknown variant, one without
+      the tag property is the default);
+    * unions that already have a catch-all, untagged unions and objects with properties whose
+      alternatives are only partly tagged (``SetSessionConfigOptionRequest``, whose schema says where
+      an unknown ``type`` goes) are left as they are.
+    """
+    out: dict[str, Any] = json.loads(json.dumps(schema))
+    for d in out["$defs"].values():
+        key = "anyOf" if "anyOf" in d else "oneOf" if "oneOf" in d else None
+        if key is None or d.get("x-docs-ignore"):
+            continue
+        alts: list[dict[str, Any]] = d[key]
+        if any(a.get("title") in CATCH_ALL_TITLES and "const" not in a for a in alts):
+            continue
+        if all(isinstance(a.get("const"), str) for a in alts):
+            d[key] = [*alts, {"title": "other", "type": "string"}]
+            continue
+        tags = [_const_tag(a) for a in alts]
+        tag_fields = {t[0] for t in tags if t is not None}
+        if len(tag_fields) != 1:
+            continue
+        (tag_field,) = tag_fields
+        catch_all: dict[str, Any] = {
+            "title": "other",
+            "type": "object",
+            "properties": {tag_field: {"type": "string"}},
+            "required": [tag_field],
+            "additionalProperties": True,
+        }
+        untagged = [i for i, t in enumerate(tags) if t is None]
+        if not untagged:
+            d[key] = [*alts, catch_all]
+            continue
+        defaults = [alts[i] for i in untagged]
+        if "properties" in d or not all(a.get("title") and ref_name(a) and not a.get("properties") for a in defaults):
+            continue
+        catch_all[IMPLIED_TAGS] = [a["title"] for a in defaults]
+        d[key] = [*alts[: untagged[0]], catch_all, *alts[untagged[0] :]]
+    return out
+
+
+def _plain_types(s: dict[str, Any]) -> set[str] | None:
+    """The JSON types a property schema accepts, when it is nothing but a ``type`` (else ``None``)."""
+    shape = {k for k in s if k not in ("type", "description", "title") and not k.startswith("x-")}
+    typ = s.get("type")
+    if shape or typ is None:
+        return None
+    return {typ} if isinstance(typ, str) else set(typ)
+
+
+def _covers(wide: dict[str, Any], narrow: dict[str, Any]) -> bool:
+    """``wide`` plainly accepts every value ``narrow`` does (a string ``const`` counts as a string)."""
+    wide_types = _plain_types(wide)
+    if wide_types is None:
+        return False
+    narrow_types = {"string"} if isinstance(narrow.get("const"), str) else _plain_types(narrow)
+    return narrow_types is not None and narrow_types <= wide_types
+
+
+def widen(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    """One property schema accepting what either of two differing alternatives' schemas accepts.
+
+    Two string ``const`` values (a partial discriminator) widen to any string; anything else to an
+    ``anyOf`` of both. The lenient-decoding marks of both are kept.
+    """
+    if strip_docs(old) == strip_docs(new):
+        return old
+    marks = {k: v for s in (old, new) for k, v in s.items() if k.startswith("x-deserialize-")}
+    if _covers(old, new):
+        return {**old, **marks}
+    if _covers(new, old):
+        return {**new, **marks}
+    if isinstance(old.get("const"), str) and isinstance(new.get("const"), str):
+        return {"type": "string", **marks}
+    members = [m for s in (old, new) for m in (s["anyOf"] if s.get("x-widened") else [s])]
+    return {"anyOf": members, "x-widened": True, **marks}
+
+
+# ---------------------------------------------------------------------------------------------
 # Model
 
 
@@ -154,8 +264,9 @@ class Variant:
 
 
 class Generator:
-    def __init__(self, schema: dict[str, Any]) -> None:
-        self.defs: dict[str, Any] = schema["$defs"]
+    def __init__(self, schema: dict[str, Any], *, open_unions: bool = False) -> None:
+        self.open_unions = open_unions
+        self.defs: dict[str, Any] = (add_catch_alls(schema) if open_unions else schema)["$defs"]
         self.refcount: dict[str, int] = {}
         self._count_refs(self.defs)
         self.entities: dict[str, Entity] = {}
@@ -204,6 +315,14 @@ class Generator:
         for v in variants:
             v.extra.pop(tag_field, None)
         return tag_field, variants
+
+    def unknown_name(self, union: str) -> str:
+        """The catch-all class of ``union``: ``Unknown<Union>``, or ``Unrecognized<Union>`` when the
+        schema itself defines ``Unknown<Union>`` (v1's ``UnknownStateUpdate`` is the `state: "unknown"` member)."""
+        for candidate in (f"Unknown{union}", f"Unrecognized{union}"):
+            if candidate not in self.defs:
+                return candidate
+        raise SystemExit(f"no free name for the catch-all class of {union}")
 
     def is_union_def(self, name: str) -> bool:
         d = self.defs.get(name, {})
@@ -292,7 +411,7 @@ class Generator:
                 "owner": name,
             }
             members.append(cls)
-        unknown = f"Unknown{name}"
+        unknown = self.unknown_name(name)
         union_members = ", ".join(members)
         code_lines = []
         if has_catch_all:
@@ -333,12 +452,22 @@ class Generator:
             if sub_ref is not None:
                 sub_props, _ = self._merged_fields(sub_ref)
                 for k, v in sub_props.items():
-                    props.setdefault(k, v)
+                    self._merge_prop(props, k, v)
             for k, v in alt.get("properties", {}).items():
                 if tagged is not None and k == tagged[0]:
                     continue
-                props.setdefault(k, v)
+                if self.open_unions and tagged is None and isinstance(v.get("const"), str):
+                    # A discriminator only some alternatives carry: open, like the tag of a merged union.
+                    v = {"type": "string", **{m: x for m, x in v.items() if m.startswith("x-deserialize-")}}
+                self._merge_prop(props, k, v)
         return props, required
+
+    def _merge_prop(self, props: dict[str, Any], key: str, value: dict[str, Any]) -> None:
+        """Add an alternative's property to a merged struct's; with open unions, differing ones widen."""
+        if key not in props:
+            props[key] = value
+        elif self.open_unions:
+            props[key] = widen(props[key], value)
 
     # -- definitions ---------------------------------------------------------------------------
 
@@ -437,6 +566,13 @@ class Generator:
             # An "anything else" alternative: the whole union is untyped JSON.
             self.entities[name] = Entity(name, "alias", f"{name}: TypeAlias = Any\n", set())
             return
+        # Untagged default members (only a catch-all from ``add_catch_alls`` names them): tried first, by tag.
+        defaults: dict[str, str] = {}  # title -> tag field
+        defaults_first: list[str] = []
+        for alt in alts:
+            if alt.get("title") in CATCH_ALL_TITLES:
+                for title in alt.get(IMPLIED_TAGS, []):
+                    defaults[title] = next(iter(alt["properties"]))
         for alt in alts:
             if alt.get("title") in CATCH_ALL_TITLES:
                 tag_field = next(iter(alt.get("properties", {})), "type")
@@ -444,8 +580,8 @@ class Generator:
                     a["properties"][tag_field]["const"]
                     for a in alts
                     if tag_field in a.get("properties", {}) and "const" in a["properties"][tag_field]
-                ]
-                unknown = f"Unknown{name}"
+                ] + list(alt.get(IMPLIED_TAGS, []))
+                unknown = self.unknown_name(name)
                 unknown_code = (
                     f"class {unknown}(UnknownVariant, _{name}Alternative):\n"
                     f'    """A `{name}` member with a `{tag_field}` this library does not know."""\n\n'
@@ -471,7 +607,11 @@ class Generator:
                 }
             expr, d = self.type_expr(alt)
             exprs.append(expr)
-            runtime_alts.append(expr)
+            title = alt.get("title")
+            if title in defaults and not const_props:
+                defaults_first.append(f"DefaultVariant({defaults[title]!r}, {expr}, frozenset({[title]!r}))")
+            else:
+                runtime_alts.append(expr)
             deps |= d
             if ref is not None and (self.defs[ref].get("type") == "object" or "properties" in self.defs[ref]):
                 shapes.add("object")
@@ -497,13 +637,15 @@ class Generator:
         code = f"if TYPE_CHECKING:\n    {name}: TypeAlias = Union[{', '.join(exprs)}]\nelse:\n    {name} = {marker}\n"
         self.entities[marker] = Entity(marker, "marker", marker_code, set())
         if unknown_code:
-            self.entities[f"Unknown{name}"] = Entity(f"Unknown{name}", "unknown", unknown_code, {marker})
+            unknown = self.unknown_name(name)
+            self.entities[unknown] = Entity(unknown, "unknown", unknown_code, {marker})
+            deps.add(unknown)
         self.entities[name] = Entity(
             name,
             "alternatives",
             code,
             deps | {marker},
-            [f"register_alternatives({marker}, ({', '.join(runtime_alts)},))"],
+            [f"register_alternatives({marker}, ({', '.join(defaults_first + runtime_alts)},))"],
         )
 
     # -- types ---------------------------------------------------------------------------------
@@ -620,8 +762,8 @@ class Generator:
 
 HEADER = '''"""{title}
 
-Generated by ``schema/generate.py`` from the official ACP v2 JSON schema; do not edit.
-Source: {sources}
+Generated by ``schema/generate.py`` from the official ACP v{version} JSON schema; do not edit.
+Source: {sources}{note}
 """
 
 # ruff: noqa: UP007
@@ -635,6 +777,10 @@ else:
     TypeAlias = object
 
 '''
+
+OPEN_UNIONS_NOTE = """
+Opened (``--open-unions``): every tagged union has an ``Unknown…`` catch-all and every string
+enum is open, although the schema closes them (see docs/schema.md)."""
 
 RUNTIME_MODULE = Path(__file__).resolve().parent.parent / "acp_session" / "_schema_runtime.py"
 
@@ -706,18 +852,27 @@ def method_tables(defs: dict[str, Any], names: set[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def isort_key(name: str) -> tuple[int, str, str]:
+    """The order ruff's isort gives imported names: constants, then classes, then the rest, ignoring case."""
+    kind = 0 if name.isupper() and len(name) > 1 else 1 if name[:1].isupper() else 2
+    return kind, name.lower(), name
+
+
 def render_module(
     gen: Generator,
     title: str,
     sources: str,
     only: set[str] | None,
     imports_from: str | None,
+    version: int = 2,
 ) -> str:
     entities = gen.entities
     emit = [e for e in entities.values() if only is None or e.name in only]
     emitted = {x.name for x in emit}
     wanted = {dep for e in emit for dep in e.deps} | {n for n, d in gen.defs.items() if d.get("x-method")}
-    imported = sorted(n for n in wanted if n not in emitted and n in entities) if only is not None else []
+    imported = []
+    if only is not None:
+        imported = sorted((n for n in wanted if n not in emitted and n in entities), key=isort_key)
     out: list[str] = []
     local_imports = ""
     if imported and imports_from:
@@ -750,7 +905,8 @@ def render_module(
     out.append(method_tables(gen.defs, names))
     body = "".join(out)
     imports = header_imports(body) + local_imports
-    return HEADER.format(title=title, sources=sources, imports=imports) + body
+    note = OPEN_UNIONS_NOTE if gen.open_unions else ""
+    return HEADER.format(title=title, version=version, sources=sources, note=note, imports=imports) + body
 
 
 def dependency_order(entities: list[Entity], needs: Callable[[Entity], Iterable[str]]) -> list[Entity]:
@@ -806,43 +962,74 @@ def sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def generate(schema_dir: Path) -> dict[str, str]:
+def package_for(version: int) -> str:
+    """The Python package the types of a protocol version live in."""
+    return "acp_session.schema" if version == 2 else f"acp_session.schema.v{version}"
+
+
+def default_out(version: int) -> Path:
+    return Path(__file__).resolve().parent.parent.joinpath(*package_for(version).split("."))
+
+
+def infer_version(schema: dict[str, Any]) -> int:
+    """The protocol version a schema describes, from its documentation links (``.../protocol/vN/...``)."""
+    found = {int(v) for v in re.findall(r"/protocol/v(\d+)/", json.dumps(schema))}
+    if len(found) != 1:
+        named = sorted(found)
+        raise SystemExit(f"cannot tell the protocol version from the schema (its links name {named}); give --version")
+    return found.pop()
+
+
+def generate(schema_dir: Path, version: int | None = None, open_unions: bool | None = None) -> dict[str, str]:
+    """The generated files (name → text) for the schema in ``schema_dir``.
+
+    ``version`` defaults to :func:`infer_version`; ``open_unions`` defaults to on for every version but 2.
+    """
     stable_path = schema_dir / "schema.json"
     unstable_path = schema_dir / "schema.unstable.json"
-    stable = Generator(json.loads(stable_path.read_text()))
+    stable_schema = json.loads(stable_path.read_text())
+    if version is None:
+        version = infer_version(stable_schema)
+    if open_unions is None:
+        open_unions = version != 2
+    package = package_for(version)
+    stable = Generator(stable_schema, open_unions=open_unions)
     stable.run()
     stable_src = f"schema.json sha256 {sha256(stable_path)}"
     files = {
-        "types.py": render_module(stable, "ACP v2 wire types (stable schema).", stable_src, None, None),
+        "types.py": render_module(
+            stable, f"ACP v{version} wire types (stable schema).", stable_src, None, None, version
+        ),
     }
     if unstable_path.exists():
-        unstable = Generator(json.loads(unstable_path.read_text()))
+        unstable = Generator(json.loads(unstable_path.read_text()), open_unions=open_unions)
         unstable.run()
         only = changed_names(stable, unstable)
         unstable_src = f"schema.unstable.json sha256 {sha256(unstable_path)}"
         files["unstable.py"] = render_module(
             unstable,
-            "ACP v2 wire types that exist only, or differ, in the unstable schema (opt-in).",
+            f"ACP v{version} wire types that exist only, or differ, in the unstable schema (opt-in).",
             unstable_src,
             only,
-            "acp_session.schema.types",
+            f"{package}.types",
+            version,
         )
     stable_hash = sha256(stable_path)
     unstable_hash = sha256(unstable_path) if unstable_path.exists() else ""
-    files["__init__.py"] = INIT.format(stable=stable_hash, unstable=unstable_hash)
+    files["__init__.py"] = INIT.format(version=version, package=package, stable=stable_hash, unstable=unstable_hash)
     for g in [stable]:
         for w in g.warnings:
             print(f"warning: {w}", file=sys.stderr)
     return files
 
 
-INIT = '''"""Generated ACP v2 wire types (see ``schema/generate.py``); stable types are re-exported here.
+INIT = '''"""Generated ACP v{version} wire types (see ``schema/generate.py``); stable types are re-exported here.
 
-Opt into unstable-only types and methods with ``from acp_session.schema import unstable``.
+Opt into unstable-only types and methods with ``from {package} import unstable``.
 """
 
-from acp_session.schema.types import *  # noqa: F403
-from acp_session.schema.types import AGENT_METHODS, CLIENT_METHODS  # noqa: F401
+from {package}.types import *  # noqa: F403
+from {package}.types import AGENT_METHODS, CLIENT_METHODS  # noqa: F401
 
 SCHEMA_SHA256 = "{stable}"
 UNSTABLE_SCHEMA_SHA256 = "{unstable}"
@@ -858,9 +1045,27 @@ def write(files: dict[str, str], out: Path) -> None:
 def main(argv: Iterable[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("schema_dir", type=Path, help="folder with schema.json (and schema.unstable.json)")
-    parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent.parent / "acp_session" / "schema")
+    parser.add_argument(
+        "--version",
+        type=int,
+        help="protocol version of the schema (default: inferred from the schema's documentation links)",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        help="output folder (default: acp_session/schema for v2, acp_session/schema/vN for version N)",
+    )
+    parser.add_argument(
+        "--open-unions",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="give closed tagged unions and string enums a catch-all (default: on for every version but 2)",
+    )
     args = parser.parse_args(list(argv) if argv is not None else None)
-    write(generate(args.schema_dir), args.out)
+    version = args.version
+    if version is None:
+        version = infer_version(json.loads((args.schema_dir / "schema.json").read_text()))
+    write(generate(args.schema_dir, version, args.open_unions), args.out or default_out(version))
     return 0
 
 
