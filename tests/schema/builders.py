@@ -14,11 +14,14 @@ import msgspec
 import msgspec.inspect as mi
 from hypothesis import strategies as st
 
-from acp_session._schema_runtime import _ALTERNATIVES, AcpStruct, OtherVariant
+from acp_session._schema_runtime import _ALTERNATIVES, AcpStruct, DefaultVariant, OtherVariant
 
 
 def alternatives_of(cls: type) -> tuple[Any, ...]:
-    return tuple(a for a in _ALTERNATIVES[cls] if not isinstance(a, OtherVariant))
+    """The typed alternatives of an untagged union (catch-alls left out, default members unwrapped)."""
+    return tuple(
+        a.member if isinstance(a, DefaultVariant) else a for a in _ALTERNATIVES[cls] if not isinstance(a, OtherVariant)
+    )
 
 
 # Merged structs whose schema is a ``oneOf`` of field groups (the session or the request scope of an
@@ -159,6 +162,6 @@ def schema_home(module: types.ModuleType, cls: type[msgspec.Struct], defs: dict[
             typing.get_origin(value) in (typing.Union, types.UnionType) and cls in typing.get_args(value)
         ):
             return name, value
-        if isinstance(value, type) and value in _ALTERNATIVES and cls in _ALTERNATIVES[value]:
+        if isinstance(value, type) and value in _ALTERNATIVES and cls in alternatives_of(value):
             return name, value
     raise LookupError(f"no schema definition holds {cls.__name__}")
