@@ -189,7 +189,7 @@ class RawV1Client:
     def _answer(self, msg: Msg) -> None:
         handler = self.handlers.get(msg["method"])
         if handler is None:
-            self.respond(msg["id"], error={"code": -32601, "message": f"Method not found: {msg['method']}"})
+            self._reply(msg["id"], error={"code": -32601, "message": f"Method not found: {msg['method']}"})
             return
         try:
             result = handler(self, msg)
@@ -197,10 +197,15 @@ class RawV1Client:
             error: Msg = {"code": exc.code, "message": exc.message}
             if exc.data is not None:
                 error["data"] = exc.data
-            self.respond(msg["id"], error=error)
+            self._reply(msg["id"], error=error)
             return
         if result is not DEFER:
-            self.respond(msg["id"], result)
+            self._reply(msg["id"], result)
+
+    def _reply(self, request_id: Any, result: Any = None, *, error: Msg | None = None) -> None:
+        # After we close the agent's stdin it may go on with its turn (the TS example agent does): drop the answers.
+        with contextlib.suppress(BrokenPipeError, ValueError):
+            self.respond(request_id, result, error=error)
 
     def received(self) -> list[Msg]:
         with self._cond:
