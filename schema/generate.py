@@ -460,6 +460,15 @@ class Generator:
                     # A discriminator only some alternatives carry: open, like the tag of a merged union.
                     v = {"type": "string", **{m: x for m, x in v.items() if m.startswith("x-deserialize-")}}
                 self._merge_prop(props, k, v)
+        if self.open_unions and alts:
+            # A property every alternative requires is required in the merged struct too.
+            def alt_required(alt: dict[str, Any]) -> set[str]:
+                sub_ref = ref_name(alt)
+                return set(alt.get("required", [])) | set(self.defs[sub_ref].get("required", []) if sub_ref else [])
+
+            common = set.intersection(*(alt_required(a) for a in alts))
+            skip = {tagged[0]} if tagged is not None else set()
+            required += [k for k in props if k in common and k not in required and k not in skip]
         return props, required
 
     def _merge_prop(self, props: dict[str, Any], key: str, value: dict[str, Any]) -> None:

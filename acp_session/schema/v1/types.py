@@ -1043,9 +1043,9 @@ class SetSessionConfigOptionRequest(AcpStruct):
 
     session_id: SessionId
     config_id: SessionConfigId
+    value: bool | SessionConfigValueId
     meta: dict[str, Any] | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
     type: str | UnsetType = UNSET
-    value: bool | SessionConfigValueId | UnsetType = UNSET
 
 
 class SetSessionConfigOptionResponse(AcpStruct):
