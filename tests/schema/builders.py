@@ -26,9 +26,11 @@ def alternatives_of(cls: type) -> tuple[Any, ...]:
 
 # Merged structs whose schema is a ``oneOf`` of field groups (the session or the request scope of an
 # elicitation): exactly one group must be present, which the field list alone cannot say.
+# v1's merged ``SetSessionConfigOptionRequest`` likewise: a value id goes without ``type``, a bool with ``boolean``.
 ONE_OF_GROUPS: dict[str, dict[str, Any]] = {
     "ElicitationFormMode": {"session_id": "x", "request_id": msgspec.UNSET},
     "ElicitationUrlMode": {"session_id": "x", "request_id": msgspec.UNSET},
+    "SetSessionConfigOptionRequest": {"value": "x", "type": msgspec.UNSET},
 }
 
 
