@@ -237,3 +237,30 @@ def test_v2_output_has_no_v1_machinery() -> None:
     text = (REPO / "acp_session" / "schema" / "types.py").read_text()
     text += (REPO / "acp_session" / "schema" / "unstable.py").read_text()
     assert "DefaultVariant" not in text and "Unrecognized" not in text and "--open-unions" not in text
+
+
+def test_missing_v1_schema_fails_in_ci_and_skips_elsewhere(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from tests import schema_source
+
+    monkeypatch.setattr(schema_source, "candidate_dirs", lambda version=2: [tmp_path / f"v{version}"])
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match=r"ACP v1 schema not found .*package/schema/v1"):
+        schema_source.require_schema_dir(1)
+    monkeypatch.delenv("CI")
+    with pytest.raises(pytest.skip.Exception, match="ACP v1 schema not found"):
+        schema_source.require_schema_dir(1)
+
+
+def test_v1_schema_lookup_order(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from tests import schema_source
+
+    monkeypatch.setenv("ACP_V1_SCHEMA_DIR", str(tmp_path))
+    monkeypatch.delenv("ACP_SCHEMA_DIR", raising=False)
+    dirs = schema_source.candidate_dirs(1)
+    assert dirs[0] == tmp_path
+    assert [d.parts[-3:] for d in dirs[1:]] == [
+        ("spec", "schema", "v1"),
+        ("package", "schema", "v1"),
+        ("sdk", "schema", "v1"),
+    ]
+    assert schema_source.candidate_dirs(2)[0] != tmp_path  # v2 has its own variable
