@@ -21,10 +21,12 @@ from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream
 
 from . import __version__
-from .client_errors import CapabilityNotSupported, ProtocolVersionMismatch
-from .codec import convert, decoder
-from .errors import AcpError, ResourceNotFound, UnsupportedProtocolVersion
+from .client_errors import CapabilityNotSupported
+from .codec import convert, decoder, to_builtins
+from .errors import AcpError, ResourceNotFound
 from .interactions import Interaction, InteractionRegistry
+from .protocol.base import PromptExchange, ProtocolAdapter
+from .protocol.negotiate import SUPPORTED_VERSIONS, negotiate
 from .rpc import Connection, PendingRequest, json_decode
 from .schema.types import (
     AGENT_METHODS,
@@ -36,6 +38,7 @@ from .schema.types import (
     ClientCapabilities,
     CommandPermissionSubject,
     CompleteElicitationNotification,
+    ContentBlock,
     CreateElicitationRequest,
     CreateElicitationResponse,
     DeleteSessionRequest,
@@ -47,7 +50,6 @@ from .schema.types import (
     ElicitationUrlCapabilities,
     ElicitationUrlMode,
     Implementation,
-    InitializeRequest,
     InitializeResponse,
     ListSessionsRequest,
     ListSessionsResponse,
@@ -72,9 +74,9 @@ from .schema.types import (
     SessionInfo,
     TerminalAuthCapabilities,
     ToolCallPermissionSubject,
-    UnsupportedProtocolVersionErrorData,
     UpdateSessionNotification,
 )
+from .schema.v1 import types as v1
 from .session import (
     EARLY_LIMIT,
     TRACKED_UPDATES,
@@ -89,10 +91,12 @@ from .transport import Transport, stdio_agent
 
 if TYPE_CHECKING:
     from .conversation.conversation import Conversation
+    from .providers import FileSystemProvider, TerminalProvider
 
 __all__ = ["PROTOCOL_VERSION", "ClientBuilder", "ClientConnection", "ElicitationMode"]
 
 PROTOCOL_VERSION = 2
+"""The newest protocol version this library speaks (and offers first); version 1 is spoken too."""
 _log = logging.getLogger("acp_session.client")
 T = TypeVar("T")
 ElicitationMode = Literal["form", "url"]
@@ -130,6 +134,26 @@ class ClientBuilder:
         self._fallback_request: Fallback | None = None
         self._fallback_notification: Fallback | None = None
         self._transcript: str | os.PathLike[str] | None = None
+        self._versions: tuple[int, ...] = SUPPORTED_VERSIONS
+        self._file_system: Callable[[], FileSystemProvider] | None = None
+        self._fs_access = (False, False)  # (read, write) advertised with a file-system provider
+        self._terminals: Callable[[], TerminalProvider] | None = None
+        self._own_terminals = False  # built-in terminals: started and stopped with each connection
+
+    # -- protocol versions ---------------------------------------------------------------------------------
+
+    def protocol_versions(self, *versions: int) -> ClientBuilder:
+        """Speak only these protocol versions (default: 2 and 1). The newest is offered first; an agent
+        that answers another allowed version continues in it, any other answer is a ``ProtocolVersionMismatch``."""
+        unknown = [v for v in versions if v not in SUPPORTED_VERSIONS]
+        if not versions or unknown:
+            raise ValueError(f"protocol versions must be some of {list(SUPPORTED_VERSIONS)} (got {list(versions)})")
+        self._versions = tuple(sorted(set(versions), reverse=True))
+        return self
+
+    @property
+    def versions(self) -> tuple[int, ...]:
+        return self._versions
 
     # -- identity and capabilities ---------------------------------------------------------------------------
 
@@ -159,6 +183,76 @@ class ClientBuilder:
         auth = ClientAuthCapabilities(terminal=TerminalAuthCapabilities()) if self.terminal_auth else msgspec.UNSET
         meta = msgspec.UNSET if self.meta is None else self.meta
         return ClientCapabilities(auth=auth, elicitation=elicitation, meta=meta)
+
+    def v1_initialize_request(self) -> v1.InitializeRequest:
+        """What ``initialize`` advertises to a version 1 agent: the same identity and capabilities, plus
+        ``fs`` and ``terminal`` exactly when a provider for them is set (``with_file_system`` / ``with_terminals``
+        or ``on_file_system`` / ``on_terminals``)."""
+        plain: dict[str, Any] = to_builtins(self.capabilities())
+        fs: dict[str, Any] = {}
+        if self._file_system is not None:
+            fs = {"readTextFile": self._fs_access[0], "writeTextFile": self._fs_access[1]}
+        if plain.get("auth", {}).get("terminal") is not None:
+            plain["auth"] = {"terminal": True}
+        plain["fs"] = fs
+        plain["terminal"] = self._terminals is not None
+        return v1.InitializeRequest(
+            protocol_version=1,
+            client_capabilities=convert(plain, v1.ClientCapabilities),
+            client_info=convert(to_builtins(self.info), v1.Implementation),
+        )
+
+    # -- the agent's calls into the client (protocol version 1) ----------------------------------------------
+
+    def with_file_system(
+        self,
+        roots: Sequence[str | os.PathLike[str]] = (),
+        *,
+        read: bool = True,
+        write: bool = True,
+        max_read_bytes: int = 16 * 1024 * 1024,
+    ) -> ClientBuilder:
+        """Answer v1 ``fs/read_text_file`` / ``fs/write_text_file`` from the local disk, confined to each
+        session's cwd and additional directories plus ``roots`` (see ``acp_session.providers.LocalFileSystem``).
+        Off by default: without it (or ``on_file_system``) the file-system capability is not advertised."""
+        from .providers import LocalFileSystem
+
+        paths = list(roots)
+        self._file_system = lambda: LocalFileSystem(paths, read=read, write=write, max_read_bytes=max_read_bytes)
+        self._fs_access = (read, write)
+        return self
+
+    def on_file_system(self, provider: FileSystemProvider, *, read: bool = True, write: bool = True) -> ClientBuilder:
+        """Answer v1 ``fs/*`` calls with your own provider; ``read`` / ``write`` say what is advertised."""
+        self._file_system = lambda: provider
+        self._fs_access = (read, write)
+        return self
+
+    def with_terminals(
+        self,
+        roots: Sequence[str | os.PathLike[str]] = (),
+        *,
+        env: Mapping[str, str] | None = None,
+        output_byte_limit: int = 1024 * 1024,
+        max_terminals: int = 32,
+    ) -> ClientBuilder:
+        """Run v1 ``terminal/*`` commands as local processes (``acp_session.providers.LocalTerminals``): in the
+        session's cwd or ``roots``, with an explicit environment, bounded output; all ended with the connection.
+        Off by default: without it (or ``on_terminals``) the terminal capability is not advertised."""
+        from .providers import LocalTerminals
+
+        paths = list(roots)
+        self._terminals = lambda: LocalTerminals(
+            paths, env=env, output_byte_limit=output_byte_limit, max_terminals=max_terminals
+        )
+        self._own_terminals = True
+        return self
+
+    def on_terminals(self, provider: TerminalProvider) -> ClientBuilder:
+        """Answer v1 ``terminal/*`` calls with your own provider (you start and stop it)."""
+        self._terminals = lambda: provider
+        self._own_terminals = False
+        return self
 
     # -- handlers --------------------------------------------------------------------------------------------
 
@@ -223,8 +317,16 @@ class ClientBuilder:
             await tg.__aenter__()
             try:
                 client = ClientConnection(rpc, self, tg)
-                await client._first_initialize()
-                yield client
+                terminals = client.terminals if self._own_terminals else None
+                if terminals is not None:
+                    await terminals.__aenter__()  # type: ignore[attr-defined]
+                try:
+                    await client._first_initialize()
+                    yield client
+                finally:
+                    if terminals is not None:
+                        with anyio.CancelScope(shield=True):
+                            await terminals.__aexit__(None, None, None)  # type: ignore[attr-defined]
             finally:
                 tg.cancel_scope.cancel()
                 await tg.__aexit__(None, None, None)
@@ -263,13 +365,17 @@ _CANCELLED_PERMISSION = RequestPermissionResponse(outcome=CancelledPermissionOut
 
 
 class ClientConnection:
-    """An initialized connection to an agent: session lifecycle, auth and extension calls."""
+    """An initialized connection to an agent: session lifecycle, auth and extension calls.
+
+    Whatever protocol version was agreed, everything here speaks the model (the v2 types); the
+    ``protocol`` adapter maps it to the agent's wire.
+    """
 
     def __init__(self, rpc: Connection, builder: ClientBuilder, tg: TaskGroup) -> None:
         self.rpc = rpc
         self.builder = builder
         self.interactions = InteractionRegistry()
-        self.initialize_response: InitializeResponse | None = None
+        self._protocol: ProtocolAdapter | None = None
         self._tg = tg
         self._ready = anyio.Event()
         self._initializing = False
@@ -281,16 +387,28 @@ class ClientConnection:
         self._updates_idle.set()
         self._update_is_async = inspect.iscoroutinefunction(builder._update)
         self._update_send, receive = anyio.create_memory_object_stream[Any](1024)
+        self._file_system = builder._file_system() if builder._file_system is not None else None
+        self._terminals = builder._terminals() if builder._terminals is not None else None
         if builder._update is not None:
             tg.start_soon(self._update_consumer, receive)
         self._install(builder)
 
     # -- what the agent said -----------------------------------------------------------------------------
 
-    def _init(self) -> InitializeResponse:
-        if self.initialize_response is None:
+    @property
+    def protocol(self) -> ProtocolAdapter:
+        """The negotiated protocol version's adapter (``protocol.version``)."""
+        if self._protocol is None:
             raise AcpError("the connection is not initialized")
-        return self.initialize_response
+        return self._protocol
+
+    @property
+    def initialize_response(self) -> InitializeResponse | None:
+        """The agent's ``initialize`` answer in the model's (v2) shape, whatever version was agreed."""
+        return None if self._protocol is None else self._protocol.initialize_response
+
+    def _init(self) -> InitializeResponse:
+        return self.protocol.initialize_response
 
     @property
     def agent_info(self) -> Implementation:
@@ -308,17 +426,42 @@ class ClientConnection:
 
     @property
     def protocol_version(self) -> int:
-        return self._init().protocol_version
+        """The protocol version agreed at ``initialize`` (1 or 2)."""
+        return self.protocol.version
+
+    def supports(self, method: str) -> bool:
+        """Whether the agent offers ``method`` (model method names, e.g. ``session/list``) in the agreed version."""
+        return self.protocol.supports(method)
+
+    # -- what the agent may call (protocol version 1) ---------------------------------------------------------
+
+    @property
+    def file_system(self) -> FileSystemProvider | None:
+        """The provider answering v1 ``fs/*`` calls, if the builder set one."""
+        return self._file_system
+
+    @property
+    def terminals(self) -> TerminalProvider | None:
+        """The provider answering v1 ``terminal/*`` calls, if the builder set one."""
+        return self._terminals
+
+    @property
+    def elicitation_complete(self) -> Callable[[Any], Any] | None:
+        return self.builder._elicitation_complete
 
     # -- initialize ----------------------------------------------------------------------------------------
 
     async def _first_initialize(self) -> None:
         self._initializing = True
         try:
-            self.initialize_response = await self._send_initialize()
+            self._use(await negotiate(self.rpc, self.builder, self.builder.versions))
         finally:
             self._initializing = False
             self._ready.set()
+
+    def _use(self, protocol: ProtocolAdapter) -> None:
+        self._protocol = protocol
+        protocol.install(self)
 
     async def initialize(self) -> InitializeResponse:
         """Repeat ``initialize`` (allowed only before any other request). A failed repeat keeps the previous one."""
@@ -329,35 +472,21 @@ class ClientConnection:
         self._initializing = True
         self._ready = anyio.Event()
         try:
-            response = await self._send_initialize()
-            self.initialize_response = response
-            return response
+            protocol = await negotiate(self.rpc, self.builder, self.builder.versions)
+            self._use(protocol)
+            return protocol.initialize_response
         finally:
             self._initializing = False
             self._ready.set()
 
-    async def _send_initialize(self) -> InitializeResponse:
-        params = InitializeRequest(
-            protocol_version=PROTOCOL_VERSION, info=self.builder.info, capabilities=self.builder.capabilities()
-        )
-        try:
-            response = await self.rpc.request("initialize", params, decode=_INITIALIZE)
-        except UnsupportedProtocolVersion as exc:
-            supported: list[int] = []
-            with suppress(msgspec.ValidationError, TypeError):
-                supported = list(convert(exc.data, UnsupportedProtocolVersionErrorData).supported)
-            raise ProtocolVersionMismatch(PROTOCOL_VERSION, supported, exc.data) from exc
-        if response.protocol_version != PROTOCOL_VERSION:
-            raise ProtocolVersionMismatch(PROTOCOL_VERSION, [response.protocol_version])
-        return response
-
     # -- raw access ----------------------------------------------------------------------------------------
 
     def _rpc_request(self, method: str, params: Any, decode: Callable[[bytes], T]) -> PendingRequest[T]:
-        if self._initializing or self.initialize_response is None:
+        protocol = self._protocol
+        if self._initializing or protocol is None:
             raise AcpError(f"{method}: initialize has not completed")
         self._other_request_sent = True
-        return self.rpc.request(method, params, decode=decode)
+        return protocol.request(method, params, decode)
 
     async def _call(self, method: str, params: Any, decode: Callable[[bytes], T]) -> T:
         await self._ready.wait()  # a repeated initialize in flight: wait for it
@@ -365,7 +494,28 @@ class ClientConnection:
 
     async def _rpc_notify(self, method: str, params: Any) -> None:
         await self._ready.wait()
-        await self.rpc.notify(method, params)
+        await self.protocol.notify(method, params)
+
+    def _send_prompt(self, session_id: str, blocks: Sequence[ContentBlock]) -> PromptExchange:
+        protocol = self._protocol
+        if self._initializing or protocol is None:
+            raise AcpError("session/prompt: initialize has not completed")
+        self._other_request_sent = True
+        return protocol.prompt(session_id, blocks)
+
+    def _deliver_synthetic(self, note: UpdateSessionNotification) -> None:
+        """An update the protocol adapter made up (v1's user message and turn states), in wire order."""
+        try:
+            outcome = self._on_update(note)
+        except Exception:
+            _log.exception("session update listener failed")
+            return
+        if outcome is not None and inspect.isawaitable(outcome):
+            self._tg.start_soon(_await, outcome)  # the application's update queue is full: deliver it later
+
+    def _run_soon(self, fn: Callable[[Any], Any], arg: Any) -> None:
+        """Run ``fn(arg)`` (sync or async) in this connection's task group; failures are logged."""
+        self._tg.start_soon(_call_logged, fn, arg)
 
     def request(self, method: str, params: Any = None) -> SentRequest[Any]:
         """Send an extension request (``_``-prefixed) or a schema method by name; the result is plain JSON
@@ -464,6 +614,7 @@ class ClientConnection:
         if listener is not None:
             track.listen(listener)
         track.early = None
+        self.protocol.session_opened(response.session_id, cwd_text, dirs or [])
         return ActiveSession(self, response.session_id), response
 
     async def resume_session(
@@ -504,6 +655,7 @@ class ClientConnection:
                 remove()
             raise
         track.closed = False
+        self.protocol.session_opened(session_id, cwd_text, dirs or [])
         await self._updates_drained()
         return ActiveSession(self, session_id), response
 
@@ -529,6 +681,8 @@ class ClientConnection:
     async def list_sessions(self, cwd: str | os.PathLike[str] | None = None) -> AsyncIterator[SessionInfo]:
         """Every session the agent lists, across all pages (a missing ``nextCursor`` ends the listing)."""
         self._session_caps("session/list")
+        if not self.supports("session/list"):
+            raise CapabilityNotSupported("session/list", "sessionCapabilities.list")
         filter_cwd: Any = msgspec.UNSET if cwd is None else _absolute(cwd, "cwd")
         cursor: Any = msgspec.UNSET
         seen: set[str] = set()
@@ -571,28 +725,24 @@ class ClientConnection:
                 track.early = []  # perhaps the session a pending session/new is creating
         return track
 
-    def _watch_prompt(self, track: SessionTrack, prompt: TrackedPrompt) -> None:
-        self._tg.start_soon(self._prompt_answer, track, prompt)
+    def _watch_prompt(self, track: SessionTrack, prompt: TrackedPrompt, after: Callable[[], None]) -> None:
+        """Settle ``prompt`` the moment its answer is read, in wire order with the updates around it; then
+        ``after()`` (the protocol's end of the exchange)."""
 
-    async def _prompt_answer(self, track: SessionTrack, prompt: TrackedPrompt) -> None:
-        try:
-            track.settle(prompt, await prompt.request, None)
-        except AcpError as exc:
-            track.settle(prompt, None, exc)
+        def answered(request: PendingRequest[Any]) -> None:
+            try:
+                track.settle(prompt, request.outcome(), None)
+            except AcpError as exc:
+                track.settle(prompt, None, exc)
+            after()
+
+        prompt.request._pending.add_done_callback(answered)
 
     # -- incoming --------------------------------------------------------------------------------------------
 
     def _install(self, builder: ClientBuilder) -> None:
+        """Handlers that do not depend on the protocol version; the adapter installs the rest at initialize."""
         rpc = self.rpc
-        rpc.on_notification(
-            "session/update", self._on_update, decoder(UpdateSessionNotification), batch=self._on_updates
-        )
-        rpc.on_request("session/request_permission", self._on_permission, decoder(RequestPermissionRequest))
-        rpc.on_request("elicitation/create", self._on_elicitation, decoder(CreateElicitationRequest))
-        if builder._elicitation_complete is not None:
-            rpc.on_notification(
-                "elicitation/complete", builder._elicitation_complete, decoder(CompleteElicitationNotification)
-            )
         for method, fn in builder._ext_requests.items():
             rpc.on_request(method, fn)
         for method, fn in builder._ext_notifications.items():
@@ -764,3 +914,19 @@ def _permission_response(answer: Any) -> RequestPermissionResponse:
     if answer is None:
         return _CANCELLED_PERMISSION
     raise TypeError(f"a permission handler returned {type(answer).__name__}")
+
+
+async def _await(outcome: Awaitable[Any]) -> None:
+    try:
+        await outcome
+    except Exception:
+        _log.exception("session update handler failed")
+
+
+async def _call_logged(fn: Callable[[Any], Any], arg: Any) -> None:
+    try:
+        outcome = fn(arg)
+        if inspect.isawaitable(outcome):
+            await outcome
+    except Exception:
+        _log.exception("%r failed", fn)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from .errors import AcpError, UnsupportedProtocolVersion
@@ -29,11 +30,28 @@ class SessionClosed(AcpError):
 class ProtocolVersionMismatch(UnsupportedProtocolVersion):
     """Initialize failed: the agent answered -32022 or offered a version this client does not speak.
 
-    ``requested`` is what we asked for; ``supported`` is what the agent offered (possibly empty).
+    ``requested`` is what we asked for; ``supported`` is what the agent offered (possibly empty);
+    ``agent`` is the agent's name when it gave one; ``accepted`` the versions this client was allowed to use.
     """
 
-    def __init__(self, requested: int, supported: list[int], data: Any = None) -> None:
+    def __init__(
+        self,
+        requested: int,
+        supported: list[int],
+        data: Any = None,
+        *,
+        agent: str | None = None,
+        accepted: Sequence[int] | None = None,
+    ) -> None:
         self.requested = requested
         self.supported = supported
+        self.agent = agent
+        self.accepted = list(accepted) if accepted is not None else [requested]
         payload = data if data is not None else {"requested": requested, "supported": supported}
-        super().__init__(None, f"agent does not speak protocol version {requested} (offers {supported})", payload)
+        who = agent or "agent"
+        super().__init__(
+            None,
+            f"{who} does not speak protocol version {requested} (offers {supported}; "
+            f"this client speaks {self.accepted})",
+            payload,
+        )

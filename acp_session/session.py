@@ -33,7 +33,6 @@ from .schema.types import (
     EmbeddedResource,
     ImageContent,
     PromptCapabilities,
-    PromptRequest,
     PromptResponse,
     ResourceLink,
     SessionConfigOption,
@@ -242,7 +241,6 @@ def _patch_cancel(ids: set[str], item_id: str, capabilities: Any) -> None:
 
 
 _CLOSE = decoder(CloseSessionResponse)
-_PROMPT = decoder(PromptResponse)
 _SET_CONFIG = decoder(SetSessionConfigOptionResponse)
 
 
@@ -308,16 +306,23 @@ class ActiveSession:
         return self._send_tracked(blocks).request
 
     def _send_tracked(
-        self, blocks: Sequence[ContentBlock], on_settle: Callable[[TrackedPrompt], None] | None = None
+        self,
+        blocks: Sequence[ContentBlock],
+        on_settle: Callable[[TrackedPrompt], None] | None = None,
+        on_tracked: Callable[[TrackedPrompt], None] | None = None,
     ) -> TrackedPrompt:
+        """Send a prompt and track it; ``on_tracked`` runs before anything about it can be reported
+        (a protocol that reports the user message itself, v1, does so right after)."""
         track = self._check_open()
         prompt = _prepare_blocks(blocks, self._conn._prompt_capabilities())
-        pending = self._conn._rpc_request(
-            "session/prompt", PromptRequest(session_id=self._session_id, prompt=prompt), _PROMPT
-        )
-        tracked = TrackedPrompt(SentRequest(pending), prompt, on_settle=on_settle)
+        exchange = self._conn._send_prompt(self._session_id, prompt)
+        tracked = TrackedPrompt(SentRequest(exchange.request), prompt, on_settle=on_settle)
+        tracked.message_id = exchange.message_id
         track.prompts.append(tracked)
-        self._conn._watch_prompt(track, tracked)
+        if on_tracked is not None:
+            on_tracked(tracked)
+        self._conn._watch_prompt(track, tracked, exchange.end)
+        exchange.begin()
         return tracked
 
     def add_update_listener(self, listener: UpdateListener) -> Callable[[], None]:
@@ -372,10 +377,16 @@ class ActiveSession:
         track = self.track
         if track.closed:
             return
-        with suppress(ResourceNotFound):  # an older agent's answer for an unknown or closed session (ACP2-074)
-            await self._conn._rpc_request("session/close", CloseSessionRequest(session_id=self._session_id), _CLOSE)
+        if self._conn.supports("session/close"):
+            with suppress(ResourceNotFound):  # an older agent's answer for an unknown or closed session (ACP2-074)
+                request = CloseSessionRequest(session_id=self._session_id)
+                await self._conn._rpc_request("session/close", request, _CLOSE)
+        elif any(p.status in ("pending", "held") for p in track.prompts):
+            # A v1 agent without session/close: stop the session's work, then forget it locally.
+            await self._conn._rpc_notify("session/cancel", CancelSessionNotification(session_id=self._session_id))
         track.closed = True
         self._conn.interactions.cancel(self._session_id)
+        self._conn.protocol.session_closed(self._session_id)
 
 
 _NEEDS: dict[type, str] = {ImageContent: "image", AudioContent: "audio", EmbeddedResource: "embedded_context"}

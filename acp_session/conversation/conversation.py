@@ -329,8 +329,13 @@ class Conversation:
         else:
             blocks = [prompt]  # type: ignore[list-item]  # one block
         turn = ChatTurn()
-        turn.prompt = session._send_tracked(blocks, on_settle=lambda tracked: self._on_answer(turn, tracked))
-        self._awaiting.append(turn)
+
+        def tracked(prompt: TrackedPrompt) -> None:
+            # Before the protocol may report the user message (v1 does so as the prompt is sent).
+            turn.prompt = prompt
+            self._awaiting.append(turn)
+
+        session._send_tracked(blocks, on_settle=lambda prompt: self._on_answer(turn, prompt), on_tracked=tracked)
         self._update_idle()
         return turn
 
@@ -443,7 +448,7 @@ class Conversation:
         self._update_idle()
 
     def _user_message(self, message_id: str) -> None:
-        owner = next((t for t in self._awaiting if t.message_id == message_id), None)
+        owner = next((t for t in self._awaiting if message_id in (t.message_id, t.known_message_id)), None)
         if owner is None and not self._awaiting and not self._segments:
             return  # nobody's prompt of ours is unanswered: someone else's message
         if owner is not None and not self._segments:
@@ -468,6 +473,15 @@ class Conversation:
         self._answered(turn, tracked.message_id, tracked.error)
 
     def _answered(self, turn: ChatTurn, message_id: str | None, error: BaseException | None) -> None:
+        if message_id is None and turn.status == "started":
+            # A v1 turn starts when its prompt is sent; an error answer is how it fails.
+            if turn in self._active:
+                self._active.remove(turn)
+            turn.fail(error or AcpError("the prompt failed"))
+            if self._receiver is turn:
+                self._receiver = self._active[-1] if self._active else None
+            self._update_idle()
+            return
         if turn.status != "sent" or turn.message_id is not None:
             return  # already started, failed, or answered
         if message_id is None:

@@ -86,6 +86,12 @@ class ChatTurn:
         return f"<ChatTurn {self.status} message_id={self.message_id!r}>"
 
     @property
+    def known_message_id(self) -> str | None:
+        """The user message id the protocol assigned when sending (v1), before any answer."""
+        prompt = self.prompt
+        return None if prompt is None else prompt.message_id
+
+    @property
     def finished(self) -> bool:
         return self.status == "finished"
 

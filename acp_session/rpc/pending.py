@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -18,6 +19,8 @@ if TYPE_CHECKING:
     from .connection import Connection
 
 __all__ = ["PendingRequest"]
+
+_log = logging.getLogger("acp_session.rpc")
 
 T = TypeVar("T")
 _Future = asyncio.Future  # called directly: ``loop.create_future()`` is one Python frame more
@@ -43,6 +46,7 @@ class PendingRequest(Generic[T]):
         "_error",
         "_finished",
         "_flag",
+        "_on_done",
         "_raw",
         "_waiter",
         "id",
@@ -63,6 +67,7 @@ class PendingRequest(Generic[T]):
         self._raw: Any = None
         self._error: AcpError | None = None
         self._cancel_sent = False
+        self._on_done: list[Callable[[PendingRequest[T]], None]] | None = None
 
     def __repr__(self) -> str:
         state = "done" if self._finished else "pending"
@@ -76,6 +81,27 @@ class PendingRequest(Generic[T]):
     @property
     def cancel_sent(self) -> bool:
         return self._cancel_sent
+
+    def add_done_callback(self, fn: Callable[[PendingRequest[T]], None]) -> None:
+        """Call ``fn(self)`` as soon as the answer (or a failure) is in, in the reader, in wire order.
+
+        Callbacks run in the order they were added, before any awaiting task resumes, so a protocol
+        layer can act on an answer exactly where it sits among the notifications around it. They
+        must be quick and must not raise (an exception is logged and dropped). Added after the
+        answer, ``fn`` runs at once.
+        """
+        if self._finished:
+            _run_callback(fn, self)
+        elif self._on_done is None:
+            self._on_done = [fn]
+        else:
+            self._on_done.append(fn)
+
+    def outcome(self) -> T:
+        """The decoded result of a finished request, or its error raised (``done`` must be true)."""
+        if not self._finished:
+            raise RuntimeError(f"{self.method!r} (id {self.id!r}) has no answer yet")
+        return self._outcome()
 
     def cancel(self) -> None:
         """Ask the peer to cancel (``$/cancel_request``); no-op if answered or already asked."""
@@ -149,6 +175,18 @@ class PendingRequest(Generic[T]):
             waiter.set_result(None)
         if self._flag is not None:
             self._flag.set()
+        callbacks = self._on_done
+        if callbacks is not None:
+            self._on_done = None
+            for fn in callbacks:
+                _run_callback(fn, self)
 
     def _timed_out(self) -> None:
         self._resolve(None, RequestTimeout(f"no answer to {self.method!r} (id {self.id!r}) in time"))
+
+
+def _run_callback(fn: Callable[[PendingRequest[Any]], None], handle: PendingRequest[Any]) -> None:
+    try:
+        fn(handle)
+    except Exception:
+        _log.exception("a done callback of %r failed", handle)

@@ -43,17 +43,25 @@ def test_capabilities_without_elicitation_handler_advertise_nothing() -> None:
 
 async def test_other_version_raises_with_offer(tmp_path: Path) -> None:
     with anyio.fail_after(5), pytest.raises(ProtocolVersionMismatch) as info:
-        async with scripted(tmp_path, version=1):
+        async with scripted(tmp_path, version=3):
             pass
-    assert info.value.supported == [1] and info.value.code == -32022
+    assert info.value.supported == [3] and info.value.code == -32022
+    assert "scripted" in str(info.value) and "[2, 1]" in str(info.value)  # the agent and both sides' versions
+
+
+async def test_version_1_answer_raises_when_only_2_is_allowed(tmp_path: Path) -> None:
+    with anyio.fail_after(5), pytest.raises(ProtocolVersionMismatch) as info:
+        async with scripted(tmp_path, ClientBuilder().protocol_versions(2), version=1):
+            pass
+    assert info.value.supported == [1] and info.value.requested == 2
 
 
 async def test_error_32022_carries_supported_versions(tmp_path: Path) -> None:
-    error = {"code": -32022, "message": "no", "data": {"requested": 2, "supported": [1, 3]}}
+    error = {"code": -32022, "message": "no", "data": {"requested": 2, "supported": [3]}}
     with anyio.fail_after(5), pytest.raises(ProtocolVersionMismatch) as info:
         async with scripted(tmp_path, init_error=error):
             pass
-    assert info.value.supported == [1, 3] and info.value.requested == 2
+    assert info.value.supported == [3] and info.value.requested == 2
 
 
 async def test_repeat_initialize_rules(tmp_path: Path) -> None:

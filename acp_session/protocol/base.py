@@ -1,0 +1,130 @@
+"""The seam between the client and one protocol version's wire.
+
+Everything above this layer (``ClientConnection``, ``ActiveSession``, ``Conversation``) sees one model: the
+v2 generated types. A ``ProtocolAdapter`` owns one version's wire: which method a model call becomes, how
+params and results map, which incoming methods exist and how they reach the client, and what has to be
+synthesised. Negotiation picks the adapter once, at ``initialize``; nothing above it branches on the version.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
+
+from ..rpc import Connection, PendingRequest
+from ..schema.types import (
+    ContentBlock,
+    CreateElicitationRequest,
+    CreateElicitationResponse,
+    InitializeResponse,
+    PromptResponse,
+    RequestPermissionRequest,
+    RequestPermissionResponse,
+    UpdateSessionNotification,
+)
+
+if TYPE_CHECKING:
+    from ..providers import FileSystemProvider, TerminalProvider
+
+__all__ = ["ClientSide", "PromptExchange", "ProtocolAdapter"]
+
+T = TypeVar("T")
+
+
+class ClientSide(Protocol):
+    """What an adapter hands incoming traffic to (``ClientConnection`` implements it), in model types."""
+
+    def _on_update(self, note: UpdateSessionNotification) -> Any: ...
+
+    def _on_updates(self, notes: list[UpdateSessionNotification]) -> Any: ...
+
+    def _deliver_synthetic(self, note: UpdateSessionNotification) -> None: ...
+
+    def _run_soon(self, fn: Callable[[Any], Any], arg: Any) -> None: ...
+
+    async def _on_permission(self, request: RequestPermissionRequest) -> RequestPermissionResponse: ...
+
+    async def _on_elicitation(self, request: CreateElicitationRequest) -> CreateElicitationResponse: ...
+
+    @property
+    def elicitation_complete(self) -> Callable[[Any], Any] | None: ...
+
+    @property
+    def file_system(self) -> FileSystemProvider | None: ...
+
+    @property
+    def terminals(self) -> TerminalProvider | None: ...
+
+
+class PromptExchange:
+    """One prompt as the negotiated version sends it.
+
+    ``request`` resolves to the model's ``PromptResponse`` (the accepted user message's id).
+    ``message_id`` is that id when the version knows it before the answer (v1 assigns it locally).
+    ``begin()`` runs once the prompt is tracked and ``end()`` once its answer was settled; v1 reports
+    the user message and the running state in ``begin`` and the idle state with the stop reason in
+    ``end``, which v2 agents report themselves.
+    """
+
+    __slots__ = ("_begin", "_end", "message_id", "request")
+
+    def __init__(
+        self,
+        request: PendingRequest[PromptResponse],
+        message_id: str | None = None,
+        begin: Callable[[], None] | None = None,
+        end: Callable[[], None] | None = None,
+    ) -> None:
+        self.request = request
+        self.message_id = message_id
+        self._begin = begin
+        self._end = end
+
+    def begin(self) -> None:
+        if self._begin is not None:
+            self._begin()
+
+    def end(self) -> None:
+        if self._end is not None:
+            self._end()
+
+
+class ProtocolAdapter(ABC):
+    """One protocol version's wire, behind the model the client speaks."""
+
+    version: ClassVar[int]
+
+    def __init__(self, rpc: Connection, initialize_response: InitializeResponse) -> None:
+        self.rpc = rpc
+        self.initialize_response = initialize_response
+        """The agent's ``initialize`` answer in the model's shape."""
+
+    @abstractmethod
+    def request(self, method: str, params: Any, decode: Callable[[bytes], T]) -> PendingRequest[T]:
+        """Send the model's ``method`` with model ``params``; the handle resolves to ``decode``'s model type.
+
+        Raises ``CapabilityNotSupported`` when the agent cannot do it in this version.
+        """
+
+    @abstractmethod
+    async def notify(self, method: str, params: Any) -> None:
+        """Send the model's notification ``method``."""
+
+    @abstractmethod
+    def supports(self, method: str) -> bool:
+        """Whether the agent offers ``method`` (a model method name) in this version."""
+
+    @abstractmethod
+    def prompt(self, session_id: str, blocks: Sequence[ContentBlock]) -> PromptExchange:
+        """Send ``session/prompt``."""
+
+    @abstractmethod
+    def install(self, client: ClientSide) -> None:
+        """Register this version's incoming methods on the rpc connection."""
+
+    def session_opened(self, session_id: str, cwd: str, additional_directories: Sequence[str]) -> None:  # noqa: B027
+        """A session was created or resumed on this connection (its roots, for the client-side providers)."""
+
+    def session_closed(self, session_id: str) -> None:  # noqa: B027
+        """A session was closed on this connection."""

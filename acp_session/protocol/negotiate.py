@@ -1,0 +1,122 @@
+"""``initialize``: offer the newest version we speak, read the answer's version first, pick the adapter.
+
+The version is read from the answer before anything else is decoded, so a v1 answer is never judged by
+the v2 shape (that used to fail with "missing required field `info`"). When v1 is allowed, the offer
+carries v1's ``clientCapabilities`` / ``clientInfo`` beside v2's ``capabilities`` / ``info``: both
+schemas allow unknown fields, and a v1 agent that answers 1 has then seen what this client offers
+(file system, terminals) without a second round trip. An agent that rejects the offer with -32600 or
+-32602 gets a second, plain v1 offer on the same connection.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from contextlib import suppress
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from ..client_errors import ProtocolVersionMismatch
+from ..codec import convert, decoder, to_builtins
+from ..errors import InvalidParams, InvalidRequest, InvalidResponse, UnsupportedProtocolVersion
+from ..rpc import Connection
+from ..schema import types as m
+from ..schema.v1 import types as v1
+from .base import ProtocolAdapter
+from .v1.adapter import V1Protocol
+from .v2 import V2Protocol
+
+if TYPE_CHECKING:
+    from ..client import ClientBuilder
+
+__all__ = ["SUPPORTED_VERSIONS", "negotiate"]
+
+SUPPORTED_VERSIONS = (2, 1)
+"""Protocol versions this library speaks, newest first."""
+
+_V2_RESPONSE = decoder(m.InitializeResponse)
+_V1_RESPONSE = decoder(v1.InitializeResponse)
+
+
+class _Version(msgspec.Struct):
+    protocolVersion: Any = None
+    info: Any = None
+    capabilities: Any = None
+    agentInfo: Any = None
+    agentCapabilities: Any = None
+
+
+_PEEK = msgspec.json.Decoder(_Version)
+
+
+def offer(builder: ClientBuilder, version: int, versions: Sequence[int]) -> Any:
+    """The ``initialize`` params offering ``version`` (plain JSON, both shapes when v1 is allowed)."""
+    v2_params = m.InitializeRequest(protocol_version=version, info=builder.info, capabilities=builder.capabilities())
+    if version == 1:
+        return builder.v1_initialize_request()
+    plain: dict[str, Any] = to_builtins(v2_params)
+    if 1 in versions:
+        v1_plain = to_builtins(builder.v1_initialize_request())
+        plain.setdefault("clientCapabilities", v1_plain.get("clientCapabilities", {}))
+        plain.setdefault("clientInfo", v1_plain.get("clientInfo"))
+    return plain
+
+
+def _agent_name(peek: _Version) -> str:
+    for info in (peek.info, peek.agentInfo):
+        if isinstance(info, dict) and isinstance(info.get("name"), str):
+            return str(info["name"])
+    return "the agent"
+
+
+async def negotiate(rpc: Connection, builder: ClientBuilder, versions: Sequence[int]) -> ProtocolAdapter:
+    """Run ``initialize`` and return the adapter for the version the agent agreed to."""
+    newest = max(versions)
+    try:
+        raw = await rpc.request("initialize", offer(builder, newest, versions), decode=bytes)
+    except UnsupportedProtocolVersion as exc:
+        supported = _supported(exc.data)
+        common = [v for v in supported if v in versions and v != newest]
+        if not common:
+            raise ProtocolVersionMismatch(newest, supported, exc.data) from exc
+        raw = await rpc.request("initialize", offer(builder, max(common), versions), decode=bytes)
+    except (InvalidRequest, InvalidParams):
+        if newest == 1 or 1 not in versions:
+            raise
+        # Some v1-only agents reject a v2-shaped offer outright; offer v1 on the same connection.
+        raw = await rpc.request("initialize", offer(builder, 1, versions), decode=bytes)
+    return adapter_for(rpc, raw, newest, versions)
+
+
+def adapter_for(rpc: Connection, raw: bytes, offered: int, versions: Sequence[int]) -> ProtocolAdapter:
+    """The adapter for an ``initialize`` result, judged by its ``protocolVersion`` first."""
+    try:
+        peek = _PEEK.decode(raw)
+    except msgspec.DecodeError as exc:
+        raise InvalidResponse(f"result of 'initialize' is not an object: {exc}") from exc
+    version = peek.protocolVersion
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise InvalidResponse(f"result of 'initialize' has no integer protocolVersion (got {version!r})")
+    name = _agent_name(peek)
+    if version not in versions or version not in SUPPORTED_VERSIONS:
+        raise ProtocolVersionMismatch(offered, [version], agent=name, accepted=versions)
+    if version == 2:
+        if peek.info is None and (peek.agentInfo is not None or peek.agentCapabilities is not None):
+            raise InvalidResponse(
+                f"{name} answered initialize with protocolVersion 2 but in the version 1 shape "
+                "(agentInfo/agentCapabilities instead of info/capabilities)"
+            )
+        try:
+            return V2Protocol(rpc, _V2_RESPONSE(raw))
+        except msgspec.ValidationError as exc:
+            raise InvalidResponse(f"result of 'initialize' (protocol version 2) did not decode: {exc}") from exc
+    try:
+        return V1Protocol(rpc, _V1_RESPONSE(raw))
+    except msgspec.ValidationError as exc:
+        raise InvalidResponse(f"result of 'initialize' (protocol version 1) did not decode: {exc}") from exc
+
+
+def _supported(data: Any) -> list[int]:
+    with suppress(msgspec.ValidationError, TypeError):
+        return list(convert(data, m.UnsupportedProtocolVersionErrorData).supported)
+    return []

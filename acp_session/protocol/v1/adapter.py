@@ -1,0 +1,448 @@
+"""Protocol version 1 behind the model: every v1 method and update mapped in one place.
+
+The mapping, row by row, is documented in docs/protocol-versions.md. In short:
+
+* model calls become their v1 methods (``session/resume`` with replay becomes ``session/load``,
+  ``auth/login`` becomes ``authenticate``, the ``mode`` / ``model`` options become ``session/set_mode`` /
+  ``session/set_model``) and v1 results become model results;
+* a v1 turn is the pending ``session/prompt``: the adapter reports the user message and ``running``
+  when the prompt is sent and ``idle`` with the stop reason when it is answered, as v2 agents do;
+* v1 updates become model updates: chunks get message ids (a run of chunks of one kind is one message),
+  ``tool_call`` becomes the first ``tool_call_update``, ``plan`` a ``plan_update``, ``current_mode_update``
+  a ``config_option_update``;
+* the agent's calls into the client (``fs/*``, ``terminal/*``) go to the builder's providers.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar, TypeVar, cast
+
+import msgspec
+from msgspec import UNSET
+
+from ...client_errors import CapabilityNotSupported
+from ...codec import convert, decoder, to_builtins
+from ...errors import AcpError
+from ...rpc import Connection, PendingRequest
+from ...schema import types as m
+from ...schema import unstable as mu
+from ...schema.v1 import types as v1
+from ...schema.v1 import unstable as v1u
+from ..base import ClientSide, PromptExchange, ProtocolAdapter
+from . import convert as cv
+from .sessions import V1Session, read_models
+
+__all__ = ["V1Protocol"]
+
+T = TypeVar("T")
+_log = logging.getLogger("acp_session.protocol")
+
+_NEW = decoder(v1.NewSessionResponse)
+_LOAD = decoder(v1.LoadSessionResponse)
+_RESUME = decoder(v1.ResumeSessionResponse)
+_LIST = decoder(v1.ListSessionsResponse)
+_SET_CONFIG = decoder(v1.SetSessionConfigOptionResponse)
+_PROMPT = decoder(v1u.PromptResponse)
+_IGNORE = msgspec.json.Decoder()
+
+# v1 chunk type -> (model chunk type, role used in synthesised message ids)
+_CHUNKS: dict[type, tuple[type, str]] = {
+    v1.AgentMessageChunk: (m.AgentMessageChunk, "agent"),
+    v1.AgentThoughtChunk: (m.AgentThoughtChunk, "thought"),
+    v1.UserMessageChunk: (m.UserMessageChunk, "user"),
+}
+# Updates that do not end the message being streamed (they are not part of the timeline).
+_NEUTRAL: frozenset[type] = frozenset(
+    {v1.UsageUpdate, v1.AvailableCommandsUpdate, v1.SessionInfoUpdate, v1.ConfigOptionUpdate, v1.CurrentModeUpdate}
+)
+
+
+class _SetModel(msgspec.Struct, rename="camel", kw_only=True):
+    """Params of ``session/set_model``, which several v1 agents accept but the v1 schema does not define."""
+
+    session_id: str
+    model_id: str
+
+
+class V1Protocol(ProtocolAdapter):
+    version: ClassVar[int] = 1
+
+    def __init__(self, rpc: Connection, response: v1.InitializeResponse) -> None:
+        super().__init__(rpc, cv.initialize_response(response))
+        self.wire_initialize_response = response
+        """The agent's ``initialize`` answer as v1 types (what the model cannot hold is still here)."""
+        caps = response.agent_capabilities
+        self._caps = caps if isinstance(caps, v1.AgentCapabilities) else v1.AgentCapabilities()
+        sc = self._caps.session_capabilities
+        self._session_caps = sc if isinstance(sc, v1.SessionCapabilities) else v1.SessionCapabilities()
+        self._sessions: dict[str, V1Session] = {}
+        self._client: ClientSide | None = None
+
+    # -- what the agent offers -------------------------------------------------------------------------------
+
+    def _offers(self, flag: Any) -> bool:
+        return flag is True or isinstance(flag, (dict, msgspec.Struct))
+
+    def supports(self, method: str) -> bool:
+        sc = self._session_caps
+        if method in ("session/new", "session/prompt", "session/cancel", "session/set_config_option"):
+            return True
+        if method == "session/load":
+            return self._offers(self._caps.load_session)
+        if method == "session/resume":
+            return self._offers(sc.resume) or self._offers(self._caps.load_session)
+        if method in ("session/list", "session/close", "session/delete"):
+            return self._offers(getattr(sc, method.split("/")[1]))
+        if method == "auth/login":
+            return bool(self.initialize_response.auth_methods)
+        if method == "auth/logout":
+            auth = self._caps.auth
+            return isinstance(auth, v1.AgentAuthCapabilities) and self._offers(auth.logout)
+        return method.startswith("_")
+
+    def session(self, session_id: str) -> V1Session:
+        state = self._sessions.get(session_id)
+        if state is None:
+            state = self._sessions[session_id] = V1Session(session_id)
+            while len(self._sessions) > 4096:  # updates naming sessions we never opened must not grow this
+                self._sessions.pop(next(iter(self._sessions)))
+        return state
+
+    # -- outgoing --------------------------------------------------------------------------------------------
+
+    def request(self, method: str, params: Any, decode: Callable[[bytes], T]) -> PendingRequest[T]:
+        mapper = _REQUESTS.get(method)
+        if mapper is None:
+            if method.startswith("_"):
+                return self.rpc.request(method, params, decode=decode)
+            raise CapabilityNotSupported(method, "ACP protocol version 2 (the agent speaks version 1)")
+        if not isinstance(params, msgspec.Struct):  # plain JSON through ClientConnection.request()
+            params = convert(params, m.AGENT_METHODS[method].params)
+        return cast("PendingRequest[T]", mapper(self, params))
+
+    async def notify(self, method: str, params: Any) -> None:
+        if method == "session/cancel" or method.startswith("_"):
+            await self.rpc.notify(method, params)  # v1's cancel notification has the same shape
+            return
+        raise CapabilityNotSupported(method, "ACP protocol version 2 (the agent speaks version 1)")
+
+    def _send(self, method: str, params: Any, result: Callable[[bytes], Any]) -> PendingRequest[Any]:
+        return self.rpc.request(method, params, decode=result)
+
+    def _new_session(self, params: m.NewSessionRequest) -> PendingRequest[Any]:
+        wire = v1.NewSessionRequest(
+            cwd=params.cwd,
+            mcp_servers=cv.mcp_servers_to_v1(params.mcp_servers),
+            additional_directories=params.additional_directories,
+        )
+
+        def result(raw: bytes) -> m.NewSessionResponse:
+            response = _NEW(raw)
+            state = self._opened(response.session_id, response.modes, response.config_options, raw)
+            return m.NewSessionResponse(session_id=response.session_id, config_options=state.options())
+
+        return self._send("session/new", wire, result)
+
+    def _opened(self, session_id: str, modes: Any, options: Any, raw: bytes) -> V1Session:
+        state = self.session(session_id)
+        state.set_modes(modes)
+        models = read_models(raw)
+        if models is not None:
+            state.models = models
+        if isinstance(options, list):
+            state.agent_options = cv.config_options(options)
+        return state
+
+    def _resume_session(self, params: m.ResumeSessionRequest) -> PendingRequest[Any]:
+        servers = cv.mcp_servers_to_v1(params.mcp_servers)
+        session_id = params.session_id
+        if params.replay_from not in (UNSET, None):
+            if not self._offers(self._caps.load_session):
+                raise CapabilityNotSupported("session/resume with replay", "loadSession (v1 session/load)")
+            load = v1.LoadSessionRequest(
+                session_id=session_id,
+                cwd=params.cwd,
+                mcp_servers=servers,
+                additional_directories=params.additional_directories,
+            )
+
+            def loaded(raw: bytes) -> m.ResumeSessionResponse:
+                response = _LOAD(raw)
+                state = self._opened(session_id, response.modes, response.config_options, raw)
+                return m.ResumeSessionResponse(config_options=state.options())
+
+            self.session(session_id).end_message()
+            return self._send("session/load", load, loaded)
+        if not self._offers(self._session_caps.resume):
+            raise CapabilityNotSupported("session/resume", "sessionCapabilities.resume")
+        resume = v1.ResumeSessionRequest(
+            session_id=session_id,
+            cwd=params.cwd,
+            mcp_servers=servers,
+            additional_directories=params.additional_directories,
+        )
+
+        def resumed(raw: bytes) -> m.ResumeSessionResponse:
+            response = _RESUME(raw)
+            state = self._opened(session_id, response.modes, response.config_options, raw)
+            return m.ResumeSessionResponse(config_options=state.options())
+
+        return self._send("session/resume", resume, resumed)
+
+    def _require(self, method: str, flag: Any, capability: str) -> None:
+        if not self._offers(flag):
+            raise CapabilityNotSupported(method, capability)
+
+    def _list_sessions(self, params: m.ListSessionsRequest) -> PendingRequest[Any]:
+        self._require("session/list", self._session_caps.list, "sessionCapabilities.list")
+        wire = v1.ListSessionsRequest(cwd=params.cwd, cursor=params.cursor)
+
+        def result(raw: bytes) -> m.ListSessionsResponse:
+            page = _LIST(raw)
+            return m.ListSessionsResponse(sessions=cv.session_infos(page.sessions), next_cursor=page.next_cursor)
+
+        return self._send("session/list", wire, result)
+
+    def _close_session(self, params: m.CloseSessionRequest) -> PendingRequest[Any]:
+        self._require("session/close", self._session_caps.close, "sessionCapabilities.close")
+        return self._send(
+            "session/close", v1.CloseSessionRequest(session_id=params.session_id), _empty(m.CloseSessionResponse)
+        )
+
+    def _delete_session(self, params: m.DeleteSessionRequest) -> PendingRequest[Any]:
+        self._require("session/delete", self._session_caps.delete, "sessionCapabilities.delete")
+        return self._send(
+            "session/delete", v1.DeleteSessionRequest(session_id=params.session_id), _empty(m.DeleteSessionResponse)
+        )
+
+    def _set_config_option(self, params: Any) -> PendingRequest[Any]:
+        session_id, config_id, value = params.session_id, params.config_id, params.value
+        state = self.session(session_id)
+
+        def options(_: bytes) -> m.SetSessionConfigOptionResponse:
+            return m.SetSessionConfigOptionResponse(config_options=state.options())
+
+        if isinstance(value, str) and state.is_mode_option(config_id):
+
+            def mode_set(raw: bytes) -> m.SetSessionConfigOptionResponse:
+                state.set_current_mode(value)
+                return options(raw)
+
+            return self._send(
+                "session/set_mode", v1.SetSessionModeRequest(session_id=session_id, mode_id=value), mode_set
+            )
+        if isinstance(value, str) and state.is_model_option(config_id):
+
+            def model_set(raw: bytes) -> m.SetSessionConfigOptionResponse:
+                state.set_current_model(value)
+                return options(raw)
+
+            return self._send("session/set_model", _SetModel(session_id=session_id, model_id=value), model_set)
+        wire = v1.SetSessionConfigOptionRequest(
+            session_id=session_id,
+            config_id=config_id,
+            value=value,
+            type="boolean" if isinstance(value, bool) else UNSET,
+        )
+
+        def result(raw: bytes) -> m.SetSessionConfigOptionResponse:
+            state.agent_options = cv.config_options(_SET_CONFIG(raw).config_options)
+            return options(raw)
+
+        return self._send("session/set_config_option", wire, result)
+
+    def _login(self, params: m.LoginAuthRequest) -> PendingRequest[Any]:
+        return self._send(
+            "authenticate", v1.AuthenticateRequest(method_id=params.method_id), _empty(m.LoginAuthResponse)
+        )
+
+    def _logout(self, params: m.LogoutAuthRequest) -> PendingRequest[Any]:
+        auth = self._caps.auth
+        self._require("auth/logout", auth.logout if isinstance(auth, v1.AgentAuthCapabilities) else None, "auth.logout")
+        return self._send("logout", v1.LogoutRequest(), _empty(m.LogoutAuthResponse))
+
+    # -- prompts ---------------------------------------------------------------------------------------------
+
+    def prompt(self, session_id: str, blocks: Sequence[m.ContentBlock]) -> PromptExchange:
+        state = self.session(session_id)
+        message_id = state.new_id("user")
+        wire = v1.PromptRequest(session_id=session_id, prompt=[cv.content_block_to_v1(b) for b in blocks])
+        answer: list[Any] = []
+
+        def result(raw: bytes) -> m.PromptResponse:
+            answer[:] = [_PROMPT(raw)]
+            return m.PromptResponse(message_id=message_id)
+
+        request: PendingRequest[m.PromptResponse] = self._send("session/prompt", wire, result)
+
+        def begin() -> None:
+            state.end_message()
+            self._emit(session_id, m.UserMessage(message_id=message_id, content=list(blocks)))
+            self._emit(session_id, m.StateUpdate(state="running"))
+
+        def end() -> None:
+            state.end_message()
+            try:
+                request.outcome()
+            except AcpError as exc:
+                error = m.Error(
+                    code=getattr(exc, "code", -32603), message=getattr(exc, "message", str(exc)), data=_error_data(exc)
+                )
+                self._emit(session_id, m.StateUpdate(state="idle", error=error))
+                return
+            response = answer[0]
+            usage = response.usage
+            if usage not in (UNSET, None):
+                idle: Any = mu.StateUpdate(
+                    state="idle", stop_reason=response.stop_reason, usage=convert(to_builtins(usage), mu.Usage)
+                )
+            else:
+                idle = m.StateUpdate(state="idle", stop_reason=response.stop_reason)
+            self._emit(session_id, idle)
+
+        return PromptExchange(request, message_id, begin, end)
+
+    def _emit(self, session_id: str, update: Any) -> None:
+        client = self._client
+        if client is not None:
+            client._deliver_synthetic(m.UpdateSessionNotification(session_id=session_id, update=update))
+
+    # -- incoming --------------------------------------------------------------------------------------------
+
+    def install(self, client: ClientSide) -> None:
+        self._client = client
+        rpc = self.rpc
+        rpc.on_notification("session/update", self._on_update, decoder(v1.SessionNotification), batch=self._on_updates)
+        rpc.on_request("session/request_permission", self._on_permission, decoder(v1.RequestPermissionRequest))
+        rpc.on_request("elicitation/create", self._on_elicitation, decoder(v1.CreateElicitationRequest))
+        complete = client.elicitation_complete
+        if complete is not None:
+            rpc.on_notification(
+                "elicitation/complete", complete, decoder(m.CompleteElicitationNotification)
+            )  # the same shape in both versions
+        files = client.file_system
+        if files is not None:
+            rpc.on_request("fs/read_text_file", files.read_text_file, decoder(v1.ReadTextFileRequest))
+            rpc.on_request("fs/write_text_file", files.write_text_file, decoder(v1.WriteTextFileRequest))
+        terminals = client.terminals
+        if terminals is not None:
+            rpc.on_request("terminal/create", terminals.create_terminal, decoder(v1.CreateTerminalRequest))
+            rpc.on_request("terminal/output", terminals.terminal_output, decoder(v1.TerminalOutputRequest))
+            rpc.on_request(
+                "terminal/wait_for_exit", terminals.wait_for_terminal_exit, decoder(v1.WaitForTerminalExitRequest)
+            )
+            rpc.on_request("terminal/kill", terminals.kill_terminal, decoder(v1.KillTerminalRequest))
+            rpc.on_request("terminal/release", terminals.release_terminal, decoder(v1.ReleaseTerminalRequest))
+
+    def _to_model(self, note: v1.SessionNotification) -> m.UpdateSessionNotification | None:
+        update = note.update
+        kind = type(update)
+        state = self._sessions.get(note.session_id) or self.session(note.session_id)
+        chunk = _CHUNKS.get(kind)
+        if chunk is not None:
+            model_kind, role = chunk
+            given = update.message_id  # type: ignore[union-attr]
+            message_id = given if isinstance(given, str) else state.chunk_message_id(kind, role)
+            content = update.content  # type: ignore[union-attr]
+            if type(content) is v1.TextContent and content.annotations is UNSET and content.meta is UNSET:
+                block: Any = m.TextContent(text=content.text)
+            else:
+                block = cv.content_block(content)
+            return m.UpdateSessionNotification(
+                session_id=note.session_id,
+                update=model_kind(message_id=message_id, content=block, meta=update.meta),  # type: ignore[union-attr]
+                meta=note.meta,
+            )
+        if kind not in _NEUTRAL:
+            state.end_message()
+        try:
+            if kind is v1.CurrentModeUpdate:
+                state.set_current_mode(update.current_mode_id)  # type: ignore[union-attr]
+                model: Any = m.ConfigOptionUpdate(config_options=state.options())
+            else:
+                plain = cv.update_plain(to_builtins(update), state.plan_id)
+                if plain is None:
+                    return None
+                model = convert(plain, m.SessionUpdate)
+                if type(model) is m.ConfigOptionUpdate:
+                    state.agent_options = list(model.config_options)
+                    model = m.ConfigOptionUpdate(config_options=state.options(), meta=model.meta)
+        except msgspec.ValidationError as exc:
+            _log.warning("v1 session/update dropped, it has no model form: %s", exc)
+            return None
+        return m.UpdateSessionNotification(session_id=note.session_id, update=model, meta=note.meta)
+
+    def _on_update(self, note: v1.SessionNotification) -> Any:
+        model = self._to_model(note)
+        if model is None or self._client is None:
+            return None
+        return self._client._on_update(model)
+
+    def _on_updates(self, notes: list[v1.SessionNotification]) -> Any:
+        to_model = self._to_model
+        models = [model for model in map(to_model, notes) if model is not None]
+        if not models or self._client is None:
+            return None
+        return self._client._on_updates(models)
+
+    async def _on_permission(self, request: v1.RequestPermissionRequest) -> Any:
+        assert self._client is not None
+        answer = await self._client._on_permission(cv.permission_request(request))
+        return cv.permission_response_to_v1(answer)
+
+    async def _on_elicitation(self, request: Any) -> Any:
+        assert self._client is not None
+        model = convert(to_builtins(request), m.CreateElicitationRequest)
+        return to_builtins(await self._client._on_elicitation(model))
+
+    # -- sessions for the providers ------------------------------------------------------------------------
+
+    def session_opened(self, session_id: str, cwd: str, additional_directories: Sequence[str]) -> None:
+        client = self._client
+        if client is None:
+            return
+        for provider in (client.file_system, client.terminals):
+            opened = getattr(provider, "open_session", None)
+            if opened is not None:
+                opened(session_id, cwd, list(additional_directories))
+
+    def session_closed(self, session_id: str) -> None:
+        self._sessions.pop(session_id, None)
+        client = self._client
+        if client is None:
+            return
+        for provider in (client.file_system, client.terminals):
+            closed = getattr(provider, "close_session", None)
+            if closed is not None:
+                client._run_soon(closed, session_id)
+
+
+def _empty(tp: type[T]) -> Callable[[bytes], T]:
+    """A result mapper for v1 answers whose content the model does not use (only ``_meta``)."""
+
+    def result(raw: bytes) -> T:
+        plain = _IGNORE.decode(raw)
+        meta = plain.get("_meta") if isinstance(plain, dict) else None
+        return tp(meta=meta) if isinstance(meta, dict) else tp()  # type: ignore[call-arg]
+
+    return result
+
+
+def _error_data(exc: AcpError) -> Any:
+    data = getattr(exc, "data", None)
+    return UNSET if data is None else data
+
+
+_REQUESTS: dict[str, Callable[[V1Protocol, Any], PendingRequest[Any]]] = {
+    "session/new": V1Protocol._new_session,
+    "session/resume": V1Protocol._resume_session,
+    "session/list": V1Protocol._list_sessions,
+    "session/close": V1Protocol._close_session,
+    "session/delete": V1Protocol._delete_session,
+    "session/set_config_option": V1Protocol._set_config_option,
+    "auth/login": V1Protocol._login,
+    "auth/logout": V1Protocol._logout,
+}
+"""Model method -> how the v1 adapter sends it (``session/prompt`` has its own path: ``prompt``)."""
