@@ -470,7 +470,7 @@ class Conversation:
 
     def _on_answer(self, turn: ChatTurn, tracked: TrackedPrompt) -> None:
         """The ``session/prompt`` answer (runs in the connection's prompt-watcher task)."""
-        self._answered(turn, tracked.message_id, tracked.error)
+        self._answered(turn, tracked.message_id if tracked.error is None else None, tracked.error)
 
     def _answered(self, turn: ChatTurn, message_id: str | None, error: BaseException | None) -> None:
         if message_id is None and turn.status == "started":

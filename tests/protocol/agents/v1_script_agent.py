@@ -1,0 +1,99 @@
+"""A scripted ACP v1 agent speaking raw JSON lines (deliberately not using acp_session).
+
+argv: LOGFILE SCRIPT_JSON. Every line received is appended to LOGFILE. SCRIPT_JSON says how to answer:
+
+* ``initialize``: the result (default: a plain v1 answer); ``reject_v2``: answer a v2-shaped offer
+  (one with ``info``) with this error object instead;
+* ``new``: extra fields of the ``session/new`` result (``modes``, ``models``, ``configOptions``);
+* ``load``: updates replayed before the ``session/load`` result (the result itself is ``{}``);
+* ``prompts``: a list, one per ``session/prompt`` in order: ``{"updates": [...], "result": {...}}`` or
+  ``{"updates": [...], "error": {...}}``; ``"ask": {method, params}`` sends a request to the client
+  after the updates and waits for its answer before finishing (the answer is logged);
+* ``answers``: method -> result for any other method (default: ``{}``); ``errors``: method -> error.
+"""
+
+import json
+import sys
+
+LOG = open(sys.argv[1], "a", buffering=1)  # noqa: SIM115
+SCRIPT = json.loads(sys.argv[2]) if len(sys.argv) > 2 else {}
+DEFAULT_INIT = {"protocolVersion": 1, "agentCapabilities": {}, "agentInfo": {"name": "v1-script", "version": "1"}}
+prompts = list(SCRIPT.get("prompts", []))
+state = {"session": 0, "asked": 0}
+waiting = {}  # our request id -> (prompt request id, step)
+
+
+def write(obj):
+    sys.stdout.write(json.dumps(obj) + "\n")
+    sys.stdout.flush()
+
+
+def answer(rid, result=None, error=None):
+    msg = {"jsonrpc": "2.0", "id": rid}
+    if error is not None:
+        msg["error"] = error
+    else:
+        msg["result"] = result
+    write(msg)
+
+
+def updates(sid, items):
+    for item in items:
+        write({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": sid, "update": item}})
+
+
+def finish(rid, step):
+    if "error" in step:
+        answer(rid, error=step["error"])
+    else:
+        answer(rid, step.get("result", {"stopReason": "end_turn"}))
+
+
+def handle(msg):
+    method = msg.get("method")
+    rid = msg.get("id")
+    params = msg.get("params") or {}
+    if method is None:  # the client's answer to our request
+        pending = waiting.pop(json.dumps(rid), None)
+        if pending is not None:
+            prompt_id, sid, step = pending
+            updates(sid, step.get("after", []))
+            finish(prompt_id, step)
+        return
+    if rid is None:
+        return  # notifications (session/cancel) are only logged
+    if method == "initialize":
+        if "info" in params and "reject_v2" in SCRIPT:
+            answer(rid, error=SCRIPT["reject_v2"])
+        else:
+            answer(rid, SCRIPT.get("initialize", DEFAULT_INIT))
+    elif method == "session/new":
+        state["session"] += 1
+        answer(rid, {"sessionId": f"s{state['session']}", **SCRIPT.get("new", {})})
+    elif method == "session/load":
+        updates(params.get("sessionId"), SCRIPT.get("load", []))
+        answer(rid, SCRIPT.get("load_result", {}))
+    elif method == "session/prompt":
+        step = prompts.pop(0) if prompts else {"updates": []}
+        sid = params.get("sessionId")
+        updates(sid, step.get("updates", []))
+        if "ask" in step:
+            state["asked"] += 1
+            ours = f"q{state['asked']}"
+            waiting[json.dumps(ours)] = (rid, sid, step)
+            write({"jsonrpc": "2.0", "id": ours, "method": step["ask"]["method"], "params": step["ask"]["params"]})
+        else:
+            finish(rid, step)
+    elif method in SCRIPT.get("errors", {}):
+        answer(rid, error=SCRIPT["errors"][method])
+    else:
+        answer(rid, SCRIPT.get("answers", {}).get(method, {}))
+
+
+for line in sys.stdin:
+    LOG.write(line)
+    try:
+        message = json.loads(line)
+    except ValueError:
+        continue
+    handle(message)
