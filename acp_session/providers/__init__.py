@@ -5,5 +5,6 @@ built-in ones allow and refuse, and how to write your own against the Protocols.
 """
 
 from acp_session.providers.files import FileSystemProvider, LocalFileSystem
+from acp_session.providers.terminals import LocalTerminals, TerminalProvider, minimal_environment
 
-__all__ = ["FileSystemProvider", "LocalFileSystem"]
+__all__ = ["FileSystemProvider", "LocalFileSystem", "LocalTerminals", "TerminalProvider", "minimal_environment"]
