@@ -78,6 +78,7 @@ FrameErrorCallback = Callable[[AcpError], None]
 
 _AWAIT = object()  # queue marker: the item is an awaitable left by a sync handler; finish it in order
 _CALL = object()  # queue marker: the item is (method, handler, params already decoded by the fast path)
+_SETTLE = object()  # queue marker: the item is a response whose done callbacks must follow the queued items
 _METHOD_KEY = b'"method"'
 _NEWLINE = b"\n"
 _NEWLINE_BYTE = 10
@@ -374,6 +375,7 @@ class Connection:
         last = len(data) - 1
         if (
             reader is None
+            or self._backlog  # notifications are queued ahead: the reader task keeps the order
             or last > self.max_frame_size
             or not reader.at_frame_start
             or data[last] != _NEWLINE_BYTE
@@ -539,8 +541,12 @@ class Connection:
             await self._notification(event)
         elif kind is ResponseReceived:
             assert isinstance(event, ResponseReceived)
-            self._settle(event)
-            self._answered = True
+            if self._backlog and event.slot.has_done_callbacks:
+                # Its callbacks act in wire order: after the notifications still queued ahead of it.
+                await self._enqueue(_SETTLE, event)
+            else:
+                self._settle(event)
+                self._answered = True
         elif kind is RequestReceived:
             assert isinstance(event, RequestReceived)
             await self._start_request(event)
@@ -621,6 +627,8 @@ class Connection:
                 try:
                     if item is _AWAIT:
                         await event
+                    elif item is _SETTLE:
+                        self._settle(event)
                     elif item is _CALL:
                         method, handler, params = event
                         try:

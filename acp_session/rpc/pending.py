@@ -79,6 +79,10 @@ class PendingRequest(Generic[T]):
         return self._finished
 
     @property
+    def has_done_callbacks(self) -> bool:
+        return self._on_done is not None
+
+    @property
     def cancel_sent(self) -> bool:
         return self._cancel_sent
 

@@ -279,3 +279,28 @@ async def test_unknown_updates_are_kept_and_cancel_is_sent(tmp_path: Path) -> No
     unknowns = [e for e in conversation.history() if isinstance(e, UnknownEntry)]
     assert [(u.tag, u.raw["percent"]) for u in unknowns] == [("_vendor_progress", 50)]
     assert "session/cancel" in sent_methods(log)
+
+
+async def test_a_slow_update_handler_does_not_move_the_answer_ahead_of_the_chunks(tmp_path: Path) -> None:
+    """While the application's handler holds the update queue, the prompt answer (and the idle made from it)
+    waits behind the updates read before it, so the turn still ends after its last chunk."""
+    release = anyio.Event()
+    handled = 0
+
+    async def slow(note: UpdateSessionNotification) -> None:
+        nonlocal handled
+        await release.wait()
+        handled += 1
+
+    count = 3000
+    prompts = [{"numbered": count}]
+    with anyio.fail_after(30):
+        async with v1_agent(tmp_path, ClientBuilder().on_session_update(slow), prompts=prompts) as (client, _):
+            conversation = await client.start_conversation(str(tmp_path))
+            turn = conversation.chat("go")
+            await anyio.sleep(0.5)  # the agent has written everything; our queue is full
+            release.set()
+            response = await turn
+            while handled < count + 3:  # every chunk, the user message and both states reach the handler
+                await anyio.sleep(0.01)
+    assert response.text == "".join(f"{n:04d}" for n in range(count))

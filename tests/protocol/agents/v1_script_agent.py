@@ -7,7 +7,7 @@ argv: LOGFILE SCRIPT_JSON. Every line received is appended to LOGFILE. SCRIPT_JS
 * ``new``: extra fields of the ``session/new`` result (``modes``, ``models``, ``configOptions``);
 * ``load``: updates replayed before the ``session/load`` result (the result itself is ``{}``);
 * ``prompts``: a list, one per ``session/prompt`` in order: ``{"updates": [...], "result": {...}}`` or
-  ``{"updates": [...], "error": {...}}``; ``"ask": {method, params}`` sends a request to the client
+  ``{"updates": [...], "error": {...}}``; ``"numbered": N`` adds N numbered agent chunks; ``"ask": {method, params}`` sends a request to the client
   after the updates and waits for its answer before finishing (the answer is logged);
 * ``answers``: method -> result for any other method (default: ``{}``); ``errors``: method -> error.
 """
@@ -77,6 +77,14 @@ def handle(msg):
         step = prompts.pop(0) if prompts else {"updates": []}
         sid = params.get("sessionId")
         updates(sid, step.get("updates", []))
+        numbered = step.get("numbered", 0)  # that many agent_message_chunk updates: "0000", "0001", ...
+        updates(
+            sid,
+            [
+                {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": f"{n:04d}"}}
+                for n in range(numbered)
+            ],
+        )
         if "ask" in step:
             state["asked"] += 1
             ours = f"q{state['asked']}"
