@@ -7,8 +7,9 @@ argv: LOGFILE SCRIPT_JSON. Every line received is appended to LOGFILE. SCRIPT_JS
 * ``new``: extra fields of the ``session/new`` result (``modes``, ``models``, ``configOptions``);
 * ``load``: updates replayed before the ``session/load`` result (the result itself is ``{}``);
 * ``prompts``: a list, one per ``session/prompt`` in order: ``{"updates": [...], "result": {...}}`` or
-  ``{"updates": [...], "error": {...}}``; ``"numbered": N`` adds N numbered agent chunks; ``"ask": {method, params}`` sends a request to the client
-  after the updates and waits for its answer before finishing (the answer is logged);
+  ``{"updates": [...], "error": {...}}``; ``"numbered": N`` adds N numbered agent chunks;
+  ``"ask": {method, params}`` sends a request to the client after the updates and waits for its answer
+  before finishing (the answer is logged);
 * ``answers``: method -> result for any other method (default: ``{}``); ``errors``: method -> error.
 """
 
