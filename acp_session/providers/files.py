@@ -75,6 +75,15 @@ class LocalFileSystem:
         """The resolved directories ``session_id`` may touch (-32002 if it is not open)."""
         return self._sessions.roots(session_id)
 
+    def check_path(self, session_id: str, path: str) -> str:
+        """The resolved form of ``path`` if ``session_id`` may touch it, else the error a request would get.
+
+        For providers built on this one (e.g. serving unsaved editor buffers); it looks at the disk to resolve
+        symlinks, so it blocks briefly.
+        """
+        root, parts = _locate(_absolute(path), self._sessions.roots(session_id))
+        return os.path.join(root, *parts)
+
     async def read_text_file(self, request: v1.ReadTextFileRequest) -> v1.ReadTextFileResponse:
         if not self.can_read:
             raise MethodNotFound(message="fs/read_text_file is not enabled by this client")
@@ -82,15 +91,8 @@ class LocalFileSystem:
         path = _absolute(request.path)
         line = request.line if isinstance(request.line, int) else None
         limit = request.limit if isinstance(request.limit, int) else None
-        data = await anyio.to_thread.run_sync(_read_bytes, path, roots, self.max_read_bytes)
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise InvalidParams(
-                message=f"{path} is not UTF-8 text (invalid byte at offset {exc.start})",
-                data={"path": path, "offset": exc.start},
-            ) from None
-        return v1.ReadTextFileResponse(content=select_lines(text, line, limit))
+        content = await anyio.to_thread.run_sync(_read_text, path, roots, self.max_read_bytes, line, limit)
+        return v1.ReadTextFileResponse(content=content)
 
     async def write_text_file(self, request: v1.WriteTextFileRequest) -> v1.WriteTextFileResponse:
         if not self.can_write:
@@ -187,6 +189,18 @@ def _too_large(path: str, size: int, limit: int) -> InvalidParams:
         message=f"{path} is larger than the {limit}-byte limit of this client ({size} bytes)",
         data={"path": path, "size": size, "limit": limit},
     )
+
+
+def _read_text(path: str, roots: Sequence[str], max_bytes: int, line: int | None, limit: int | None) -> str:
+    data = _read_bytes(path, roots, max_bytes)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidParams(
+            message=f"{path} is not UTF-8 text (invalid byte at offset {exc.start})",
+            data={"path": path, "offset": exc.start},
+        ) from None
+    return select_lines(text, line, limit)
 
 
 def _read_bytes(path: str, roots: Sequence[str], limit: int) -> bytes:

@@ -88,7 +88,7 @@ def _group_running(pgid: int) -> bool:
         except OSError:
             continue  # exited meanwhile
         fields = stat[stat.rfind(b")") + 2 :].split()  # state, ppid, pgrp, ...: the name may hold spaces
-        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
+        if len(fields) > 2 and fields[2] == b"%d" % pgid and fields[0] not in (b"Z", b"X"):
             return True
     return False
 
