@@ -19,6 +19,7 @@ from typing import Protocol, runtime_checkable
 
 import anyio
 import anyio.lowlevel
+import msgspec
 from anyio.abc import Process, TaskGroup
 
 from acp_session.errors import InternalError, InvalidParams, RequestCancelled, ResourceNotFound
@@ -312,7 +313,7 @@ class LocalTerminals:
 
     async def terminal_output(self, request: v1.TerminalOutputRequest) -> v1.TerminalOutputResponse:
         term = self._find(request.session_id, request.terminal_id)
-        status: v1.TerminalExitStatus | None = None
+        status: v1.TerminalExitStatus | msgspec.UnsetType = msgspec.UNSET  # "present only if the command has exited"
         if term.returncode is not None:
             code, name = exit_status(term.returncode)
             status = v1.TerminalExitStatus(exit_code=code, signal=name)
