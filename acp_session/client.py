@@ -235,6 +235,7 @@ class ClientBuilder:
         env: Mapping[str, str] | None = None,
         output_byte_limit: int = 1024 * 1024,
         max_terminals: int = 32,
+        kill_grace: float = 2.0,
     ) -> ClientBuilder:
         """Run v1 ``terminal/*`` commands as local processes (``acp_session.providers.LocalTerminals``): in the
         session's cwd or ``roots``, with an explicit environment, bounded output; all ended with the connection.
@@ -243,7 +244,7 @@ class ClientBuilder:
 
         paths = list(roots)
         self._terminals = lambda: LocalTerminals(
-            paths, env=env, output_byte_limit=output_byte_limit, max_terminals=max_terminals
+            paths, env=env, output_byte_limit=output_byte_limit, max_terminals=max_terminals, kill_grace=kill_grace
         )
         self._own_terminals = True
         return self
@@ -324,9 +325,8 @@ class ClientBuilder:
                     await client._first_initialize()
                     yield client
                 finally:
-                    if terminals is not None:
-                        with anyio.CancelScope(shield=True):
-                            await terminals.__aexit__(None, None, None)  # type: ignore[attr-defined]
+                    if terminals is not None:  # it shields its own shutdown; a scope here would not nest
+                        await terminals.__aexit__(None, None, None)  # type: ignore[attr-defined]
             finally:
                 tg.cancel_scope.cancel()
                 await tg.__aexit__(None, None, None)
@@ -614,6 +614,8 @@ class ClientConnection:
         if listener is not None:
             track.listen(listener)
         track.early = None
+        if isinstance(response.config_options, list) and not track.config_options:
+            track.config_options = list(response.config_options)  # an earlier config_option_update is newer
         self.protocol.session_opened(response.session_id, cwd_text, dirs or [])
         return ActiveSession(self, response.session_id), response
 
@@ -655,6 +657,8 @@ class ClientConnection:
                 remove()
             raise
         track.closed = False
+        if isinstance(response.config_options, list):
+            track.config_options = list(response.config_options)
         self.protocol.session_opened(session_id, cwd_text, dirs or [])
         await self._updates_drained()
         return ActiveSession(self, session_id), response

@@ -29,6 +29,7 @@ from .schema.types import (
     CancelToolCallResponse,
     CloseSessionRequest,
     CloseSessionResponse,
+    ConfigOptionUpdate,
     ContentBlock,
     EmbeddedResource,
     ImageContent,
@@ -151,6 +152,7 @@ class SessionTrack:
     background: frozenset[tuple[str, str]] = frozenset()
     cancellable_tool_calls: set[str] = field(default_factory=set)
     cancellable_terminals: set[str] = field(default_factory=set)
+    config_options: list[Any] = field(default_factory=list)
     prompts: list[TrackedPrompt] = field(default_factory=list)
     unjoined: dict[str, UserMessage] = field(default_factory=dict)  # user messages not matched to a prompt yet
     listeners: list[UpdateListener] = field(default_factory=list)
@@ -193,6 +195,8 @@ class SessionTrack:
             _patch_cancel(self.cancellable_terminals, update.terminal_id, update.capabilities)
         elif isinstance(update, UserMessage):
             self._join(update)
+        elif isinstance(update, ConfigOptionUpdate):
+            self.config_options = list(update.config_options)
 
     def _join(self, message: UserMessage) -> None:
         for prompt in self.prompts:
@@ -218,7 +222,7 @@ class SessionTrack:
         del self.prompts[:-512]
 
 
-TRACKED_UPDATES = frozenset({StateUpdate, ToolCallUpdated, TerminalUpdate, UserMessage})
+TRACKED_UPDATES = frozenset({StateUpdate, ToolCallUpdated, TerminalUpdate, UserMessage, ConfigOptionUpdate})
 """Update types ``SessionTrack.apply`` reads; the connection skips the call for everything else."""
 
 
@@ -354,7 +358,34 @@ class ActiveSession:
         else:
             raise TypeError(f"config value must be a value id (str) or a bool, not {type(value).__name__}")
         response = await self._conn._rpc_request("session/set_config_option", params, _SET_CONFIG)
+        self.track.config_options = list(response.config_options)
         return response.config_options
+
+    async def set_mode(self, value: str, options: Sequence[Any] | None = None) -> list[SessionConfigOption]:
+        """Switch the session's mode: set the config option of category ``mode`` (for a v1 agent, its modes
+        are that option, and this sends ``session/set_mode``). ``options`` is the current option list
+        (e.g. ``Conversation.state.config_options``); by default the last one this connection saw."""
+        return await self._set_category("mode", value, options)
+
+    async def set_model(self, value: str, options: Sequence[Any] | None = None) -> list[SessionConfigOption]:
+        """Switch the session's model: set the config option of category ``model`` (v1: ``session/set_model``)."""
+        return await self._set_category("model", value, options)
+
+    async def _set_category(
+        self, category: str, value: str, options: Sequence[Any] | None
+    ) -> list[SessionConfigOption]:
+        from .conversation.state import option_of_category
+
+        known = list(options) if options is not None else self._check_open().config_options
+        option = option_of_category(known, category)
+        if option is None:
+            raise CapabilityNotSupported(f"set {category}", f"a config option of category {category!r}")
+        return await self.set_config_option(option.config_id, value)
+
+    @property
+    def config_options(self) -> list[SessionConfigOption]:
+        """The session's config options as last reported to this connection (session setup, updates, answers)."""
+        return list(self.track.config_options)
 
     async def cancel_tool_call(self, tool_call_id: str) -> None:
         """Cancel one tool call; only allowed while its latest update advertises ``capabilities.cancel``."""

@@ -335,6 +335,16 @@ class SessionState:
     def config_options(self) -> list[SessionConfigOption]:
         return self._config_options
 
+    @property
+    def mode(self) -> str | None:
+        """The current value of the session's mode option (``category == "mode"``; v1 modes are one)."""
+        return current_of_category(self._config_options, "mode")
+
+    @property
+    def model(self) -> str | None:
+        """The current value of the session's model option (``category == "model"``)."""
+        return current_of_category(self._config_options, "model")
+
     def config_option(self, config_id: str) -> SessionConfigOption | None:
         """Look an option up by id; categories are never needed for this (ACP2-033)."""
         for option in self._config_options:
@@ -735,3 +745,17 @@ def _copy_set_fields(update: Any, target: Any, names: tuple[str, ...]) -> None:
         value = getattr(update, name)
         if value is not UNSET:
             setattr(target, name, value)
+
+
+def option_of_category(options: list[Any], category: str) -> Any:
+    """The first config option of ``category`` (a category is only a hint: ACP2-033), or None."""
+    for option in options:
+        if not isinstance(option, dict) and getattr(option, "category", None) == category:
+            return option
+    return None
+
+
+def current_of_category(options: list[Any], category: str) -> str | None:
+    option = option_of_category(options, category)
+    value = None if option is None else option.current_value
+    return value if isinstance(value, str) else None

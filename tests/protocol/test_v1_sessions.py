@@ -146,12 +146,16 @@ async def test_modes_and_models_are_config_options(tmp_path: Path) -> None:
                 ["ask", "code"],
             )
             assert option(conversation.state.config_options, "model").current_value == "small"
-            options = await conversation.session.set_config_option("mode", "code")
+            assert (conversation.state.mode, conversation.state.model) == ("ask", "small")
+            assert option(conversation.session.config_options, "mode").current_value == "ask"
+            options = await conversation.session.set_mode("code")
             assert option(options, "mode").current_value == "code"
+            assert option(conversation.session.config_options, "mode").current_value == "code"
             options = await conversation.session.set_config_option("model", "big")
             assert option(options, "model").current_value == "big" and option(options, "mode").current_value == "code"
             await conversation.chat_to_completion("go")  # the agent reports the mode back to ask
-            assert option(conversation.state.config_options, "mode").current_value == "ask"
+            assert conversation.state.mode == "ask"
+            assert option(conversation.session.config_options, "mode").current_value == "ask"
     calls = [m for m in sent(log) if m.get("method", "").startswith("session/set_")]
     assert [(c["method"], c["params"]) for c in calls] == [
         ("session/set_mode", {"sessionId": "s1", "modeId": "code"}),
@@ -304,3 +308,11 @@ async def test_a_slow_update_handler_does_not_move_the_answer_ahead_of_the_chunk
             while handled < count + 3:  # every chunk, the user message and both states reach the handler
                 await anyio.sleep(0.01)
     assert response.text == "".join(f"{n:04d}" for n in range(count))
+
+
+async def test_set_mode_needs_a_mode_option(tmp_path: Path) -> None:
+    with anyio.fail_after(10):
+        async with v1_agent(tmp_path) as (client, _):
+            session = await client.new_session(str(tmp_path))
+            with pytest.raises(CapabilityNotSupported, match="category 'mode'"):
+                await session.set_mode("code")
