@@ -1,4 +1,4 @@
-"""``acp-session``: chat with an ACP v2 agent at the terminal, list and resume its sessions, check conformance.
+"""``acp-session``: chat with an ACP agent (v1 or v2), list and resume its sessions, check conformance.
 
 Subcommands: ``chat [PROMPT]``, ``sessions``, ``resume ID [PROMPT]``, ``conformance ...``. The default agent is
 the bundled reference agent (``python -m conformance.agent``) keeping its sessions in a file under the user's
@@ -118,7 +118,14 @@ class ChatApp:
         self._tg: TaskGroup | None = None
 
     def builder(self) -> ClientBuilder:
-        return ClientBuilder("acp-session", __version__).on_request_permission(self.on_permission)
+        builder = ClientBuilder("acp-session", __version__).on_request_permission(self.on_permission)
+        # Protocol version 1 agents call the client for files and commands: only when asked, confined to the
+        # session's directory.
+        if getattr(self.args, "allow_files", False):
+            builder.with_file_system()
+        if getattr(self.args, "allow_terminal", False):
+            builder.with_terminals()
+        return builder
 
     # -- running -----------------------------------------------------------------------------------
 
@@ -327,7 +334,8 @@ def _session_json(info: Any) -> dict[str, Any]:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="acp-session",
-        description="Chat with an ACP v2 agent at the terminal (default agent: the bundled reference agent).",
+        description="Chat with an ACP agent (protocol version 1 or 2) at the terminal "
+        "(default agent: the bundled reference agent).",
         epilog=EXIT_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -346,6 +354,16 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument("--json", action="store_true", help="print one JSON object per line instead of text")
         if chatty:
             p.add_argument("--yes", "-y", action="store_true", help="approve every permission request (allow once)")
+            p.add_argument(
+                "--allow-files",
+                action="store_true",
+                help="let a protocol version 1 agent read and write files inside the session's directory",
+            )
+            p.add_argument(
+                "--allow-terminal",
+                action="store_true",
+                help="let a protocol version 1 agent run commands in the session's directory (minimal environment)",
+            )
 
     chat = sub.add_parser(
         "chat",

@@ -717,3 +717,41 @@ def test_cli_chat_with_ts_agent(ts_v1_agent: list[str], tmp_path: Path) -> None:
     assert TS_TEXT_REJECT.strip() not in proc.stdout
     assert TS_CALL_2_TITLE in proc.stdout
     assert "Allow this change" in proc.stdout  # --yes picked the allow_once option
+
+
+def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "acp_session",
+            "chat",
+            "--agent",
+            f"{sys.executable} {PY_V1_AGENT}",
+            "--cwd",
+            str(cwd),
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "NO_COLOR": "1"},
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def test_cli_files_only_with_allow_files(tmp_path: Path) -> None:
+    """The CLI advertises file access to a v1 agent only with ``--allow-files``, confined to ``--cwd``."""
+    (tmp_path / "notes.txt").write_text("the secret word is kiwi\n")
+    denied = _cli("--yes", f"read {tmp_path / 'notes.txt'}", cwd=tmp_path)
+    assert denied.returncode == 0, denied.stderr
+    assert "kiwi" not in denied.stdout and "error:" in denied.stdout
+    allowed = _cli("--yes", "--allow-files", f"read {tmp_path / 'notes.txt'}", cwd=tmp_path)
+    assert allowed.returncode == 0, allowed.stderr
+    assert "the secret word is kiwi" in allowed.stdout
+    written = _cli("--yes", "--allow-files", f"write {tmp_path / 'out.txt'} hello", cwd=tmp_path)
+    assert written.returncode == 0, written.stderr
+    assert (tmp_path / "out.txt").read_text() == "hello"
+    outside = tmp_path.parent / f"{tmp_path.name}-outside.txt"
+    escaped = _cli("--yes", "--allow-files", f"write {outside} nope", cwd=tmp_path)
+    assert escaped.returncode == 0 and not outside.exists()
