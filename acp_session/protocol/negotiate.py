@@ -23,7 +23,6 @@ from ..rpc import Connection
 from ..schema import types as m
 from ..schema.v1 import types as v1
 from .base import ProtocolAdapter
-from .v1.adapter import V1Protocol
 from .v2 import V2Protocol
 
 if TYPE_CHECKING:
@@ -110,6 +109,8 @@ def adapter_for(rpc: Connection, raw: bytes, offered: int, versions: Sequence[in
             return V2Protocol(rpc, _V2_RESPONSE(raw))
         except msgspec.ValidationError as exc:
             raise InvalidResponse(f"result of 'initialize' (protocol version 2) did not decode: {exc}") from exc
+    from .v1.adapter import V1Protocol  # only when a v1 agent answers: start-up stays light
+
     try:
         return V1Protocol(rpc, _V1_RESPONSE(raw))
     except msgspec.ValidationError as exc:
