@@ -10,6 +10,10 @@ What one run measures (each client in its own process, against ``peers/cheap_age
   (``agent-client-protocol`` 0.12.1, v1 wire) and the official TypeScript SDK's v2 client (when node is on
   the machine);
 * lower bounds over the same bytes: a raw msgspec typed-decode loop, and ``cat`` through a pipe;
+* the v1 row: the same turn spoken in ACP v1 (``cheap_agent.py --wire v1``: chunks without ``messageId``,
+  the turn ended by the ``session/prompt`` response), folded by acp-session's ``Conversation`` through the
+  v1 adapter, beside its own raw typed decode of the v1 chunk lines; its fold / raw-decode ratio is set
+  beside the v2 row's;
 * ``session/set_config_option`` round trip (p50, p99) beside a bare line echo over the same kind of pipe
   (``round_trip.py``: the clients take turns, each in its own process);
 * cold start (process start to the first prompt accepted; for the v1 SDK, to its first update) at N = 10;
@@ -46,6 +50,7 @@ sys.path.insert(0, str(HERE))
 import cheap_agent  # noqa: E402
 import round_trip  # noqa: E402
 
+from acp_session.schema import v1  # noqa: E402
 from acp_session.schema.types import UpdateSessionNotification  # noqa: E402
 
 
@@ -85,6 +90,19 @@ def _supports_conversation() -> bool:
     return '"conversation"' in text
 
 
+V1_CLIENT = "acp-session (Conversation, v1 wire)"
+V2_CLIENT = "acp-session (Conversation)"
+RAW = "raw msgspec typed decode"
+RAW_V1 = "raw msgspec typed decode (v1)"
+V1_RATIO_SHARE = 0.8
+"""The v1 row's target: its fold / raw-decode ratio at least this share of the v2 row's in the same run (the same
+ratio, with room for the noise of this machine: the v2 ratio alone moved between 0.45x and 0.80x in one session)."""
+
+
+def v1_client() -> list[str]:
+    return [sys.executable, str(PEERS / "peer_ours.py"), "conversation", "--wire", "v1"]
+
+
 WARMUP_CHUNKS = 1000
 """Every client first folds an unmeasured turn of this many chunks, as the in-process baseline is warmed up:
 the rates compare steady states, not first-turn interpreter warm-up. Cold start is measured separately."""
@@ -115,9 +133,11 @@ def cold_start(argv: list[str], repeats: int) -> float:
     return min(times)
 
 
-def stream_bytes(n: int) -> list[bytes]:
-    """The exact update lines the cheap agent writes for one v2 prompt (its chunk updates)."""
+def stream_bytes(n: int, wire: str = "v2") -> list[bytes]:
+    """The exact update lines the cheap agent writes for one prompt (its chunk updates): on the v1 wire the same
+    chunks without ``messageId``."""
     encoder = msgspec.json.Encoder()
+    ids = {"messageId": "a1"} if wire == "v2" else {}
     return [
         encoder.encode(
             {
@@ -127,7 +147,7 @@ def stream_bytes(n: int) -> list[bytes]:
                     "sessionId": "sess-bench",
                     "update": {
                         "sessionUpdate": "agent_message_chunk",
-                        "messageId": "a1",
+                        **ids,
                         "content": {"type": "text", "text": cheap_agent.chunk_text(i)},
                     },
                 },
@@ -143,12 +163,18 @@ class _Envelope(msgspec.Struct, gc=False):  # untracked, like the generated type
     params: UpdateSessionNotification
 
 
-def raw_decode_rate(lines: list[bytes], repeats: int) -> float:
-    decode = msgspec.json.Decoder(_Envelope).decode
+class _EnvelopeV1(msgspec.Struct, gc=False):  # the same for v1: its generated params type
+    jsonrpc: str
+    method: str
+    params: v1.SessionNotification
+
+
+def raw_decode_rate(lines: list[bytes], repeats: int, envelope: type[Any] = _Envelope) -> float:
+    decode = msgspec.json.Decoder(envelope).decode
     best = 0.0
     for _ in range(repeats):
         start = time.perf_counter()
-        parts = [decode(line).params.update.content.text for line in lines]  # type: ignore[union-attr]
+        parts = [decode(line).params.update.content.text for line in lines]
         elapsed = time.perf_counter() - start
         assert len("".join(parts)) == 40 * len(lines)
         best = max(best, len(lines) / elapsed)
@@ -182,6 +208,37 @@ def round_trips(rounds: int) -> dict[str, float]:
     }
 
 
+def v1_report(
+    rows: dict[str, dict[str, Any]],
+    bounds: dict[str, float],
+    v1_rows: dict[str, dict[str, Any]],
+    v1_bounds: dict[str, float],
+) -> dict[str, Any]:
+    """The v1 row of one size: the v1 Conversation and its raw decode, each ratio beside the v2 row's."""
+    v1_rate, v2_rate = v1_rows[V1_CLIENT]["updates_per_s"], rows[V2_CLIENT]["updates_per_s"]
+    return {
+        "clients": v1_rows,
+        "lower_bounds": v1_bounds,
+        "fold_to_raw": v1_rate / v1_bounds[RAW_V1],
+        "v2_fold_to_raw": v2_rate / bounds[RAW],
+        "v1_to_v2_fold_rate": v1_rate / v2_rate,
+        "v1_to_v2_raw_rate": v1_bounds[RAW_V1] / bounds[RAW],
+    }
+
+
+def print_v1(v1_wire: dict[str, Any]) -> None:
+    row, raw = v1_wire["clients"][V1_CLIENT], v1_wire["lower_bounds"][RAW_V1]
+    rate = row["updates_per_s"]
+    print("  the same turn in ACP v1 (chunks without messageId, ended by the session/prompt response):")
+    print(f"  {V1_CLIENT:<38} {rate:>12,.0f} {row['peak_rss_kib'] / 1024:>8.1f}Mi")
+    print(f"  {'lower bound: raw decode of the v1 lines':<38} {raw:>12,.0f} {'':>10} {rate / raw:>11.2f}x")
+    print(
+        f"  fold / raw decode: v1 {v1_wire['fold_to_raw']:.2f}x, v2 {v1_wire['v2_fold_to_raw']:.2f}x"
+        f" (v1 at {v1_wire['fold_to_raw'] / v1_wire['v2_fold_to_raw']:.2f}x of v2's ratio);"
+        f" v1 / v2 rates: fold {v1_wire['v1_to_v2_fold_rate']:.2f}x, raw decode {v1_wire['v1_to_v2_raw_rate']:.2f}x"
+    )
+
+
 def targets(report: dict[str, Any], ours_name: str) -> dict[str, bool]:
     """Each target of the performance issue, judged on this run's figures (peers that were not run are left out)."""
     out: dict[str, bool] = {}
@@ -193,6 +250,12 @@ def targets(report: dict[str, Any], ours_name: str) -> dict[str, bool]:
                 out[f"N={n:,}: fold >= 10x {peer}"] = ours >= 10 * rows[peer]["updates_per_s"]
         raw = size["lower_bounds"]["raw msgspec typed decode"]
         out[f"N={n:,}: fold >= 1/3 of the raw typed decode"] = ours >= raw / 3
+        if "v1_wire" in size and V2_CLIENT in rows:
+            v1_wire = size["v1_wire"]
+            out[
+                f"N={n:,}: v1 fold at the same ratio to the raw decode as v2 "
+                f"(v1 ratio >= {V1_RATIO_SHARE}x the v2 ratio of this run)"
+            ] = v1_wire["fold_to_raw"] >= V1_RATIO_SHARE * v1_wire["v2_fold_to_raw"]
     largest = report["sizes"][max(report["sizes"])]["clients"]
     if python_sdk in largest:
         peak = largest[ours_name]["peak_rss_kib"]
@@ -217,12 +280,18 @@ def main() -> None:
     table = clients(peer_python, node)
     ours_name = "acp-session (Conversation)" if "acp-session (Conversation)" in table else "acp-session (bare handler)"
     report: dict[str, Any] = {"date": time.strftime("%Y-%m-%d"), "machine": os.uname().machine, "sizes": {}}
+    v1_row = V2_CLIENT in table  # the v1 row is the Conversation's, beside the v2 Conversation
     for n in args.sizes:
         lines = stream_bytes(n)
+        v1_lines = stream_bytes(n, "v1") if v1_row else []
         # Clients and lower bounds alternate (best of each): the machine's speed drifts between moments.
         raw_decode_rate(lines, 1)  # warm up the allocator for the in-process baseline
+        if v1_row:
+            raw_decode_rate(v1_lines, 1, _EnvelopeV1)
         rows: dict[str, dict[str, Any]] = {}
         bounds = {"raw msgspec typed decode": 0.0, "cat through a pipe": 0.0}
+        v1_rows: dict[str, dict[str, Any]] = {}
+        v1_bounds = {RAW_V1: 0.0}
         for _ in range(args.repeats):
             bounds["raw msgspec typed decode"] = max(bounds["raw msgspec typed decode"], raw_decode_rate(lines, 1))
             bounds["cat through a pipe"] = max(bounds["cat through a pipe"], cat_rate(lines, 1))
@@ -230,7 +299,14 @@ def main() -> None:
                 row = measure_client(argv, n, 1)
                 if name not in rows or row["updates_per_s"] > rows[name]["updates_per_s"]:
                     rows[name] = row
+            if v1_row:
+                v1_bounds[RAW_V1] = max(v1_bounds[RAW_V1], raw_decode_rate(v1_lines, 1, _EnvelopeV1))
+                row = measure_client(v1_client(), n, 1)
+                if V1_CLIENT not in v1_rows or row["updates_per_s"] > v1_rows[V1_CLIENT]["updates_per_s"]:
+                    v1_rows[V1_CLIENT] = row
         report["sizes"][n] = {"clients": rows, "lower_bounds": bounds}
+        if v1_row:
+            report["sizes"][n]["v1_wire"] = v1_report(rows, bounds, v1_rows, v1_bounds)
         ours = rows[ours_name]["updates_per_s"]
         print(f"\nN = {n:,} chunk updates (40-byte texts), folded into the final text")
         print(f"  {'client':<38} {'updates/s':>12} {'peak RSS':>10} {'ours / this':>12}")
@@ -241,6 +317,8 @@ def main() -> None:
             )
         for name, rate in bounds.items():
             print(f"  {'lower bound: ' + name:<38} {rate:>12,.0f} {'':>10} {ours / rate:>11.2f}x")
+        if v1_row:
+            print_v1(report["sizes"][n]["v1_wire"])
     # Cold start is a property of the client stack, not of the fold: the Conversation client only learns of the
     # acceptance through its turn, so it is left out and the bare client stands for acp-session.
     starts = {name: cold_start(argv, args.repeats) for name, argv in table.items() if "Conversation" not in name}

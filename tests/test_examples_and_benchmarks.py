@@ -46,6 +46,22 @@ def test_compare_benchmark_runs_at_small_size(tmp_path: Path) -> None:
     assert "targets (issue: ten times the official SDKs), from this run" in out
 
 
+def test_compare_benchmark_runs_its_v1_row_at_small_size(tmp_path: Path) -> None:
+    out_file = tmp_path / "compare.json"
+    args = ("--no-peers", "--sizes", "200", "--repeats", "1", "--rounds", "50", "--json-out", str(out_file))
+    out = run_benchmark("compare.py", *args)
+    assert "acp-session (Conversation, v1 wire)" in out and "lower bound: raw decode of the v1 lines" in out
+    report = json.loads(out_file.read_text())
+    v1_wire = report["sizes"]["200"]["v1_wire"]
+    client = v1_wire["clients"]["acp-session (Conversation, v1 wire)"]
+    assert client["updates_per_s"] > 0 and client["peak_rss_kib"] > 0
+    assert v1_wire["lower_bounds"]["raw msgspec typed decode (v1)"] > 0
+    assert v1_wire["fold_to_raw"] > 0 and v1_wire["v2_fold_to_raw"] > 0
+    v1_target = "N=200: v1 fold at the same ratio to the raw decode as v2"
+    assert any(line.startswith(v1_target) for line in report["targets"])
+    assert "N=200: fold >= 1/3 of the raw typed decode" in report["targets"]  # the v2 targets stay
+
+
 def test_round_trip_benchmark_runs_its_clients_in_turns() -> None:
     result = json.loads(run_benchmark("round_trip.py", "--rounds", "40", "--block", "20", "--json"))
     assert set(result) == {"echo", "stream echo", "minimal", "acp-session"}

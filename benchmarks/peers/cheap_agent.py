@@ -3,8 +3,10 @@
 Usage: ``python cheap_agent.py --wire v2|v1 --n N [--warmup W]``. With ``--warmup``, the first prompt streams W
 chunks (a warm-up turn for the client) and every later prompt N. Standard library only, so it costs the same whatever
 client drives it. On the v2 wire a prompt is answered at once with its ``messageId``, then ``running``,
-the chunks, and ``idle`` (``end_turn``); on the v1 wire the chunks come first and the prompt response
-carries the stop reason. ``session/set_config_option`` is answered immediately (round-trip benchmark).
+the chunks, and ``idle`` (``end_turn``). The v1 wire is plain ACP v1: ``initialize`` answers protocol version
+1 with ``agentCapabilities`` and ``agentInfo``, ``session/new`` only the ``sessionId``, the chunks carry no
+``messageId``, there are no state updates, and the ``session/prompt`` response after the chunks carries the
+stop reason (``end_turn``). ``session/set_config_option`` is answered immediately (round-trip benchmark).
 """
 
 from __future__ import annotations
@@ -90,17 +92,16 @@ def main() -> None:
         if ident is None:
             continue
         if method == "initialize":
-            version = 2 if args.wire == "v2" else 1
-            result: dict[str, object] = {"protocolVersion": version, "agentCapabilities": {}, "authMethods": []}
-            if version == 2:
-                result = {
-                    "protocolVersion": 2,
-                    "info": {"name": "cheap-agent", "version": "1"},
-                    "capabilities": {"session": {}},
-                }
+            info = {"name": "cheap-agent", "version": "1"}
+            result: dict[str, object] = {"protocolVersion": 1, "agentCapabilities": {}, "agentInfo": info}
+            if args.wire == "v2":
+                result = {"protocolVersion": 2, "info": info, "capabilities": {"session": {}}}
             out.write(line({"jsonrpc": "2.0", "id": ident, "result": result}))
         elif method == "session/new":
-            out.write(line({"jsonrpc": "2.0", "id": ident, "result": {"sessionId": session, "configOptions": config}}))
+            opened: dict[str, object] = {"sessionId": session}
+            if args.wire == "v2":
+                opened["configOptions"] = config
+            out.write(line({"jsonrpc": "2.0", "id": ident, "result": opened}))
         elif method == "session/set_config_option":
             out.write(line({"jsonrpc": "2.0", "id": ident, "result": {"configOptions": config}}))
         elif method == "session/prompt":

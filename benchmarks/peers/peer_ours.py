@@ -1,6 +1,8 @@
-"""Benchmark client built on acp-session (v2 wire): a bare ``on_session_update`` handler, or a Conversation.
+"""Benchmark client built on acp-session: a bare ``on_session_update`` handler, or a Conversation.
 
-Prints one JSON line: rate, cold start (process start to first prompt accepted) and peak RSS.
+The agent speaks v2 unless ``--wire v1``: the client then negotiates v1 at ``initialize`` and folds what the
+v1 adapter maps (it synthesises the turn's states, so both modes wait the same way). Prints one JSON line:
+rate, cold start (process start to first prompt accepted) and peak RSS.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from acp_session.schema.types import AgentMessageChunk, StateUpdate, TextContent
 
 
 def agent_argv(args: argparse.Namespace) -> list[str]:
-    return [sys.executable, args.agent, "--wire", "v2", "--n", str(args.n), "--warmup", str(args.warmup)]
+    return [sys.executable, args.agent, "--wire", args.wire, "--n", str(args.n), "--warmup", str(args.warmup)]
 
 
 async def bare(args: argparse.Namespace) -> dict[str, Any]:
@@ -81,6 +83,7 @@ def main() -> None:
     parser.add_argument("--expect-chars", type=int, default=0)
     parser.add_argument("--t0", type=float, default=0.0)
     parser.add_argument("--backend", default="asyncio")
+    parser.add_argument("--wire", choices=["v1", "v2"], default="v2", help="the protocol version the agent speaks")
     args = parser.parse_args()
     print(json.dumps(anyio.run(MODES[args.mode], args, backend=args.backend)))
 
