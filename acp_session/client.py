@@ -21,9 +21,10 @@ from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream
 
 from . import __version__
+from .auth import AuthenticationRequired, LoginMethod, login_methods
 from .client_errors import CapabilityNotSupported
 from .codec import convert, decoder, to_builtins
-from .errors import AcpError, ResourceNotFound
+from .errors import AcpError, AuthRequired, ResourceNotFound
 from .interactions import Interaction, InteractionRegistry
 from .protocol.base import PromptExchange, ProtocolAdapter
 from .protocol.negotiate import SUPPORTED_VERSIONS, negotiate
@@ -496,6 +497,19 @@ class ClientConnection:
         await self._ready.wait()
         await self.protocol.notify(method, params)
 
+    def _auth_error(self, error: AcpError, method: str) -> AcpError:
+        """A refusal for lack of login (-32000) as ``AuthenticationRequired``, with the agent's login methods."""
+        if isinstance(error, AuthRequired):
+            return AuthenticationRequired.of(error, self.login_methods, method)
+        return error
+
+    async def _call_auth(self, method: str, params: Any, decode: Callable[[bytes], T]) -> T:
+        """``_call`` for the calls an agent refuses until the user logs in (session/new, resume, load)."""
+        try:
+            return await self._call(method, params, decode)
+        except AuthRequired as exc:
+            raise self._auth_error(exc, method) from None
+
     def _send_prompt(self, session_id: str, blocks: Sequence[ContentBlock]) -> PromptExchange:
         protocol = self._protocol
         if self._initializing or protocol is None:
@@ -534,17 +548,28 @@ class ClientConnection:
 
     # -- auth ------------------------------------------------------------------------------------------------
 
-    async def login(self, method_id: str) -> LoginAuthResponse:
-        """``auth/login`` with an advertised, protocol-driven (``agent``) method (ACP2-029, ACP2-061)."""
-        methods = self.auth_methods
+    @property
+    def login_methods(self) -> list[LoginMethod]:
+        """The agent's auth methods as ``LoginMethod`` values: every shape of both versions (``agent``,
+        ``terminal``, codex-acp's ``env_var``, ``_meta`` terminal commands), unknown ones kept."""
+        return login_methods(self.auth_methods)
+
+    async def authenticate(self, method_id: str) -> LoginAuthResponse:
+        """Log in with an advertised protocol-driven method: v2 ``auth/login``, v1 ``authenticate``
+        (ACP2-029, ACP2-061). A terminal method is never sent (ACP1-014): run
+        ``LoginMethod.terminal_command(...)`` in a terminal instead."""
+        methods = self.login_methods
         if not methods:
             raise CapabilityNotSupported("auth/login", "authMethods")
-        method = next((m for m in methods if getattr(m, "method_id", None) == method_id), None)
+        method = next((m for m in methods if m.method_id == method_id), None)
         if method is None:
             raise ValueError(f"auth method {method_id!r} was not advertised")
-        if not isinstance(method, AuthMethodAgent):
+        agent_shape = isinstance(method.raw, AuthMethodAgent)
+        if not agent_shape and not (self.protocol_version == 1 and method.is_protocol_login):
             raise CapabilityNotSupported("auth/login", f"a protocol-driven login flow for {method_id!r}")
         return await self._call("auth/login", LoginAuthRequest(method_id=method_id), decoder(LoginAuthResponse))
+
+    login = authenticate
 
     async def logout(self) -> LogoutAuthResponse:
         """``auth/logout``; only when the agent advertised auth methods (ACP2-062)."""
@@ -607,7 +632,7 @@ class ClientConnection:
         params = NewSessionRequest(cwd=cwd_text, additional_directories=dirs, mcp_servers=servers)
         self._opening += 1
         try:
-            response = await self._call("session/new", params, _NEW)
+            response = await self._call_auth("session/new", params, _NEW)
         finally:
             self._opening -= 1
         track = self._track(response.session_id)
@@ -651,7 +676,7 @@ class ClientConnection:
         track = self._track(session_id)
         remove = track.listen(listener, take_early=False) if listener is not None else None
         try:
-            response = await self._call("session/resume", params, _RESUME)
+            response = await self._call_auth("session/resume", params, _RESUME)
         except BaseException:
             if remove is not None:
                 remove()
@@ -737,7 +762,7 @@ class ClientConnection:
             try:
                 track.settle(prompt, request.outcome(), None)
             except AcpError as exc:
-                track.settle(prompt, None, exc)
+                track.settle(prompt, None, self._auth_error(exc, "session/prompt"))
             after()
 
         prompt.request._pending.add_done_callback(answered)

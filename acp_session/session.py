@@ -101,10 +101,11 @@ def clean_text(text: str) -> str:
 class SentRequest(Generic[T]):
     """A request already sent: ``await`` it for the result; ``cancel()`` sends ``$/cancel_request``."""
 
-    __slots__ = ("_pending",)
+    __slots__ = ("_pending", "_translate")
 
-    def __init__(self, pending: PendingRequest[T]) -> None:
+    def __init__(self, pending: PendingRequest[T], translate: Callable[[AcpError], AcpError] | None = None) -> None:
         self._pending = pending
+        self._translate = translate  # e.g. a refusal for lack of login into AuthenticationRequired
 
     @property
     def id(self) -> int | str:
@@ -123,10 +124,22 @@ class SentRequest(Generic[T]):
         self._pending.cancel()
 
     async def result(self) -> T:
-        return await self._pending
+        return await self
 
     def __await__(self) -> Generator[Any, None, T]:
-        return self._pending.__await__()
+        if self._translate is None:
+            return self._pending.__await__()
+        return self._translated()
+
+    def _translated(self) -> Generator[Any, None, T]:
+        assert self._translate is not None
+        try:
+            return (yield from self._pending.__await__())
+        except AcpError as exc:
+            translated = self._translate(exc)
+            if translated is exc:
+                raise
+            raise translated from None
 
 
 @dataclass(eq=False)
@@ -320,7 +333,9 @@ class ActiveSession:
         track = self._check_open()
         prompt = _prepare_blocks(blocks, self._conn._prompt_capabilities())
         exchange = self._conn._send_prompt(self._session_id, prompt)
-        tracked = TrackedPrompt(SentRequest(exchange.request), prompt, on_settle=on_settle)
+        conn = self._conn
+        sent = SentRequest(exchange.request, lambda error: conn._auth_error(error, "session/prompt"))
+        tracked = TrackedPrompt(sent, prompt, on_settle=on_settle)
         tracked.message_id = exchange.message_id
         track.prompts.append(tracked)
         if on_tracked is not None:

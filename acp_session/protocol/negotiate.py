@@ -6,19 +6,33 @@ carries v1's ``clientCapabilities`` / ``clientInfo`` beside v2's ``capabilities`
 schemas allow unknown fields, and a v1 agent that answers 1 has then seen what this client offers
 (file system, terminals) without a second round trip. An agent that rejects the offer with -32600 or
 -32602 gets a second, plain v1 offer on the same connection.
+
+The whole exchange has one time limit (``DEFAULT_INITIALIZE_TIMEOUT`` unless the caller sets one): an agent
+that never answers (a wrong command, a banner on stdout and then silence, a login prompt waiting on a
+terminal it does not have) ends in ``InitializeTimeout``, naming the agent and carrying its last stderr lines.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import suppress
 from typing import TYPE_CHECKING, Any
 
+import anyio
 import msgspec
 
 from ..client_errors import ProtocolVersionMismatch
 from ..codec import convert, decoder, to_builtins
-from ..errors import InvalidParams, InvalidRequest, InvalidResponse, UnsupportedProtocolVersion
+from ..errors import (
+    AcpError,
+    ConnectionClosed,
+    InitializeTimeout,
+    InvalidParams,
+    InvalidRequest,
+    InvalidResponse,
+    RequestTimeout,
+    UnsupportedProtocolVersion,
+)
 from ..rpc import Connection
 from ..schema import types as m
 from ..schema.v1 import types as v1
@@ -28,10 +42,12 @@ from .v2 import V2Protocol
 if TYPE_CHECKING:
     from ..client import ClientBuilder
 
-__all__ = ["SUPPORTED_VERSIONS", "negotiate"]
+__all__ = ["DEFAULT_INITIALIZE_TIMEOUT", "SUPPORTED_VERSIONS", "negotiate"]
 
 SUPPORTED_VERSIONS = (2, 1)
 """Protocol versions this library speaks, newest first."""
+DEFAULT_INITIALIZE_TIMEOUT = 30.0
+"""Seconds an agent has to answer ``initialize`` (agents measured take up to ~8 s on a cold start)."""
 
 _V2_RESPONSE = decoder(m.InitializeResponse)
 _V1_RESPONSE = decoder(v1.InitializeResponse)
@@ -68,23 +84,68 @@ def _agent_name(peek: _Version) -> str:
     return "the agent"
 
 
-async def negotiate(rpc: Connection, builder: ClientBuilder, versions: Sequence[int]) -> ProtocolAdapter:
-    """Run ``initialize`` and return the adapter for the version the agent agreed to."""
+async def negotiate(
+    rpc: Connection,
+    builder: ClientBuilder,
+    versions: Sequence[int],
+    *,
+    timeout: float | None = None,
+    agent: object = None,
+) -> ProtocolAdapter:
+    """Run ``initialize`` and return the adapter for the version the agent agreed to.
+
+    ``timeout`` bounds the whole exchange (a second offer included): past it the pending ``initialize`` is
+    withdrawn (``$/cancel_request``) and ``InitializeTimeout`` raised. ``agent`` is the transport the agent is
+    reached through, before any wrapping: a spawned agent's (``AgentProcess``) command line and last stderr
+    lines go into the time-limit error, and onto any other initialize failure as its ``stderr_tail``.
+    """
+    deadline = None if timeout is None else anyio.current_time() + timeout
+
+    def remaining() -> float | None:
+        return None if deadline is None else max(0.0, deadline - anyio.current_time())
+
+    try:
+        return await _negotiate(rpc, builder, versions, remaining)
+    except RequestTimeout as exc:
+        assert timeout is not None
+        raise InitializeTimeout(timeout, agent=_agent_name_of(agent), stderr_tail=_stderr_tail(agent)) from exc
+    except ConnectionClosed:
+        raise  # already says how the agent ended, with its stderr tail
+    except AcpError as exc:
+        if getattr(exc, "stderr_tail", None) is None and hasattr(agent, "stderr_tail"):
+            await anyio.sleep(0.02)  # lines written just before the answer are still on their way
+            exc.stderr_tail = _stderr_tail(agent)  # type: ignore[attr-defined]
+        raise
+
+
+async def _negotiate(
+    rpc: Connection, builder: ClientBuilder, versions: Sequence[int], remaining: Callable[[], float | None]
+) -> ProtocolAdapter:
     newest = max(versions)
     try:
-        raw = await rpc.request("initialize", offer(builder, newest, versions), decode=bytes)
+        raw = await rpc.request("initialize", offer(builder, newest, versions), decode=bytes, timeout=remaining())
     except UnsupportedProtocolVersion as exc:
         supported = _supported(exc.data)
         common = [v for v in supported if v in versions and v != newest]
         if not common:
             raise ProtocolVersionMismatch(newest, supported, exc.data) from exc
-        raw = await rpc.request("initialize", offer(builder, max(common), versions), decode=bytes)
+        raw = await rpc.request("initialize", offer(builder, max(common), versions), decode=bytes, timeout=remaining())
     except (InvalidRequest, InvalidParams):
         if newest == 1 or 1 not in versions:
             raise
         # Some v1-only agents reject a v2-shaped offer outright; offer v1 on the same connection.
-        raw = await rpc.request("initialize", offer(builder, 1, versions), decode=bytes)
+        raw = await rpc.request("initialize", offer(builder, 1, versions), decode=bytes, timeout=remaining())
     return adapter_for(rpc, raw, newest, versions)
+
+
+def _agent_name_of(agent: object) -> str | None:
+    name = getattr(agent, "name", None)
+    return name if isinstance(name, str) and getattr(agent, "argv", None) else None
+
+
+def _stderr_tail(agent: object) -> tuple[str, ...]:
+    tail = getattr(agent, "stderr_tail", ())
+    return tuple(tail) if isinstance(tail, (tuple, list)) else ()
 
 
 def adapter_for(rpc: Connection, raw: bytes, offered: int, versions: Sequence[int]) -> ProtocolAdapter:

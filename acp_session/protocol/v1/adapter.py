@@ -32,6 +32,7 @@ from ...schema.v1 import types as v1
 from ...schema.v1 import unstable as v1u
 from ..base import ClientSide, PromptExchange, ProtocolAdapter
 from . import convert as cv
+from .chunks import MODEL_CONTENT_CHUNKS, decode_notification
 from .sessions import V1Session, read_models
 
 __all__ = ["V1Protocol"]
@@ -47,12 +48,16 @@ _SET_CONFIG = decoder(v1.SetSessionConfigOptionResponse)
 _PROMPT = decoder(v1u.PromptResponse)
 _IGNORE = msgspec.json.Decoder()
 
-# v1 chunk type -> (model chunk type, role used in synthesised message ids)
-_CHUNKS: dict[type, tuple[type, str]] = {
-    v1.AgentMessageChunk: (m.AgentMessageChunk, "agent"),
-    v1.AgentThoughtChunk: (m.AgentThoughtChunk, "thought"),
-    v1.UserMessageChunk: (m.UserMessageChunk, "user"),
+# v1 chunk type (generated, or derived with model content: chunks.py) ->
+# (model chunk type, role used in synthesised message ids, the generated v1 type, content already a model block)
+_CHUNKS: dict[type, tuple[type, str, type, bool]] = {
+    v1.AgentMessageChunk: (m.AgentMessageChunk, "agent", v1.AgentMessageChunk, False),
+    v1.AgentThoughtChunk: (m.AgentThoughtChunk, "thought", v1.AgentThoughtChunk, False),
+    v1.UserMessageChunk: (m.UserMessageChunk, "user", v1.UserMessageChunk, False),
 }
+for _derived, _generated in MODEL_CONTENT_CHUNKS.items():
+    _CHUNKS[_derived] = (*_CHUNKS[_generated][:3], True)
+_NOTE = m.UpdateSessionNotification
 # Updates that do not end the message being streamed (they are not part of the timeline).
 _NEUTRAL: frozenset[type] = frozenset(
     {v1.UsageUpdate, v1.AvailableCommandsUpdate, v1.SessionInfoUpdate, v1.ConfigOptionUpdate, v1.CurrentModeUpdate}
@@ -314,7 +319,7 @@ class V1Protocol(ProtocolAdapter):
     def install(self, client: ClientSide) -> None:
         self._client = client
         rpc = self.rpc
-        rpc.on_notification("session/update", self._on_update, decoder(v1.SessionNotification), batch=self._on_updates)
+        rpc.on_notification("session/update", self._on_update, decode_notification, batch=self._on_updates)
         rpc.on_request("session/request_permission", self._on_permission, decoder(v1.RequestPermissionRequest))
         rpc.on_request("elicitation/create", self._on_elicitation, decoder(v1.CreateElicitationRequest))
         complete = client.elicitation_complete
@@ -342,14 +347,11 @@ class V1Protocol(ProtocolAdapter):
         state = self._sessions.get(note.session_id) or self.session(note.session_id)
         chunk = _CHUNKS.get(kind)
         if chunk is not None:
-            model_kind, role = chunk
+            model_kind, role, run_kind, model_content = chunk
             given = update.message_id  # type: ignore[union-attr]
-            message_id = given if isinstance(given, str) else state.chunk_message_id(kind, role)
+            message_id = given if isinstance(given, str) else state.chunk_message_id(run_kind, role)
             content = update.content  # type: ignore[union-attr]
-            if type(content) is v1.TextContent and content.annotations is UNSET and content.meta is UNSET:
-                block: Any = m.TextContent(text=content.text)
-            else:
-                block = cv.content_block(content)
+            block: Any = content if model_content else cv.content_block(content)
             return m.UpdateSessionNotification(
                 session_id=note.session_id,
                 update=model_kind(message_id=message_id, content=block, meta=update.meta),  # type: ignore[union-attr]
@@ -381,8 +383,42 @@ class V1Protocol(ProtocolAdapter):
         return self._client._on_update(model)
 
     def _on_updates(self, notes: list[v1.SessionNotification]) -> Any:
+        """``_on_update`` for a run of updates one read brought in: the hot path of a streamed v1 turn.
+
+        A stretch of chunks of one kind and session (without an id or ``_meta`` of their own) belongs to one
+        message: after its first chunk (whose content chunks.py already decoded into a model block), the rest
+        are built directly, without the lookups ``_to_model`` makes for each update.
+        """
+        models: list[m.UpdateSessionNotification] = []
+        append = models.append
         to_model = self._to_model
-        models = [model for model in map(to_model, notes) if model is not None]
+        stretch_kind: Any = None  # the v1 chunk type of the current stretch, if any
+        stretch_session = stretch_id = ""
+        model_kind: Any = None
+        for note in notes:
+            update: Any = note.update
+            if (
+                type(update) is stretch_kind
+                and note.session_id == stretch_session
+                and update.message_id is UNSET
+                and update.meta is UNSET
+                and note.meta is UNSET
+            ):
+                append(
+                    _NOTE(session_id=stretch_session, update=model_kind(message_id=stretch_id, content=update.content))
+                )
+                continue
+            model = to_model(note)
+            if model is None:
+                stretch_kind = None
+                continue
+            append(model)
+            chunk = _CHUNKS.get(type(update))
+            if chunk is not None and chunk[3] and update.message_id is UNSET:
+                stretch_kind, stretch_session = type(update), note.session_id
+                model_kind, stretch_id = chunk[0], model.update.message_id  # type: ignore[union-attr]
+            else:
+                stretch_kind = None
         if not models or self._client is None:
             return None
         return self._client._on_updates(models)
