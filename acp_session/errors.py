@@ -15,6 +15,7 @@ __all__ = [
     "AcpError",
     "AuthRequired",
     "ConnectionClosed",
+    "InitializeTimeout",
     "InternalError",
     "InvalidParams",
     "InvalidRequest",
@@ -118,6 +119,25 @@ class InvalidResponse(AcpError, ProtocolError):
 
 class RequestTimeout(AcpError, TimeoutError):
     """No answer arrived within the per-request timeout (``$/cancel_request`` was sent)."""
+
+
+class InitializeTimeout(RequestTimeout):
+    """The agent did not answer ``initialize`` in time (``ClientBuilder.connect/spawn(initialize_timeout=...)``).
+
+    ``agent`` is the agent's command line when it was spawned (else None), ``timeout`` the limit in seconds and
+    ``stderr_tail`` the last lines the agent wrote on stderr; ``str()`` shows the last few of them.
+    """
+
+    def __init__(self, timeout: float, *, agent: str | None = None, stderr_tail: Sequence[str] = ()) -> None:
+        self.timeout = timeout
+        self.agent = agent
+        self.stderr_tail: tuple[str, ...] = tuple(stderr_tail)
+        who = f"the agent `{agent}`" if agent else "the agent"
+        text = f"{who} did not answer initialize within {timeout:g} s"
+        if self.stderr_tail:
+            shown = [line if len(line) <= 200 else line[:199] + "\u2026" for line in self.stderr_tail[-3:]]
+            text += "; last stderr lines: " + " | ".join(shown)
+        super().__init__(text)
 
 
 class ConnectionClosed(AcpError, TransportError):
