@@ -341,14 +341,28 @@ class ClientBuilder:
         cwd: str | None = None,
         env: Mapping[str, str] | None = None,
         *,
-        own_process_group: bool = False,
+        own_process_group: bool = True,
+        grace_period: float = 2.0,
+        terminate_timeout: float = 2.0,
         **options: Any,
     ) -> AsyncIterator[ClientConnection]:
         """Start an agent subprocess and connect to it; leaving the block shuts the process down.
 
-        ``own_process_group`` keeps a terminal's Ctrl-C away from the agent (interactive front ends turn it
-        into ``session/cancel`` instead)."""
-        process = stdio_agent(argv, cwd, env, start_new_session=own_process_group)
+        The agent runs in its own session and process group (``own_process_group``, the default), which is
+        ours: leaving the block closes its stdin, waits ``grace_period`` for every process of the group to
+        exit, then sends SIGTERM to the group, waits ``terminate_timeout``, then SIGKILL, so nothing the
+        agent started outlives the block (unless it left the group itself). A terminal's Ctrl-C reaches only
+        this process (interactive front ends turn it into ``session/cancel``). ``own_process_group=False``
+        keeps the agent in this process's group and signals only the agent itself (its children are left
+        alone). ``options``: see ``connect``."""
+        process = stdio_agent(
+            argv,
+            cwd,
+            env,
+            own_process_group=own_process_group,
+            grace_period=grace_period,
+            terminate_timeout=terminate_timeout,
+        )
         transport = await process.__aenter__()  # by hand, for the same reason as in connect()
         try:
             async with self.connect(transport, **options) as client:
