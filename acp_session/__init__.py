@@ -1,9 +1,10 @@
-"""acp-session: a typed, fast client for the Agent Client Protocol (ACP) version 2."""
+"""acp-session: a typed, fast client for the Agent Client Protocol (ACP), versions 1 and 2 behind one API."""
 
 __version__ = "0.1.0"
 
 from typing import TYPE_CHECKING, Any
 
+from .auth import AuthenticationRequired, LoginMethod
 from .client import PROTOCOL_VERSION, ClientBuilder, ClientConnection
 from .client_errors import CapabilityNotSupported, ProtocolVersionMismatch, SessionClosed
 from .interactions import Interaction
@@ -31,6 +32,7 @@ __all__ = [
     "PROTOCOL_VERSION",
     "TRACKED_UPDATES",
     "ActiveSession",
+    "AuthenticationRequired",
     "BatchUpdateListener",
     "CapabilityNotSupported",
     "ChatResponse",
@@ -39,6 +41,7 @@ __all__ = [
     "ClientConnection",
     "Conversation",
     "Interaction",
+    "LoginMethod",
     "ProtocolVersionMismatch",
     "SentRequest",
     "SessionClosed",

@@ -37,11 +37,12 @@ def auth_message(error: AuthenticationRequired, agent_argv: Sequence[str]) -> st
     for method in error.methods:
         command = method.terminal_command(agent_argv)
         if command is not None:
-            ways.append(f"run in a terminal: {_command(command)}   ({method.name})")
+            env = "".join(f"{k}={shlex.quote(v)} " for k, v in method.terminal_env.items())
+            ways.append(f"run in a terminal: {env}{_command(command)}   ({method.name})")
     protocol = [m for m in error.methods if m.kind == "agent" and m.login_command is None]
     if protocol:
         ids = " | ".join(m.method_id for m in protocol)
-        ways.append(f'run: acp-session login {ids} --agent "{agent}"')
+        ways.append(f"run: acp-session login {ids} --agent {shlex.quote(agent)}")
     lines = [f"acp-session: the agent needs a login ({refused} was refused{': ' + reason if reason else ''})"]
     lines += [f"  {'or ' if index else ''}{way}" for index, way in enumerate(ways)]
     if not ways:

@@ -27,6 +27,8 @@ from acp_session.conversation import ChatDone, ChatError, Conversation
 from acp_session.errors import AcpError
 from acp_session.schema import RequestPermissionRequest
 
+from ..auth import AuthenticationRequired
+from .login import EXIT_AUTH, auth_message, auth_record, pick_method
 from .prompts import LineReader, choose_option, permission_question
 from .render import JsonRenderer, Renderer, TerminalRenderer, color_enabled
 
@@ -57,6 +59,7 @@ exit codes:
   5    max_tokens
   6    max_turn_requests
   7    any other stop reason
+  8    the agent needs a login first (the message says how; see `acp-session login`)
   130  interrupted (Ctrl-C twice)
 """
 
@@ -143,6 +146,8 @@ class ChatApp:
                         # session/cancel instead of killing the agent.
                         async with self.builder().spawn(argv, own_process_group=True) as client:
                             code = await body(client)
+                    except AuthenticationRequired as exc:
+                        code = self.report_auth(exc, argv)
                     except (AcpError, OSError) as exc:
                         self.renderer.break_line()
                         print(f"acp-session: {type(exc).__name__}: {exc}", file=sys.stderr)
@@ -153,6 +158,14 @@ class ChatApp:
             print("acp-session: interrupted", file=sys.stderr)
             return EXIT_INTERRUPTED
         return code
+
+    def report_auth(self, error: AuthenticationRequired, argv: Sequence[str]) -> int:
+        """The agent wants a login: say how in a few lines (``--json``: an ``error`` record)."""
+        self.renderer.break_line()
+        if isinstance(self.renderer, JsonRenderer):
+            self.renderer.emit(auth_record(error))
+        print(auth_message(error, argv), file=sys.stderr)
+        return EXIT_AUTH
 
     async def _watch_signals(self, signals: Any) -> None:
         async for _ in signals:
@@ -221,6 +234,9 @@ class ChatApp:
                     code = exit_code(event.response.stop_reason)
                 elif isinstance(event, ChatError):
                     code = EXIT_ERROR
+                    if isinstance(event.error, AuthenticationRequired):
+                        print(auth_message(event.error, _agent_argv(self.args.agent)), file=sys.stderr)
+                        code = EXIT_AUTH
         finally:
             self.active = None
         return code
@@ -297,6 +313,43 @@ async def _resume(app: ChatApp) -> int:
         return await app.loop(conversation, _prompt_text(args.prompt))
 
     return await app.run(body)
+
+
+async def _login(app: ChatApp) -> int:
+    """Run one of the agent's login methods: over ACP (``authenticate``), or its own terminal login command."""
+    args = app.args
+    argv = _agent_argv(args.agent)
+    terminal: list[tuple[str, ...]] = []
+
+    async def body(client: ClientConnection) -> int:
+        try:
+            method = pick_method(client.login_methods, args.method)
+        except ValueError as exc:
+            print(f"acp-session: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        command = method.terminal_command(argv)
+        if command is not None or method.kind == "terminal":  # the agent's own login, in this terminal
+            if command is None:
+                print(f"acp-session: {method.method_id} is a terminal login without a command", file=sys.stderr)
+                return EXIT_ERROR
+            terminal.append(command)  # run once the connection is closed, with this terminal
+            return EXIT_OK
+        if method.kind == "env_var" and not any(os.environ.get(v) for v in method.env_vars):
+            print(f"acp-session: set {' or '.join(method.env_vars)} in the environment first", file=sys.stderr)
+            return EXIT_AUTH
+        if not method.is_protocol_login:
+            print(f"acp-session: no way to run a {method.kind!r} login ({method.method_id})", file=sys.stderr)
+            return EXIT_ERROR
+        await client.authenticate(method.method_id)
+        app.renderer.info(f"logged in ({method.name})")
+        return EXIT_OK
+
+    code = await app.run(body)
+    if terminal and code == EXIT_OK:
+        app.renderer.info(f"running: {shlex.join(terminal[0])}")
+        process = await anyio.run_process(list(terminal[0]), stdin=None, stdout=None, stderr=None, check=False)
+        return process.returncode
+    return code
 
 
 async def _sessions(app: ChatApp) -> int:
@@ -395,6 +448,15 @@ def _parser() -> argparse.ArgumentParser:
     resume.add_argument("prompt", nargs="*", metavar="PROMPT")
     common(resume)
 
+    login = sub.add_parser(
+        "login",
+        help="log in to the agent: run one of its login methods (over ACP, or its own terminal login)",
+        epilog=EXIT_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    login.add_argument("method", nargs="?", metavar="METHOD", help="the login method's id (default: the only one)")
+    common(login, chatty=False)
+
     sub.add_parser("conformance", help="check an agent: the same as acp-conformance (see its --help)", add_help=False)
     return parser
 
@@ -418,7 +480,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     if not os.path.isdir(args.cwd):
         parser.error(f"--cwd is not a directory: {args.cwd}")
     app = ChatApp(args)
-    command = {"chat": _chat, "sessions": _sessions, "resume": _resume}[args.command]
+    command = {"chat": _chat, "sessions": _sessions, "resume": _resume, "login": _login}[args.command]
     try:
         code = anyio.run(command, app)
     except _UsageError as exc:

@@ -95,10 +95,13 @@ def auth_methods(methods: Iterable[Any]) -> list[Any]:
         if "id" in plain and "methodId" not in plain:
             plain["methodId"] = plain.pop("id")
         plain.setdefault("type", "agent")
+        env = plain.get("env")
+        if isinstance(env, dict):  # v1: a map of variables; the model: a list of {name, value}
+            plain["env"] = [{"name": k, "value": v} for k, v in env.items()]
         try:
             out.append(convert(plain, m.AuthMethod))
         except msgspec.ValidationError:
-            continue  # a shape the model cannot hold at all; the raw answer is still on the adapter
+            out.append(m.UnknownAuthMethod(plain))  # kept as received, never lost
     return out
 
 

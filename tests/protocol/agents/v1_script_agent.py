@@ -63,7 +63,9 @@ def handle(msg):
         return
     if rid is None:
         return  # notifications (session/cancel) are only logged
-    if method == "initialize":
+    if method in SCRIPT.get("errors", {}):
+        answer(rid, error=SCRIPT["errors"][method])
+    elif method == "initialize":
         if "info" in params and "reject_v2" in SCRIPT:
             answer(rid, error=SCRIPT["reject_v2"])
         else:
@@ -93,8 +95,6 @@ def handle(msg):
             write({"jsonrpc": "2.0", "id": ours, "method": step["ask"]["method"], "params": step["ask"]["params"]})
         else:
             finish(rid, step)
-    elif method in SCRIPT.get("errors", {}):
-        answer(rid, error=SCRIPT["errors"][method])
     else:
         answer(rid, SCRIPT.get("answers", {}).get(method, {}))
 
