@@ -24,10 +24,10 @@ from . import __version__
 from .auth import AuthenticationRequired, LoginMethod, login_methods
 from .client_errors import CapabilityNotSupported
 from .codec import convert, decoder, to_builtins
-from .errors import AcpError, AuthRequired, ResourceNotFound
+from .errors import AcpError, AuthRequired, InitializeTimeout, ResourceNotFound
 from .interactions import Interaction, InteractionRegistry
 from .protocol.base import PromptExchange, ProtocolAdapter
-from .protocol.negotiate import SUPPORTED_VERSIONS, negotiate
+from .protocol.negotiate import DEFAULT_INITIALIZE_TIMEOUT, SUPPORTED_VERSIONS, negotiate
 from .rpc import Connection, PendingRequest, json_decode
 from .schema.types import (
     AGENT_METHODS,
@@ -301,13 +301,24 @@ class ClientBuilder:
     # -- connecting ------------------------------------------------------------------------------------------
 
     @asynccontextmanager
-    async def connect(self, transport: Transport, **options: Any) -> AsyncIterator[ClientConnection]:
+    async def connect(
+        self,
+        transport: Transport,
+        *,
+        initialize_timeout: float | None = DEFAULT_INITIALIZE_TIMEOUT,
+        **options: Any,
+    ) -> AsyncIterator[ClientConnection]:
         """Initialize over ``transport``; leaving the block closes the connection and the transport.
 
-        ``options`` go to ``acp_session.rpc.Connection`` (queue sizes, frame limit, ...).
+        ``initialize_timeout`` (seconds, default 30; None for none) bounds the ``initialize`` exchange: an agent
+        that does not answer in time ends in ``InitializeTimeout`` (naming the agent, with its last stderr
+        lines). ``options`` go to ``acp_session.rpc.Connection`` (queue sizes, frame limit, ...).
         """
         # Entered by hand, not with ``async with``: a task group wraps the body's exception in an
         # ExceptionGroup, and callers should see ``ProtocolVersionMismatch`` or their own error as raised.
+        source = transport  # the agent's own transport (command line, stderr), before any wrapping
+        if isinstance(getattr(source, "name", None), str):
+            options.setdefault("peer_name", source.name)  # type: ignore[attr-defined]
         if self._transcript is not None:
             from .transcript import RecordingTransport
 
@@ -323,7 +334,7 @@ class ClientBuilder:
                 if terminals is not None:
                     await terminals.__aenter__()  # type: ignore[attr-defined]
                 try:
-                    await client._first_initialize()
+                    await client._first_initialize(initialize_timeout, source)
                     yield client
                 finally:
                     if terminals is not None:  # it shields its own shutdown; a scope here would not nest
@@ -344,6 +355,7 @@ class ClientBuilder:
         own_process_group: bool = True,
         grace_period: float = 2.0,
         terminate_timeout: float = 2.0,
+        initialize_timeout: float | None = DEFAULT_INITIALIZE_TIMEOUT,
         **options: Any,
     ) -> AsyncIterator[ClientConnection]:
         """Start an agent subprocess and connect to it; leaving the block shuts the process down.
@@ -354,7 +366,7 @@ class ClientBuilder:
         agent started outlives the block (unless it left the group itself). A terminal's Ctrl-C reaches only
         this process (interactive front ends turn it into ``session/cancel``). ``own_process_group=False``
         keeps the agent in this process's group and signals only the agent itself (its children are left
-        alone). ``options``: see ``connect``."""
+        alone). ``initialize_timeout`` and ``options``: see ``connect``."""
         process = stdio_agent(
             argv,
             cwd,
@@ -365,8 +377,11 @@ class ClientBuilder:
         )
         transport = await process.__aenter__()  # by hand, for the same reason as in connect()
         try:
-            async with self.connect(transport, **options) as client:
+            async with self.connect(transport, initialize_timeout=initialize_timeout, **options) as client:
                 yield client
+        except InitializeTimeout:
+            transport.grace_period = min(transport.grace_period, 0.2)  # it never said hello: no need to wait long
+            raise
         finally:
             await process.__aexit__(None, None, None)
 
@@ -466,10 +481,10 @@ class ClientConnection:
 
     # -- initialize ----------------------------------------------------------------------------------------
 
-    async def _first_initialize(self) -> None:
+    async def _first_initialize(self, timeout: float | None = None, agent: object = None) -> None:
         self._initializing = True
         try:
-            self._use(await negotiate(self.rpc, self.builder, self.builder.versions))
+            self._use(await negotiate(self.rpc, self.builder, self.builder.versions, timeout=timeout, agent=agent))
         finally:
             self._initializing = False
             self._ready.set()
@@ -478,8 +493,9 @@ class ClientConnection:
         self._protocol = protocol
         protocol.install(self)
 
-    async def initialize(self) -> InitializeResponse:
-        """Repeat ``initialize`` (allowed only before any other request). A failed repeat keeps the previous one."""
+    async def initialize(self, *, timeout: float | None = None) -> InitializeResponse:
+        """Repeat ``initialize`` (allowed only before any other request). A failed repeat keeps the previous one.
+        ``timeout`` ends the wait with ``InitializeTimeout``."""
         if self._initializing:
             raise AcpError("initialize is already in progress")
         if self._other_request_sent:
@@ -487,7 +503,9 @@ class ClientConnection:
         self._initializing = True
         self._ready = anyio.Event()
         try:
-            protocol = await negotiate(self.rpc, self.builder, self.builder.versions)
+            protocol = await negotiate(
+                self.rpc, self.builder, self.builder.versions, timeout=timeout, agent=self.rpc.transport
+            )
             self._use(protocol)
             return protocol.initialize_response
         finally:
@@ -496,16 +514,23 @@ class ClientConnection:
 
     # -- raw access ----------------------------------------------------------------------------------------
 
-    def _rpc_request(self, method: str, params: Any, decode: Callable[[bytes], T]) -> PendingRequest[T]:
+    def _rpc_request(
+        self, method: str, params: Any, decode: Callable[[bytes], T], timeout: float | None = None
+    ) -> PendingRequest[T]:
+        """Send ``method``; with a ``timeout`` the request gives up that many seconds from now (while awaited:
+        ``$/cancel_request`` is sent and ``RequestTimeout`` raised)."""
         protocol = self._protocol
         if self._initializing or protocol is None:
             raise AcpError(f"{method}: initialize has not completed")
         self._other_request_sent = True
-        return protocol.request(method, params, decode)
+        request = protocol.request(method, params, decode)
+        if timeout is not None:
+            request.set_timeout(timeout)
+        return request
 
-    async def _call(self, method: str, params: Any, decode: Callable[[bytes], T]) -> T:
+    async def _call(self, method: str, params: Any, decode: Callable[[bytes], T], timeout: float | None = None) -> T:
         await self._ready.wait()  # a repeated initialize in flight: wait for it
-        return await self._rpc_request(method, params, decode)
+        return await self._rpc_request(method, params, decode, timeout)
 
     async def _rpc_notify(self, method: str, params: Any) -> None:
         await self._ready.wait()
@@ -517,10 +542,12 @@ class ClientConnection:
             return AuthenticationRequired.of(error, self.login_methods, method)
         return error
 
-    async def _call_auth(self, method: str, params: Any, decode: Callable[[bytes], T]) -> T:
+    async def _call_auth(
+        self, method: str, params: Any, decode: Callable[[bytes], T], timeout: float | None = None
+    ) -> T:
         """``_call`` for the calls an agent refuses until the user logs in (session/new, resume, load)."""
         try:
-            return await self._call(method, params, decode)
+            return await self._call(method, params, decode, timeout)
         except AuthRequired as exc:
             raise self._auth_error(exc, method) from None
 
@@ -545,16 +572,16 @@ class ClientConnection:
         """Run ``fn(arg)`` (sync or async) in this connection's task group; failures are logged."""
         self._tg.start_soon(_call_logged, fn, arg)
 
-    def request(self, method: str, params: Any = None) -> SentRequest[Any]:
+    def request(self, method: str, params: Any = None, *, timeout: float | None = None) -> SentRequest[Any]:
         """Send an extension request (``_``-prefixed) or a schema method by name; the result is plain JSON
-        for extensions and the generated type for schema methods."""
+        for extensions and the generated type for schema methods. ``timeout``: see ``SentRequest``."""
         if method == "initialize":
             raise ValueError("use ClientConnection.initialize()")
         spec = AGENT_METHODS.get(method)
         decode = json_decode if spec is None else decoder(spec.result)
         if spec is None:
             _ext_name(method)
-        return SentRequest(self._rpc_request(method, params, decode))
+        return SentRequest(self._rpc_request(method, params, decode, timeout))
 
     async def notify(self, method: str, params: Any = None) -> None:
         """Send an extension notification (``_``-prefixed)."""
@@ -630,9 +657,15 @@ class ClientConnection:
         cwd: str | os.PathLike[str],
         mcp_servers: Sequence[McpServer] = (),
         additional_directories: Sequence[str | os.PathLike[str]] = (),
+        *,
+        timeout: float | None = None,
     ) -> ActiveSession:
-        """``session/new``: returns a handle; updates sent before the response are already tracked."""
-        session, _ = await self._new_session(cwd, mcp_servers, additional_directories)
+        """``session/new``: returns a handle; updates sent before the response are already tracked.
+
+        ``timeout`` (seconds; None: no limit, the default) withdraws the request with ``$/cancel_request`` and
+        raises ``RequestTimeout`` when the agent has not answered in time. The same holds for the
+        ``timeout`` of every other call here and on ``ActiveSession``."""
+        session, _ = await self._new_session(cwd, mcp_servers, additional_directories, timeout=timeout)
         return session
 
     async def _new_session(
@@ -641,12 +674,14 @@ class ClientConnection:
         mcp_servers: Sequence[McpServer],
         additional_directories: Sequence[str | os.PathLike[str]],
         listener: UpdateListener | None = None,
+        *,
+        timeout: float | None = None,
     ) -> tuple[ActiveSession, NewSessionResponse]:
         cwd_text, dirs, servers = self._roots("session/new", cwd, mcp_servers, additional_directories)
         params = NewSessionRequest(cwd=cwd_text, additional_directories=dirs, mcp_servers=servers)
         self._opening += 1
         try:
-            response = await self._call_auth("session/new", params, _NEW)
+            response = await self._call_auth("session/new", params, _NEW, timeout)
         finally:
             self._opening -= 1
         track = self._track(response.session_id)
@@ -666,9 +701,12 @@ class ClientConnection:
         replay_from: ReplayFrom | Literal["start"] | None = None,
         mcp_servers: Sequence[McpServer] = (),
         additional_directories: Sequence[str | os.PathLike[str]] = (),
+        timeout: float | None = None,
     ) -> ActiveSession:
         """``session/resume`` with the session's cwd (ACP2-068); replayed updates reach the handlers first."""
-        session, _ = await self._resume_session(session_id, cwd, replay_from, mcp_servers, additional_directories)
+        session, _ = await self._resume_session(
+            session_id, cwd, replay_from, mcp_servers, additional_directories, timeout=timeout
+        )
         return session
 
     async def _resume_session(
@@ -679,6 +717,8 @@ class ClientConnection:
         mcp_servers: Sequence[McpServer],
         additional_directories: Sequence[str | os.PathLike[str]],
         listener: UpdateListener | None = None,
+        *,
+        timeout: float | None = None,
     ) -> tuple[ActiveSession, ResumeSessionResponse]:
         cwd_text, dirs, servers = self._roots("session/resume", cwd, mcp_servers, additional_directories)
         replay: Any = (
@@ -690,7 +730,7 @@ class ClientConnection:
         track = self._track(session_id)
         remove = track.listen(listener, take_early=False) if listener is not None else None
         try:
-            response = await self._call_auth("session/resume", params, _RESUME)
+            response = await self._call_auth("session/resume", params, _RESUME, timeout)
         except BaseException:
             if remove is not None:
                 remove()
@@ -721,8 +761,11 @@ class ClientConnection:
             max_history_size=max_history_size,
         )
 
-    async def list_sessions(self, cwd: str | os.PathLike[str] | None = None) -> AsyncIterator[SessionInfo]:
-        """Every session the agent lists, across all pages (a missing ``nextCursor`` ends the listing)."""
+    async def list_sessions(
+        self, cwd: str | os.PathLike[str] | None = None, *, timeout: float | None = None
+    ) -> AsyncIterator[SessionInfo]:
+        """Every session the agent lists, across all pages (a missing ``nextCursor`` ends the listing);
+        ``timeout`` limits each page's request."""
         self._session_caps("session/list")
         if not self.supports("session/list"):
             raise CapabilityNotSupported("session/list", "sessionCapabilities.list")
@@ -730,7 +773,7 @@ class ClientConnection:
         cursor: Any = msgspec.UNSET
         seen: set[str] = set()
         while True:
-            page = await self._call("session/list", ListSessionsRequest(cwd=filter_cwd, cursor=cursor), _LIST)
+            page = await self._call("session/list", ListSessionsRequest(cwd=filter_cwd, cursor=cursor), _LIST, timeout)
             for info in page.sessions:
                 yield info
             if not isinstance(page.next_cursor, str) or page.next_cursor in seen:
@@ -738,14 +781,14 @@ class ClientConnection:
             seen.add(page.next_cursor)
             cursor = page.next_cursor
 
-    async def delete_session(self, session_id: str) -> None:
+    async def delete_session(self, session_id: str, *, timeout: float | None = None) -> None:
         """``session/delete``; deleting an unknown session (-32002) counts as done."""
         caps = self._session_caps("session/delete")
         if caps.delete in (None, msgspec.UNSET):
             raise CapabilityNotSupported("session/delete", "session.delete")
         with suppress(ResourceNotFound):
             await self._call(
-                "session/delete", DeleteSessionRequest(session_id=session_id), decoder(DeleteSessionResponse)
+                "session/delete", DeleteSessionRequest(session_id=session_id), decoder(DeleteSessionResponse), timeout
             )
         self._tracks.pop(session_id, None)
 

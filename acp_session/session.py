@@ -99,7 +99,12 @@ def clean_text(text: str) -> str:
 
 
 class SentRequest(Generic[T]):
-    """A request already sent: ``await`` it for the result; ``cancel()`` sends ``$/cancel_request``."""
+    """A request already sent: ``await`` it for the result; ``cancel()`` sends ``$/cancel_request``.
+
+    A time limit (the ``timeout`` it was sent with, or ``result(timeout=...)``) applies while it is awaited:
+    when it passes, ``$/cancel_request`` is sent (for a prompt also ``session/cancel``) and ``RequestTimeout``
+    raised; a late answer is dropped.
+    """
 
     __slots__ = ("_pending", "_translate")
 
@@ -123,7 +128,10 @@ class SentRequest(Generic[T]):
         """Withdraw the request; the agent still answers (a held prompt: -32800 -> ``RequestCancelled``)."""
         self._pending.cancel()
 
-    async def result(self) -> T:
+    async def result(self, timeout: float | None = None) -> T:
+        """The result; ``timeout`` (seconds from now) replaces the time limit the request was sent with."""
+        if timeout is not None:
+            self._pending.set_timeout(timeout)
         return await self
 
     def __await__(self) -> Generator[Any, None, T]:
@@ -314,13 +322,24 @@ class ActiveSession:
 
     # -- prompts -----------------------------------------------------------------------------------------
 
-    def send_prompt(self, text: str) -> SentRequest[PromptResponse]:
-        """Send a text prompt now; the result is the accepted user message's id, not the agent's reply."""
-        return self.send_prompt_blocks([TextContent(text=text)])
+    def send_prompt(self, text: str, *, timeout: float | None = None) -> SentRequest[PromptResponse]:
+        """Send a text prompt now; the result is the accepted user message's id, not the agent's reply.
 
-    def send_prompt_blocks(self, blocks: Sequence[ContentBlock]) -> SentRequest[PromptResponse]:
-        """Send prompt content now. Not gated on the session being idle: the agent holds prompts while busy."""
-        return self._send_tracked(blocks).request
+        ``timeout`` (seconds; None: no limit) bounds the wait for the answer: when it passes, the request is
+        withdrawn (``$/cancel_request``), the turn is cancelled (``session/cancel``, and this session's
+        foreground permission questions are answered cancelled, as ``cancel_active_work``) and awaiting the
+        result raises ``RequestTimeout``; the prompt is then ``failed``."""
+        return self.send_prompt_blocks([TextContent(text=text)], timeout=timeout)
+
+    def send_prompt_blocks(
+        self, blocks: Sequence[ContentBlock], *, timeout: float | None = None
+    ) -> SentRequest[PromptResponse]:
+        """Send prompt content now. Not gated on the session being idle: the agent holds prompts while busy.
+        ``timeout``: see ``send_prompt``."""
+        sent = self._send_tracked(blocks).request
+        if timeout is not None:
+            sent._pending.set_timeout(timeout)
+        return sent
 
     def _send_tracked(
         self,
@@ -333,6 +352,7 @@ class ActiveSession:
         track = self._check_open()
         prompt = _prepare_blocks(blocks, self._conn._prompt_capabilities())
         exchange = self._conn._send_prompt(self._session_id, prompt)
+        exchange.request.on_expire(self._prompt_expired)
         conn = self._conn
         sent = SentRequest(exchange.request, lambda error: conn._auth_error(error, "session/prompt"))
         tracked = TrackedPrompt(sent, prompt, on_settle=on_settle)
@@ -343,6 +363,10 @@ class ActiveSession:
         self._conn._watch_prompt(track, tracked, exchange.end)
         exchange.begin()
         return tracked
+
+    def _prompt_expired(self, request: PendingRequest[Any]) -> None:
+        """A prompt's time limit passed: stop its turn too, not only the request."""
+        self._conn._run_soon(_cancel_quietly, self)
 
     def add_update_listener(self, listener: UpdateListener) -> Callable[[], None]:
         """Call ``listener`` inline for each of this session's updates (after tracking, before the builder's
@@ -362,8 +386,11 @@ class ActiveSession:
         background = track.background
         return self._conn.interactions.cancel(self._session_id, keep=lambda item: item.subject_in(background))
 
-    async def set_config_option(self, config_id: str, value: str | bool) -> list[SessionConfigOption]:
-        """Set an option (a value id for selects, a boolean for boolean options); returns the complete new list."""
+    async def set_config_option(
+        self, config_id: str, value: str | bool, *, timeout: float | None = None
+    ) -> list[SessionConfigOption]:
+        """Set an option (a value id for selects, a boolean for boolean options); returns the complete new list.
+        ``timeout``: see ``ClientConnection.new_session``."""
         self._check_open()
         params: Any
         if isinstance(value, bool):
@@ -372,22 +399,26 @@ class ActiveSession:
             params = SetSessionConfigOptionValueIdRequest(session_id=self._session_id, config_id=config_id, value=value)
         else:
             raise TypeError(f"config value must be a value id (str) or a bool, not {type(value).__name__}")
-        response = await self._conn._rpc_request("session/set_config_option", params, _SET_CONFIG)
+        response = await self._conn._rpc_request("session/set_config_option", params, _SET_CONFIG, timeout)
         self.track.config_options = list(response.config_options)
         return response.config_options
 
-    async def set_mode(self, value: str, options: Sequence[Any] | None = None) -> list[SessionConfigOption]:
+    async def set_mode(
+        self, value: str, options: Sequence[Any] | None = None, *, timeout: float | None = None
+    ) -> list[SessionConfigOption]:
         """Switch the session's mode: set the config option of category ``mode`` (for a v1 agent, its modes
         are that option, and this sends ``session/set_mode``). ``options`` is the current option list
         (e.g. ``Conversation.state.config_options``); by default the last one this connection saw."""
-        return await self._set_category("mode", value, options)
+        return await self._set_category("mode", value, options, timeout)
 
-    async def set_model(self, value: str, options: Sequence[Any] | None = None) -> list[SessionConfigOption]:
+    async def set_model(
+        self, value: str, options: Sequence[Any] | None = None, *, timeout: float | None = None
+    ) -> list[SessionConfigOption]:
         """Switch the session's model: set the config option of category ``model`` (v1: ``session/set_model``)."""
-        return await self._set_category("model", value, options)
+        return await self._set_category("model", value, options, timeout)
 
     async def _set_category(
-        self, category: str, value: str, options: Sequence[Any] | None
+        self, category: str, value: str, options: Sequence[Any] | None, timeout: float | None = None
     ) -> list[SessionConfigOption]:
         from .conversation.state import option_of_category
 
@@ -395,30 +426,30 @@ class ActiveSession:
         option = option_of_category(known, category)
         if option is None:
             raise CapabilityNotSupported(f"set {category}", f"a config option of category {category!r}")
-        return await self.set_config_option(option.config_id, value)
+        return await self.set_config_option(option.config_id, value, timeout=timeout)
 
     @property
     def config_options(self) -> list[SessionConfigOption]:
         """The session's config options as last reported to this connection (session setup, updates, answers)."""
         return list(self.track.config_options)
 
-    async def cancel_tool_call(self, tool_call_id: str) -> None:
+    async def cancel_tool_call(self, tool_call_id: str, *, timeout: float | None = None) -> None:
         """Cancel one tool call; only allowed while its latest update advertises ``capabilities.cancel``."""
         track = self._check_open()
         if tool_call_id not in track.cancellable_tool_calls:
             raise CapabilityNotSupported("tool_call/cancel", f"capabilities.cancel on tool call {tool_call_id!r}")
         params = CancelToolCallRequest(session_id=self._session_id, tool_call_id=tool_call_id)
-        await self._conn._rpc_request("tool_call/cancel", params, decoder(CancelToolCallResponse))
+        await self._conn._rpc_request("tool_call/cancel", params, decoder(CancelToolCallResponse), timeout)
 
-    async def cancel_terminal(self, terminal_id: str) -> None:
+    async def cancel_terminal(self, terminal_id: str, *, timeout: float | None = None) -> None:
         """Cancel one terminal; only allowed while its latest update advertises ``capabilities.cancel``."""
         track = self._check_open()
         if terminal_id not in track.cancellable_terminals:
             raise CapabilityNotSupported("terminal/cancel", f"capabilities.cancel on terminal {terminal_id!r}")
         params = CancelTerminalRequest(session_id=self._session_id, terminal_id=terminal_id)
-        await self._conn._rpc_request("terminal/cancel", params, decoder(CancelTerminalResponse))
+        await self._conn._rpc_request("terminal/cancel", params, decoder(CancelTerminalResponse), timeout)
 
-    async def close(self) -> None:
+    async def close(self, *, timeout: float | None = None) -> None:
         """Close the remote session. Idempotent: closing twice, or a -32002 answer, counts as success."""
         track = self.track
         if track.closed:
@@ -426,13 +457,18 @@ class ActiveSession:
         if self._conn.supports("session/close"):
             with suppress(ResourceNotFound):  # an older agent's answer for an unknown or closed session (ACP2-074)
                 request = CloseSessionRequest(session_id=self._session_id)
-                await self._conn._rpc_request("session/close", request, _CLOSE)
+                await self._conn._rpc_request("session/close", request, _CLOSE, timeout)
         elif any(p.status in ("pending", "held") for p in track.prompts):
             # A v1 agent without session/close: stop the session's work, then forget it locally.
             await self._conn._rpc_notify("session/cancel", CancelSessionNotification(session_id=self._session_id))
         track.closed = True
         self._conn.interactions.cancel(self._session_id)
         self._conn.protocol.session_closed(self._session_id)
+
+
+async def _cancel_quietly(session: ActiveSession) -> None:
+    with suppress(AcpError):  # closed meanwhile, or the connection ended: nothing left to stop
+        await session.cancel_active_work()
 
 
 _NEEDS: dict[type, str] = {ImageContent: "image", AudioContent: "audio", EmbeddedResource: "embedded_context"}

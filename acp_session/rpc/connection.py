@@ -74,7 +74,10 @@ FallbackRequestHandler = Callable[[str, bytes], Any]
 """``(method, raw params JSON) -> result`` (sync or async) for methods without their own handler."""
 FallbackNotificationHandler = Callable[[str, bytes], Any]
 FrameErrorCallback = Callable[[AcpError], None]
-"""Told about frames that broke the rules: ``MessageTooLarge``, ``ParseError``, ``InvalidRequest``, ..."""
+"""Told about frames that broke the rules: ``MessageTooLarge``, ``ParseError``, ``InvalidRequest``, ...
+
+Without one, the first bad frame of each kind is logged as a warning naming the peer and quoting the start
+of the line; later ones are only counted (``Connection.bad_frames``) and logged at debug level."""
 
 _AWAIT = object()  # queue marker: the item is an awaitable left by a sync handler; finish it in order
 _CALL = object()  # queue marker: the item is (method, handler, params already decoded by the fast path)
@@ -122,6 +125,7 @@ class Connection:
         close_flush_timeout: float = 1.0,
         on_frame_error: FrameErrorCallback | None = None,
         busy_poll: float = DEFAULT_BUSY_POLL,
+        peer_name: str | None = None,
     ) -> None:
         if not 0 <= busy_poll <= MAX_BUSY_POLL:
             raise ValueError(f"busy_poll must be between 0 and {MAX_BUSY_POLL} seconds, not {busy_poll!r}")
@@ -130,6 +134,11 @@ class Connection:
         self.max_frame_size = max_frame_size
         self.close_flush_timeout = close_flush_timeout
         self.on_frame_error = on_frame_error
+        self.peer_name = peer_name or "the peer"
+        """Who is at the other end, for log messages (``ClientBuilder.spawn`` passes the agent's command)."""
+        self.bad_frames = 0
+        """Incoming frames that broke the rules so far (each was answered or dropped as the rules say)."""
+        self._reported_kinds: set[type[AcpError]] = set()
         self._core: RpcCore[PendingRequest[Any]] = RpcCore()
         self._outbox = Outbox(write_high_water)
         self._requests: dict[str, Handler] = {}
@@ -390,7 +399,7 @@ class Connection:
         elif event is NOT_A_RESPONSE:
             return False
         elif type(event) is ProtocolViolation:
-            self._violation(event)
+            self._violation(event, data)
         return True
 
     async def _read_loop(self) -> None:
@@ -440,7 +449,7 @@ class Connection:
                                 if outcome is not None:
                                     await self._enqueue(_AWAIT, outcome)
                                 continue
-                        await self._dispatch_event(event)
+                        await self._dispatch_event(event, frame)
                     else:
                         await self._dispatch(frame)
                 if self._answered:
@@ -533,9 +542,9 @@ class Connection:
         if isinstance(frame, OversizedFrame):
             self._report(MessageTooLarge(frame.size, self.max_frame_size))
             return
-        await self._dispatch_event(self._core.receive(frame))
+        await self._dispatch_event(self._core.receive(frame), frame)
 
-    async def _dispatch_event(self, event: Any) -> None:
+    async def _dispatch_event(self, event: Any, frame: bytes | None = None) -> None:
         kind = type(event)
         if kind is NotificationReceived:
             await self._notification(event)
@@ -557,7 +566,7 @@ class Connection:
                 scope.cancel()
         elif kind is ProtocolViolation:
             assert isinstance(event, ProtocolViolation)
-            self._violation(event)
+            self._violation(event, frame)
 
     def _settle(self, event: ResponseReceived[PendingRequest[Any]]) -> None:
         """Hand an answer to its waiting request (a malformed answer also gets its -32600 reply)."""
@@ -565,20 +574,35 @@ class Connection:
             self._outbox.put(event.reply)
         event.slot._resolve(event.result, event.error)
 
-    def _violation(self, event: ProtocolViolation) -> None:
+    def _violation(self, event: ProtocolViolation, frame: bytes | None = None) -> None:
         if event.reply is not None:
             self._outbox.put(event.reply)
         parse = event.problem in ("malformed JSON", "invalid UTF-8", TOO_DEEP)
-        self._report(ParseError(message=event.problem) if parse else InvalidRequest(message=event.problem))
+        self._report(ParseError(message=event.problem) if parse else InvalidRequest(message=event.problem), frame)
 
-    def _report(self, error: AcpError) -> None:
-        if self.on_frame_error is None:
-            _log.warning("bad incoming frame: %s", error)
+    def _report(self, error: AcpError, frame: bytes | None = None) -> None:
+        """A bad frame: to ``on_frame_error``, else logged once per kind (then counted; see ``FrameErrorCallback``)."""
+        self.bad_frames += 1
+        if self.on_frame_error is not None:
+            try:
+                self.on_frame_error(error)
+            except Exception:
+                _log.exception("on_frame_error callback failed")
             return
-        try:
-            self.on_frame_error(error)
-        except Exception:
-            _log.exception("on_frame_error callback failed")
+        kind = type(error)
+        if kind in self._reported_kinds:
+            _log.debug("bad frame from %s: %s", self.peer_name, error)
+            return
+        self._reported_kinds.add(kind)
+        what = "a line that is not JSON-RPC" if kind is ParseError else "a frame that breaks the protocol"
+        line = "" if frame is None else f": {_excerpt(frame)}"
+        _log.warning(
+            "%s wrote %s (%s)%s; further ones of this kind are counted, not logged",
+            self.peer_name,
+            what,
+            error,
+            line,
+        )
 
     # -- notifications ---------------------------------------------------------------------------------
 
@@ -710,6 +734,8 @@ class Connection:
         if self._closed_error is not None:
             return
         self._closed_error = error
+        if self.on_frame_error is None and self.bad_frames > len(self._reported_kinds):
+            _log.info("%s wrote %d bad frames in all", self.peer_name, self.bad_frames)
         for handle in self._core.close():
             handle._resolve(None, error)
         self._closed.set()
@@ -740,6 +766,12 @@ def _decode_run(fast: FastNotifications, frames: list[bytes | OversizedFrame], d
     with suppress(Exception):  # extend keeps the messages decoded before a frame that fails
         messages.extend(map(fast.decode, frames))  # type: ignore[arg-type]
     return messages
+
+
+def _excerpt(frame: bytes, limit: int = 120) -> str:
+    """The start of a bad line, quoted, for a log message."""
+    text = bytes(frame[: limit * 4]).decode("utf-8", "replace").strip()
+    return repr(text if len(text) <= limit else text[:limit] + "\u2026")
 
 
 def _valid_utf8(frame: bytes) -> bool:

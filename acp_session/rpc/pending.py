@@ -32,6 +32,10 @@ class PendingRequest(Generic[T]):
     ``await handle`` (or ``await handle.result()``) gives the decoded result or raises the peer's
     ``RpcError``, ``ConnectionClosed``, ``RequestTimeout`` or ``InvalidResponse``; it may be awaited again.
     ``cancel()`` sends ``$/cancel_request`` once and keeps waiting for the peer's real answer (ACP2-001).
+
+    A time limit (``Connection.request(..., timeout=)`` or ``set_timeout``) applies while the request is
+    awaited: when it passes, ``$/cancel_request`` is sent, the id is forgotten (a late answer is dropped),
+    the ``on_expire`` function runs and every waiter gets ``RequestTimeout``.
     """
 
     # Creating, sending, answering and awaiting one of these is the round trip's hot path. On asyncio the
@@ -47,6 +51,7 @@ class PendingRequest(Generic[T]):
         "_finished",
         "_flag",
         "_on_done",
+        "_on_expire",  # set only by on_expire(): read with getattr, so creating a request costs nothing more
         "_raw",
         "_waiter",
         "id",
@@ -106,6 +111,21 @@ class PendingRequest(Generic[T]):
         if not self._finished:
             raise RuntimeError(f"{self.method!r} (id {self.id!r}) has no answer yet")
         return self._outcome()
+
+    def set_timeout(self, timeout: float | None) -> None:
+        """Give up ``timeout`` seconds from now (None: no limit) for every await that starts after this call
+        (an await already under way keeps its own limit)."""
+        self._deadline = None if timeout is None else anyio.current_time() + timeout
+
+    def on_expire(self, fn: Callable[[PendingRequest[T]], None] | None) -> None:
+        """Call ``fn(self)`` if the time limit passes, after ``$/cancel_request`` was queued and before the
+        waiters get ``RequestTimeout`` (e.g. to send a protocol-level cancel too). It must be quick."""
+        self._on_expire = fn
+
+    @property
+    def timed_out(self) -> bool:
+        """True if the time limit passed before an answer came."""
+        return isinstance(self._error, RequestTimeout)
 
     def cancel(self) -> None:
         """Ask the peer to cancel (``$/cancel_request``); no-op if answered or already asked."""
@@ -186,6 +206,9 @@ class PendingRequest(Generic[T]):
                 _run_callback(fn, self)
 
     def _timed_out(self) -> None:
+        expired = getattr(self, "_on_expire", None)
+        if expired is not None:
+            _run_callback(expired, self)
         self._resolve(None, RequestTimeout(f"no answer to {self.method!r} (id {self.id!r}) in time"))
 
 

@@ -33,7 +33,7 @@ _MAX_STDERR_LINE = 64 * 1024
 _EXIT_WAIT = 0.05  # how long peer_exit() waits for the exit code once stdout ended
 _GROUP_POLL = 0.02  # how often shutdown looks for members of the agent's process group
 _KILL_WAIT = 2.0  # how long shutdown waits for SIGKILLed members to be gone (uninterruptible sleep)
-_MAX_NAME = 80
+_MAX_NAME = 120
 
 
 def command_line(argv: Sequence[str], limit: int = _MAX_NAME) -> str:
