@@ -11,12 +11,29 @@ from typing import Any
 
 from acp_session.schema import Diff, DiffPatch, TextContent
 
-__all__ = ["diff_patch_text", "diff_paths", "meta_patched", "text_of"]
+__all__ = ["MESSAGE_SEPARATOR", "diff_patch_text", "diff_paths", "join_messages", "meta_patched", "text_of"]
+
+MESSAGE_SEPARATOR = "\n\n"
+"""What ``join_messages`` puts between two messages' texts when neither has whitespace at the seam."""
 
 
 def text_of(blocks: Iterable[Any]) -> str:
     """Concatenate the text of the text blocks; other block kinds contribute nothing."""
     return "".join([block.text for block in blocks if type(block) is TextContent])
+
+
+def join_messages(texts: Iterable[str]) -> str:
+    """The texts of separate messages as one text: a blank line between two messages, unless the first
+    already ends with whitespace or the second starts with it (an agent that splits one reply into
+    several messages usually puts the space in itself). Empty texts are skipped."""
+    out: list[str] = []
+    for text in texts:
+        if not text:
+            continue
+        if out and not out[-1][-1:].isspace() and not text[:1].isspace():
+            out.append(MESSAGE_SEPARATOR)
+        out.append(text)
+    return "".join(out)
 
 
 def diff_paths(diff: Diff) -> list[str]:

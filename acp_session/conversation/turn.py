@@ -28,6 +28,7 @@ from acp_session.conversation.chat_events import (
     ChatToolEnd,
     ChatToolUpdate,
 )
+from acp_session.conversation.content import join_messages
 from acp_session.conversation.entities import Message, TimelineEntry, ToolCall
 from acp_session.conversation.events import (
     MessageChanged,
@@ -227,8 +228,8 @@ class ChatTurn:
         response = self.response
         steps = list(self._steps.values())
         response.steps = steps
-        response.text = "".join([s.text for s in steps if type(s) is Message and s.role == "agent"])
-        response.thinking = "".join([s.text for s in steps if type(s) is Message and s.role == "thought"])
+        response.text = join_messages([s.text for s in steps if type(s) is Message and s.role == "agent"])
+        response.thinking = join_messages([s.text for s in steps if type(s) is Message and s.role == "thought"])
         response.tool_calls = list(self._tools.values())
         return response
 

@@ -104,3 +104,15 @@ def test_set_config_option_response_replaces_options() -> None:
     response = codec.convert({"configOptions": [OPTION_B]}, SetSessionConfigOptionResponse)
     event = session.apply_set_config_option_response(response)
     assert isinstance(event, ConfigOptionsChanged) and config_ids(session) == ["b"]
+
+
+def test_separate_messages_are_joined_with_a_blank_line_unless_the_seam_has_whitespace() -> None:
+    """Issue 16 (4): ``ChatResponse.text`` used to run separate messages together ("…done.42.I changed…")."""
+    from acp_session.conversation.content import join_messages
+
+    assert join_messages(["The tests are done.", "42.", "I changed one line."]) == (
+        "The tests are done.\n\n42.\n\nI changed one line."
+    )
+    assert join_messages(["I'll help.", " Now I understand."]) == "I'll help. Now I understand."
+    assert join_messages(["line\n", "next", "", "last"]) == "line\nnext\n\nlast"
+    assert join_messages([]) == ""

@@ -57,7 +57,7 @@ async def test_a_v1_turn_folds_like_a_v2_turn(tmp_path: Path) -> None:
             response = await conversation.chat_to_completion("hello")
             await conversation.wait_for_idle()
     assert response.stop_reason == "end_turn" and response.message_id == "user-1"
-    assert response.text == "Let me look.Done.Given id."
+    assert response.text == "Let me look.\n\nDone.\n\nGiven id."  # separate messages: a blank line between
     history = conversation.history()
     kinds = [(type(e).__name__, getattr(e, "role", None)) for e in history]
     assert kinds == [
