@@ -968,8 +968,12 @@ class ClientConnection:
             _log.warning("no permission handler: answering %r with the cancelled outcome", request.title)
             return _CANCELLED_PERMISSION
         item = Interaction("permission", request.session_id, tool_call_id, terminal_id, request)
-        answer = await self.interactions.run(item, fn, lambda: _CANCELLED_PERMISSION)
-        return _permission_response(answer)
+        try:
+            return _permission_response(await self.interactions.run(item, fn, lambda: _CANCELLED_PERMISSION))
+        except Exception:
+            # A failing handler declined the request: answer cancelled (never an approval), and say why here.
+            _log.exception("the permission handler failed; answering %r with the cancelled outcome", request.title)
+            return _CANCELLED_PERMISSION
 
     async def _on_elicitation(self, request: CreateElicitationRequest) -> CreateElicitationResponse:
         fn = self.builder._elicitation
@@ -986,7 +990,11 @@ class ClientConnection:
         session_id = request.session_id if isinstance(request.session_id, str) else None
         tool_call_id = request.tool_call_id if isinstance(request.tool_call_id, str) else None
         item = Interaction("elicitation", session_id, tool_call_id, None, request)
-        answer: CreateElicitationResponse = await self.interactions.run(item, fn, ElicitationCancelAction)
+        try:
+            answer: CreateElicitationResponse = await self.interactions.run(item, fn, ElicitationCancelAction)
+        except Exception:
+            _log.exception("the elicitation handler failed; answering with the cancel action")
+            return ElicitationCancelAction()
         return answer
 
 

@@ -174,6 +174,8 @@ class SessionTrack:
     cancellable_tool_calls: set[str] = field(default_factory=set)
     cancellable_terminals: set[str] = field(default_factory=set)
     config_options: list[Any] = field(default_factory=list)
+    # Called with each set_config_option answer (a Conversation folds it into its state).
+    option_listeners: list[Callable[[SetSessionConfigOptionResponse], None]] = field(default_factory=list)
     prompts: list[TrackedPrompt] = field(default_factory=list)
     unjoined: dict[str, UserMessage] = field(default_factory=dict)  # user messages not matched to a prompt yet
     listeners: list[UpdateListener] = field(default_factory=list)
@@ -189,6 +191,16 @@ class SessionTrack:
                 listener(note)
         self.listeners.append(listener)
         return self.unlisten_fn(listener)
+
+    def answered_options(self, answered: PendingRequest[SetSessionConfigOptionResponse]) -> None:
+        """A ``session/set_config_option`` answer, read in wire order: the session's complete option list."""
+        try:
+            response = answered.outcome()
+        except AcpError:
+            return
+        self.config_options = list(response.config_options)
+        for listener in list(self.option_listeners):
+            listener(response)
 
     def unlisten_fn(self, listener: UpdateListener) -> Callable[[], None]:
         """A function that removes ``listener`` (idempotent)."""
@@ -399,8 +411,12 @@ class ActiveSession:
             params = SetSessionConfigOptionValueIdRequest(session_id=self._session_id, config_id=config_id, value=value)
         else:
             raise TypeError(f"config value must be a value id (str) or a bool, not {type(value).__name__}")
-        response = await self._conn._rpc_request("session/set_config_option", params, _SET_CONFIG, timeout)
-        self.track.config_options = list(response.config_options)
+        pending = self._conn._rpc_request("session/set_config_option", params, _SET_CONFIG, timeout)
+        track = self.track
+        # The answer is the complete list (ACP2-033): record it where it sits on the wire, so a later
+        # config_option_update still wins, and listeners (a Conversation's state) fold it like an update.
+        pending.add_done_callback(lambda answered: track.answered_options(answered))
+        response = await pending
         return response.config_options
 
     async def set_mode(

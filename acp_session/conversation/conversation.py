@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Sequence
+from contextlib import suppress
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +37,7 @@ from acp_session.schema import (
     NewSessionResponse,
     ReplayFrom,
     ResumeSessionResponse,
+    SetSessionConfigOptionResponse,
     TextContent,
     UpdateSessionNotification,
 )
@@ -184,7 +186,16 @@ class Conversation:
     def _bind(self, session: ActiveSession) -> None:
         """Record the session (the listener is already installed) and watch its connection."""
         self._session = session
-        self._detach = session.track.unlisten_fn(self._listener)
+        track = session.track
+        remove_updates = track.unlisten_fn(self._listener)
+        track.option_listeners.append(self._on_options_answer)
+
+        def detach() -> None:
+            remove_updates()
+            with suppress(ValueError):
+                track.option_listeners.remove(self._on_options_answer)
+
+        self._detach = detach
         self._closed = None
         session.connection._tg.start_soon(self._watch_connection, session.connection)
 
@@ -349,6 +360,11 @@ class Conversation:
         ids = [tid for turn in self._active for tid in turn.open_tool_calls if tid not in self._background]
         for event in self.state.mark_cancelled(ids):
             self._route(event)
+
+    def _on_options_answer(self, response: SetSessionConfigOptionResponse) -> None:
+        """A ``session/set_config_option`` answer is the complete option list: fold it like an update, so
+        live state equals a replay of the same wire (``load_transcript``)."""
+        self.state.apply_set_config_option_response(response)
 
     # ------------------------------------------------------------------ folding (hot path)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from itertools import pairwise
 from pathlib import Path
 
@@ -47,3 +48,19 @@ async def test_non_json_lines_are_kept_raw(tmp_path: Path) -> None:
     path.write_text('{"t": 1.0, "dir": "in", "raw": "garbage"}\n')
     assert read_transcript(path)[0].raw == "garbage"
     assert load_transcript(path).timeline == []
+
+
+async def test_a_set_config_option_answer_is_folded_live_as_on_replay(tmp_path: Path) -> None:
+    """Issue 16 (2): the answer carries the complete option list; the live state used to keep the old list
+    unless the agent also sent ``config_option_update``, while ``load_transcript`` of the same wire folded it."""
+    path = tmp_path / "transcript.jsonl"
+    reference_agent = [sys.executable, "-m", "conformance.agent"]
+    with anyio.fail_after(10):
+        async with ClientBuilder().record_transcript(path).spawn(reference_agent) as client:
+            conversation = await client.start_conversation(str(tmp_path))
+            assert conversation.state.mode == "code"
+            await conversation.session.set_mode("review")
+            assert conversation.state.mode == "review"  # no config_option_update from this agent
+            await conversation.session.set_config_option("thoughts", True)
+            assert conversation.state.config_option("thoughts").current_value is True  # type: ignore[union-attr]
+    assert load_transcript(path) == conversation.state

@@ -151,6 +151,7 @@ async def test_modes_and_models_are_config_options(tmp_path: Path) -> None:
             options = await conversation.session.set_mode("code")
             assert option(options, "mode").current_value == "code"
             assert option(conversation.session.config_options, "mode").current_value == "code"
+            assert conversation.state.mode == "code"  # the answer is folded, before any update
             options = await conversation.session.set_config_option("model", "big")
             assert option(options, "model").current_value == "big" and option(options, "mode").current_value == "code"
             await conversation.chat_to_completion("go")  # the agent reports the mode back to ask
@@ -316,3 +317,31 @@ async def test_set_mode_needs_a_mode_option(tmp_path: Path) -> None:
             session = await client.new_session(str(tmp_path))
             with pytest.raises(CapabilityNotSupported, match="category 'mode'"):
                 await session.set_mode("code")
+
+
+async def test_a_failing_permission_handler_declines_with_the_cancelled_outcome(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 16 (3): a handler that raises used to answer -32603, which agents take as a failed turn; the
+    schema's ``cancelled`` outcome says the client declined (ACP1-025), and the exception is logged here."""
+
+    def broken(request: RequestPermissionRequest) -> str:
+        raise RuntimeError("the dialog crashed")
+
+    ask = {
+        "method": "session/request_permission",
+        "params": {
+            "sessionId": "s1",
+            "toolCall": {"toolCallId": "t1", "title": "Run it"},
+            "options": [{"optionId": "yes", "name": "Yes", "kind": "allow_once"}],
+        },
+    }
+    prompts = [{"updates": [], "ask": ask, "after": [chunk("agent_message_chunk", "skipped")]}]
+    with anyio.fail_after(10):
+        async with v1_agent(tmp_path, ClientBuilder().on_request_permission(broken), prompts=prompts) as (client, log):
+            conversation = await client.start_conversation(str(tmp_path))
+            response = await conversation.chat_to_completion("go")
+    assert response.text == "skipped"
+    answer = next(m for m in sent(log) if m.get("id") == "q1")
+    assert answer == {"jsonrpc": "2.0", "id": "q1", "result": {"outcome": {"outcome": "cancelled"}}}
+    assert "the dialog crashed" in caplog.text
