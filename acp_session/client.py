@@ -88,7 +88,7 @@ from .session import (
     TrackedPrompt,
     UpdateListener,
 )
-from .transport import Transport, stdio_agent
+from .transport import AgentProcess, Transport, stdio_agent
 
 if TYPE_CHECKING:
     from .conversation.conversation import Conversation
@@ -334,7 +334,12 @@ class ClientBuilder:
                 if terminals is not None:
                     await terminals.__aenter__()  # type: ignore[attr-defined]
                 try:
-                    await client._first_initialize(initialize_timeout, source)
+                    try:
+                        await client._first_initialize(initialize_timeout, source)
+                    except InitializeTimeout:
+                        if isinstance(source, AgentProcess):  # it never said hello: no need to wait long for it
+                            source.grace_period = min(source.grace_period, 0.2)
+                        raise
                     yield client
                 finally:
                     if terminals is not None:  # it shields its own shutdown; a scope here would not nest
@@ -379,9 +384,6 @@ class ClientBuilder:
         try:
             async with self.connect(transport, initialize_timeout=initialize_timeout, **options) as client:
                 yield client
-        except InitializeTimeout:
-            transport.grace_period = min(transport.grace_period, 0.2)  # it never said hello: no need to wait long
-            raise
         finally:
             await process.__aexit__(None, None, None)
 
