@@ -24,7 +24,8 @@ from anyio.abc import TaskGroup
 from acp_session import __version__
 from acp_session.client import ClientBuilder, ClientConnection
 from acp_session.conversation import ChatDone, ChatError, Conversation
-from acp_session.errors import AcpError
+from acp_session.errors import AcpError, ConnectionClosed, InitializeTimeout
+from acp_session.protocol.negotiate import DEFAULT_INITIALIZE_TIMEOUT
 from acp_session.schema import RequestPermissionRequest
 
 from ..auth import AuthenticationRequired
@@ -92,6 +93,56 @@ def _agent_argv(command: str | None) -> list[str]:
     return argv
 
 
+def _seconds(text: str) -> float:
+    """``--init-timeout``'s value: seconds, 0 or more."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be 0 (no limit) or a positive number of seconds: {text!r}")
+    return value
+
+
+def _short_command(argv: Sequence[str], limit: int = 48) -> str:
+    """The agent's command for the progress line: the program's name and its arguments, cut short."""
+    text = shlex.join([os.path.basename(argv[0]), *argv[1:]])
+    return text if len(text) <= limit else text[: limit - 1] + "\u2026"
+
+
+class _Starting:
+    """Shows on a terminal that the agent is being started ("starting <agent>… 5 s"), from the first second
+    until it answered ``initialize``; nothing when stderr is not a terminal."""
+
+    def __init__(self, argv: Sequence[str], out: TextIO) -> None:
+        self.name = _short_command(argv)
+        self.out = out
+        self.done = anyio.Event()
+        self.shown = False
+
+    async def run(self) -> None:
+        if not self.out.isatty():
+            return
+        seconds = 0
+        while not self.done.is_set():
+            with anyio.move_on_after(1):
+                await self.done.wait()
+            if self.done.is_set():
+                return
+            seconds += 1
+            self.out.write(f"\r\x1b[Kstarting {self.name}\u2026 {seconds} s")
+            self.out.flush()
+            self.shown = True
+
+    def stop(self) -> None:
+        """Stop and erase the line at once (before anything else is printed)."""
+        self.done.set()
+        if self.shown:
+            self.shown = False
+            self.out.write("\r\x1b[K")
+            self.out.flush()
+
+
 class _UsageError(Exception):
     pass
 
@@ -141,16 +192,34 @@ class ChatApp:
                 self._tg = tg
                 with anyio.open_signal_receiver(signal.SIGINT) as signals:
                     tg.start_soon(self._watch_signals, signals)
+                    starting = _Starting(argv, sys.stderr)
+                    tg.start_soon(starting.run)
+                    limit = getattr(self.args, "init_timeout", DEFAULT_INITIALIZE_TIMEOUT) or None
                     try:
-                        # Its own process group: the terminal's Ctrl-C reaches only this CLI, which turns it into
-                        # session/cancel instead of killing the agent.
-                        async with self.builder().spawn(argv, own_process_group=True) as client:
-                            code = await body(client)
+                        try:
+                            # Its own process group: the terminal's Ctrl-C reaches only this CLI, which turns it
+                            # into session/cancel instead of killing the agent.
+                            async with self.builder().spawn(
+                                argv, own_process_group=True, initialize_timeout=limit
+                            ) as client:
+                                starting.stop()
+                                code = await body(client)
+                        finally:
+                            starting.stop()
+                    except InitializeTimeout as exc:
+                        self.renderer.break_line()
+                        print(f"acp-session: {exc} (--init-timeout SECONDS to wait longer)", file=sys.stderr)
+                        code = EXIT_ERROR
                     except AuthenticationRequired as exc:
                         code = self.report_auth(exc, argv)
                     except (AcpError, OSError) as exc:
                         self.renderer.break_line()
                         print(f"acp-session: {type(exc).__name__}: {exc}", file=sys.stderr)
+                        tail = getattr(exc, "stderr_tail", None)  # an initialize failure; ConnectionClosed shows it
+                        if tail and not isinstance(exc, ConnectionClosed):
+                            print(
+                                "acp-session: the agent's last stderr lines: " + " | ".join(tail[-3:]), file=sys.stderr
+                            )
                         code = EXIT_ERROR
                     tg.cancel_scope.cancel()
         if self.interrupted:
@@ -405,6 +474,14 @@ def _parser() -> argparse.ArgumentParser:
         )
         p.add_argument("--cwd", metavar="DIR", default=None, help="the session's working directory (default: .)")
         p.add_argument("--json", action="store_true", help="print one JSON object per line instead of text")
+        p.add_argument(
+            "--init-timeout",
+            metavar="SECONDS",
+            type=_seconds,
+            default=DEFAULT_INITIALIZE_TIMEOUT,
+            help="how long the agent may take to start and answer initialize "
+            f"(default: {DEFAULT_INITIALIZE_TIMEOUT:g}; 0: no limit)",
+        )
         if chatty:
             p.add_argument("--yes", "-y", action="store_true", help="approve every permission request (allow once)")
             p.add_argument(
