@@ -15,3 +15,11 @@ fuzz-asyncio fuzz-trio:
 # 1 000 000 chunk updates into a 10x slower handler, on both backends.
 load:
 	ACP_LOAD_UPDATES=$(LOAD_UPDATES) $(PYTHON) -m pytest -q -s tests/robustness/test_load.py -k flood
+
+# The real-agent suite (not in CI: the agents download hundreds of MB on first start): installs the agents pinned
+# in real_agents/agents.toml into .cache/real-agents, checks each through the public API with a fresh HOME and no
+# credentials, and writes docs/real-agents.md.
+.PHONY: real-agents
+real-agents:
+	$(PYTHON) -m real_agents.install
+	$(PYTHON) -m real_agents.check --out docs/real-agents.md
