@@ -18,7 +18,7 @@ from acp_session.conversation.chat_events import (
     ChatToolUpdate,
 )
 from acp_session.conversation.content import diff_patch_text, diff_paths, meta_patched, text_of
-from acp_session.conversation.conversation import DEFAULT_MAX_HISTORY, Conversation
+from acp_session.conversation.conversation import DEFAULT_MAX_HISTORY, Conversation, IdleTimeout, TurnTimeout
 from acp_session.conversation.entities import (
     FINAL_TOOL_CALL_STATUSES,
     Compaction,
@@ -73,8 +73,9 @@ __all__ = [
     "Compaction",
     "CompactionChanged",
     "ConfigOptionsChanged",
-    "Conversation",
     "ContextUsage",
+    "Conversation",
+    "IdleTimeout",
     "Message",
     "MessageChanged",
     "MessageRole",
@@ -93,6 +94,7 @@ __all__ = [
     "ToolCall",
     "ToolCallChanged",
     "TurnAlreadyConsumed",
+    "TurnTimeout",
     "UnknownEntry",
     "UnknownUpdate",
     "UsageChanged",

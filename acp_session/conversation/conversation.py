@@ -47,17 +47,32 @@ if TYPE_CHECKING:
     from acp_session.client import ClientConnection
     from acp_session.session import ActiveSession, TrackedPrompt
 
-__all__ = ["DEFAULT_MAX_HISTORY", "Conversation"]
+__all__ = ["DEFAULT_MAX_HISTORY", "Conversation", "IdleTimeout", "TurnTimeout"]
 
 DEFAULT_MAX_HISTORY = 10_000
 
 
+class IdleTimeout(AcpError, TimeoutError):
+    """``Conversation.wait_for_idle(timeout=...)`` ran out of time."""
+
+
+class TurnTimeout(AcpError, TimeoutError):
+    """``Conversation.chat_to_completion(timeout=...)`` ran out of time; the turn's work was cancelled.
+
+    ``turn`` is the ``ChatTurn``: it still ends when the agent reports the cancellation."""
+
+    def __init__(self, message: str, turn: ChatTurn) -> None:
+        super().__init__(message)
+        self.turn = turn
+
+
 class _Segment:
-    """Events after a user message no answer has claimed yet (see the module docstring)."""
+    """Events after a user message no answer has claimed yet, or (``message_id`` None) events that came
+    before anything named the turn they belong to (see the module docstring)."""
 
     __slots__ = ("events", "message_id", "owner")
 
-    def __init__(self, message_id: str, owner: ChatTurn | None) -> None:
+    def __init__(self, message_id: str | None, owner: ChatTurn | None) -> None:
         self.message_id = message_id
         self.owner = owner
         self.events: list[StateEvent] = []
@@ -315,13 +330,17 @@ class Conversation:
         self._turns_total = 0
         self._last_response = None
 
-    async def wait_for_idle(self) -> None:
+    async def wait_for_idle(self, timeout: float | None = None) -> None:
         """Return once the session is idle and none of this conversation's prompts is pending (at once if so).
 
-        Raises ``ConnectionClosed`` if the connection is lost while waiting.
+        Raises ``ConnectionClosed`` if the connection is lost while waiting, and ``IdleTimeout`` when
+        ``timeout`` seconds pass first (nothing is cancelled: the work goes on).
         """
-        while not self._idle.is_set():
-            await self._idle.wait()
+        with anyio.move_on_after(timeout) as scope:
+            while not self._idle.is_set():
+                await self._idle.wait()
+        if scope.cancelled_caught:
+            raise IdleTimeout(f"the session was still busy after {timeout} s")
         if self._closed is not None and self._session is not None:
             raise self._closed
 
@@ -350,8 +369,19 @@ class Conversation:
         self._update_idle()
         return turn
 
-    async def chat_to_completion(self, prompt: str | ContentBlock | Sequence[ContentBlock]) -> ChatResponse:
-        return await self.chat(prompt)
+    async def chat_to_completion(
+        self, prompt: str | ContentBlock | Sequence[ContentBlock], *, timeout: float | None = None
+    ) -> ChatResponse:
+        """``chat`` and wait for the turn's response. With ``timeout``, a turn still running after that many
+        seconds is cancelled (``cancel()``: ``session/cancel``) and ``TurnTimeout`` is raised."""
+        turn = self.chat(prompt)
+        if timeout is None:
+            return await turn
+        with anyio.move_on_after(timeout):
+            return await turn
+        with anyio.CancelScope(shield=True):
+            await self.cancel()
+        raise TurnTimeout(f"the turn did not finish within {timeout} s; its work was cancelled", turn)
 
     async def cancel(self) -> None:
         """Cancel the session's foreground work; this conversation's unfinished foreground tool calls are
@@ -442,6 +472,8 @@ class Conversation:
         elif getattr(event, "created", False):
             self._trim()
         receiver = self._receiver
+        if receiver is None:
+            receiver = self._hold_for_answer()
         if receiver is not None:
             receiver.feed(event)
 
@@ -453,6 +485,8 @@ class Conversation:
             )
             for turn in self._active:
                 turn.end_tools(self._background)
+        if not self._segments and not self._active:
+            self._hold_for_answer()
         if self._segments:
             self._segments[-1].feed(event)
         elif event.completed and self._active:
@@ -467,6 +501,15 @@ class Conversation:
         owner = next((t for t in self._awaiting if message_id in (t.message_id, t.known_message_id)), None)
         if owner is None and not self._awaiting and not self._segments:
             return  # nobody's prompt of ours is unanswered: someone else's message
+        held = self._segments[-1] if self._segments else None
+        if held is not None and held.message_id is None:
+            # The work held before anything named its turn is this user message's turn.
+            held.message_id = message_id
+            if owner is not None:
+                held.owner = owner
+                self._awaiting.remove(owner)
+            self._drain()
+            return
         if owner is not None and not self._segments:
             self._awaiting.remove(owner)
             self._start(owner, message_id)
@@ -477,6 +520,17 @@ class Conversation:
         self._segments.append(segment)
         self._receiver = segment
         self._drain()
+
+    def _hold_for_answer(self) -> _Segment | None:
+        """Work reported while a prompt of ours is unanswered and nothing names its turn yet (no answer, no
+        user message): held, so the answer or the user message that follows claims it; None otherwise."""
+        if self._segments or self._active or not any(t.known_message_id is None for t in self._awaiting):
+            return None
+        segment = _Segment(None, None)
+        self._segments.append(segment)
+        self._receiver = segment
+        self._update_idle()
+        return segment
 
     def _start(self, turn: ChatTurn, message_id: str) -> None:
         turn.start(message_id)
@@ -509,7 +563,9 @@ class Conversation:
             return
         turn.message_id = message_id
         for segment in self._segments:
-            if segment.message_id == message_id and segment.owner is None:
+            if segment.message_id in (message_id, None) and segment.owner is None:
+                # Its user message, or (message_id None) work reported before anything named the turn.
+                segment.message_id = message_id
                 segment.owner = turn
                 self._awaiting.remove(turn)
                 self._drain()
@@ -532,7 +588,7 @@ class Conversation:
                 return
             self._segments.pop(0)
             if segment.owner is not None:
-                self._start(segment.owner, segment.message_id)
+                self._start(segment.owner, segment.message_id or "")
             else:
                 self._receiver = self._active[-1] if self._active else None
             for event in segment.events:
