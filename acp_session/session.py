@@ -176,6 +176,9 @@ class SessionTrack:
     config_options: list[Any] = field(default_factory=list)
     # Called with each set_config_option answer (a Conversation folds it into its state).
     option_listeners: list[Callable[[SetSessionConfigOptionResponse], None]] = field(default_factory=list)
+    # Called with (path, content) after each fs/write_text_file the client performed for this session
+    # (the file-system provider returned; a Conversation reports it as a ChatFile of the current turn).
+    file_listeners: list[Callable[[str, str], None]] = field(default_factory=list)
     prompts: list[TrackedPrompt] = field(default_factory=list)
     unjoined: dict[str, UserMessage] = field(default_factory=dict)  # user messages not matched to a prompt yet
     listeners: list[UpdateListener] = field(default_factory=list)
@@ -201,6 +204,11 @@ class SessionTrack:
         self.config_options = list(response.config_options)
         for listener in list(self.option_listeners):
             listener(response)
+
+    def wrote_file(self, path: str, content: str) -> None:
+        """The client wrote ``content`` to ``path`` for this session's agent (``fs/write_text_file``)."""
+        for listener in list(self.file_listeners):
+            listener(path, content)
 
     def unlisten_fn(self, listener: UpdateListener) -> Callable[[], None]:
         """A function that removes ``listener`` (idempotent)."""

@@ -16,8 +16,8 @@ The mapping, row by row, is documented in docs/protocol-versions.md. In short:
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
-from typing import Any, ClassVar, TypeVar, cast
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast
 
 import msgspec
 from msgspec import UNSET
@@ -34,6 +34,9 @@ from ..base import ClientSide, PromptExchange, ProtocolAdapter
 from . import convert as cv
 from .chunks import MODEL_CONTENT_CHUNKS, decode_notification
 from .sessions import V1Session, read_models
+
+if TYPE_CHECKING:
+    from ...providers import FileSystemProvider
 
 __all__ = ["V1Protocol"]
 
@@ -330,7 +333,7 @@ class V1Protocol(ProtocolAdapter):
         files = client.file_system
         if files is not None:
             rpc.on_request("fs/read_text_file", files.read_text_file, decoder(v1.ReadTextFileRequest))
-            rpc.on_request("fs/write_text_file", files.write_text_file, decoder(v1.WriteTextFileRequest))
+            rpc.on_request("fs/write_text_file", _reporting_writes(client, files), decoder(v1.WriteTextFileRequest))
         terminals = client.terminals
         if terminals is not None:
             rpc.on_request("terminal/create", terminals.create_terminal, decoder(v1.CreateTerminalRequest))
@@ -453,6 +456,29 @@ class V1Protocol(ProtocolAdapter):
             closed = getattr(provider, "close_session", None)
             if closed is not None:
                 client._run_soon(closed, session_id)
+
+
+def _reporting_writes(
+    client: ClientSide, files: FileSystemProvider
+) -> Callable[[v1.WriteTextFileRequest], Awaitable[v1.WriteTextFileResponse]]:
+    """The provider's ``write_text_file`` (built-in or the embedder's), then, only once it returned, the session's
+    file listeners (``SessionTrack.wrote_file``: a ``Conversation`` reports a ``ChatFile``) before the agent gets
+    its answer. A failing listener is logged; the write succeeded and the agent is told so."""
+    write = files.write_text_file
+
+    async def write_text_file(request: v1.WriteTextFileRequest) -> v1.WriteTextFileResponse:
+        response = await write(request)
+        # ClientConnection keeps its per-session tracks here; an unknown session has no listeners.
+        tracks = getattr(client, "_tracks", None)
+        track = tracks.get(request.session_id) if isinstance(tracks, dict) else None
+        if track is not None:
+            try:
+                track.wrote_file(request.path, request.content)
+            except Exception:
+                _log.exception("a file-written listener failed for %s", request.path)
+        return response
+
+    return write_text_file
 
 
 def _empty(tp: type[T]) -> Callable[[bytes], T]:
