@@ -1,15 +1,15 @@
 """Typed events of one chat turn, and the results a turn or a history read hands back.
 
 A turn yields ``ChatStart`` once, then any mix of thought/text fragments, paired tool
-begin/end (with updates in between), whole-plan progress and notices, and finally exactly one
-of ``ChatDone`` or ``ChatError``. ``kind`` is a short tag for ``match``-free dispatch.
+begin/end (with updates in between), whole-plan progress and notices, files the agent wrote, and
+finally exactly one of ``ChatDone`` or ``ChatError``. ``kind`` is a short tag for ``match``-free dispatch.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 import msgspec
 
@@ -20,6 +20,7 @@ __all__ = [
     "ChatDone",
     "ChatError",
     "ChatEvent",
+    "ChatFile",
     "ChatMessage",
     "ChatNotice",
     "ChatProgress",
@@ -44,10 +45,17 @@ class ChatResponse(msgspec.Struct, kw_only=True):
     error: Error | None = None
     usage: TokenUsage | None = None
     steps: list[TimelineEntry] = msgspec.field(default_factory=list)
+    files: list[ChatFile] = msgspec.field(default_factory=list)
+    """Every ``ChatFile`` of the turn, in order (the same file may be reported more than once)."""
 
     @property
     def cancelled(self) -> bool:
         return self.stop_reason == "cancelled"
+
+    @property
+    def file_paths(self) -> list[str]:
+        """The paths of ``files``, each once, in the order first reported."""
+        return list(dict.fromkeys(file.path for file in self.files))
 
 
 class ChatEvent(msgspec.Struct, frozen=True, gc=False):
@@ -99,6 +107,34 @@ class ChatToolEnd(ChatEvent, frozen=True):
     kind: ClassVar[str] = "tool_end"
     tool_call: ToolCall
     status: str
+
+
+class ChatFile(ChatEvent, frozen=True):
+    """The agent wrote (or deleted) a file: refresh or open ``path``.
+
+    ``source`` says which report this is: ``"tool_call"``, one change of a completed tool call's diffs (emitted
+    after its ``ChatToolEnd``, once per path per tool call), or ``"fs_write"``, a ``fs/write_text_file`` the
+    client performed for a v1 agent (emitted when the file-system provider returned). ``text`` is the file's new
+    text when known (the write's content, a v1 agent's diff); None otherwise: read the file at ``path`` (an
+    absolute path on the agent's machine) or apply ``patch``, the diff's git patch (it may cover other files of
+    the same diff). ``operation`` is the change's (``add``, ``modify``, ``delete``, ``move``, ``copy``, or an
+    unknown one as sent), ``"write"`` for ``fs_write``; a deleted file has ``text`` None; ``old_path`` is the
+    source of a move or copy.
+    """
+
+    kind: ClassVar[str] = "file"
+    path: str
+    text: str | None = None
+    tool_call_id: str | None = None
+    mime_type: str | None = None
+    operation: str = "write"
+    old_path: str | None = None
+    patch: str | None = None
+    source: Literal["tool_call", "fs_write"] = "tool_call"
+
+    @property
+    def deleted(self) -> bool:
+        return self.operation == "delete"
 
 
 class ChatProgress(ChatEvent, frozen=True):

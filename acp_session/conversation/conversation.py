@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from acp_session.conversation.chat_events import ChatMessage, ChatResponse
+from acp_session.conversation.chat_events import ChatFile, ChatMessage, ChatResponse
 from acp_session.conversation.entities import Message, TimelineEntry, TokenUsage
 from acp_session.conversation.events import MessageChanged, StateChanged, StateEvent, ToolCallChanged
 from acp_session.conversation.state import SessionState
@@ -75,9 +75,9 @@ class _Segment:
     def __init__(self, message_id: str | None, owner: ChatTurn | None) -> None:
         self.message_id = message_id
         self.owner = owner
-        self.events: list[StateEvent] = []
+        self.events: list[StateEvent | ChatFile] = []
 
-    def feed(self, event: StateEvent) -> None:
+    def feed(self, event: StateEvent | ChatFile) -> None:
         self.events.append(event)
 
     feed_message = feed
@@ -204,11 +204,14 @@ class Conversation:
         track = session.track
         remove_updates = track.unlisten_fn(self._listener)
         track.option_listeners.append(self._on_options_answer)
+        track.file_listeners.append(self._on_file_written)
 
         def detach() -> None:
             remove_updates()
             with suppress(ValueError):
                 track.option_listeners.remove(self._on_options_answer)
+            with suppress(ValueError):
+                track.file_listeners.remove(self._on_file_written)
 
         self._detach = detach
         self._closed = None
@@ -395,6 +398,15 @@ class Conversation:
         """A ``session/set_config_option`` answer is the complete option list: fold it like an update, so
         live state equals a replay of the same wire (``load_transcript``)."""
         self.state.apply_set_config_option_response(response)
+
+    def _on_file_written(self, path: str, content: str) -> None:
+        """The client wrote a file for this session's agent (v1 ``fs/write_text_file``, the provider returned):
+        a ``ChatFile`` for the turn the session's work belongs to now (none while no turn of ours runs)."""
+        receiver = self._receiver
+        if receiver is None:
+            receiver = self._hold_for_answer()
+        if receiver is not None:
+            receiver.feed(ChatFile(path, content, source="fs_write"))
 
     # ------------------------------------------------------------------ folding (hot path)
 
@@ -600,7 +612,7 @@ class Conversation:
             self._start(turn, turn.message_id or "")
         self._update_idle()
 
-    def _replay_event(self, event: StateEvent) -> None:
+    def _replay_event(self, event: StateEvent | ChatFile) -> None:
         if type(event) is StateChanged:
             assert isinstance(event, StateChanged)
             if event.completed and self._active:

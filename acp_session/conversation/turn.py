@@ -4,6 +4,10 @@ The fold calls ``feed`` inline (no task, no await); events go into a deque that 
 A reader that falls behind never blocks the connection: consecutive text fragments of one message
 are kept as a list of parts and joined on delivery, and repeated updates of one tool call or plan
 collapse into the newest, so the queue stays proportional to the distinct things that happened.
+
+Files the agent wrote become ``ChatFile`` events: one per path of a completed tool call's diffs, right after its
+``ChatToolEnd`` (tool-call ends are rare, so reading the diffs there costs the chunk path nothing), and one per
+``fs/write_text_file`` the client performed, which the conversation feeds in as a ready ``ChatFile``.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from acp_session.conversation.chat_events import (
     ChatDone,
     ChatError,
     ChatEvent,
+    ChatFile,
     ChatNotice,
     ChatProgress,
     ChatResponse,
@@ -28,7 +33,7 @@ from acp_session.conversation.chat_events import (
     ChatToolEnd,
     ChatToolUpdate,
 )
-from acp_session.conversation.content import join_messages
+from acp_session.conversation.content import diff_patch_text, join_messages
 from acp_session.conversation.entities import Message, TimelineEntry, ToolCall
 from acp_session.conversation.events import (
     MessageChanged,
@@ -46,6 +51,10 @@ if TYPE_CHECKING:
 __all__ = ["ChatTurn", "TurnAlreadyConsumed", "TurnStatus"]
 
 TurnStatus = Literal["sent", "started", "finished"]
+
+_V1_DIFF_META = "acpSession/v1Diff"
+"""``acp_session.protocol.v1.convert.V1_DIFF_META`` (not imported: that would load the v1 adapter for everyone):
+where a diff converted from a v1 agent keeps the v1 value, whose ``newText`` is the file's new text."""
 
 
 class TurnAlreadyConsumed(RuntimeError):
@@ -82,6 +91,7 @@ class ChatTurn:
         self._last: Any = None
         self._tools: dict[str, ToolCall] = {}
         self._open_tools: set[str] = set()
+        self._files: list[ChatFile] = []
 
     def __repr__(self) -> str:
         return f"<ChatTurn {self.status} message_id={self.message_id!r}>"
@@ -143,7 +153,7 @@ class ChatTurn:
         self.response.message_id = message_id
         self._push(ChatStart(message_id))
 
-    def feed(self, event: StateEvent) -> None:
+    def feed(self, event: StateEvent | ChatFile) -> None:
         """Turn one fold event into chat events (background tool calls are filtered out by the caller)."""
         kind = type(event)
         if kind is MessageChanged:
@@ -160,6 +170,9 @@ class ChatTurn:
         elif kind is NoticeReceived:
             assert isinstance(event, NoticeReceived)
             self._push(ChatNotice(event.notice))
+        elif kind is ChatFile:  # a write the client performed for the agent (Conversation._on_file_written)
+            assert isinstance(event, ChatFile)
+            self._file(event)
         elif kind is not StateChanged:
             entity = getattr(event, "compaction", None) or getattr(event, "entry", None)
             if entity is not None:
@@ -211,6 +224,13 @@ class ChatTurn:
         if call.is_final and tool_call_id in self._open_tools:
             self._open_tools.discard(tool_call_id)
             self._push(ChatToolEnd(call, call.status))
+            if call.status == "completed" and call.content:
+                for file in tool_call_files(call):
+                    self._file(file)
+
+    def _file(self, file: ChatFile) -> None:
+        self._files.append(file)
+        self._push(file)
 
     def end_tools(self, tool_call_ids: Any = None) -> None:
         """Close tool calls still open (all, or those in ``tool_call_ids``), so begin/end stay paired."""
@@ -231,6 +251,7 @@ class ChatTurn:
         response.text = join_messages([s.text for s in steps if type(s) is Message and s.role == "agent"])
         response.thinking = join_messages([s.text for s in steps if type(s) is Message and s.role == "thought"])
         response.tool_calls = list(self._tools.values())
+        response.files = list(self._files)
         return response
 
     def finish(self, state: StateChanged) -> ChatResponse:
@@ -292,3 +313,38 @@ class ChatTurn:
                 continue
             wake = self._wake = anyio.Event()
             await wake.wait()
+
+
+def tool_call_files(call: ToolCall) -> list[ChatFile]:
+    """The ``ChatFile`` events of a completed tool call: one per path its diffs change, in the order first
+    changed (a later change of the same path replaces the earlier one)."""
+    files: dict[str, ChatFile] = {}
+    for diff in call.diffs:
+        patch = diff_patch_text(diff)
+        meta = diff.meta
+        v1 = meta.get(_V1_DIFF_META) if isinstance(meta, dict) else None
+        for change in diff.changes:
+            if isinstance(change, dict):  # a change kind this library does not know, kept as its JSON object
+                path, operation = change.get("path"), change.get("operation")
+                mime_type, old_path = change.get("mimeType"), change.get("oldPath")
+            else:
+                path, operation = change.path, change.__struct_config__.tag
+                mime_type, old_path = change.mime_type, getattr(change, "old_path", None)
+            if not isinstance(path, str):
+                continue
+            operation = operation if isinstance(operation, str) else ""
+            text = None
+            if isinstance(v1, dict) and v1.get("path") == path and operation != "delete":
+                new_text = v1.get("newText")
+                text = new_text if isinstance(new_text, str) else None
+            files[path] = ChatFile(
+                path,
+                text,
+                call.tool_call_id,
+                mime_type if isinstance(mime_type, str) else None,
+                operation,
+                old_path if isinstance(old_path, str) else None,
+                patch,
+                "tool_call",
+            )
+    return list(files.values())
