@@ -4,6 +4,8 @@ offline assistant's short reply. Every scenario is also advertised as an availab
 from __future__ import annotations
 
 import base64
+import difflib
+import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,6 +25,7 @@ from acp_session.schema.types import (
     ContentBlock,
     Cost,
     Diff,
+    DiffAdd,
     DiffModify,
     DiffPatch,
     Error,
@@ -43,6 +46,7 @@ from acp_session.schema.types import (
     TextCommandInput,
     TextContent,
     ToolCallContentChunk,
+    ToolCallLocation,
     ToolCallPermissionSubject,
     ToolCallUpdate,
     ToolCallUpdated,
@@ -195,6 +199,95 @@ async def tool(ctx: TurnContext) -> str | None:
     await ctx.emit(ToolCallContentChunk(tool_call_id=tc, content=Diff(changes=[DiffModify(path=path)], patch=patch)))
     await ctx.tool(tc, status="completed", raw_output={"changed": 1})
     await ctx.say("I changed one line in example.txt.")
+    return "end_turn"
+
+
+EDIT_DIR = "acp-reference-edit"
+"""Where ``/edit`` writes, under the session's cwd."""
+EDITS = (
+    ("greeting.txt", "text/plain", "Hello from the ACP reference agent.\n"),
+    ("notes.md", "text/markdown", "# Notes\n\n- written by the /edit scenario\n"),
+)
+"""``/edit``'s files: name, media type, the text it writes."""
+LOCKED = "locked.txt"
+"""The file ``/edit`` tries to edit and fails (it is never written)."""
+
+
+def _write_edits(directory: str) -> list[str | None]:
+    """Write ``EDITS`` into ``directory`` (created if missing, never its parent: the session's cwd must exist);
+    the old texts (None: the file was new)."""
+    if not os.path.isdir(directory):
+        os.mkdir(directory)
+    olds: list[str | None] = []
+    for name, _, text in EDITS:
+        path = os.path.join(directory, name)
+        try:
+            with open(path, encoding="utf-8") as file:
+                olds.append(file.read())
+        except FileNotFoundError:
+            olds.append(None)
+        with open(path, "w", encoding="utf-8") as file:
+            file.write(text)
+    return olds
+
+
+def _git_patch(path: str, old: str | None, new: str) -> str:
+    before = "/dev/null" if old is None else f"a{path}"
+    lines = difflib.unified_diff(
+        (old or "").splitlines(keepends=True), new.splitlines(keepends=True), fromfile=before, tofile=f"b{path}"
+    )
+    return f"diff --git a{path} b{path}\n" + ("new file mode 100644\n" if old is None else "") + "".join(lines)
+
+
+@scenario("edit", f"Edit two files through diffs (written under <cwd>/{EDIT_DIR}/), then fail to edit a third")
+async def edit(ctx: TurnContext) -> str | None:
+    directory = os.path.join(ctx.session.cwd, EDIT_DIR)
+    paths = [os.path.join(directory, name) for name, _, _ in EDITS]
+    tc = ctx.session.next_id("tc")
+    await ctx.tool(
+        tc,
+        name="edit_files",
+        title="Editing " + " and ".join(name for name, _, _ in EDITS),
+        kind="edit",
+        status="in_progress",
+        locations=[ToolCallLocation(path=path) for path in paths],
+    )
+    try:
+        olds = await anyio.to_thread.run_sync(_write_edits, directory)
+    except OSError as exc:
+        await ctx.emit(ToolCallContentChunk(tool_call_id=tc, content=Content(content=TextContent(text=str(exc)))))
+        await ctx.tool(tc, status="failed")
+        await ctx.say(f"I could not write the files: {exc}")
+        return "end_turn"
+    changes: list[Any] = []
+    patches: list[str] = []
+    for path, old, (_, mime_type, text) in zip(paths, olds, EDITS, strict=True):
+        changes.append((DiffAdd if old is None else DiffModify)(path=path, mime_type=mime_type))
+        patches.append(_git_patch(path, old, text))
+    diff = Diff(changes=changes, patch=DiffPatch(format="git_patch", text="".join(patches)))
+    await ctx.emit(ToolCallContentChunk(tool_call_id=tc, content=diff))
+    await ctx.tool(tc, status="completed", raw_output={"changed": len(paths)})
+
+    # The failed edit: its diff is reported, then the tool call fails and nothing is written.
+    locked = os.path.join(directory, LOCKED)
+    failed = ctx.session.next_id("tc")
+    proposed = Diff(
+        changes=[DiffModify(path=locked, mime_type="text/plain")],
+        patch=DiffPatch(format="git_patch", text=_git_patch(locked, "locked\n", "unlocked\n")),
+    )
+    await ctx.tool(
+        failed,
+        name="edit_files",
+        title=f"Editing {LOCKED}",
+        kind="edit",
+        status="in_progress",
+        locations=[ToolCallLocation(path=locked)],
+        content=[proposed],
+    )
+    reason = f"{LOCKED} is locked: nothing was written"
+    await ctx.emit(ToolCallContentChunk(tool_call_id=failed, content=Content(content=TextContent(text=reason))))
+    await ctx.tool(failed, status="failed")
+    await ctx.say(f"I edited {' and '.join(name for name, _, _ in EDITS)}; {reason}.")
     return "end_turn"
 
 
