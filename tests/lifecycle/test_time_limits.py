@@ -133,7 +133,7 @@ async def test_session_new_with_a_time_limit_is_withdrawn(tmp_path: Path) -> Non
 
 async def test_calls_with_time_limits_are_withdrawn_and_an_expired_prompt_cancels_its_turn(tmp_path: Path) -> None:
     log = tmp_path / "received.jsonl"
-    hang = ["session/prompt", "session/set_config_option", "session/list", "_slow/thing"]
+    hang = ["session/prompt", "session/set_config_option", "session/list", "session/resume", "_slow/thing"]
     async with ClientBuilder().spawn(slow_agent(hang=hang, log=str(log)), **QUICK) as client:
         session = await client.new_session(tmp_path)
 
@@ -150,6 +150,8 @@ async def test_calls_with_time_limits_are_withdrawn_and_an_expired_prompt_cancel
             [info async for info in client.list_sessions(timeout=0.1)]
         with pytest.raises(RequestTimeout):
             await client.request("_slow/thing", {}, timeout=0.1)
+        with pytest.raises(RequestTimeout):
+            await client.resume_session("s0", tmp_path, timeout=0.1)
 
         later = session.send_prompt("again")  # no limit when sent; one given when awaited
         with pytest.raises(RequestTimeout):
