@@ -12,6 +12,7 @@ from acp_session.conversation import (
     ChatDone,
     ChatError,
     ChatEvent,
+    ChatFile,
     ChatNotice,
     ChatProgress,
     ChatStart,
@@ -91,6 +92,7 @@ class TerminalRenderer(Renderer):
         self._stream: tuple[str, str] | None = None  # (kind, message id) of the fragment stream being written
         self._col0 = True  # the cursor is at the start of a line
         self._tool_status: dict[str, str] = {}
+        self._files: dict[str, str | None] = {}  # path -> text of the files shown in this turn
 
     def _style(self, text: str, *styles: str) -> str:
         styles = tuple(style for style in styles if style)
@@ -138,6 +140,20 @@ class TerminalRenderer(Renderer):
         state = self._style(status, _STATUS_COLOR.get(status, ""))
         self._line(f"[tool] {label} ({call.kind}): {state}")
 
+    def _file(self, file: ChatFile) -> None:
+        # A v1 agent that writes through the client and then reports the diff tells of one write twice, with
+        # the same path and text: show it once.
+        if file.text is not None and file.path in self._files and self._files[file.path] == file.text:
+            return
+        self._files[file.path] = file.text
+        if file.deleted:
+            suffix = " (deleted)"
+        elif file.old_path is not None and file.operation in ("move", "copy"):
+            suffix = f" ({'moved' if file.operation == 'move' else 'copied'} from {file.old_path})"
+        else:
+            suffix = ""
+        self._line(f"[file] {file.path}{suffix}", CYAN)
+
     def _plan(self, entries: list[PlanEntry], removed: bool) -> None:
         if removed:
             self._line("[plan] removed", DIM)
@@ -162,6 +178,9 @@ class TerminalRenderer(Renderer):
         elif kind is ChatProgress:
             assert isinstance(event, ChatProgress)
             self._plan(event.entries, event.removed)
+        elif kind is ChatFile:
+            assert isinstance(event, ChatFile)
+            self._file(event)
         elif kind is ChatNotice:
             assert isinstance(event, ChatNotice)
             notice = event.notice
@@ -178,6 +197,7 @@ class TerminalRenderer(Renderer):
             self._line(f"[error] {event.error}", RED)
         elif kind is ChatStart:
             self._stream = None
+            self._files.clear()
 
     def history(self, entries: list[TimelineEntry]) -> None:
         for entry in entries:
@@ -235,6 +255,17 @@ class JsonRenderer(Renderer):
             record.update(tool_call=_tool_json(event.tool_call), status=event.status)
         elif isinstance(event, ChatProgress):
             record.update(plan_id=event.plan.plan_id, entries=to_builtins(event.entries), removed=event.removed)
+        elif isinstance(event, ChatFile):
+            record.update(
+                path=event.path,
+                text=event.text,
+                tool_call_id=event.tool_call_id,
+                mime_type=event.mime_type,
+                operation=event.operation,
+                old_path=event.old_path,
+                patch=event.patch,
+                source=event.source,
+            )
         elif isinstance(event, ChatNotice):
             record["notice"] = to_builtins(event.notice)
         elif isinstance(event, ChatDone):
