@@ -570,6 +570,12 @@ class ClientConnection:
         if outcome is not None and inspect.isawaitable(outcome):
             self._tg.start_soon(_await, outcome)  # the application's update queue is full: deliver it later
 
+    def _file_written(self, session_id: str, path: str, content: str) -> None:
+        """The client wrote a file for the agent (v1 ``fs/write_text_file``): tell the session's listeners."""
+        track = self._tracks.get(session_id)  # an unknown session has no listeners
+        if track is not None:
+            track.wrote_file(path, content)
+
     def _run_soon(self, fn: Callable[[Any], Any], arg: Any) -> None:
         """Run ``fn(arg)`` (sync or async) in this connection's task group; failures are logged."""
         self._tg.start_soon(_call_logged, fn, arg)

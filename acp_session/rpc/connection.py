@@ -81,7 +81,7 @@ of the line; later ones are only counted (``Connection.bad_frames``) and logged 
 
 _AWAIT = object()  # queue marker: the item is an awaitable left by a sync handler; finish it in order
 _CALL = object()  # queue marker: the item is (method, handler, params already decoded by the fast path)
-_SETTLE = object()  # queue marker: the item is a response whose done callbacks must follow the queued items
+_SETTLE = object()  # queue marker: the item is an answered request whose done callbacks must follow the queued items
 _METHOD_KEY = b'"method"'
 _NEWLINE = b"\n"
 _NEWLINE_BYTE = 10
@@ -551,11 +551,13 @@ class Connection:
         elif kind is ResponseReceived:
             assert isinstance(event, ResponseReceived)
             if self._backlog and event.slot.has_done_callbacks:
-                # Its callbacks act in wire order: after the notifications still queued ahead of it.
-                await self._enqueue(_SETTLE, event)
+                # The caller is woken now (a queued handler may be the one waiting for this answer), but the
+                # answer's callbacks act in wire order: after the notifications still queued ahead of it.
+                self._settle(event, callbacks=False)
+                await self._enqueue(_SETTLE, event.slot)
             else:
                 self._settle(event)
-                self._answered = True
+            self._answered = True
         elif kind is RequestReceived:
             assert isinstance(event, RequestReceived)
             await self._start_request(event)
@@ -568,11 +570,11 @@ class Connection:
             assert isinstance(event, ProtocolViolation)
             self._violation(event, frame)
 
-    def _settle(self, event: ResponseReceived[PendingRequest[Any]]) -> None:
+    def _settle(self, event: ResponseReceived[PendingRequest[Any]], *, callbacks: bool = True) -> None:
         """Hand an answer to its waiting request (a malformed answer also gets its -32600 reply)."""
         if event.reply is not None:
             self._outbox.put(event.reply)
-        event.slot._resolve(event.result, event.error)
+        event.slot._resolve(event.result, event.error, callbacks=callbacks)
 
     def _violation(self, event: ProtocolViolation, frame: bytes | None = None) -> None:
         if event.reply is not None:
@@ -652,7 +654,7 @@ class Connection:
                     if item is _AWAIT:
                         await event
                     elif item is _SETTLE:
-                        self._settle(event)
+                        event._run_done_callbacks()
                     elif item is _CALL:
                         method, handler, params = event
                         try:

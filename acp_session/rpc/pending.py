@@ -188,7 +188,9 @@ class PendingRequest(Generic[T]):
         except (msgspec.DecodeError, RecursionError) as exc:
             raise InvalidResponse(f"result of {self.method!r} (id {self.id!r}) did not decode: {exc}") from exc
 
-    def _resolve(self, raw: Any, error: AcpError | None) -> None:
+    def _resolve(self, raw: Any, error: AcpError | None, *, callbacks: bool = True) -> None:
+        """Record the answer and wake the waiters; run the done callbacks too unless ``callbacks`` is False
+        (the connection then runs them later with ``_run_done_callbacks``, in wire order)."""
         if self._finished:
             return
         self._finished = True
@@ -199,6 +201,10 @@ class PendingRequest(Generic[T]):
             waiter.set_result(None)
         if self._flag is not None:
             self._flag.set()
+        if callbacks:
+            self._run_done_callbacks()
+
+    def _run_done_callbacks(self) -> None:
         callbacks = self._on_done
         if callbacks is not None:
             self._on_done = None

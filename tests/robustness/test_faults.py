@@ -147,7 +147,8 @@ async def test_handler_that_raises_is_answered_without_details(tmp_path: Path) -
             got = await wait_for_responses(tmp_path / "agent.log", 2)
         assert await session.set_config_option("fast", True) == []
     by_id = {m["id"]: m for m in got}
-    assert by_id["p1"] == {"jsonrpc": "2.0", "id": "p1", "error": {"code": -32603, "message": "Internal error"}}
+    # A raising handler declines (issue 16): the cancelled outcome, and nothing of the exception reaches the peer.
+    assert by_id["p1"] == {"jsonrpc": "2.0", "id": "p1", "result": {"outcome": {"outcome": "cancelled"}}}
     assert by_id["p2"]["result"] == {"outcome": {"outcome": "selected", "optionId": "yes"}}
     message = seen.states["s1"].message("a1")
     assert message is not None and message.text == texts(10)  # the raising update handler lost nothing

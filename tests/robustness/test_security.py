@@ -49,11 +49,8 @@ async def test_no_approval_without_an_explicit_decision(handler: str, tmp_path: 
         if handler != "hangs until close":
             await wait_for_responses(log, 1)
     (reply,) = responses(log)
-    assert "selected" not in json.dumps(reply)
-    if handler == "raises":
-        assert reply["error"] == {"code": -32603, "message": "Internal error"}
-    else:
-        assert reply["result"] == {"outcome": {"outcome": "cancelled"}}
+    assert "selected" not in json.dumps(reply) and "no" not in json.dumps(reply.get("error", {}))
+    assert reply["result"] == {"outcome": {"outcome": "cancelled"}}  # a raising handler declines too
 
 
 def test_agent_input_opens_no_file_runs_no_command_follows_no_url(tmp_path: Path) -> None:

@@ -468,14 +468,10 @@ def _reporting_writes(
 
     async def write_text_file(request: v1.WriteTextFileRequest) -> v1.WriteTextFileResponse:
         response = await write(request)
-        # ClientConnection keeps its per-session tracks here; an unknown session has no listeners.
-        tracks = getattr(client, "_tracks", None)
-        track = tracks.get(request.session_id) if isinstance(tracks, dict) else None
-        if track is not None:
-            try:
-                track.wrote_file(request.path, request.content)
-            except Exception:
-                _log.exception("a file-written listener failed for %s", request.path)
+        try:
+            client._file_written(request.session_id, request.path, request.content)
+        except Exception:
+            _log.exception("a file-written listener failed for %s", request.path)
         return response
 
     return write_text_file
