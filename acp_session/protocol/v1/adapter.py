@@ -32,7 +32,7 @@ from ...schema.v1 import types as v1
 from ...schema.v1 import unstable as v1u
 from ..base import ClientSide, PromptExchange, ProtocolAdapter
 from . import convert as cv
-from .chunks import MODEL_CONTENT_CHUNKS, decode_notification
+from .chunks import MODEL_CONTENT_CHUNKS, ChunkNotification, decode_notification
 from .sessions import V1Session, read_models
 
 if TYPE_CHECKING:
@@ -60,7 +60,6 @@ _CHUNKS: dict[type, tuple[type, str, type, bool]] = {
 }
 for _derived, _generated in MODEL_CONTENT_CHUNKS.items():
     _CHUNKS[_derived] = (*_CHUNKS[_generated][:3], True)
-_NOTE = m.UpdateSessionNotification
 # Updates that do not end the message being streamed (they are not part of the timeline).
 _NEUTRAL: frozenset[type] = frozenset(
     {v1.UsageUpdate, v1.AvailableCommandsUpdate, v1.SessionInfoUpdate, v1.ConfigOptionUpdate, v1.CurrentModeUpdate}
@@ -355,6 +354,9 @@ class V1Protocol(ProtocolAdapter):
             message_id = given if isinstance(given, str) else state.chunk_message_id(run_kind, role)
             content = update.content  # type: ignore[union-attr]
             block: Any = content if model_content else cv.content_block(content)
+            if type(note) is ChunkNotification:
+                note.update = model_kind(message_id=message_id, content=block, meta=update.meta)  # type: ignore[union-attr]
+                return note  # type: ignore[return-value]
             return m.UpdateSessionNotification(
                 session_id=note.session_id,
                 update=model_kind(message_id=message_id, content=block, meta=update.meta),  # type: ignore[union-attr]
@@ -407,9 +409,10 @@ class V1Protocol(ProtocolAdapter):
                 and update.meta is UNSET
                 and note.meta is UNSET
             ):
-                append(
-                    _NOTE(session_id=stretch_session, update=model_kind(message_id=stretch_id, content=update.content))
-                )
+                # Only derived chunks start a stretch, so the note is a ChunkNotification: a model notification
+                # whose update is replaced by the model chunk (one object built per chunk, not two).
+                note.update = model_kind(message_id=stretch_id, content=update.content)
+                append(note)  # type: ignore[arg-type]
                 continue
             model = to_model(note)
             if model is None:

@@ -50,15 +50,10 @@ MODEL_CONTENT_CHUNKS: dict[type, type] = {
 _ChunkUpdate = Union[tuple(MODEL_CONTENT_CHUNKS)]  # type: ignore[valid-type]  # noqa: UP007
 
 ChunkNotification = msgspec.defstruct(
-    "ChunkNotification",
-    [
-        ("session_id", str),
-        ("update", _ChunkUpdate),
-        ("meta", dict[str, Any] | msgspec.UnsetType | None, msgspec.field(default=msgspec.UNSET, name="_meta")),
-    ],
-    bases=(AcpStruct,),
-    module=__name__,
+    "ChunkNotification", [("update", _ChunkUpdate)], bases=(m.UpdateSessionNotification,), module=__name__
 )
+"""A model ``UpdateSessionNotification`` (a subclass) whose ``update`` is decoded as a derived v1 chunk; the
+adapter then replaces ``update`` with the model chunk, so the notification object itself is passed on."""
 
 _FAST = msgspec.json.Decoder(ChunkNotification)
 _FULL = decoder(v1.SessionNotification)
