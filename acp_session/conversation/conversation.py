@@ -17,17 +17,26 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Sequence
-from contextlib import suppress
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from contextlib import asynccontextmanager, suppress
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from acp_session.client_errors import SessionClosed
 from acp_session.conversation.chat_events import ChatFile, ChatMessage, ChatResponse
-from acp_session.conversation.entities import Message, TimelineEntry, TokenUsage
+from acp_session.conversation.entities import Compaction, Message, TimelineEntry, TokenUsage
 from acp_session.conversation.events import MessageChanged, StateChanged, StateEvent, ToolCallChanged
 from acp_session.conversation.state import SessionState
+from acp_session.conversation.streams import (
+    DEFAULT_STREAM_BUFFER,
+    ChunkStream,
+    OverflowPolicy,
+    StepStream,
+    _Hub,
+    open_stream,
+)
 from acp_session.conversation.turn import ChatTurn
 from acp_session.errors import AcpError, ConnectionClosed
 from acp_session.schema import (
@@ -44,12 +53,13 @@ from acp_session.schema import (
 from acp_session.session import BatchUpdateListener, UpdateListener
 
 if TYPE_CHECKING:
-    from acp_session.client import ClientConnection
+    from acp_session.client import ClientBuilder, ClientConnection
     from acp_session.session import ActiveSession, TrackedPrompt
 
 __all__ = ["DEFAULT_MAX_HISTORY", "Conversation", "IdleTimeout", "TurnTimeout"]
 
 DEFAULT_MAX_HISTORY = 10_000
+_SPAWNED_CLOSE_TIMEOUT = 10.0  # leaving Conversation.spawn's block: how long the session's close may take
 
 
 class IdleTimeout(AcpError, TimeoutError):
@@ -125,6 +135,9 @@ class Conversation:
         self._idle.set()
         self._closed: ConnectionClosed | None = None
         self._scope: anyio.CancelScope | None = None
+        self._streams: _Hub | None = None  # feeds the open receive_steps() / receive_chunks() streams
+        self._owned: ClientConnection | None = None  # the connection Conversation.spawn made for this conversation
+        self._disconnected = False
         if session is not None:
             session.add_update_listener(self._listener)
             self._bind(session)
@@ -152,6 +165,43 @@ class Conversation:
     def _opened(self, session: ActiveSession, response: NewSessionResponse) -> None:
         self.state.apply_new_session_response(response)
         self._bind(session)
+
+    @classmethod
+    @asynccontextmanager
+    async def spawn(
+        cls,
+        argv: Sequence[str],
+        cwd: str | os.PathLike[str],
+        *,
+        builder: ClientBuilder | None = None,
+        mcp_servers: Sequence[McpServer] = (),
+        additional_directories: Sequence[str | os.PathLike[str]] = (),
+        max_history_size: int | None = None,
+        agent_cwd: str | None = None,
+        env: Mapping[str, str] | None = None,
+        **spawn_options: Any,
+    ) -> AsyncIterator[Conversation]:
+        """Start the agent ``argv`` and a session in ``cwd`` on a connection this conversation owns
+        (``owns_connection``): ``disconnect()``, and leaving the block, close the session and then the
+        connection, which shuts the agent down as ``ClientBuilder.spawn`` does. ``builder`` configures the client
+        (default ``ClientBuilder()``); ``agent_cwd`` (the agent process's working directory), ``env`` and
+        ``spawn_options`` go to ``ClientBuilder.spawn``."""
+        from acp_session.client import ClientBuilder
+
+        async with (builder or ClientBuilder()).spawn(argv, agent_cwd, env, **spawn_options) as client:
+            conversation = await cls.open(
+                client,
+                cwd,
+                mcp_servers=mcp_servers,
+                additional_directories=additional_directories,
+                max_history_size=max_history_size,
+            )
+            conversation._owned = client
+            try:
+                yield conversation
+            finally:
+                with anyio.move_on_after(_SPAWNED_CLOSE_TIMEOUT, shield=True):
+                    await conversation.disconnect()
 
     @classmethod
     async def resume(
@@ -193,7 +243,7 @@ class Conversation:
         except BaseException:
             self.state.apply_resume_response(ResumeSessionResponse())  # close the resume window
             raise
-        self.state.apply_resume_response(response)
+        self._emit(self.state.apply_resume_response(response))
         self._closed = None
         self._bind(session)
         self._trim()
@@ -215,9 +265,10 @@ class Conversation:
 
         self._detach = detach
         self._closed = None
+        self._disconnected = False
         session.connection._tg.start_soon(self._watch_connection, session.connection)
 
-    def _unbind(self, error: ConnectionClosed) -> None:
+    def _unbind(self, error: BaseException) -> None:
         if self._detach is not None:
             self._detach()
             self._detach = None
@@ -244,6 +295,8 @@ class Conversation:
                             self._answered(turn, response.message_id, None)
                 self._closed = error
                 self._fail_all(error)
+                if self._streams is not None:
+                    self._streams.end(error)  # a stream opened after this waits for reconnect()
 
     def _fail_all(self, error: BaseException) -> None:
         turns = self._awaiting + self._active + [s.owner for s in self._segments if s.owner is not None]
@@ -264,6 +317,23 @@ class Conversation:
     @property
     def session_id(self) -> str | None:
         return self._session.session_id if self._session is not None else self.state.session_id
+
+    @property
+    def conversation_id(self) -> str | None:
+        """The seed's name for ``session_id``."""
+        return self.session_id
+
+    @property
+    def connection(self) -> ClientConnection:
+        """The connection the session is on."""
+        return self.session.connection
+
+    @property
+    def owns_connection(self) -> bool:
+        """True when ``Conversation.spawn`` made the connection the session is on: ``disconnect()`` closes it too.
+        Every other conversation borrows its caller's connection, which ``disconnect()`` leaves open."""
+        owned = self._owned
+        return owned is not None and self._session is not None and self._session.connection is owned
 
     def history(self) -> list[TimelineEntry]:
         """The retained timeline (messages, tool calls, plans, compactions, unknown entries), oldest first."""
@@ -287,6 +357,12 @@ class Conversation:
     def turn_start_indices(self) -> list[int]:
         """History indices of the retained user messages (where each turn starts)."""
         return [index for index, entry in enumerate(self.history()) if type(entry) is Message and entry.role == "user"]
+
+    @property
+    def compaction_indices(self) -> list[int]:
+        """History indices of the retained compactions (where the agent compacted its context); like
+        ``turn_start_indices`` they stay right after trimming."""
+        return [index for index, entry in enumerate(self.history()) if type(entry) is Compaction]
 
     @property
     def turn_count(self) -> int:
@@ -354,6 +430,8 @@ class Conversation:
         session = self.session
         if self._closed is not None:
             raise self._closed
+        if self._disconnected:
+            raise SessionClosed(session.session_id)
         blocks: list[ContentBlock]
         if isinstance(prompt, str):
             blocks = [TextContent(text=prompt)]
@@ -386,18 +464,77 @@ class Conversation:
             await self.cancel()
         raise TurnTimeout(f"the turn did not finish within {timeout} s; its work was cancelled", turn)
 
+    async def send(self, prompt: str | ContentBlock | Sequence[ContentBlock]) -> ChatTurn:
+        """Send ``prompt`` and register its turn, without a stream of its own (the seed's low-level ``send``).
+
+        It is a turn like any other (``pending_turns``, ``turn_start_indices``, ``wait_for_idle()``,
+        ``last_response``); read its work through ``receive_steps()`` / ``receive_chunks()``, or from history
+        after ``wait_for_idle()``. The returned turn keeps no events: ``await`` it for its ``ChatResponse``
+        (iterating it raises ``TurnAlreadyConsumed``)."""
+        turn = self.chat(prompt)
+        turn.keep_no_events()
+        return turn
+
+    def receive_steps(
+        self, *, max_buffer: int = DEFAULT_STREAM_BUFFER, overflow: OverflowPolicy = "mark"
+    ) -> StepStream:
+        """Every fold event from now on, as ``Step``s, across turns and between them (background work, messages the
+        agent sends on its own, replays). ``async for`` it; several may be open at once, each buffering up to
+        ``max_buffer`` items. A consumer that falls behind gets a ``StreamOverflow`` marker where items were
+        dropped (``overflow="mark"``) or ``StreamOverflowError`` after its buffered items (``"error"``); see
+        ``acp_session.conversation.streams``."""
+        return open_stream(self, StepStream, max_buffer, overflow)
+
+    def receive_chunks(
+        self, *, max_buffer: int = DEFAULT_STREAM_BUFFER, overflow: OverflowPolicy = "mark"
+    ) -> ChunkStream:
+        """What the agent shows the user from now on, across turns and between them: ``ThoughtChunk`` and
+        ``TextChunk`` fragments, one ``ToolCallChunk`` per tool call id; replays excluded. Buffering and
+        ``overflow`` as ``receive_steps()``."""
+        return open_stream(self, ChunkStream, max_buffer, overflow)
+
+    async def disconnect(self, *, timeout: float | None = None) -> None:
+        """Close the session and stop following it; when this conversation owns its connection
+        (``owns_connection``), close the connection too. Idempotent.
+
+        The session is closed with ``session/close`` (the agent cancels its work and reports the end of it, so a
+        running turn ends ``cancelled``; held prompts fail with ``RequestCancelled``); a v1 agent without it gets
+        ``session/cancel`` if a prompt is pending, and the session is forgotten locally. Turns still unfinished
+        then end with ``SessionClosed``; the streams end after their buffered items; ``chat()`` raises
+        ``SessionClosed``. A connection already lost is no error. ``timeout`` bounds the close request.
+        """
+        if self._disconnected:
+            return
+        self._disconnected = True
+        session = self._session
+        try:
+            if session is not None and not session.connection.rpc.closed:
+                with suppress(ConnectionClosed):
+                    await session.close(timeout=timeout)
+        finally:
+            if session is not None:
+                self._unbind(SessionClosed(session.session_id))
+            if self._streams is not None:
+                self._streams.end(None)
+            if self.owns_connection:
+                assert self._owned is not None
+                with anyio.CancelScope(shield=True):
+                    await self._owned.rpc.aclose()
+
     async def cancel(self) -> None:
         """Cancel the session's foreground work; this conversation's unfinished foreground tool calls are
         marked ``cancelled`` right away. Turns still end on the agent's idle (stop reason ``cancelled``)."""
         await self.session.cancel_active_work()
         ids = [tid for turn in self._active for tid in turn.open_tool_calls if tid not in self._background]
-        for event in self.state.mark_cancelled(ids):
+        events = self.state.mark_cancelled(ids)
+        self._emit(events)
+        for event in events:
             self._route(event)
 
     def _on_options_answer(self, response: SetSessionConfigOptionResponse) -> None:
         """A ``session/set_config_option`` answer is the complete option list: fold it like an update, so
         live state equals a replay of the same wire (``load_transcript``)."""
-        self.state.apply_set_config_option_response(response)
+        self._emit((self.state.apply_set_config_option_response(response),))
 
     def _on_file_written(self, path: str, content: str) -> None:
         """The client wrote a file for this session's agent (v1 ``fs/write_text_file``, the provider returned):
@@ -407,6 +544,13 @@ class Conversation:
             receiver = self._hold_for_answer()
         if receiver is not None:
             receiver.feed(ChatFile(path, content, source="fs_write"))
+
+    def _emit(self, events: Iterable[StateEvent]) -> None:
+        """Fold events that no update carried (local edits, answers) go to the streams too."""
+        streams = self._streams
+        if streams is not None:
+            for event in events:
+                streams.event(event)
 
     # ------------------------------------------------------------------ folding (hot path)
 
@@ -425,9 +569,11 @@ class Conversation:
         state = self.state
         session_id = state.session_id
         targets = state.chunk_targets() or {}
+        streams = self._streams  # None unless a receive_steps() / receive_chunks() stream is open
         receiver = self._receiver
         feed = receiver.feed_chunk if receiver is not None and receiver.wants_chunks else None
         appended_to: Message | None = None  # the message of the current stretch of chunks
+        stretch_start = 0  # where the stretch began in its message's content (kept only for the streams)
         stretch_type: Any = None  # the stretch's update type and message id: its chunks skip the lookups
         stretch_id = ""
         append: Any = None
@@ -439,6 +585,8 @@ class Conversation:
                 message = None if store is None or note.session_id != session_id else store.get(update.message_id)
                 if appended_to is not None:
                     appended_to.read_text()  # its blocks are still in the CPU cache
+                    if streams is not None:
+                        streams.chunk_run(appended_to, stretch_start)
                     appended_to = None
                 if message is None:
                     stretch_type = None
@@ -451,6 +599,8 @@ class Conversation:
                 # A new stretch of chunks: later ones of the same message skip the lookups above.
                 appended_to = message
                 stretch_type, stretch_id, append = kind, update.message_id, message.content.append
+                if streams is not None:
+                    stretch_start = len(message.content)
                 if receiver is not None:
                     receiver.note_message(message)
             block = update.content
@@ -459,6 +609,8 @@ class Conversation:
                 feed(appended_to, block)
         if appended_to is not None:
             appended_to.read_text()
+            if streams is not None:
+                streams.chunk_run(appended_to, stretch_start)
 
     def _route(self, event: StateEvent) -> None:
         kind = type(event)

@@ -188,6 +188,11 @@ class SessionState:
     def resuming(self) -> bool:
         return self._resume_marks is not None
 
+    @property
+    def replaying(self) -> bool:
+        """Inside a resume window with replay: the updates folded now re-send the agent's history."""
+        return self._replay_seen is not None
+
     # ------------------------------------------------------------------ local edits (not from the wire)
 
     def drop_oldest(self, count: int) -> list[TimelineEntry]:

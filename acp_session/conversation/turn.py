@@ -194,6 +194,13 @@ class ChatTurn:
         else:
             self._push((ChatText if role == "agent" else ChatThought)(message.text, message.message_id, True))
 
+    def keep_no_events(self) -> None:
+        """For ``Conversation.send``: queue no events for a reader. The turn can still be awaited (its
+        ``ChatResponse``), not iterated; its work is read through the conversation's streams."""
+        if self._mode == "":
+            self._mode = "await"
+            self._queue.clear()
+
     @property
     def wants_chunks(self) -> bool:
         """Whether each chunk matters (events for a reader); an awaited turn only needs its steps."""

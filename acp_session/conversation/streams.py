@@ -1,0 +1,543 @@
+"""Session-level streams of a ``Conversation``: ``receive_steps()`` and ``receive_chunks()``.
+
+The fold feeds them synchronously, in the connection's reader; consumers read them asynchronously, any
+number at once, each with its own bounded buffer. A stream sees everything folded while it is open, turn
+or no turn: work reported between prompts, background work, messages the agent sends on its own, replays.
+
+* ``receive_steps()`` yields one ``Step`` per fold event (what ``SessionState.apply`` returned for each
+  update, in order, plus the conversation's local edits: tool calls marked cancelled by ``cancel()``, the
+  option list a ``set_config_option`` answer carries, the lists a resume answer carries).
+* ``receive_chunks()`` yields what the agent shows the user: ``ThoughtChunk`` / ``TextChunk`` fragments of
+  its thought and agent messages (consecutive fragments of one message merged while they wait), and one
+  ``ToolCallChunk`` per tool call, when it first appears. User messages, plans, terminals, compactions,
+  state and every other session-level update are not chunks; a replay is not either (see ``_Hub.event``).
+
+Falling behind: a stream holds at most ``max_buffer`` items (merged fragments count once). What happens to
+the items that do not fit is the stream's ``overflow`` policy, chosen when it is opened:
+
+* ``"mark"`` (default): they are dropped and counted, and a ``StreamOverflow(dropped=n)`` marker takes their
+  place in the stream, so the consumer sees exactly where the gap is and how large it was (the state is
+  authoritative: re-read ``history()`` there). Items that fit later are delivered after the marker.
+* ``"error"``: the stream stops receiving; the consumer gets the items already buffered, then
+  ``StreamOverflowError`` is raised.
+
+Nothing is ever dropped silently, and a slow consumer never slows the fold or the other consumers.
+
+A stream ends (``StopAsyncIteration``, after its buffered items) on ``Conversation.disconnect()`` or when
+closed (``close()``, ``aclose()``, leaving ``async with``); when the connection is lost it raises
+``ConnectionClosed`` after its buffered items. One opened after the loss waits for ``reconnect()`` (and sees
+its replay).
+
+Cost: with no stream open the fold pays nothing. ``Conversation._streams`` is None, ``_on_note`` calls the
+state's own ``apply``, and ``_on_notes`` reads that one attribute per run of updates. With streams open the
+hub's ``apply`` wraps the state's, and a run of chunks of one message is handed over once, as the slice of
+blocks it appended, whatever its length; it becomes one ``Step`` per chunk (or one merged fragment) only
+when a consumer reads it.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterator
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar
+
+import anyio
+import msgspec
+
+from acp_session.conversation.content import text_of
+from acp_session.conversation.entities import Message, TimelineEntry, ToolCall
+from acp_session.conversation.events import (
+    CompactionChanged,
+    MessageChanged,
+    PlanChanged,
+    StateEvent,
+    ToolCallChanged,
+    UnknownUpdate,
+)
+from acp_session.errors import AcpError
+from acp_session.schema import ContentBlock, TextContent
+
+if TYPE_CHECKING:
+    from acp_session.conversation.conversation import Conversation
+
+__all__ = [
+    "DEFAULT_STREAM_BUFFER",
+    "ChunkStream",
+    "OverflowPolicy",
+    "Step",
+    "StepStream",
+    "StreamChunk",
+    "StreamOverflow",
+    "StreamOverflowError",
+    "TextChunk",
+    "ThoughtChunk",
+    "ToolCallChunk",
+    "entry_of",
+]
+
+DEFAULT_STREAM_BUFFER = 1024
+"""Items a stream holds for its consumer by default (merged fragments count once)."""
+
+OverflowPolicy = Literal["mark", "error"]
+
+T = TypeVar("T")
+
+
+class Step(msgspec.Struct, frozen=True, gc=False):
+    """One fold event as ``receive_steps()`` yields it.
+
+    ``event`` is what the fold reported (it points at the live entity: read it when handling the step).
+    ``index`` is where its history entry stood in ``history()`` when it was folded (later trimming shifts
+    indices, as it does ``turn_start_indices``); -1 for events without one (state, usage, terminals,
+    commands, config options, session info, notices, a removed plan). ``replayed``: folded inside a resume
+    with replay, where the agent re-sends history (the resume's state snapshot included).
+    """
+
+    kind: ClassVar[str] = "step"
+    event: StateEvent
+    index: int = -1
+    replayed: bool = False
+
+    @property
+    def entry(self) -> TimelineEntry | None:
+        """The history entry the event touched, if any."""
+        return entry_of(self.event)
+
+
+class StreamChunk(msgspec.Struct, frozen=True, gc=False):
+    """Base of what ``receive_chunks()`` yields (besides ``StreamOverflow``)."""
+
+    kind: ClassVar[str] = ""
+
+
+class ThoughtChunk(StreamChunk, frozen=True):
+    """A fragment of the agent's reasoning; append it. ``replaced``: the message was rewritten, ``text`` is
+    all of it. ``step_index``: the message's index in ``history()`` when folded."""
+
+    kind: ClassVar[str] = "thought"
+    text: str
+    message_id: str
+    step_index: int = -1
+    replaced: bool = False
+
+
+class TextChunk(StreamChunk, frozen=True):
+    """A fragment of a reply to the user; append it. ``replaced`` and ``step_index``: see ``ThoughtChunk``."""
+
+    kind: ClassVar[str] = "text"
+    text: str
+    message_id: str
+    step_index: int = -1
+    replaced: bool = False
+
+
+class ToolCallChunk(StreamChunk, frozen=True):
+    """A tool call appeared (once per tool call id while it is in history). ``tool_call`` is the live entity:
+    later updates patch it; ``receive_steps()`` shows each of them."""
+
+    kind: ClassVar[str] = "tool_call"
+    tool_call: ToolCall
+    step_index: int = -1
+
+
+class StreamOverflow(msgspec.Struct, frozen=True, gc=False):
+    """Where a stream with the ``"mark"`` policy lost items: ``dropped`` of them did not fit in its buffer."""
+
+    kind: ClassVar[str] = "overflow"
+    dropped: int
+
+
+class StreamOverflowError(AcpError):
+    """A stream with the ``"error"`` policy fell behind: raised after the items it had buffered."""
+
+    def __init__(self, dropped: int, max_buffer: int) -> None:
+        self.dropped = dropped
+        self.max_buffer = max_buffer
+        super().__init__(f"the consumer fell behind: {dropped} item(s) did not fit in its buffer of {max_buffer}")
+
+
+def entry_of(event: StateEvent) -> TimelineEntry | None:
+    """The history entry a fold event touched (None for session-level events and a removed plan)."""
+    kind = type(event)
+    if kind is MessageChanged:
+        assert isinstance(event, MessageChanged)
+        return event.message
+    if kind is ToolCallChanged:
+        assert isinstance(event, ToolCallChanged)
+        return event.tool_call
+    if kind is PlanChanged:
+        assert isinstance(event, PlanChanged)
+        return None if event.removed else event.plan
+    if kind is CompactionChanged:
+        assert isinstance(event, CompactionChanged)
+        return event.compaction
+    if kind is UnknownUpdate:
+        assert isinstance(event, UnknownUpdate)
+        return event.entry
+    return None
+
+
+# ---------------------------------------------------------------------------------------------- buffer items
+
+
+class _Gap:
+    """Items dropped here (``"mark"`` policy); becomes a ``StreamOverflow``."""
+
+    __slots__ = ("dropped",)
+
+    def __init__(self, dropped: int) -> None:
+        self.dropped = dropped
+
+
+class _Run:
+    """Runs of chunks appended to one message, kept as the block lists the fold handed over (shared by every
+    stream, never changed); one ``Step`` per block when read."""
+
+    __slots__ = ("index", "message", "runs")
+
+    def __init__(self, message: Message, blocks: list[ContentBlock], index: int) -> None:
+        self.message = message
+        self.runs = [blocks]
+        self.index = index
+
+
+class _Fragments:
+    """Queued text of one message (strings, or block lists from runs), joined when read."""
+
+    __slots__ = ("cls", "index", "message_id", "parts")
+
+    def __init__(
+        self, cls: type[TextChunk] | type[ThoughtChunk], message_id: str, index: int, part: str | list[Any]
+    ) -> None:
+        self.cls = cls
+        self.message_id = message_id
+        self.index = index
+        self.parts = [part]
+
+
+# ---------------------------------------------------------------------------------------------- streams
+
+
+class _Stream(Generic[T]):
+    """One consumer's subscription: an async iterator with a bounded buffer (see the module docstring)."""
+
+    def __init__(self, hub: _Hub, max_buffer: int, overflow: OverflowPolicy) -> None:
+        if max_buffer < 1:
+            raise ValueError("max_buffer must be at least 1")
+        if overflow not in ("mark", "error"):
+            raise ValueError("overflow must be 'mark' or 'error'")
+        self.max_buffer = max_buffer
+        self.overflow: OverflowPolicy = overflow
+        self.dropped = 0
+        """Items dropped so far because the buffer was full (all markers together)."""
+        self._hub: _Hub | None = hub
+        self._queue: deque[Any] = deque()
+        self._wake: anyio.Event | None = None
+        self._expanding: Iterator[T] | None = None
+        self._failed = False  # "error" policy: it overflowed and receives nothing more
+        self._ended = False
+        self._error: BaseException | None = None
+
+    def __repr__(self) -> str:
+        state = "closed" if self._hub is None and not self._queue else "open"
+        return f"<{type(self).__name__} {state} buffered={len(self._queue)} dropped={self.dropped}>"
+
+    @property
+    def closed(self) -> bool:
+        """True once the stream receives nothing more (closed, ended, or overflowed under ``"error"``)."""
+        return self._hub is None or self._failed
+
+    # -- fed by the hub (sync, in the reader)
+
+    def _put(self, item: Any) -> None:
+        queue = self._queue
+        if len(queue) < self.max_buffer:
+            queue.append(item)
+            self._notify()
+        else:
+            self._drop(1)
+
+    def _drop(self, count: int) -> None:
+        self.dropped += count
+        if self.overflow == "error":
+            self._failed = True
+            hub = self._hub
+            if hub is not None:
+                hub.remove(self)
+        else:
+            queue = self._queue
+            tail = queue[-1] if queue else None
+            if type(tail) is _Gap:
+                tail.dropped += count
+            else:
+                queue.append(_Gap(count))  # the one slot beyond max_buffer: where the gap is
+        self._notify()
+
+    def _notify(self) -> None:
+        wake = self._wake
+        if wake is not None:
+            self._wake = None
+            wake.set()
+
+    def _end(self, error: BaseException | None) -> None:
+        """No more items: the consumer gets what is buffered, then the end (or ``error`` raised)."""
+        self._hub = None
+        self._ended = True
+        self._error = error
+        self._notify()
+
+    def _convert(self, item: Any) -> Any:
+        """A buffered item as the consumer sees it; None to skip it (it may start ``_expanding``)."""
+        raise NotImplementedError
+
+    # -- read by the consumer (async)
+
+    def __aiter__(self) -> _Stream[T]:
+        return self
+
+    async def __anext__(self) -> T | StreamOverflow:
+        queue = self._queue
+        while True:
+            expanding = self._expanding
+            if expanding is not None:
+                for item in expanding:
+                    return item
+                self._expanding = None
+            if queue:
+                found = self._convert(queue.popleft())
+                if found is not None:
+                    return found  # type: ignore[no-any-return]
+                continue
+            if self._failed:
+                self._failed = False
+                dropped = self.dropped
+                self._end(None)
+                raise StreamOverflowError(dropped, self.max_buffer)
+            if self._ended:
+                error, self._error = self._error, None
+                if error is not None:
+                    raise error
+                raise StopAsyncIteration
+            wake = self._wake = anyio.Event()
+            await wake.wait()
+
+    def close(self) -> None:
+        """Stop receiving and drop what is buffered; iterating ends at once. Idempotent."""
+        hub = self._hub
+        if hub is not None:
+            hub.remove(self)
+        self._queue.clear()
+        self._expanding = None
+        self._failed = False
+        self._end(None)
+
+    async def aclose(self) -> None:
+        self.close()
+
+    async def __aenter__(self) -> _Stream[T]:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+
+class StepStream(_Stream[Step]):
+    """``Conversation.receive_steps()``: one ``Step`` per fold event, or a ``StreamOverflow`` marker."""
+
+    def _run(self, message: Message, blocks: list[ContentBlock], index: int) -> None:
+        queue = self._queue
+        if queue:
+            tail = queue[-1]
+            if type(tail) is _Run and tail.message is message:
+                tail.runs.append(blocks)
+                return
+        if len(queue) < self.max_buffer:
+            queue.append(_Run(message, blocks, index))
+            self._notify()
+        else:
+            self._drop(len(blocks))
+
+    def _convert(self, item: Any) -> Any:
+        kind = type(item)
+        if kind is Step:
+            return item
+        if kind is _Run:
+            self._expanding = _expand(item)
+            return None
+        return StreamOverflow(item.dropped)
+
+    async def __aenter__(self) -> StepStream:
+        return self
+
+
+class ChunkStream(_Stream[StreamChunk]):
+    """``Conversation.receive_chunks()``: ``ThoughtChunk``, ``TextChunk``, ``ToolCallChunk``, or a
+    ``StreamOverflow`` marker."""
+
+    def _fragment(
+        self, cls: type[TextChunk] | type[ThoughtChunk], message_id: str, index: int, part: str | list[Any]
+    ) -> None:
+        queue = self._queue
+        if queue:
+            tail = queue[-1]
+            if type(tail) is _Fragments and tail.cls is cls and tail.message_id == message_id:
+                tail.parts.append(part)
+                return
+        self._put(_Fragments(cls, message_id, index, part))
+
+    def _convert(self, item: Any) -> Any:
+        kind = type(item)
+        if kind is _Fragments:
+            parts = item.parts
+            text = "".join([part if type(part) is str else text_of(part) for part in parts])
+            return item.cls(text, item.message_id, item.index) if text else None
+        if kind is _Gap:
+            return StreamOverflow(item.dropped)
+        return item
+
+    async def __aenter__(self) -> ChunkStream:
+        return self
+
+
+def _expand(run: _Run) -> Iterator[Step]:
+    message, index = run.message, run.index
+    for blocks in run.runs:
+        for block in blocks:
+            yield Step(MessageChanged(message, False, block), index)
+
+
+# ---------------------------------------------------------------------------------------------- the hub
+
+
+class _Hub:
+    """The open streams of one conversation, and what feeds them (installed while any is open)."""
+
+    def __init__(self, conversation: Conversation) -> None:
+        self._conversation = conversation
+        self._state = conversation.state
+        self._steps: tuple[StepStream, ...] = ()
+        self._chunks: tuple[ChunkStream, ...] = ()
+
+    def add(self, stream: _Stream[Any]) -> None:
+        if isinstance(stream, StepStream):
+            self._steps += (stream,)
+        elif isinstance(stream, ChunkStream):
+            self._chunks += (stream,)
+        conversation = self._conversation
+        if conversation._streams is not self:
+            conversation._streams = self
+            conversation._apply = self.apply
+
+    def remove(self, stream: _Stream[Any]) -> None:
+        self._steps = tuple(s for s in self._steps if s is not stream)
+        self._chunks = tuple(s for s in self._chunks if s is not stream)
+        if not self._steps and not self._chunks:
+            self._uninstall()
+
+    def _uninstall(self) -> None:
+        conversation = self._conversation
+        if conversation._streams is self:
+            conversation._streams = None
+            conversation._apply = conversation.state.apply
+
+    def end(self, error: BaseException | None) -> None:
+        """End every open stream (after its buffered items), with ``error`` raised when given."""
+        streams: tuple[_Stream[Any], ...] = (*self._steps, *self._chunks)
+        self._steps = self._chunks = ()
+        self._uninstall()
+        for stream in streams:
+            stream._end(error)
+
+    # -- feeding (sync, in the reader)
+
+    def apply(self, update: Any) -> StateEvent:
+        """``SessionState.apply`` that also feeds the streams (``Conversation._apply`` while any is open)."""
+        event = self._state.apply(update)
+        self.event(event)
+        return event
+
+    def _index(self, entry: TimelineEntry) -> int:
+        """``entry``'s index in ``history()`` now (which hides the trimming slack), or -1."""
+        position = entry.position
+        limit = self._conversation.max_history_size
+        if limit and position >= 0:
+            excess = len(self._state.timeline) - limit
+            if excess > 0:
+                position -= excess
+        return position if position >= 0 else -1
+
+    def event(self, event: StateEvent) -> None:
+        """One fold event. Chunks skip a replay: it re-sends what was already shown (a consumer that was there
+        saw it; one that was not reads ``history()``); ``receive_steps()`` shows it, marked ``replayed``."""
+        entry = entry_of(event)
+        index = -1 if entry is None else self._index(entry)
+        replaying = self._state.replaying
+        steps = self._steps
+        if steps:
+            step = Step(event, index, replaying)
+            for stream in steps:
+                stream._put(step)
+        chunks = self._chunks
+        if not chunks or replaying:
+            return
+        kind = type(event)
+        if kind is MessageChanged:
+            assert isinstance(event, MessageChanged)
+            message = event.message
+            role = message.role
+            if role == "user":
+                return
+            cls = TextChunk if role == "agent" else ThoughtChunk
+            appended = event.appended
+            if appended is not None:
+                if type(appended) is TextContent and appended.text:
+                    for consumer in chunks:
+                        consumer._fragment(cls, message.message_id, index, appended.text)
+            elif event.created:
+                text = message.text
+                if text:
+                    for consumer in chunks:
+                        consumer._fragment(cls, message.message_id, index, text)
+            else:
+                replaced = cls(message.text, message.message_id, index, True)
+                for consumer in chunks:
+                    consumer._put(replaced)
+        elif kind is ToolCallChanged:
+            assert isinstance(event, ToolCallChanged)
+            if event.created:
+                found = ToolCallChunk(event.tool_call, index)
+                for consumer in chunks:
+                    consumer._put(found)
+
+    def chunk_run(self, message: Message, start: int) -> None:
+        """``Conversation._on_notes`` appended ``message.content[start:]`` as a run of chunks (one call per run)."""
+        blocks = message.content[start:]
+        if not blocks:
+            return
+        index = self._index(message)
+        for stream in self._steps:
+            stream._run(message, blocks, index)
+        chunks = self._chunks
+        if chunks and message.role != "user":
+            cls = TextChunk if message.role == "agent" else ThoughtChunk
+            for consumer in chunks:
+                consumer._fragment(cls, message.message_id, index, blocks)
+
+
+S = TypeVar("S", StepStream, ChunkStream)
+
+
+def open_stream(conversation: Conversation, stream_type: type[S], max_buffer: int, overflow: OverflowPolicy) -> S:
+    """Subscribe a new stream of ``stream_type`` to ``conversation`` (it sees everything folded from now on)."""
+    hub = conversation._streams
+    if hub is None:
+        hub = _Hub(conversation)
+    stream = stream_type(hub, max_buffer, overflow)
+    if conversation._disconnected:
+        stream._end(None)  # nothing more will come
+    else:
+        hub.add(stream)
+    return stream
