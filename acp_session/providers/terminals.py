@@ -24,6 +24,7 @@ from anyio.abc import Process, TaskGroup
 
 from acp_session.errors import InternalError, InvalidParams, RequestCancelled, ResourceNotFound
 from acp_session.schema import v1
+from acp_session.transport.subprocess import group_running
 
 from ._roots import SessionRoots, root_of, unknown_session
 
@@ -72,26 +73,6 @@ def exit_status(returncode: int) -> tuple[int | None, str | None]:
         return None, signal.Signals(-returncode).name
     except ValueError:
         return None, f"SIG{-returncode}"
-
-
-def _group_running(pgid: int) -> bool:
-    """Whether process group ``pgid`` has a member that is not a zombie (Linux ``/proc``; elsewhere: assume so)."""
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return True
-    for entry in entries:
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as file:
-                stat = file.read()
-        except OSError:
-            continue  # exited meanwhile
-        fields = stat[stat.rfind(b")") + 2 :].split()  # state, ppid, pgrp, ...: the name may hold spaces
-        if len(fields) > 2 and fields[2] == b"%d" % pgid and fields[0] not in (b"Z", b"X"):
-            return True
-    return False
 
 
 def complete_length(buffer: bytes | bytearray) -> int:
@@ -174,7 +155,7 @@ class _Terminal:
         count: an orphan's parent may take seconds to collect it)."""
         if not self.signal_group(0):
             return False
-        return _group_running(self.pgid)
+        return group_running(self.pgid)
 
     def signal_group(self, signum: int) -> bool:
         """Send ``signum`` to the command's process group; False once the group is gone."""

@@ -26,7 +26,7 @@ from anyio.abc import Process
 from .base import DEFAULT_RECEIVE_SIZE, PeerExit
 from .pipe import PipeReader, PipeWriter, open_pipe, open_stdin_pipe
 
-__all__ = ["AgentProcess", "stdio_agent"]
+__all__ = ["AgentProcess", "group_running", "stdio_agent"]
 
 _log = logging.getLogger("acp_session.agent.stderr")
 _MAX_STDERR_LINE = 64 * 1024

@@ -175,13 +175,8 @@ class V1Protocol(ProtocolAdapter):
                 additional_directories=params.additional_directories,
             )
 
-            def loaded(raw: bytes) -> m.ResumeSessionResponse:
-                response = _LOAD(raw)
-                state = self._opened(session_id, response.modes, response.config_options, raw)
-                return m.ResumeSessionResponse(config_options=state.options())
-
             self.session(session_id).end_message()
-            return self._send("session/load", load, loaded)
+            return self._send("session/load", load, self._reopened(session_id, _LOAD))
         if not self._offers(self._session_caps.resume):
             raise CapabilityNotSupported("session/resume", "sessionCapabilities.resume")
         resume = v1.ResumeSessionRequest(
@@ -191,12 +186,17 @@ class V1Protocol(ProtocolAdapter):
             additional_directories=params.additional_directories,
         )
 
-        def resumed(raw: bytes) -> m.ResumeSessionResponse:
-            response = _RESUME(raw)
+        return self._send("session/resume", resume, self._reopened(session_id, _RESUME))
+
+    def _reopened(self, session_id: str, decode: Callable[[bytes], Any]) -> Callable[[bytes], m.ResumeSessionResponse]:
+        """The result mapper of v1 ``session/load`` and ``session/resume`` (both carry modes and options)."""
+
+        def result(raw: bytes) -> m.ResumeSessionResponse:
+            response = decode(raw)
             state = self._opened(session_id, response.modes, response.config_options, raw)
             return m.ResumeSessionResponse(config_options=state.options())
 
-        return self._send("session/resume", resume, resumed)
+        return result
 
     def _require(self, method: str, flag: Any, capability: str) -> None:
         if not self._offers(flag):

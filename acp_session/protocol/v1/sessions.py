@@ -116,40 +116,12 @@ class V1Session:
         taken = {getattr(option, "config_id", None) for option in out}
         if self.modes is not None and "mode" not in categories:
             self.mode_option_id = "mode" if "mode" not in taken else "session_mode"
-            choices = [
-                m.SessionConfigSelectOption(value=mode.id, name=mode.name, description=mode.description)
-                for mode in self.modes.available_modes
-            ]
-            if choices:
-                out.append(
-                    m.SessionConfigSelect(
-                        config_id=self.mode_option_id,
-                        name="Mode",
-                        category="mode",
-                        current_value=self.modes.current_mode_id,
-                        options=choices,
-                    )
-                )
+            modes = [(mode.id, mode.name, mode.description) for mode in self.modes.available_modes]
+            out.extend(_select(self.mode_option_id, "Mode", "mode", self.modes.current_mode_id, modes))
         if self.models is not None and "model" not in categories:
             self.model_option_id = "model" if "model" not in taken else "session_model"
-            model_choices = [
-                m.SessionConfigSelectOption(
-                    value=model.model_id,
-                    name=model.name,
-                    description=UNSET if model.description is None else model.description,
-                )
-                for model in self.models.available_models
-            ]
-            if model_choices:
-                out.append(
-                    m.SessionConfigSelect(
-                        config_id=self.model_option_id,
-                        name="Model",
-                        category="model",
-                        current_value=self.models.current_model_id,
-                        options=model_choices,
-                    )
-                )
+            models = [(model.model_id, model.name, model.description) for model in self.models.available_models]
+            out.extend(_select(self.model_option_id, "Model", "model", self.models.current_model_id, models))
         return out
 
     def is_mode_option(self, config_id: str) -> bool:
@@ -160,3 +132,16 @@ class V1Session:
 
     def _agent_has(self, config_id: str) -> bool:
         return any(getattr(option, "config_id", None) == config_id for option in self.agent_options)
+
+
+def _select(config_id: str, name: str, category: str, current: str, choices: list[tuple[str, str, Any]]) -> list[Any]:
+    """A synthesised ``select`` option (none when there is nothing to choose)."""
+    if not choices:
+        return []
+    options = [
+        m.SessionConfigSelectOption(value=value, name=label, description=UNSET if about is None else about)
+        for value, label, about in choices
+    ]
+    return [
+        m.SessionConfigSelect(config_id=config_id, name=name, category=category, current_value=current, options=options)
+    ]
