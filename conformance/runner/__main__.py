@@ -1,8 +1,11 @@
-"""``acp-conformance --agent "<command>"``: check an ACP v2 agent; exits 1 when a check fails."""
+"""``acp-conformance --agent "<command>"``: check an ACP agent (protocol v1 or v2) against the rules a client
+can observe. Exit status: 0 no check failed, 1 a check failed, 2 usage error, 3 the agent could not be
+started, 8 the agent requires a login (no failure otherwise)."""
 
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import shutil
 import sys
@@ -10,46 +13,150 @@ from pathlib import Path
 
 import anyio
 
-from .checks import CHECKS
+from .registry import CHECK_SETS, in_report_order
 from .report import junit, table, to_json
-from .run import run_checks
+from .run import RunOptions, run
+from .scenarios import SCENARIO_HELP, ScenarioError, load_scenarios
 
 __all__ = ["main"]
 
+EXIT_FAILED = 1
+EXIT_NOT_STARTED = 3
+EXIT_LOGIN = 8
+CLEAN_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TERM", "USER", "TMPDIR", "SYSTEMROOT")
+
+
+def _epilog() -> str:
+    lines = []
+    for version in (2, 1):
+        lines.append(f"checks for protocol v{version} agents (the negotiated version picks the set):")
+        lines += [f"  {c.id:<28} {c.title}" for c in in_report_order(CHECK_SETS[version])]
+        lines.append("")
+    lines.append("scenarios (--scenarios FILE, TOML: NAME = PROMPT, or [NAME] prompt = ..., timeout = ...):")
+    lines += [f"  {name:<12} {text}" for name, text in SCENARIO_HELP.items()]
+    lines += ["", "exit status: 0 no failure, 1 a check failed, 2 usage, 3 agent not started, 8 login required"]
+    return "\n".join(lines)
+
 
 def _parser() -> argparse.ArgumentParser:
-    listing = "\n".join(f"  {c.id:<28} {c.title}" for c in CHECKS)
     parser = argparse.ArgumentParser(
         prog="acp-conformance",
-        description="Check an ACP v2 agent (spoken to over stdio) against the rules a client can observe.",
-        epilog="checks:\n" + listing,
+        description="Check an ACP agent (spoken to over stdio) against the rules a client can observe. "
+        "The version the agent answers at initialize (1 or 2) selects the check set.",
+        epilog=_epilog(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--agent", required=True, help='the agent command line, e.g. "acp-reference-agent"')
-    parser.add_argument("--json", action="store_true", help="print the results as JSON instead of a table")
+    parser.add_argument(
+        "--scenarios",
+        metavar="FILE",
+        help="TOML file of prompts that make this agent run long, ask permission, call tools, ... "
+        "(default: the reference agent's own file for the reference agent, else none)",
+    )
+    parser.add_argument("--auth", metavar="METHOD", help="log in with this advertised auth method before checking")
+    parser.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        metavar="NAME[=VALUE]",
+        help="set NAME for the agent, or pass NAME through from this environment (repeatable)",
+    )
+    parser.add_argument(
+        "--clean-env",
+        action="store_true",
+        help=f"start the agent with only {', '.join(CLEAN_ENV[:-1])} and the --env variables",
+    )
+    parser.add_argument(
+        "--protocol", type=int, choices=(1, 2), default=2, help="protocol version to offer (default 2, the newest)"
+    )
+    parser.add_argument("--json", action="store_true", help="print the results as JSON instead of text")
     parser.add_argument("--junit", metavar="FILE", help="also write JUnit XML to FILE")
     parser.add_argument("--check", action="append", default=[], metavar="ID", help="run only this check (repeatable)")
-    parser.add_argument("--jobs", type=int, default=4, help="checks run in parallel (default 4)")
-    parser.add_argument("--timeout", type=float, default=None, help="per-check timeout in seconds (default: per check)")
+    parser.add_argument("--jobs", type=int, default=4, help="agent processes checking in parallel (default 4)")
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=10.0,
+        metavar="S",
+        help="seconds to wait for one answer, turn or cancellation (default 10; scenarios have their own)",
+    )
+    parser.add_argument("--strict", action="store_true", help="treat warnings (SHOULDs not followed) as failures")
     return parser
 
 
+def _environment(args: argparse.Namespace, parser: argparse.ArgumentParser) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k in CLEAN_ENV} if args.clean_env else dict(os.environ)
+    for item in args.env:
+        name, sep, value = item.partition("=")
+        if not name:
+            parser.error(f"--env {item!r}: no variable name")
+        if sep:
+            env[name] = value
+        elif name in os.environ:
+            env[name] = os.environ[name]
+        else:
+            parser.error(f"--env {name}: not set in this environment (use --env {name}=VALUE)")
+    return env
+
+
+def _base_command(argv: list[str]) -> list[str]:
+    """This invocation without --check/--json/--junit: what the report prints to rerun one check."""
+    base = ["acp-conformance"]
+    skip = False
+    for index, arg in enumerate(argv):
+        if skip:
+            skip = False
+            continue
+        if arg in ("--check", "--junit") and index + 1 < len(argv):
+            skip = True
+            continue
+        if arg.startswith(("--check=", "--junit=")) or arg == "--json":
+            continue
+        base.append(arg)
+    return base
+
+
 def main(argv: list[str] | None = None) -> None:
-    args = _parser().parse_args(argv)
-    known = {c.id for c in CHECKS}
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    parser = _parser()
+    args = parser.parse_args(arguments)
+    known = {c.id for checks in CHECK_SETS.values() for c in checks}
     unknown = [c for c in args.check if c not in known]
     if unknown:
-        sys.exit(f"acp-conformance: unknown check(s): {', '.join(unknown)}")
+        parser.error(f"unknown check(s): {', '.join(unknown)}")
     command = shlex.split(args.agent)
     if not command:
-        sys.exit("acp-conformance: --agent is empty")
-    if shutil.which(command[0]) is None:
+        parser.error("--agent is empty")
+    env = _environment(args, parser)
+    if shutil.which(command[0], path=env.get("PATH")) is None:
         sys.exit(f"acp-conformance: agent command not found: {command[0]}")
-    results = anyio.run(lambda: run_checks(command, only=args.check, jobs=args.jobs, timeout=args.timeout))
-    print(to_json(results, args.agent) if args.json else table(results, args.agent))
+    try:
+        scenarios = load_scenarios(args.scenarios) if args.scenarios else None
+    except ScenarioError as exc:
+        parser.error(str(exc))
+    options = RunOptions(
+        command,
+        env=env,
+        offer=args.protocol,
+        auth=args.auth,
+        scenarios=scenarios,
+        wait=args.timeout,
+        jobs=args.jobs,
+        only=args.check,
+    )
+    report = anyio.run(run, options)
+    base = _base_command(arguments)
+    print(to_json(report, base) if args.json else table(report, base))
     if args.junit:
-        Path(args.junit).write_text(junit(results, args.agent), encoding="utf-8")
-    sys.exit(1 if any(r.status == "fail" for r in results) else 0)
+        Path(args.junit).write_text(junit(report), encoding="utf-8")
+    statuses = {r.status for r in report.results}
+    if "fail" in statuses or (args.strict and "warn" in statuses):
+        sys.exit(EXIT_FAILED)
+    if report.problem is not None:
+        sys.exit(EXIT_NOT_STARTED)
+    if report.login is not None:
+        sys.exit(EXIT_LOGIN)
+    sys.exit(0)
 
 
 if __name__ == "__main__":

@@ -2,22 +2,31 @@
 
 The runner deliberately does not use ``acp_session.rpc.Connection`` here: checks must see the exact
 frames, their order, and anything on stdout that is not a message. Outgoing params are generated
-types; envelopes are the rpc layer's envelope structs.
+types (v2, or v1 from ``acp_session.schema.v1``); envelopes are the rpc layer's envelope structs.
+
+The probe also plays the client's part of the protocol: it answers permission requests (a reject option,
+unless a check answers itself), and with protocol version 1 the agent's ``fs/*`` and ``terminal/*`` calls,
+through the library's providers confined to each session's working directory (a temporary sandbox). Every
+such call is kept with the problems its params have against the v1 schema and docs, for the checks to judge.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
 import msgspec
+from anyio.abc import TaskGroup
 
-from acp_session.codec import encode
+from acp_session.codec import decoder, encode, to_builtins
+from acp_session.errors import RpcError
+from acp_session.providers import LocalFileSystem, LocalTerminals
 from acp_session.rpc.messages import ErrorObject, ErrorOut, NotificationOut, RequestOut, ResultOut
+from acp_session.schema import v1
 from acp_session.schema.types import (
     CancelledPermissionOutcome,
     Implementation,
@@ -30,13 +39,25 @@ from acp_session.schema.types import (
 )
 from acp_session.transport import AgentProcess, FrameReader, OversizedFrame, encode_frame, stdio_agent
 
-__all__ = ["Fail", "Frame", "NotApplicable", "Probe", "spawn_probe"]
+__all__ = [
+    "AUTH_REQUIRED",
+    "ClientCall",
+    "Fail",
+    "Frame",
+    "LoginRequired",
+    "NotApplicable",
+    "Probe",
+    "Turn",
+    "spawn_probe",
+]
 
 _json = msgspec.json.Decoder()
+AUTH_REQUIRED = -32000
+RUNNER_INFO = ("acp-conformance", "0.2.0")
 
 
 class Fail(Exception):
-    """A check failed; ``rule`` names the rule (ACP2-NNN or a schema/docs reference) it violates."""
+    """A check failed; ``rule`` names the rule (ACP2-NNN, ACP1-NNN or a schema/docs reference) it violates."""
 
     def __init__(self, rule: str, message: str) -> None:
         super().__init__(f"{rule}: {message}")
@@ -44,7 +65,17 @@ class Fail(Exception):
 
 
 class NotApplicable(Exception):
-    """The check cannot run against this agent (capability not advertised, not the reference agent)."""
+    """The check cannot run against this agent (capability not advertised, no scenario for it, ...)."""
+
+
+class LoginRequired(Exception):
+    """The agent refused ``method`` with -32000 (authentication required)."""
+
+    def __init__(self, method: str, error: Any) -> None:
+        message = error.get("message") if isinstance(error, dict) else None
+        super().__init__(f"{method} answered {AUTH_REQUIRED} {message!r}" if message else f"{method}: {AUTH_REQUIRED}")
+        self.method = method
+        self.error = error
 
 
 @dataclass
@@ -70,18 +101,35 @@ class Frame:
         return self.method is not None and self.message is not None and "id" in self.message
 
     @property
+    def params(self) -> dict[str, Any]:
+        params = self.message.get("params") if self.message else None
+        return params if isinstance(params, dict) else {}
+
+    @property
     def update(self) -> dict[str, Any] | None:
         """The ``update`` object of a ``session/update`` notification."""
-        if self.method != "session/update" or self.message is None:
+        if self.method != "session/update":
             return None
-        params = self.message.get("params")
-        update = params.get("update") if isinstance(params, dict) else None
+        update = self.params.get("update")
         return update if isinstance(update, dict) else None
 
     @property
     def session_id(self) -> Any:
-        params = self.message.get("params") if self.message else None
-        return params.get("sessionId") if isinstance(params, dict) else None
+        return self.params.get("sessionId")
+
+    @property
+    def error(self) -> dict[str, Any] | None:
+        error = self.message.get("error") if self.message else None
+        return error if isinstance(error, dict) else None
+
+    @property
+    def error_code(self) -> int | None:
+        error = self.error
+        return error.get("code") if error is not None else None
+
+    @property
+    def result(self) -> Any:
+        return self.message.get("result") if self.message else None
 
     def update_kind(self) -> str | None:
         u = self.update
@@ -90,6 +138,34 @@ class Frame:
     def state(self) -> str | None:
         u = self.update
         return u.get("state") if u is not None and u.get("sessionUpdate") == "state_update" else None
+
+
+@dataclass
+class ClientCall:
+    """A request the agent sent to the client (fs/*, terminal/*), with what was wrong with it, if anything."""
+
+    frame: Frame
+    method: str
+    params: dict[str, Any]
+    problems: list[str] = field(default_factory=list)  # "rule: message"
+    advertised: bool = True  # whether the runner advertised the capability the method needs
+    outcome: str = "pending"  # "ok", or "error CODE"
+    result: Any = None
+
+
+@dataclass
+class Turn:
+    start: int  # frame index when the prompt was sent
+    request_id: int
+    response: Frame
+    end: Frame | None  # v2: the idle update (None when the agent went quiet without one); v1: the response
+
+    @property
+    def stop_reason(self) -> Any:
+        if self.end is None:
+            return None
+        source = self.end.update if self.end.method == "session/update" else self.end.result
+        return source.get("stopReason") if isinstance(source, dict) else None
 
 
 def _problem(raw: bytes) -> tuple[dict[str, Any] | None, str | None]:
@@ -104,7 +180,7 @@ def _problem(raw: bytes) -> tuple[dict[str, Any] | None, str | None]:
     except msgspec.DecodeError:
         return None, f"not JSON: {text[:60]!r}"
     if isinstance(value, list):
-        return None, "a JSON array (batch); ACP v2 messages are single objects"
+        return None, "a JSON array (batch); ACP messages are single objects"
     if not isinstance(value, dict):
         return None, f"a JSON {type(value).__name__}, not an object"
     if value.get("jsonrpc") != "2.0":
@@ -120,13 +196,73 @@ OUTPUT_KINDS = frozenset(
         "agent_message_chunk",
         "agent_thought",
         "agent_thought_chunk",
+        "tool_call",
         "tool_call_update",
         "tool_call_content_chunk",
+        "plan",
         "plan_update",
         "terminal_update",
         "terminal_output_chunk",
     }
 )
+
+# The v1 client methods the runner answers: params type, provider method, what must be advertised.
+_V1_CLIENT_METHODS: dict[str, tuple[Any, str, str]] = {
+    "fs/read_text_file": (v1.ReadTextFileRequest, "read_text_file", "fs.readTextFile"),
+    "fs/write_text_file": (v1.WriteTextFileRequest, "write_text_file", "fs.writeTextFile"),
+    "terminal/create": (v1.CreateTerminalRequest, "create_terminal", "terminal"),
+    "terminal/output": (v1.TerminalOutputRequest, "terminal_output", "terminal"),
+    "terminal/wait_for_exit": (v1.WaitForTerminalExitRequest, "wait_for_terminal_exit", "terminal"),
+    "terminal/kill": (v1.KillTerminalRequest, "kill_terminal", "terminal"),
+    "terminal/release": (v1.ReleaseTerminalRequest, "release_terminal", "terminal"),
+}
+_SESSION_OPENERS = frozenset({"session/new", "session/load", "session/resume"})
+
+
+def client_call_problems(method: str, params: dict[str, Any]) -> list[str]:
+    """What the v1 schema and docs object to in the params of an ``fs/*`` or ``terminal/*`` call."""
+    problems: list[str] = []
+    spec = _V1_CLIENT_METHODS.get(method)
+    if spec is None:
+        return problems
+    doc = "file-system.mdx" if method.startswith("fs/") else "terminals.mdx"
+    try:
+        decoder(spec[0])(msgspec.json.encode(params))
+    except msgspec.ValidationError as exc:
+        problems.append(f"schema:{spec[0].__name__}: {method} params do not match the v1 schema: {exc}")
+        return problems
+    for key in ("path", "cwd"):
+        value = params.get(key)
+        if isinstance(value, str) and not os.path.isabs(value):
+            problems.append(f"overview.mdx: {method} {key} {value!r} is not absolute (all file paths MUST be)")
+    if method.startswith("fs/") and not isinstance(params.get("path"), str):
+        problems.append(f"{doc}: {method} without a path")
+    return problems
+
+
+def v1_offer(version: int, *, fs: bool, terminal: bool) -> dict[str, Any]:
+    """The ``initialize`` params: v2's ``info``/``capabilities`` beside v1's ``clientInfo``/``clientCapabilities``.
+
+    Both schemas allow unknown fields, so each version reads its own (as ``ClientBuilder`` offers).
+    """
+    name, version_text = RUNNER_INFO
+    v1_part = to_builtins(
+        v1.InitializeRequest(
+            protocol_version=1,
+            client_capabilities=v1.ClientCapabilities(
+                fs=v1.FileSystemCapabilities(read_text_file=fs, write_text_file=fs), terminal=terminal
+            ),
+            client_info=v1.Implementation(name=name, version=version_text),
+        )
+    )
+    if version == 1:
+        return dict(v1_part)
+    plain: dict[str, Any] = to_builtins(
+        InitializeRequest(protocol_version=version, info=Implementation(name=name, version=version_text))
+    )
+    plain["clientCapabilities"] = v1_part["clientCapabilities"]
+    plain["clientInfo"] = v1_part["clientInfo"]
+    return plain
 
 
 class Probe:
@@ -142,9 +278,18 @@ class Probe:
         self._eof = False
         self.start = anyio.current_time()
         self.init_result: dict[str, Any] | None = None
+        self.init_index = -1  # the frame of the (first) initialize response
+        self.version: int | None = None  # the protocol version the agent answered
         # Answer permission requests automatically (reject / cancelled) unless a check turns it off.
         self.auto_answer_permissions = True
         self.answered: set[Any] = set()
+        self.calls: list[ClientCall] = []
+        self.advertised: set[str] = set()  # "fs.readTextFile", "fs.writeTextFile", "terminal"
+        self.files = LocalFileSystem()
+        self.terminals: LocalTerminals | None = None
+        self.tg: TaskGroup | None = None
+        self._opening: dict[int, tuple[str, dict[str, Any]]] = {}  # request id -> (method, params)
+        self.sessions: dict[str, str] = {}  # session id -> cwd, of sessions opened on this connection
 
     # -- reading ---------------------------------------------------------------------------------------
 
@@ -171,15 +316,77 @@ class Probe:
             message, problem = _problem(item)
             frame = Frame(len(self.frames), bytes(item), message, problem, anyio.current_time())
         self.frames.append(frame)
+        if frame.is_response:
+            self._session_opened(frame)
         self._changed.set()
         self._changed = anyio.Event()
-        if frame.method == "session/request_permission" and frame.is_request and self.auto_answer_permissions:
-            await self._auto_answer(frame)
+        if frame.is_request and frame.problem is None:
+            await self._agent_request(frame)
+
+    def _session_opened(self, frame: Frame) -> None:
+        assert frame.message is not None
+        rid = frame.message.get("id")
+        opening = self._opening.pop(rid, None) if isinstance(rid, int) else None
+        if opening is None or frame.error is not None:
+            return
+        _method, params = opening
+        result = frame.result if isinstance(frame.result, dict) else {}
+        session_id = params.get("sessionId") or result.get("sessionId")
+        cwd = params.get("cwd")
+        if isinstance(session_id, str) and isinstance(cwd, str) and os.path.isabs(cwd):
+            self.sessions[session_id] = cwd
+            self.files.open_session(session_id, cwd)
+            if self.terminals is not None:
+                self.terminals.open_session(session_id, cwd)
+
+    async def _agent_request(self, frame: Frame) -> None:
+        assert frame.message is not None
+        method = frame.method or ""
+        if method == "session/request_permission":
+            if self.auto_answer_permissions:
+                await self._auto_answer(frame)
+            return
+        if method in _V1_CLIENT_METHODS and self.version == 1 and self.tg is not None:
+            self.tg.start_soon(self._client_call, frame)
+            return
+        await self.respond_error(frame.message["id"], -32601, f"Method not found: {method}")
+
+    async def _client_call(self, frame: Frame) -> None:
+        assert frame.message is not None
+        method = frame.method or ""
+        params = frame.params
+        call = ClientCall(frame, method, params, client_call_problems(method, params))
+        tp, attribute, capability = _V1_CLIENT_METHODS[method]
+        call.advertised = capability in self.advertised
+        self.calls.append(call)
+        rid = frame.message["id"]
+        if not call.advertised:
+            call.outcome = "error -32601"
+            await self.respond_error(rid, -32601, f"Method not found: {method} (not advertised)")
+            return
+        if call.problems:
+            call.outcome = "error -32602"
+            await self.respond_error(rid, -32602, "Invalid params")
+            return
+        provider: Any = self.files if method.startswith("fs/") else self.terminals
+        try:
+            request = decoder(tp)(msgspec.json.encode(params))
+            result = await getattr(provider, attribute)(request)
+        except RpcError as exc:
+            call.outcome = f"error {exc.code}"
+            await self.respond_error(rid, exc.code, exc.message, exc.data)
+            return
+        except Exception as exc:
+            call.outcome = "error -32603"
+            await self.respond_error(rid, -32603, f"Internal error: {type(exc).__name__}")
+            return
+        call.outcome = "ok"
+        call.result = to_builtins(result)
+        await self.respond(rid, result)
 
     async def _auto_answer(self, frame: Frame) -> None:
         assert frame.message is not None
-        params = frame.message.get("params") or {}
-        options = params.get("options") or []
+        options = frame.params.get("options") or []
         reject = [o for o in options if isinstance(o, dict) and str(o.get("kind", "")).startswith("reject")]
         outcome: Any = (
             SelectedPermissionOutcome(option_id=str(reject[0].get("optionId")))
@@ -209,8 +416,19 @@ class Probe:
                 await self._changed.wait()
         return None
 
+    def own_frames(self, start: int) -> list[Frame]:
+        """What the agent wrote before it answered ``initialize``, then everything from ``start`` on: a check's
+        own traffic on a shared process, plus the start-up lines every process has."""
+        head = self.frames[: self.init_index + 1]
+        return head + self.frames[max(start, len(head)) :]
+
     def find(self, predicate: Callable[[Frame], bool], start: int = 0, stop: int | None = None) -> list[Frame]:
         return [f for f in self.frames[start:stop] if predicate(f)]
+
+    @property
+    def sent_ids(self) -> int:
+        """Our request ids are 1, 2, ... up to this one."""
+        return self._next_id
 
     @property
     def mark(self) -> int:
@@ -224,6 +442,9 @@ class Probe:
 
     async def request(self, method: str, params: Any = None) -> int:
         self._next_id += 1
+        if method in _SESSION_OPENERS:
+            plain = to_builtins(params)
+            self._opening[self._next_id] = (method, plain if isinstance(plain, dict) else {})
         await self._send(RequestOut(jsonrpc="2.0", id=self._next_id, method=method, params=params))
         return self._next_id
 
@@ -234,9 +455,9 @@ class Probe:
         self.answered.add(id)
         await self._send(ResultOut(jsonrpc="2.0", id=id, result=result))
 
-    async def respond_error(self, id: Any, code: int, message: str) -> None:
+    async def respond_error(self, id: Any, code: int, message: str, data: Any = None) -> None:
         self.answered.add(id)
-        await self._send(ErrorOut(jsonrpc="2.0", id=id, error=ErrorObject(code=code, message=message)))
+        await self._send(ErrorOut(jsonrpc="2.0", id=id, error=ErrorObject(code=code, message=message, data=data)))
 
     async def response(self, id: int, timeout: float | None = None, start: int = 0) -> Frame | None:
         return await self.wait_for(
@@ -252,45 +473,85 @@ class Probe:
         frame = await self.response(rid, timeout, start)
         if frame is None:
             raise Fail(rule, f"no response to {method} within {self.timeout if timeout is None else timeout:g}s")
+        if method == "initialize" and self.init_index < 0:
+            self.init_index = frame.index
         return frame
 
     async def call_ok(self, method: str, params: Any = None, *, rule: str, timeout: float | None = None) -> Any:
+        """``call``, failing naming ``rule`` on an error answer; -32000 raises ``LoginRequired``."""
         frame = await self.call(method, params, rule=rule, timeout=timeout)
-        assert frame.message is not None
-        if "error" in frame.message:
-            raise Fail(rule, f"{method} failed: {frame.message['error']}")
-        return frame.message.get("result")
+        if frame.error is not None:
+            if frame.error_code == AUTH_REQUIRED and method != "initialize":
+                raise LoginRequired(method, frame.error)
+            raise Fail(rule, f"{method} failed: {frame.error}")
+        return frame.result
+
+    async def barrier(self, timeout: float | None = None) -> None:
+        """Send a request the agent cannot know and wait for its answer.
+
+        Agents read their input in order, so once this is answered every earlier message has been read and
+        whatever it made the agent send at once has arrived: the event to wait for before asserting that
+        something did *not* happen, instead of a fixed quiet period.
+        """
+        start = self.mark
+        rid = await self.request("_acp_conformance/barrier", {})
+        await self.response(rid, timeout, start)
 
     # -- ACP shortcuts ---------------------------------------------------------------------------------
 
     @property
-    def is_reference(self) -> bool:
-        from conformance.agent import AGENT_NAME
-
-        info = (self.init_result or {}).get("info")
-        return isinstance(info, dict) and info.get("name") == AGENT_NAME
-
-    @property
     def capabilities(self) -> dict[str, Any]:
-        caps = (self.init_result or {}).get("capabilities")
+        """v2 ``capabilities`` or v1 ``agentCapabilities`` of the initialize answer."""
+        result = self.init_result or {}
+        caps = result.get("capabilities" if self.version != 1 else "agentCapabilities")
         return caps if isinstance(caps, dict) else {}
 
+    @property
+    def agent_info(self) -> dict[str, Any]:
+        result = self.init_result or {}
+        info = result.get("info" if self.version != 1 else "agentInfo")
+        return info if isinstance(info, dict) else {}
+
+    @property
+    def auth_methods(self) -> list[Any]:
+        methods = (self.init_result or {}).get("authMethods")
+        return methods if isinstance(methods, list) else []
+
     def session_capability(self, name: str) -> Any:
-        session = self.capabilities.get("session")
+        """A session capability: v2 ``capabilities.session.NAME``, v1 ``agentCapabilities.sessionCapabilities.NAME``."""
+        session = self.capabilities.get("session" if self.version != 1 else "sessionCapabilities")
         return session.get(name) if isinstance(session, dict) else None
 
-    async def initialize(self, version: int = 2) -> dict[str, Any]:
-        params = InitializeRequest(
-            protocol_version=version, info=Implementation(name="acp-conformance", version="0.1.0")
+    async def initialize(self, version: int = 2, *, fs: bool = True, terminal: bool = True) -> dict[str, Any]:
+        """Offer ``version`` (with v1's client capabilities beside v2's fields) and record the answer."""
+        self.advertised = ({"fs.readTextFile", "fs.writeTextFile"} if fs else set()) | (
+            {"terminal"} if terminal else set()
         )
-        result = await self.call_ok("initialize", params, rule="initialization.mdx#initialization")
+        result = await self.call_ok(
+            "initialize", v1_offer(version, fs=fs, terminal=terminal), rule="initialization.mdx#initialization"
+        )
         if not isinstance(result, dict):
             raise Fail("schema:InitializeResponse", f"initialize result is not an object: {result!r}")
         self.init_result = result
+        answered = result.get("protocolVersion")
+        self.version = answered if isinstance(answered, int) and not isinstance(answered, bool) else None
         return result
 
+    async def login(self, method_id: str) -> Any:
+        """Log in with an advertised method: v1 ``authenticate``, v2 ``auth/login``."""
+        if self.version == 1:
+            return await self.call_ok(
+                "authenticate", v1.AuthenticateRequest(method_id=method_id), rule="authentication.mdx"
+            )
+        return await self.call_ok("auth/login", {"methodId": method_id}, rule="authentication.mdx")
+
+    def new_session_params(self, cwd: str, **extra: Any) -> Any:
+        if self.version == 1:
+            return v1.NewSessionRequest(cwd=cwd, mcp_servers=extra.pop("mcp_servers", []), **extra)
+        return NewSessionRequest(cwd=cwd, **extra)
+
     async def new_session(self, cwd: str) -> str:
-        result = await self.call_ok("session/new", NewSessionRequest(cwd=cwd), rule="session-setup.mdx")
+        result = await self.call_ok("session/new", self.new_session_params(cwd), rule="session-setup.mdx")
         session_id = result.get("sessionId") if isinstance(result, dict) else None
         if not isinstance(session_id, str) or not session_id:
             raise Fail("schema:NewSessionResponse.sessionId", f"session/new gave no session id: {result!r}")
@@ -298,6 +559,8 @@ class Probe:
 
     async def prompt(self, session_id: str, text: str, blocks: Sequence[Any] = ()) -> int:
         prompt = list(blocks) or [TextContent(text=text)]
+        if self.version == 1:
+            return await self.request("session/prompt", v1.PromptRequest(session_id=session_id, prompt=prompt))
         return await self.request("session/prompt", PromptRequest(session_id=session_id, prompt=prompt))
 
     def is_update(self, session_id: str, *kinds: str) -> Callable[[Frame], bool]:
@@ -314,19 +577,25 @@ class Probe:
 
         return match
 
+    def is_request_for(self, method: str) -> Callable[[Frame], bool]:
+        return lambda f: f.is_request and f.method == method
+
     async def wait_idle(self, session_id: str, start: int, *, rule: str, timeout: float | None = None) -> Frame:
         frame = await self.wait_for(self.is_state(session_id, "idle"), timeout, start)
         if frame is None:
             raise Fail(rule, f"no idle state_update within {self.timeout if timeout is None else timeout:g}s")
         return frame
 
-    async def settle(self, session_id: str, start: int, quiet: float = 0.5) -> Frame | None:
+    async def settle(
+        self, session_id: str, start: int, quiet: float = 0.5, timeout: float | None = None
+    ) -> Frame | None:
         """Wait for the idle update, or until the agent has been silent for ``quiet`` seconds.
 
         For checks whose subject is not the idle update itself (the ``turn-lifecycle`` check reports a
-        missing idle), so one defect does not fail every check that happens to run a turn.
+        missing idle), so one defect does not fail every check that happens to run a turn. A healthy agent
+        sends the idle update and this returns at once.
         """
-        deadline = anyio.current_time() + self.timeout
+        deadline = anyio.current_time() + (self.timeout if timeout is None else timeout)
         position = start
         while anyio.current_time() < deadline:
             seen = self.mark
@@ -338,40 +607,68 @@ class Probe:
             position = seen
         return None
 
-    async def _turn(self, session_id: str, text: str, blocks: Sequence[Any]) -> tuple[int, Frame]:
+    async def send_turn(
+        self, session_id: str, text: str, *, blocks: Sequence[Any] = (), timeout: float | None = None
+    ) -> tuple[int, int, Frame]:
+        """Prompt and wait for the response: ``(start mark, request id, response)``.
+
+        v2 answers once the prompt is inserted, v1 when the turn is over. -32000 raises ``LoginRequired``;
+        another error fails naming the prompt rules of the negotiated version.
+        """
         start = self.mark
         rid = await self.prompt(session_id, text, blocks)
-        response = await self.response(rid, start=start)
+        response = await self.response(rid, timeout, start=start)
+        limit = self.timeout if timeout is None else timeout
         if response is None:
-            raise Fail("ACP2-064", f"no response to session/prompt within {self.timeout:g}s")
-        if response.message is not None and "error" in response.message:
-            raise Fail("prompt-lifecycle.mdx#2-prompt-accepted", f"prompt rejected: {response.message['error']}")
-        return start, response
+            rule = "ACP2-064" if self.version != 1 else "prompt-turn.mdx#4-check-for-completion"
+            raise Fail(rule, f"no response to session/prompt within {limit:g}s")
+        if response.error is not None:
+            if response.error_code == AUTH_REQUIRED:
+                raise LoginRequired("session/prompt", response.error)
+            rule = "prompt-lifecycle.mdx#2-prompt-accepted" if self.version != 1 else "ACP1-012"
+            raise Fail(rule, f"prompt {text[:40]!r} rejected: {response.error}")
+        return start, rid, response
 
-    async def run_turn(self, session_id: str, text: str, *, blocks: Sequence[Any] = ()) -> tuple[int, Frame, Frame]:
-        """Prompt, then wait for the response and the idle update (ACP2-050): ``(start, response, idle)``."""
-        start, response = await self._turn(session_id, text, blocks)
-        return start, response, await self.wait_idle(session_id, start, rule="ACP2-050")
-
-    async def run_turn_settled(
-        self, session_id: str, text: str, *, blocks: Sequence[Any] = ()
-    ) -> tuple[int, Frame, Frame | None]:
-        """Like ``run_turn``, but the turn has also ended once the agent went quiet (see ``settle``)."""
-        start, response = await self._turn(session_id, text, blocks)
-        return start, response, await self.settle(session_id, start)
+    async def run_turn(
+        self,
+        session_id: str,
+        text: str,
+        *,
+        blocks: Sequence[Any] = (),
+        timeout: float | None = None,
+        settle: bool = True,
+    ) -> Turn:
+        """A whole turn: v2 prompt, response and idle update (``settle``: or the agent going quiet, see
+        ``settle``); v1 prompt and its response."""
+        start, rid, response = await self.send_turn(session_id, text, blocks=blocks, timeout=timeout)
+        if self.version == 1:
+            return Turn(start, rid, response, response)
+        if settle:
+            return Turn(start, rid, response, await self.settle(session_id, start, timeout=timeout))
+        return Turn(start, rid, response, await self.wait_idle(session_id, start, rule="ACP2-050", timeout=timeout))
 
 
 @asynccontextmanager
-async def spawn_probe(argv: Sequence[str], *, timeout: float) -> AsyncIterator[Probe]:
-    """Start the agent, read its stdout into a ``Probe``, and shut it down on exit."""
-    env = dict(os.environ)
-    async with stdio_agent(
-        list(argv), env=env, on_stderr=lambda line: None, grace_period=0.5, terminate_timeout=0.5
-    ) as agent:
-        probe = Probe(agent, timeout)
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(probe.read_loop)
-            try:
-                yield probe
-            finally:
-                tg.cancel_scope.cancel()
+async def spawn_probe(
+    argv: Sequence[str], *, timeout: float, env: Mapping[str, str] | None = None, startup_timeout: float = 20.0
+) -> AsyncIterator[Probe]:
+    """Start the agent, read its stdout into a ``Probe``, and shut it down (and its terminals) on exit."""
+    async with AsyncExitStack() as stack:
+        agent = await stack.enter_async_context(
+            stdio_agent(
+                list(argv),
+                env=dict(os.environ if env is None else env),
+                on_stderr=lambda line: None,
+                grace_period=0.5,
+                terminate_timeout=0.5,
+            )
+        )
+        probe = Probe(agent, timeout, startup_timeout)
+        probe.terminals = await stack.enter_async_context(LocalTerminals())
+        tg = await stack.enter_async_context(anyio.create_task_group())
+        probe.tg = tg
+        tg.start_soon(probe.read_loop)
+        try:
+            yield probe
+        finally:
+            tg.cancel_scope.cancel()

@@ -1,79 +1,185 @@
-"""Report formats: a readable table, JSON, JUnit XML."""
+"""Report formats: a readable text report grouped by rule area, JSON, JUnit XML."""
 
 from __future__ import annotations
 
 import json
+import shlex
 import textwrap
 from collections.abc import Sequence
+from typing import Any
 from xml.etree import ElementTree
 
-from .run import CheckResult
+from .registry import AREAS
+from .run import CheckResult, RunReport
 
-__all__ = ["junit", "summary", "table", "to_json"]
+__all__ = ["junit", "rerun_command", "summary", "table", "to_json"]
+
+MARK = {"pass": "PASS", "fail": "FAIL", "warn": "WARN", "n/a": "N/A"}
 
 
 def summary(results: Sequence[CheckResult]) -> dict[str, int]:
-    counts = {"pass": 0, "fail": 0, "n/a": 0}
+    counts = {"pass": 0, "fail": 0, "warn": 0, "n/a": 0}
     for r in results:
         counts[r.status] += 1
     return counts
 
 
-def table(results: Sequence[CheckResult], agent: str) -> str:
+def rerun_command(base: Sequence[str], check_id: str) -> str:
+    """The command line that runs one check again (``base``: the runner's own arguments, ``--check`` removed)."""
+    return shlex.join([*base, "--check", check_id])
+
+
+def _agent_line(report: RunReport) -> str:
+    info = report.agent
+    name = f"{info.get('name', '?')} {info.get('version', '?')}" if info else "no agentInfo"
+    version = f"protocol version {report.version}" if report.version is not None else "no protocol version"
+    if report.scenarios.source:
+        scenarios = f"scenarios from {report.scenarios.source} ({', '.join(report.scenarios.entries) or 'none'})"
+    else:
+        scenarios = "no scenario file"
+    return f"agent: {name}, {version}; {scenarios}"
+
+
+def _login_lines(report: RunReport) -> list[str]:
+    login = report.login
+    if login is None:
+        return []
+    blocked = [r.id for r in report.results if r.blocked == "login"]
+    lines = [f"LOGIN REQUIRED: {login.message()}."]
+    lines += textwrap.wrap(
+        f"Not run for lack of a login ({len(blocked)}): {', '.join(blocked)}.",
+        118,
+        initial_indent="  ",
+        subsequent_indent="    ",
+        break_on_hyphens=False,
+    )
+    lines.append("  Log in and run again:" if login.methods else "  The agent advertises no login method:")
+    lines += [f"    {m}" for m in login.methods] or ["    log in with the agent's own tool first, then run again"]
+    return lines
+
+
+def table(report: RunReport, base: Sequence[str] = ()) -> str:
+    """The text report: a header, the login notice if any, then the checks grouped by rule area."""
+    results = report.results
+    check_set = f"v{report.version}" if report.version is not None else "?"
+    lines = [f"ACP conformance ({check_set} check set): {shlex.join(report.argv)}", _agent_line(report)]
+    if report.problem:
+        lines.append(f"NOT CHECKED: {report.problem}")
+    lines += _login_lines(report)
+    if report.session_error is not None:
+        blocked = [r.id for r in results if r.blocked == "session"]
+        lines += textwrap.wrap(
+            f"NO SESSION: session/new fails ({report.session_error}). "
+            f"Not run without a session ({len(blocked)}): {', '.join(blocked)}.",
+            118,
+            initial_indent="  ",
+            subsequent_indent="    ",
+            break_on_hyphens=False,
+        )
     width = max([len(r.id) for r in results] + [5])
-    lines = [f"ACP v2 conformance: {agent}", ""]
-    lines.append(f"{'check':<{width}}  result  time   rules")
-    lines.append(f"{'-' * width}  ------  -----  -----")
-    for r in results:
-        mark = {"pass": "PASS", "fail": "FAIL", "n/a": "N/A"}[r.status]
-        lines.append(f"{r.id:<{width}}  {mark:<6}  {r.seconds:4.1f}s  {', '.join(r.rules)}")
-        if r.message and r.status != "pass":
-            lines += textwrap.wrap(
-                r.message, 110, initial_indent=" " * (width + 2), subsequent_indent=" " * (width + 4)
-            )
+    indent = " " * (width + 17)
+    for area in AREAS:
+        in_area = [r for r in results if r.area == area and r.blocked is None]
+        if not in_area:
+            continue
+        lines += ["", area.capitalize()]
+        for r in in_area:
+            rules = ", ".join(r.rules)
+            lines.append(f"  {MARK[r.status]:<4}  {r.id:<{width}}  {r.seconds:6.2f}s  {rules}")
+            details = [r.message] if r.message else []
+            if r.scenarios:
+                details.append("scenario " + "; ".join(r.scenarios))
+            for text in details:
+                lines += textwrap.wrap(
+                    text, 118, initial_indent=indent, subsequent_indent=indent + "  ", break_on_hyphens=False
+                )
+            if r.status in ("fail", "warn") and base:
+                lines.append(f"{indent}rerun: {rerun_command(base, r.id)}")
     counts = summary(results)
-    lines += ["", f"{counts['pass']} passed, {counts['fail']} failed, {counts['n/a']} not applicable"]
+    lines += [
+        "",
+        f"{counts['pass']} passed, {counts['fail']} failed, {counts['warn']} passed with warnings, "
+        f"{counts['n/a']} not applicable; {report.seconds:.1f} s, {report.processes} agent process(es)",
+    ]
     return "\n".join(lines)
 
 
-def to_json(results: Sequence[CheckResult], agent: str) -> str:
-    return json.dumps(
-        {
-            "agent": agent,
-            "summary": summary(results),
-            "checks": [
-                {
-                    "id": r.id,
-                    "title": r.title,
-                    "rules": list(r.rules),
-                    "result": r.status,
-                    "message": r.message,
-                    "seconds": round(r.seconds, 3),
-                }
-                for r in results
-            ],
+def to_json(report: RunReport, base: Sequence[str] = ()) -> str:
+    data: dict[str, Any] = {
+        "agent": shlex.join(report.argv),
+        "agentInfo": report.agent,
+        "protocolVersion": report.version,
+        "checkSet": f"v{report.version}" if report.version is not None else None,
+        "scenarios": {
+            "file": report.scenarios.source,
+            "entries": {
+                name: {"prompt": s.prompt, "timeout": s.timeout} for name, s in report.scenarios.entries.items()
+            },
         },
-        indent=2,
-    )
+        "problem": report.problem,
+        "sessionError": report.session_error,
+        "login": (
+            {
+                "required": True,
+                "refused": report.login.method,
+                "error": report.login.error,
+                "methods": report.login.methods,
+            }
+            if report.login is not None
+            else None
+        ),
+        "summary": summary(report.results),
+        "seconds": round(report.seconds, 3),
+        "processes": report.processes,
+        "checks": [
+            {
+                "id": r.id,
+                "title": r.title,
+                "area": r.area,
+                "rules": list(r.rules),
+                "result": r.status,
+                "message": r.message,
+                "warnings": r.warnings,
+                "notes": r.notes,
+                "scenarios": r.scenarios,
+                "seconds": round(r.seconds, 3),
+                "blockedBy": r.blocked,
+                "rerun": rerun_command(base, r.id) if base else None,
+            }
+            for r in report.results
+        ],
+    }
+    return json.dumps(data, indent=2)
 
 
-def junit(results: Sequence[CheckResult], agent: str) -> str:
+def junit(report: RunReport) -> str:
+    results = report.results
     counts = summary(results)
     suite = ElementTree.Element(
         "testsuite",
-        name="acp-conformance",
+        name=f"acp-conformance v{report.version}" if report.version is not None else "acp-conformance",
         tests=str(len(results)),
         failures=str(counts["fail"]),
         skipped=str(counts["n/a"]),
-        time=f"{sum(r.seconds for r in results):.3f}",
+        time=f"{report.seconds:.3f}",
     )
-    ElementTree.SubElement(ElementTree.SubElement(suite, "properties"), "property", name="agent", value=agent)
+    properties = ElementTree.SubElement(suite, "properties")
+    ElementTree.SubElement(properties, "property", name="agent", value=shlex.join(report.argv))
+    ElementTree.SubElement(properties, "property", name="protocolVersion", value=str(report.version))
+    if report.scenarios.source:
+        ElementTree.SubElement(properties, "property", name="scenarios", value=report.scenarios.source)
     for r in results:
         case = ElementTree.SubElement(
-            suite, "testcase", classname="acp-conformance", name=r.id, time=f"{r.seconds:.3f}"
+            suite,
+            "testcase",
+            classname=f"acp-conformance.{r.area.replace(' ', '-')}",
+            name=r.id,
+            time=f"{r.seconds:.3f}",
         )
         if r.status == "fail":
             ElementTree.SubElement(case, "failure", message=r.message).text = f"{r.title}\nrules: {', '.join(r.rules)}"
         elif r.status == "n/a":
             ElementTree.SubElement(case, "skipped", message=r.message)
+        elif r.status == "warn":
+            ElementTree.SubElement(case, "system-out").text = "warning: " + "\nwarning: ".join(r.warnings)
     return ElementTree.tostring(suite, encoding="unicode", xml_declaration=True)
