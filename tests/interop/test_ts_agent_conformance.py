@@ -1,51 +1,74 @@
-"""acp-conformance against the agent written with the official TypeScript SDK (results: docs/interop.md)."""
+"""acp-conformance against the v2 agent written with the official TypeScript SDK 2.4.0 (``ts_agent.mjs``): no
+failure without a scenario file, and with ``ts_agent.toml`` every check it has a behaviour for passes. The
+results are the ones docs/conformance.md records."""
 
 from __future__ import annotations
 
 import json
-import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
+
+from tests.conformance.doc_tables import documented
 
 ROOT = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
+AGENT = "node tests/interop/ts_agent.mjs"
+V2_TABLE = "### Results: protocol v2 agents"
 
-# Checks that need the reference agent's scenarios are n/a for any other agent (docs/conformance.md).
-REFERENCE_ONLY = {
+# Checks that need a scenario: not applicable without a file.
+SCENARIO_CHECKS = {
+    "permission-flow",
+    "tool-call",
+    "plan",
+    "terminal",
     "cancel-turn",
     "cancel-permission",
-    "permission-flow",
     "held-prompt-cancel-request",
     "cancel-held-prompts",
     "close-active-work",
     "background-work",
 }
+# ts_agent.mjs has no plan, terminal or background-work behaviour, and advertises no auth methods.
+NO_BEHAVIOUR = {"plan", "terminal", "background-work"}
 
 
-def test_conformance_against_the_sdk_agent(node: str) -> None:
+def _run(*args: str) -> dict[str, Any]:
     proc = subprocess.run(
-        [sys.executable, "-m", "conformance.runner", "--agent", "node tests/interop/ts_agent.mjs", "--json"],
+        [sys.executable, "-m", "conformance.runner", "--agent", AGENT, "--json", *args],
         cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=120,
+        check=False,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    report = json.loads(proc.stdout)
-    results = {check["id"]: check for check in report["checks"]}
-    failed = {cid: c["message"] for cid, c in results.items() if c["result"] == "fail"}
-    assert failed == {}
-    not_applicable = {cid for cid, c in results.items() if c["result"] == "n/a"}
-    assert not_applicable == REFERENCE_ONLY | {"auth-methods"}
-    passed = {cid for cid, c in results.items() if c["result"] == "pass"}
-    assert len(passed) == 20
-    assert passed == set(results) - not_applicable
-    # Finding I1: each version probe runs on a fresh agent process, so the SDK's refusal of a repeated
-    # initialize below version 2 no longer matters; a first initialize(1) gets -32022.
-    assert results["version-too-old"]["message"] == "1 -> -32022"
-    assert results["initialize"]["message"] == "agent acp-interop-ts-agent 1.0.0"
+    report: dict[str, Any] = json.loads(proc.stdout)
+    return report
 
-    # docs/interop.md records the same results, check by check, in the runner's order.
-    doc = (ROOT / "docs" / "interop.md").read_text(encoding="utf-8")
-    rows = re.findall(r"^\| `([a-z-]+)` \| (pass|fail|n/a) \|", doc, flags=re.MULTILINE)
-    assert rows == [(check["id"], check["result"]) for check in report["checks"]]
+
+def test_conformance_against_the_sdk_agent(node: str) -> None:
+    report = _run()
+    assert report["checkSet"] == "v2" and report["agentInfo"] == {"name": "acp-interop-ts-agent", "version": "1.0.0"}
+    results = {check["id"]: check for check in report["checks"]}
+    assert {cid: c["message"] for cid, c in results.items() if c["result"] in ("fail", "warn")} == {}
+    assert {cid for cid, c in results.items() if c["result"] == "n/a"} == SCENARIO_CHECKS | {"auth-methods"}
+    # Finding I1 (docs/interop.md): each version probe runs on a fresh agent process.
+    assert results["version-too-old"]["message"] == "1 -> -32022"
+    # The issue that started the audit: resume is checked on a session that is still open, which passes.
+    assert results["resume"]["result"] == "pass"
+    assert {cid: c["result"] for cid, c in results.items()} == documented(V2_TABLE, "TS SDK agent")
+
+
+def test_scenario_file_turns_the_sdk_agents_not_applicable_checks_into_passes(node: str) -> None:
+    report = _run("--scenarios", str(HERE / "ts_agent.toml"))
+    results = {check["id"]: check for check in report["checks"]}
+    assert {cid: c["message"] for cid, c in results.items() if c["result"] in ("fail", "warn")} == {}
+    assert {cid for cid, c in results.items() if c["result"] == "n/a"} == NO_BEHAVIOUR | {"auth-methods"}
+    for check_id in SCENARIO_CHECKS - NO_BEHAVIOUR:
+        assert results[check_id]["result"] == "pass", check_id
+        assert results[check_id]["scenarios"], check_id  # each says which prompt it used
+    assert results["cancel-turn"]["scenarios"] == ["long_turn: '/slow 60'"]
+    assert results["stop-reason"]["message"] == "end_turn, refusal, max_tokens, error"
+    assert {cid: c["result"] for cid, c in results.items()} == documented(V2_TABLE, "TS SDK agent + scenarios")
