@@ -4,13 +4,20 @@ Looked up in order, for protocol version N: the environment variable (``$ACP_SCH
 ``$ACP_V1_SCHEMA_DIR`` for v1); the workspace copy in ``../shared/spec/schema/vN``; the copy shipped
 in the npm package ``@agentclientprotocol/sdk`` (``schema/vN`` in ``.cache/acp-schema/package`` as
 unpacked by ``.ci/run``, or in ``tests/interop/node_modules``). The package (2.4.0) ships both
-versions. In CI a missing schema is a failure with a clear message; on a developer machine without
-any copy the tests that need it skip with that reason.
+versions.
+
+When none of these holds the schema, the first test that needs it installs the interop tests' pinned npm
+packages (``npm install`` in ``tests/interop``, as the interop tests do anyway), so a fresh clone's first
+test run uses the same schema as every later run and skips nothing. Only without npm (or when that install
+fails) is the schema missing: in CI that is a failure with a clear message; elsewhere the tests that need it
+skip with that reason.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -19,6 +26,11 @@ REPO = Path(__file__).resolve().parent.parent
 NPM_HINT = "npm pack @agentclientprotocol/sdk@2.4.0 && tar xzf agentclientprotocol-sdk-2.4.0.tgz"
 ENV_VARS = {2: "ACP_SCHEMA_DIR", 1: "ACP_V1_SCHEMA_DIR"}
 
+INTEROP = REPO / "tests" / "interop"
+SDK_DIR = INTEROP / "node_modules" / "@agentclientprotocol" / "sdk"
+SDK_V1_DIR = INTEROP / "node_modules" / "acp-sdk-v1"
+TS_V1_AGENT = SDK_V1_DIR / "dist" / "examples" / "agent.js"
+
 
 def candidate_dirs(version: int = 2) -> list[Path]:
     env = os.environ.get(ENV_VARS[version])
@@ -26,7 +38,7 @@ def candidate_dirs(version: int = 2) -> list[Path]:
     dirs += [
         REPO.parent / "shared" / "spec" / "schema" / f"v{version}",
         REPO / ".cache" / "acp-schema" / "package" / "schema" / f"v{version}",
-        REPO / "tests" / "interop" / "node_modules" / "@agentclientprotocol" / "sdk" / "schema" / f"v{version}",
+        SDK_DIR / "schema" / f"v{version}",
     ]
     return dirs
 
@@ -38,14 +50,46 @@ def find_schema_dir(version: int = 2) -> Path | None:
     return None
 
 
+def interop_packages_installed() -> bool:
+    return SDK_DIR.is_dir() and TS_V1_AGENT.is_file()
+
+
+def install_interop_packages() -> str | None:
+    """``npm install`` the pinned TypeScript SDKs into ``tests/interop/node_modules`` unless they are there.
+
+    Returns None once they are installed, else why not (no npm on PATH, or npm's error)."""
+    if interop_packages_installed():
+        return None
+    npm = shutil.which("npm")
+    if npm is None:
+        return "npm is not on PATH (install Node.js 20 or newer with npm)"
+    try:
+        proc = subprocess.run(
+            [npm, "install", "--no-audit", "--no-fund"], cwd=INTEROP, capture_output=True, text=True, timeout=300
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"npm install in {INTEROP} failed: {exc}"
+    if proc.returncode != 0 or not interop_packages_installed():
+        return f"npm install in {INTEROP} failed ({proc.returncode}):\n{proc.stderr}"
+    return None
+
+
 def require_schema_dir(version: int = 2) -> Path:
-    """The schema folder, or fail (CI) / skip (elsewhere) naming every place that was tried."""
+    """The schema folder (installing the npm package that ships it when no copy is found), or fail (CI) /
+    skip (elsewhere) naming every place that was tried."""
     found = find_schema_dir(version)
     if found is not None:
         return found
+    why = ""
+    if SDK_DIR / "schema" / f"v{version}" in candidate_dirs(version):
+        problem = install_interop_packages()
+        found = find_schema_dir(version)
+        if found is not None:
+            return found
+        why = f"; {problem}" if problem else ""
     tried = ", ".join(str(d) for d in candidate_dirs(version))
     message = (
-        f"official ACP v{version} schema not found (tried {tried}); "
+        f"official ACP v{version} schema not found (tried {tried}{why}); "
         f"get it with: {NPM_HINT} (it holds package/schema/v{version})"
     )
     if os.environ.get("CI"):
