@@ -280,7 +280,14 @@ class Conversation:
     async def _watch_connection(self, client: ClientConnection) -> None:
         with anyio.CancelScope() as scope:
             self._scope = scope
-            error = await client.rpc.wait_closed()
+            try:
+                error = await client.rpc.wait_closed()
+            except anyio.get_cancelled_exc_class():
+                # Not _unbind: the client's block is being left, so the connection closes next. A stream consumer
+                # may live outside that block: its stream ends now rather than never.
+                if not scope.cancel_called and self._streams is not None:
+                    self._streams.end(ConnectionClosed("the connection is closing"))
+                raise
             if self._session is not None and self._session.connection is client:
                 # Answers that arrived but whose watcher task has not run yet still start their turns, so
                 # the updates that followed them are attributed before everything fails.
