@@ -1,1 +1,1 @@
-"""``acp-conformance``: check an ACP v2 agent command against the rules a client can observe."""
+"""``acp-conformance``: check an ACP agent command (protocol v1 or v2) against the rules a client can observe."""

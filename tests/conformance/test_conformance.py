@@ -182,3 +182,17 @@ def test_check_sets_have_unique_ids_and_cite_rules() -> None:
             assert c.rules, c.id
             prefix = f"ACP{version}-"
             assert all(not r.startswith("ACP") or r.startswith(prefix) for r in c.rules), (c.id, c.rules)
+
+
+@pytest.mark.anyio
+async def test_runner_on_both_backends() -> None:
+    """The runner is anyio code: a full v2 run and a full v1 run pass on asyncio and on trio."""
+    v2 = await run(RunOptions(AGENT.split()))
+    assert v2.version == 2 and {r.id for r in v2.results if r.status != "pass"} == {"auth-methods"}
+    v1_agent = [sys.executable, str(ROOT / "tests" / "conformance" / "v1_agent.py")]
+    v1_file = load_scenarios(ROOT / "tests" / "conformance" / "v1_agent.toml")
+    v1 = await run(RunOptions(v1_agent, scenarios=v1_file))
+    assert v1.version == 1 and {r.id for r in v1.results if r.status != "pass"} == {
+        "auth-methods",
+        "unsupported-content",
+    }
