@@ -977,7 +977,9 @@ class ClientConnection:
             return _CANCELLED_PERMISSION
         item = Interaction("permission", request.session_id, tool_call_id, terminal_id, request)
         try:
-            return _permission_response(await self.interactions.run(item, fn, lambda: _CANCELLED_PERMISSION))
+            return _offered_only(
+                request, _permission_response(await self.interactions.run(item, fn, lambda: _CANCELLED_PERMISSION))
+            )
         except Exception:
             # A failing handler declined the request: answer cancelled (never an approval), and say why here.
             _log.exception("the permission handler failed; answering %r with the cancelled outcome", request.title)
@@ -1016,6 +1018,21 @@ def _permission_response(answer: Any) -> RequestPermissionResponse:
     if answer is None:
         return _CANCELLED_PERMISSION
     raise TypeError(f"a permission handler returned {type(answer).__name__}")
+
+
+def _offered_only(request: RequestPermissionRequest, response: RequestPermissionResponse) -> RequestPermissionResponse:
+    """A selected option the agent never offered is not an approval: it becomes cancelled (and is logged)."""
+    outcome = response.outcome
+    if isinstance(outcome, SelectedPermissionOutcome):
+        offered = {option.option_id for option in request.options}
+        if outcome.option_id not in offered:
+            _log.warning(
+                "the permission handler chose %r, which the agent did not offer (%s): answering cancelled",
+                outcome.option_id,
+                ", ".join(sorted(offered)) or "no options",
+            )
+            return _CANCELLED_PERMISSION
+    return response
 
 
 async def _await(outcome: Awaitable[Any]) -> None:

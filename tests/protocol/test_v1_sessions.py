@@ -345,3 +345,26 @@ async def test_a_failing_permission_handler_declines_with_the_cancelled_outcome(
     answer = next(m for m in sent(log) if m.get("id") == "q1")
     assert answer == {"jsonrpc": "2.0", "id": "q1", "result": {"outcome": {"outcome": "cancelled"}}}
     assert "the dialog crashed" in caplog.text
+
+
+async def test_an_option_the_agent_never_offered_is_not_an_approval(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 20 (2): a handler's answer naming an unoffered option used to be sent as selected."""
+    ask = {
+        "method": "session/request_permission",
+        "params": {
+            "sessionId": "s1",
+            "toolCall": {"toolCallId": "t1", "title": "Run it"},
+            "options": [{"optionId": "yes", "name": "Yes", "kind": "allow_once"}],
+        },
+    }
+    prompts = [{"updates": [], "ask": ask}]
+    builder = ClientBuilder().on_request_permission(lambda request: "allow_always_everything")
+    with anyio.fail_after(10):
+        async with v1_agent(tmp_path, builder, prompts=prompts) as (client, log):
+            conversation = await client.start_conversation(str(tmp_path))
+            await conversation.chat_to_completion("go")
+    answer = next(m for m in sent(log) if m.get("id") == "q1")
+    assert answer["result"] == {"outcome": {"outcome": "cancelled"}}
+    assert "did not offer" in caplog.text and "allow_always_everything" in caplog.text
