@@ -89,6 +89,7 @@ from .session import (
     UpdateListener,
 )
 from .transport import AgentProcess, Transport, stdio_agent
+from .transport.environment import EnvPolicy, agent_environment
 
 if TYPE_CHECKING:
     from .conversation.conversation import Conversation
@@ -357,6 +358,8 @@ class ClientBuilder:
         cwd: str | None = None,
         env: Mapping[str, str] | None = None,
         *,
+        env_policy: EnvPolicy = "inherit",
+        pass_env: Sequence[str] = (),
         own_process_group: bool = True,
         grace_period: float = 2.0,
         terminate_timeout: float = 2.0,
@@ -371,11 +374,16 @@ class ClientBuilder:
         agent started outlives the block (unless it left the group itself). A terminal's Ctrl-C reaches only
         this process (interactive front ends turn it into ``session/cancel``). ``own_process_group=False``
         keeps the agent in this process's group and signals only the agent itself (its children are left
-        alone). ``initialize_timeout`` and ``options``: see ``connect``."""
+        alone). ``initialize_timeout`` and ``options``: see ``connect``.
+
+        The agent's environment: ``env`` when given (exactly that); else ``env_policy``: ``"inherit"`` (the
+        default: all of this process's environment, which real agents need for their keys and settings) or
+        ``"minimal"`` (PATH, HOME, user, locale, terminal, temp dir, and the variables named in ``pass_env``;
+        see ``acp_session.transport.environment``)."""
         process = stdio_agent(
             argv,
             cwd,
-            env,
+            env if env is not None else agent_environment(env_policy, pass_env),
             own_process_group=own_process_group,
             grace_period=grace_period,
             terminate_timeout=terminate_timeout,

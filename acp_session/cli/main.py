@@ -200,7 +200,11 @@ class ChatApp:
                             # Its own process group: the terminal's Ctrl-C reaches only this CLI, which turns it
                             # into session/cancel instead of killing the agent.
                             async with self.builder().spawn(
-                                argv, own_process_group=True, initialize_timeout=limit
+                                argv,
+                                own_process_group=True,
+                                initialize_timeout=limit,
+                                env_policy=getattr(self.args, "env", "inherit"),
+                                pass_env=getattr(self.args, "pass_env", None) or (),
                             ) as client:
                                 starting.stop()
                                 code = await body(client)
@@ -481,6 +485,20 @@ def _parser() -> argparse.ArgumentParser:
             default=DEFAULT_INITIALIZE_TIMEOUT,
             help="how long the agent may take to start and answer initialize "
             f"(default: {DEFAULT_INITIALIZE_TIMEOUT:g}; 0: no limit)",
+        )
+        p.add_argument(
+            "--env",
+            choices=("inherit", "minimal"),
+            default="inherit",
+            help="the agent's environment: all of yours (inherit, the default) or only PATH, HOME, user, locale, "
+            "terminal and temp dir (minimal) plus --pass-env names",
+        )
+        p.add_argument(
+            "--pass-env",
+            metavar="NAME",
+            action="append",
+            default=None,
+            help="with --env minimal: also pass this variable (e.g. an API key); repeatable",
         )
         if chatty:
             p.add_argument("--yes", "-y", action="store_true", help="approve every permission request (allow once)")
