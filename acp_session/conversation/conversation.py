@@ -183,9 +183,10 @@ class Conversation:
     ) -> AsyncIterator[Conversation]:
         """Start the agent ``argv`` and a session in ``cwd`` on a connection this conversation owns
         (``owns_connection``): ``disconnect()``, and leaving the block, close the session and then the
-        connection, which shuts the agent down as ``ClientBuilder.spawn`` does. ``builder`` configures the client
-        (default ``ClientBuilder()``); ``agent_cwd`` (the agent process's working directory), ``env`` and
-        ``spawn_options`` go to ``ClientBuilder.spawn``."""
+        connection, which shuts the agent down as ``ClientBuilder.spawn`` does. (A conversation that
+        ``reconnect()`` moved to another connection owns none: leaving the block closes only the one it made.)
+        ``builder`` configures the client (default ``ClientBuilder()``); ``agent_cwd`` (the agent process's working
+        directory), ``env`` and ``spawn_options`` go to ``ClientBuilder.spawn``."""
         from acp_session.client import ClientBuilder
 
         async with (builder or ClientBuilder()).spawn(argv, agent_cwd, env, **spawn_options) as client:
@@ -200,8 +201,9 @@ class Conversation:
             try:
                 yield conversation
             finally:
-                with anyio.move_on_after(_SPAWNED_CLOSE_TIMEOUT, shield=True):
-                    await conversation.disconnect()
+                if conversation.owns_connection:  # not moved to another connection by reconnect()
+                    with anyio.move_on_after(_SPAWNED_CLOSE_TIMEOUT, shield=True):
+                        await conversation.disconnect()
 
     @classmethod
     async def resume(
@@ -788,7 +790,7 @@ class Conversation:
 
     def _update_idle(self) -> None:
         busy = bool(self._awaiting or self._active or self._segments) or not self.state.is_idle
-        if self._closed is not None:
+        if self._closed is not None or self._disconnected:  # nothing more will be reported
             busy = False
         if busy:
             if self._idle.is_set():
