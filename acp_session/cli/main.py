@@ -9,6 +9,7 @@ earlier chats.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shlex
 import shutil
@@ -16,7 +17,7 @@ import signal
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, NoReturn, TextIO
 
 import anyio
 from anyio.abc import TaskGroup
@@ -85,7 +86,14 @@ def default_agent() -> list[str]:
 
 
 def _agent_argv(command: str | None) -> list[str]:
-    argv = default_agent() if command is None else shlex.split(command)
+    """The agent's argv from ``--agent`` (split like a shell command line), checked before anything starts."""
+    if command is None:
+        argv = default_agent()
+    else:
+        try:
+            argv = shlex.split(command)
+        except ValueError as exc:  # "No closing quotation", "No escaped character"
+            raise _UsageError(f"--agent {command!r}: {str(exc).lower()}") from None
     if not argv:
         raise _UsageError("--agent is empty")
     if shutil.which(argv[0]) is None:
@@ -184,7 +192,7 @@ class ChatApp:
     # -- running -----------------------------------------------------------------------------------
 
     async def run(self, body: Callable[[ClientConnection], Awaitable[int]]) -> int:
-        argv = _agent_argv(self.args.agent)
+        argv = self.args.agent_argv
         code = EXIT_INTERRUPTED
         with anyio.CancelScope() as scope:
             self._scope = scope
@@ -308,7 +316,7 @@ class ChatApp:
                 elif isinstance(event, ChatError):
                     code = EXIT_ERROR
                     if isinstance(event.error, AuthenticationRequired):
-                        print(auth_message(event.error, _agent_argv(self.args.agent)), file=sys.stderr)
+                        print(auth_message(event.error, self.args.agent_argv), file=sys.stderr)
                         code = EXIT_AUTH
         finally:
             self.active = None
@@ -391,7 +399,7 @@ async def _resume(app: ChatApp) -> int:
 async def _login(app: ChatApp) -> int:
     """Run one of the agent's login methods: over ACP (``authenticate``), or its own terminal login command."""
     args = app.args
-    argv = _agent_argv(args.agent)
+    argv = args.agent_argv
     terminal: list[tuple[str, ...]] = []
 
     async def body(client: ClientConnection) -> int:
@@ -429,7 +437,7 @@ async def _sessions(app: ChatApp) -> int:
     args = app.args
 
     async def body(client: ClientConnection) -> int:
-        rows = [info async for info in client.list_sessions(args.cwd_given)]
+        rows = [info async for info in client.list_sessions(None if args.all else args.cwd)]
         if app.json:
             for info in rows:
                 assert isinstance(app.renderer, JsonRenderer)
@@ -457,8 +465,16 @@ def _session_json(info: Any) -> dict[str, Any]:
 # ---------------------------------------------------------------------------------------------- arguments
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+class _Parser(argparse.ArgumentParser):
+    """argparse with every error in one line (``acp-session chat: error: ...; see acp-session chat --help``),
+    exit code 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}; see {self.prog} --help\n")
+
+
+def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+    parser = _Parser(
         prog="acp-session",
         description="Chat with an ACP agent (protocol version 1 or 2) at the terminal "
         "(default agent: the bundled reference agent).",
@@ -527,10 +543,11 @@ def _parser() -> argparse.ArgumentParser:
 
     sessions = sub.add_parser(
         "sessions",
-        help="list the agent's sessions",
+        help="list the agent's sessions in --cwd (default: .), or all of them with --all",
         epilog=EXIT_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    sessions.add_argument("--all", action="store_true", help="every session of the agent, whatever its directory")
     common(sessions, chatty=False)
 
     resume = sub.add_parser(
@@ -539,8 +556,8 @@ def _parser() -> argparse.ArgumentParser:
         epilog=EXIT_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    resume.add_argument("session_id", metavar="ID")
-    resume.add_argument("prompt", nargs="*", metavar="PROMPT")
+    resume.add_argument("session_id", nargs="?", metavar="ID", help="the session's id (see acp-session sessions)")
+    resume.add_argument("prompt", nargs="*", metavar="PROMPT", help="a prompt for one turn (several words are joined)")
     common(resume)
 
     login = sub.add_parser(
@@ -552,8 +569,55 @@ def _parser() -> argparse.ArgumentParser:
     login.add_argument("method", nargs="?", metavar="METHOD", help="the login method's id (default: the only one)")
     common(login, chatty=False)
 
-    sub.add_parser("conformance", help="check an agent: the same as acp-conformance (see its --help)", add_help=False)
-    return parser
+    sub.add_parser(
+        "conformance",
+        help="check an agent: the same as acp-conformance (see its --help); default agent: the reference agent",
+        add_help=False,
+    )
+    return parser, {"chat": chat, "sessions": sessions, "resume": resume, "login": login}
+
+
+def _conformance_args(args: list[str]) -> list[str]:
+    """``acp-session conformance`` checks the bundled reference agent unless ``--agent`` names another."""
+    if any(a in ("-h", "--help") or a == "--agent" or a.startswith("--agent=") for a in args):
+        return args
+    return ["--agent", shlex.join([sys.executable, "-m", "conformance.agent"]), *args]
+
+
+def _parse(argv: list[str]) -> argparse.Namespace:
+    """Parse the command line, options anywhere (``resume ID --json PROMPT`` as ``chat PROMPT --json``); usage
+    errors exit here with code 2."""
+    parser, commands = _parser()
+    args, extra = parser.parse_known_args(argv)
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        sys.exit(EXIT_USAGE)
+    command = commands[args.command]
+    if extra:
+        options = [word for word in extra if word.startswith("-") and word != "-"]
+        if options or not hasattr(args, "prompt"):
+            command.error(f"unrecognized arguments: {' '.join(options or extra)}")
+        args.prompt = [*args.prompt, *extra]
+    if args.command == "resume" and args.session_id is None:
+        command.error("the session ID is required (`acp-session sessions` lists them)")
+    if getattr(args, "prompt", None) and not " ".join(args.prompt).strip():
+        command.error("the prompt is empty (without PROMPT, prompts are read line by line)")
+    if args.command == "sessions" and args.all and args.cwd is not None:
+        command.error("--all and --cwd do not go together")
+    args.cwd_given = os.path.abspath(args.cwd) if args.cwd is not None else None
+    args.cwd = args.cwd_given or os.getcwd()
+    if not hasattr(args, "yes"):
+        args.yes = False
+    if not os.path.isdir(args.cwd):
+        command.error(f"--cwd is not a directory: {args.cwd}")
+    try:
+        args.agent_argv = _agent_argv(args.agent)
+    except _UsageError as exc:
+        command.error(str(exc))
+    except _Failure as exc:
+        print(f"acp-session: {exc}", file=sys.stderr)
+        sys.exit(EXIT_ERROR)
+    return args
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -561,26 +625,28 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args_list and args_list[0] == "conformance":
         from conformance.runner.__main__ import main as conformance_main
 
-        conformance_main(args_list[1:])
+        conformance_main(_conformance_args(args_list[1:]))
         return
-    parser = _parser()
-    args = parser.parse_args(args_list)
-    if args.command is None:
-        parser.print_help(sys.stderr)
-        sys.exit(EXIT_USAGE)
-    args.cwd_given = os.path.abspath(args.cwd) if args.cwd is not None else None
-    args.cwd = args.cwd_given or os.getcwd()
-    if not hasattr(args, "yes"):
-        args.yes = False
-    if not os.path.isdir(args.cwd):
-        parser.error(f"--cwd is not a directory: {args.cwd}")
+    args = _parse(args_list)
     app = ChatApp(args)
     command = {"chat": _chat, "sessions": _sessions, "resume": _resume, "login": _login}[args.command]
     try:
         code = anyio.run(command, app)
-    except _UsageError as exc:
-        parser.error(str(exc))
-    except _Failure as exc:
-        print(f"acp-session: {exc}", file=sys.stderr)
+    except Exception as exc:  # a bug or an unforeseen failure: one line, not a traceback (ACP_SESSION_DEBUG=1 shows it)
+        if os.environ.get("ACP_SESSION_DEBUG"):
+            raise
+        leaf = _single(exc)
+        if isinstance(leaf, BrokenPipeError):  # stdout's reader went away (``| head``): nothing left to say
+            with contextlib.suppress(OSError):
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            sys.exit(EXIT_ERROR)
+        print(f"acp-session: {type(leaf).__name__}: {leaf} (ACP_SESSION_DEBUG=1 shows the traceback)", file=sys.stderr)
         code = EXIT_ERROR
     sys.exit(code)
+
+
+def _single(exc: BaseException) -> BaseException:
+    """The one exception inside (nested) exception groups of one member each, else ``exc``."""
+    while isinstance(getattr(exc, "exceptions", None), tuple) and len(exc.exceptions) == 1:  # type: ignore[attr-defined]
+        exc = exc.exceptions[0]  # type: ignore[attr-defined]
+    return exc
