@@ -10,6 +10,7 @@ from typing import Any
 import msgspec
 
 from acp_session.codec import decoder
+from acp_session.schema import v1
 from acp_session.schema.types import DeleteSessionRequest, ListSessionsRequest, ListSessionsResponse
 
 from .probe import AUTH_REQUIRED, OUTPUT_KINDS, Fail, Frame, LoginRequired, NotApplicable, Probe
@@ -161,11 +162,10 @@ async def list_all(ctx: CheckContext, cwd: str | None, rule: str) -> list[dict[s
         result = await p.call_ok("session/list", request, rule=rule)
         if not isinstance(result, dict) or not isinstance(result.get("sessions"), list):
             raise Fail(rule, f"no sessions array in {result!r}")
-        if p.version != 1:
-            try:
-                decoder(ListSessionsResponse)(msgspec.json.encode(result))
-            except msgspec.ValidationError as exc:
-                raise Fail("schema:ListSessionsResponse", f"session/list result does not match: {exc}") from None
+        try:
+            decoder(ListSessionsResponse if p.version != 1 else v1.ListSessionsResponse)(msgspec.json.encode(result))
+        except msgspec.ValidationError as exc:
+            raise Fail("schema:ListSessionsResponse", f"session/list result does not match: {exc}") from None
         seen += [s for s in result["sessions"] if isinstance(s, dict)]
         cursor = result.get("nextCursor")
         if not cursor:

@@ -12,6 +12,7 @@ such call is kept with the problems its params have against the v1 schema and do
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -42,6 +43,7 @@ from acp_session.transport import AgentProcess, FrameReader, OversizedFrame, enc
 __all__ = [
     "AUTH_REQUIRED",
     "ClientCall",
+    "ErrorAnswer",
     "Fail",
     "Frame",
     "LoginRequired",
@@ -62,6 +64,14 @@ class Fail(Exception):
     def __init__(self, rule: str, message: str) -> None:
         super().__init__(f"{rule}: {message}")
         self.rule = rule
+
+
+class ErrorAnswer(Fail):
+    """The agent answered a request with an error where a result was needed; ``code`` is the error's."""
+
+    def __init__(self, rule: str, message: str, code: Any) -> None:
+        super().__init__(rule, message)
+        self.code = code
 
 
 class NotApplicable(Exception):
@@ -241,9 +251,10 @@ def client_call_problems(method: str, params: dict[str, Any]) -> list[str]:
 
 
 def v1_offer(version: int, *, fs: bool, terminal: bool) -> dict[str, Any]:
-    """The ``initialize`` params: v2's ``info``/``capabilities`` beside v1's ``clientInfo``/``clientCapabilities``.
+    """The ``initialize`` params: v2's ``info`` beside v1's ``clientInfo``/``clientCapabilities``, whatever the version.
 
-    Both schemas allow unknown fields, so each version reads its own (as ``ClientBuilder`` offers).
+    Both schemas allow unknown fields, so each version reads its own (as ``ClientBuilder`` offers); a v2-only
+    agent offered version 1 can then answer -32022 instead of refusing the shape.
     """
     name, version_text = RUNNER_INFO
     v1_part = to_builtins(
@@ -255,8 +266,6 @@ def v1_offer(version: int, *, fs: bool, terminal: bool) -> dict[str, Any]:
             client_info=v1.Implementation(name=name, version=version_text),
         )
     )
-    if version == 1:
-        return dict(v1_part)
     plain: dict[str, Any] = to_builtins(
         InitializeRequest(protocol_version=version, info=Implementation(name=name, version=version_text))
     )
@@ -321,7 +330,8 @@ class Probe:
         self._changed.set()
         self._changed = anyio.Event()
         if frame.is_request and frame.problem is None:
-            await self._agent_request(frame)
+            with contextlib.suppress(Fail):  # the agent is gone: the check waiting for it will say so
+                await self._agent_request(frame)
 
     def _session_opened(self, frame: Frame) -> None:
         assert frame.message is not None
@@ -360,13 +370,13 @@ class Probe:
         call.advertised = capability in self.advertised
         self.calls.append(call)
         rid = frame.message["id"]
-        if not call.advertised:
-            call.outcome = "error -32601"
-            await self.respond_error(rid, -32601, f"Method not found: {method} (not advertised)")
-            return
-        if call.problems:
-            call.outcome = "error -32602"
-            await self.respond_error(rid, -32602, "Invalid params")
+        if not call.advertised or call.problems:
+            call.outcome = "error -32601" if not call.advertised else "error -32602"
+            with contextlib.suppress(Fail):
+                if not call.advertised:
+                    await self.respond_error(rid, -32601, f"Method not found: {method} (not advertised)")
+                else:
+                    await self.respond_error(rid, -32602, "Invalid params")
             return
         provider: Any = self.files if method.startswith("fs/") else self.terminals
         try:
@@ -382,7 +392,8 @@ class Probe:
             return
         call.outcome = "ok"
         call.result = to_builtins(result)
-        await self.respond(rid, result)
+        with contextlib.suppress(Fail):
+            await self.respond(rid, result)
 
     async def _auto_answer(self, frame: Frame) -> None:
         assert frame.message is not None
@@ -438,7 +449,10 @@ class Probe:
     # -- writing ---------------------------------------------------------------------------------------
 
     async def _send(self, envelope: msgspec.Struct) -> None:
-        await self.agent.send(encode_frame(encode(envelope)))
+        try:
+            await self.agent.send(encode_frame(encode(envelope)))
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+            raise Fail("transports.mdx#stdio", "the agent closed its stdin (it exited)") from None
 
     async def request(self, method: str, params: Any = None) -> int:
         self._next_id += 1
@@ -471,6 +485,8 @@ class Probe:
         start = self.mark
         rid = await self.request(method, params)
         frame = await self.response(rid, timeout, start)
+        if frame is None and self.eof:
+            raise Fail(rule, f"the agent exited (closed its stdout) before answering {method}")
         if frame is None:
             raise Fail(rule, f"no response to {method} within {self.timeout if timeout is None else timeout:g}s")
         if method == "initialize" and self.init_index < 0:
@@ -483,7 +499,7 @@ class Probe:
         if frame.error is not None:
             if frame.error_code == AUTH_REQUIRED and method != "initialize":
                 raise LoginRequired(method, frame.error)
-            raise Fail(rule, f"{method} failed: {frame.error}")
+            raise ErrorAnswer(rule, f"{method} failed: {frame.error}", frame.error_code)
         return frame.result
 
     async def barrier(self, timeout: float | None = None) -> None:

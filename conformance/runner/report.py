@@ -61,8 +61,8 @@ def _login_lines(report: RunReport) -> list[str]:
 def table(report: RunReport, base: Sequence[str] = ()) -> str:
     """The text report: a header, the login notice if any, then the checks grouped by rule area."""
     results = report.results
-    check_set = f"v{report.version}" if report.version is not None else "?"
-    lines = [f"ACP conformance ({check_set} check set): {shlex.join(report.argv)}", _agent_line(report)]
+    check_set = f"v{report.version} check set" if report.version is not None else "no protocol version agreed"
+    lines = [f"ACP conformance ({check_set}): {shlex.join(report.argv)}", _agent_line(report)]
     if report.problem:
         lines.append(f"NOT CHECKED: {report.problem}")
     lines += _login_lines(report)

@@ -25,7 +25,7 @@ import anyio
 from acp_session.auth import login_methods
 
 from .checks import CHECK_SETS
-from .probe import Fail, LoginRequired, NotApplicable, Probe, spawn_probe
+from .probe import ErrorAnswer, Fail, LoginRequired, NotApplicable, Probe, spawn_probe
 from .registry import Check, CheckContext, in_report_order, missing_scenario
 from .scenarios import NO_SCENARIOS, REFERENCE_SCENARIOS, Scenarios, load_scenarios
 
@@ -166,8 +166,14 @@ class _Run:
         try:
             await probe.initialize(self.offer)
         except Fail as exc:
-            tail = "; ".join(probe.agent.stderr_tail[-5:])
-            self.fail_startup(f"{exc}{f' (stderr: {tail})' if tail else ''}", rule=True)
+            if isinstance(exc, ErrorAnswer) and exc.code == -32022:
+                # The right answer from an agent without a version at or below the offer: nothing to check.
+                self.fail_startup(f"the agent does not speak protocol version {self.offer} or older: {exc}")
+                return None
+            await self.fail_initialize(probe, exc)
+            return None
+        except Exception as exc:  # the agent is gone
+            await self.fail_initialize(probe, exc)
             return None
         version = probe.version
         self.report.agent = probe.agent_info
@@ -195,6 +201,15 @@ class _Run:
             # Only session-new reports it; the other checks that need a session would repeat it.
             self.report.session_error = str(exc)
         return probe
+
+    async def fail_initialize(self, probe: Probe, exc: Exception) -> None:
+        with anyio.move_on_after(0.5):  # its exit code and last words, if it is exiting
+            while probe.agent.returncode is None:
+                await anyio.sleep(0.02)
+        code = probe.agent.returncode
+        tail = "; ".join(probe.agent.stderr_tail[-5:])
+        detail = "".join([f" (exit code {code})" if code is not None else "", f" (stderr: {tail})" if tail else ""])
+        self.fail_startup(f"{exc}{detail}", rule=True)
 
     def choose_scenarios(self, probe: Probe) -> None:
         scenarios = self.options.scenarios
@@ -323,7 +338,7 @@ class _Run:
             async with AsyncExitStack() as stack:
                 probe = await self.open_probe(stack, initialize=False)
                 result, _ = await self.execute(c, probe, self.sandbox(c.id))
-        except OSError as exc:
+        except Exception as exc:  # the process did not start
             result = self.result(c, "fail", f"could not start the agent: {exc}", 0.0)
         result.seconds = time.monotonic() - started
         return result
@@ -356,7 +371,7 @@ class _Run:
                     await outer.enter_async_context(stack)
                     try:
                         probe = await self.open_probe(stack, initialize=True)
-                    except (Fail, LoginRequired, OSError) as exc:
+                    except Exception as exc:  # it did not start, answer initialize or log in this time
                         self.results[c.id] = self.result(
                             c, "fail", f"could not start another agent process: {exc}", 0.0
                         )

@@ -196,3 +196,18 @@ async def test_runner_on_both_backends() -> None:
         "auth-methods",
         "unsupported-content",
     }
+
+
+def test_agents_that_cannot_be_checked_get_one_line() -> None:
+    """An agent that exits at once fails initialize (exit 1); one without the offered version is not checked (3)."""
+    proc = _cli("--agent", "sh -c 'exit 3'", "--json", timeout=30)
+    report = json.loads(proc.stdout)
+    assert proc.returncode == 1
+    assert report["problem"].startswith("transports.mdx#stdio: the agent closed its stdin (it exited) (exit code 3)")
+    failed = [c["id"] for c in report["checks"] if c["result"] == "fail"]
+    assert failed == ["initialize"]
+    assert all(c["message"].startswith("not run:") for c in report["checks"] if c["id"] != "initialize")
+    proc = _cli("--agent", AGENT, "--protocol", "1", timeout=30)
+    assert proc.returncode == 3
+    assert "NOT CHECKED: the agent does not speak protocol version 1 or older" in proc.stdout
+    assert "FAIL" not in proc.stdout
