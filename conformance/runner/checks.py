@@ -427,9 +427,19 @@ async def stop_reason(ctx: CheckContext) -> str | None:
         scenario = ctx.optional_scenario(name)
         if scenario is None:
             continue
-        # ACP2-065: once inserted, the prompt is answered with success even when the work fails.
-        start, _, response = await p.send_turn(sid, scenario.text(ctx.cwd), timeout=scenario.timeout)
-        require(response.error is None, "ACP2-065", f"the {name} scenario's prompt was answered with an error")
+        start = p.mark
+        rid = await p.prompt(sid, scenario.text(ctx.cwd))
+        response = await p.response(rid, scenario.timeout, start)
+        require(response is not None, "ACP2-064", f"no response to the {name} scenario's prompt")
+        assert response is not None
+        if response.error is not None:
+            if response.error_code == AUTH_REQUIRED:
+                raise LoginRequired("session/prompt", response.error)
+            # ACP2-065: once inserted (its user message reported), the prompt is answered with success even
+            # when the work fails.
+            inserted = p.find(p.is_update(sid, "user_message", "user_message_chunk"), start)
+            rule = "ACP2-065" if inserted else "prompt-lifecycle.mdx#2-prompt-accepted"
+            raise Fail(rule, f"the {scenario.describe()} prompt was answered with an error: {response.error}")
         idle = await p.wait_idle(sid, start, rule="ACP2-050", timeout=scenario.timeout)
         got = (idle.update or {}).get("stopReason")
         if got != expected:
@@ -502,7 +512,6 @@ async def unsupported_content(ctx: CheckContext) -> str | None:
 async def permission_flow(ctx: CheckContext) -> str | None:
     p = ctx.probe
     scenario = ctx.scenario("permission")
-    p.auto_answer_permissions = False
     sid = await p.new_session(ctx.cwd)
     answers: list[tuple[str, str | None]] = [
         ("allow", None),
@@ -510,6 +519,7 @@ async def permission_flow(ctx: CheckContext) -> str | None:
         ("unknown-outcome", "ACP2-088"),
     ]
     for answer, refused_rule in answers:
+        p.auto_answer_permissions = False
         start, _rid, ask = await wait_permission(ctx, scenario, sid)
         assert ask.message is not None
         offered = [o.get("optionId") for o in ask.params.get("options") or [] if isinstance(o, dict)]
@@ -530,6 +540,7 @@ async def permission_flow(ctx: CheckContext) -> str | None:
             outcome = UnknownRequestPermissionOutcome({"outcome": "_acp_conformance_outcome"})
         answered_at = p.mark
         await p.respond(ask.message["id"], RequestPermissionResponse(outcome=outcome))
+        p.auto_answer_permissions = True  # further requests of this turn are not the check's subject
         idle = await p.settle(sid, answered_at, timeout=scenario.timeout)
         end = idle.index if idle is not None else p.mark
         if blocked:

@@ -311,7 +311,9 @@ async def session_load(ctx: CheckContext) -> str | None:
     at = p.mark
     request = v1.LoadSessionRequest(session_id=sid, cwd=ctx.cwd, mcp_servers=[])
     loaded = await p.call("session/load", request, rule=rule)
-    require(loaded.error is None, rule, f"session/load of a session of this connection failed: {loaded.error}")
+    if loaded.error is not None:
+        # v1 says nothing about loading a session that is still open on the same connection.
+        raise NotApplicable(f"loading a session open on this connection was refused ({loaded.error}); not judged")
     try:
         decoder(v1.LoadSessionResponse)(msgspec.json.encode(loaded.result if loaded.result is not None else {}))
     except msgspec.ValidationError as exc:
@@ -345,7 +347,8 @@ async def session_resume(ctx: CheckContext) -> str | None:
     await p.run_turn(sid, "Please remember this message.")
     at = p.mark
     resumed = await p.call("session/resume", {"sessionId": sid, "cwd": ctx.cwd, "mcpServers": []}, rule=rule)
-    require(resumed.error is None, rule, f"resuming a session of this connection failed: {resumed.error}")
+    if resumed.error is not None:
+        raise NotApplicable(f"resuming a session open on this connection was refused ({resumed.error}); not judged")
     replayed = [
         f
         for f in p.find(p.is_update(sid), at, resumed.index)
@@ -488,6 +491,7 @@ async def permission_request(ctx: CheckContext) -> str | None:
     await p.respond(
         ask.message["id"], v1.RequestPermissionResponse(outcome=v1.SelectedPermissionOutcome(option_id=option))
     )
+    p.auto_answer_permissions = True  # further requests of this turn are not the check's subject
     answer = await response_or_fail(p, rid, start, scenario.timeout, "prompt-turn.mdx", "the prompt")
     require(answer.error is None, "prompt-turn.mdx", f"the approved turn failed: {answer.error}")
     return f"allowed {option!r}; stopReason {require_stop_reason(answer)}"
@@ -742,6 +746,7 @@ async def cancel_permission(ctx: CheckContext) -> str | None:
     await p.notify("session/cancel", v1.CancelNotification(session_id=sid))
     # The client's part (ACP1-025): answer every pending permission request with the cancelled outcome.
     await p.respond(ask.message["id"], v1.RequestPermissionResponse(outcome=v1.Cancelled()))
+    p.auto_answer_permissions = True
     answer = await response_or_fail(p, rid, start, ctx.wait, "prompt-turn.mdx#cancellation", "the cancelled prompt")
     require(
         answer.error is None, "ACP1-017", f"the cancelled prompt failed instead of ending cancelled: {answer.error}"
