@@ -142,7 +142,8 @@ class ToolCallChunk(StreamChunk, frozen=True):
 
 
 class StreamOverflow(msgspec.Struct, frozen=True, gc=False):
-    """Where a stream with the ``"mark"`` policy lost items: ``dropped`` of them did not fit in its buffer."""
+    """Where a stream with the ``"mark"`` policy lost items: what ``dropped`` updates gave (their steps, or their
+    chunks: a text fragment that would have merged into a lost one counts too) did not fit in its buffer."""
 
     kind: ClassVar[str] = "overflow"
     dropped: int
@@ -230,7 +231,7 @@ class _Stream(Generic[T]):
         self.max_buffer = max_buffer
         self.overflow: OverflowPolicy = overflow
         self.dropped = 0
-        """Items dropped so far because the buffer was full (all markers together)."""
+        """Updates whose items were dropped so far because the buffer was full (all markers together)."""
         self._hub: _Hub | None = hub
         self._queue: deque[Any] = deque()
         self._wake: anyio.Event | None = None
@@ -386,7 +387,11 @@ class ChunkStream(_Stream[StreamChunk]):
             if type(tail) is _Fragments and tail.cls is cls and tail.message_id == message_id:
                 tail.parts.append(part)
                 return
-        self._put(_Fragments(cls, message_id, index, part))
+        if len(queue) < self.max_buffer:
+            queue.append(_Fragments(cls, message_id, index, part))
+            self._notify()
+        else:
+            self._drop(len(part) if type(part) is list else 1)  # counted in updates, as the steps are
 
     def _convert(self, item: Any) -> Any:
         kind = type(item)

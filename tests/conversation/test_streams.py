@@ -414,3 +414,15 @@ def test_events_carry_live_entities() -> None:
     got = anyio.run(buffered, steps)
     assert [type(s.event) for s in got] == [ToolCallChanged, ToolCallChanged]
     assert got[0].entry is got[1].entry and got[0].event.tool_call.status == "completed"  # type: ignore[attr-defined]
+
+
+async def test_dropped_text_is_counted_in_updates_whichever_path_folded_it() -> None:
+    made = conversation()
+    made._on_note(note(chunk("a", "start")))
+    made._on_note(note(chunk("b", "other")))
+    chunks = made.receive_chunks(max_buffer=1)
+    made._on_note(note(tool("t1")))  # fills the buffer
+    run_batch(made, [note(chunk("a", "x")), note(chunk("a", "y")), note(chunk("a", "z"))])  # one run of three
+    made._on_note(note(chunk("b", "w")))  # one update on the per-note path
+    assert chunks.dropped == 4
+    assert [type(c).__name__ for c in await buffered(chunks)] == ["ToolCallChunk", "StreamOverflow"]
