@@ -81,6 +81,12 @@ def default_store() -> Path:
     return Path(base) / "acp-session" / "reference-agent-sessions.json"
 
 
+def history_file() -> Path:
+    """Where the interactive loop keeps the lines typed at its prompt (readline history)."""
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return Path(base) / "acp-session" / "history"
+
+
 def default_agent() -> list[str]:
     return [sys.executable, "-m", "conformance.agent", "--store", str(default_store())]
 
@@ -169,8 +175,9 @@ class ChatApp:
         self.args = args
         self.json = bool(getattr(args, "json", False))
         self.renderer: Renderer = JsonRenderer() if self.json else TerminalRenderer()
-        self.question_out: TextIO = sys.stderr if self.json else sys.stdout
-        self.reader = LineReader()
+        # Answers go to stdout; questions, prompts and progress to stderr (the terminal).
+        self.question_out: TextIO = sys.stderr
+        self.reader = LineReader(history_file=history_file(), prompt_out=sys.stderr)
         self.active: Conversation | None = None  # a turn is running on it
         self.cancel_requested = False
         self.at_prompt = False
@@ -257,10 +264,9 @@ class ChatApp:
                 self._tg.start_soon(self._cancel, self.active)
             elif self.at_prompt and not self.prompt_interrupted:
                 self.prompt_interrupted = True
-                if self.json:
-                    sys.stderr.write("\n")  # after the echoed ^C
+                sys.stderr.write("\n")  # after the typed text (and the echoed ^C)
                 self.renderer.info("^C (Ctrl-C again or Ctrl-D to quit)")
-                self._show_prompt()
+                self.reader.redraw()
             else:
                 self.interrupted = True
                 if self._scope is not None:
@@ -283,16 +289,9 @@ class ChatApp:
             answer = choose_option(options, "allow_once") or choose_option(options, "allow_always")
         else:
             self.renderer.break_line()
-            bold = not self.json and color_enabled(sys.stdout)
+            bold = not self.json and color_enabled(self.question_out)
             try:
-                answer = await permission_question(
-                    request,
-                    self.reader,
-                    self.question_out,
-                    bold=bold,
-                    asked=None if self.json else self.renderer.partial_line,
-                    answered=self.renderer.line_start,
-                )
+                answer = await permission_question(request, self.reader, self.question_out, bold=bold)
             except anyio.get_cancelled_exc_class():
                 self.renderer.break_line()
                 self.question_out.write("(the question was withdrawn)\n")
@@ -322,14 +321,12 @@ class ChatApp:
             self.active = None
         return code
 
-    def _show_prompt(self) -> None:
-        out = sys.stderr if self.json else sys.stdout
-        self.renderer.break_line()
-        bold = not self.json and color_enabled(out)
-        out.write("\x1b[1m> \x1b[0m" if bold else "> ")
-        out.flush()
-        if not self.json:
-            self.renderer.partial_line()
+    def _prompt(self) -> str:
+        """``> `` (bold on a colour terminal) where someone types; nothing when the lines come from a pipe."""
+        if not self.reader.editing and not os.isatty(self.reader.fd):
+            return ""
+        out = sys.stdout if self.reader.editing else sys.stderr
+        return "\x1b[1m> \x1b[0m" if not self.json and color_enabled(out) else "> "
 
     async def loop(self, conversation: Conversation, prompt: str | None) -> int:
         if prompt is not None:
@@ -341,15 +338,12 @@ class ChatApp:
         code = EXIT_OK
         while True:
             self.at_prompt = True
-            self._show_prompt()
-            line = await self.reader.readline()
+            self.renderer.break_line()
+            line = await self.reader.readline(self._prompt())
             self.at_prompt = False
             self.prompt_interrupted = False
             if line is None:
-                self.renderer.break_line()
                 return code
-            if not self.json and os.isatty(self.reader.fd):
-                self.renderer.line_start()  # the terminal echoed the line and its newline
             text = line.strip()
             if text in (":quit", ":exit", ":q"):
                 return code
@@ -642,6 +636,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             sys.exit(EXIT_ERROR)
         print(f"acp-session: {type(leaf).__name__}: {leaf} (ACP_SESSION_DEBUG=1 shows the traceback)", file=sys.stderr)
         code = EXIT_ERROR
+    finally:
+        app.reader.close()
     sys.exit(code)
 
 

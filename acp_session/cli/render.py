@@ -86,8 +86,9 @@ class Renderer:
 class TerminalRenderer(Renderer):
     """Streams text as it arrives; thoughts dimmed, tool calls with their status, the plan, notices."""
 
-    def __init__(self, out: TextIO | None = None, *, color: bool | None = None) -> None:
+    def __init__(self, out: TextIO | None = None, *, color: bool | None = None, err: TextIO | None = None) -> None:
         self.out = out if out is not None else sys.stdout
+        self.err = err  # progress and hints (``info``); None: sys.stderr at the time
         self.color = color_enabled(self.out) if color is None else color
         self._stream: tuple[str, str] | None = None  # (kind, message id) of the fragment stream being written
         self._col0 = True  # the cursor is at the start of a line
@@ -221,7 +222,12 @@ class TerminalRenderer(Renderer):
         self._line("--- end of replayed history ---", DIM)
 
     def info(self, text: str) -> None:
-        self._line(text, DIM)
+        """Progress and hints: on stderr (the terminal), never among the answers on stdout."""
+        self.break_line()
+        err = self.err if self.err is not None else sys.stderr
+        color = self.color and color_enabled(err) if self.err is None else self.color
+        err.write((DIM + text + RESET if color else text) + "\n")
+        err.flush()
 
     def permission(self, title: str, options: list[tuple[str, str, str]], answer: str | None) -> None:
         name = next((n for option_id, n, _ in options if option_id == answer), None)
