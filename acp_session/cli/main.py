@@ -27,9 +27,16 @@ from acp_session.client import ClientBuilder, ClientConnection
 from acp_session.conversation import ChatDone, ChatError, Conversation
 from acp_session.errors import AcpError, ConnectionClosed, InitializeTimeout
 from acp_session.protocol.negotiate import DEFAULT_INITIALIZE_TIMEOUT
-from acp_session.schema import RequestPermissionRequest
+from acp_session.schema import (
+    ContentBlock,
+    PromptCapabilities,
+    RequestPermissionRequest,
+    SessionCapabilities,
+    TextContent,
+)
 
 from ..auth import AuthenticationRequired
+from .attach import attachment, check_attachment
 from .login import EXIT_AUTH, auth_message, auth_record, pick_method
 from .prompts import LineReader, choose_option, permission_question
 from .render import JsonRenderer, Renderer, TerminalRenderer, color_enabled
@@ -157,6 +164,14 @@ class _Starting:
             self.out.flush()
 
 
+_ATTACHED_AS = {
+    "image": "as an image",
+    "audio": "as audio",
+    "embedded file": "embedded in the prompt",
+    "link": "as a link to it (the agent takes no embedded files, or the file is big)",
+}
+
+
 class _UsageError(Exception):
     pass
 
@@ -231,6 +246,8 @@ class ChatApp:
                         code = EXIT_ERROR
                     except AuthenticationRequired as exc:
                         code = self.report_auth(exc, argv)
+                    except BrokenPipeError:
+                        raise  # stdout's reader went away: main() ends quietly
                     except (AcpError, OSError) as exc:
                         self.renderer.break_line()
                         print(f"acp-session: {type(exc).__name__}: {exc}", file=sys.stderr)
@@ -302,13 +319,56 @@ class ChatApp:
 
     # -- turns ---------------------------------------------------------------------------------------
 
+    def watch(self, conversation: Conversation) -> None:
+        """Point the renderer at this conversation's terminals and context usage."""
+        state = conversation.state
+        if isinstance(self.renderer, TerminalRenderer):
+            self.renderer.terminals = state.terminals.get
+        elif isinstance(self.renderer, JsonRenderer):
+            self.renderer.context = lambda: state.usage
+
+    def _usage_changed(self, conversation: Conversation, seen: list[Any]) -> None:
+        """Show the context usage when the agent reported a new one (``seen``: the last one shown)."""
+        usage = conversation.state.usage
+        if usage is None:
+            return
+        key = (usage.used, usage.size, None if usage.cost is None else (usage.cost.amount, usage.cost.currency))
+        if seen and seen[0] == key:
+            return
+        seen[:] = [key]
+        self.renderer.usage(usage)
+
+    def prompt_blocks(self, client: ClientConnection, text: str) -> str | list[ContentBlock]:
+        """The prompt: its text, then the ``--attach`` files (with the first prompt only)."""
+        paths: list[str] = getattr(self.args, "attach", None) or []
+        if not paths:
+            return text
+        self.args.attach = []
+        session = client.agent_capabilities.session
+        caps = session.prompt if isinstance(session, SessionCapabilities) else None
+        blocks: list[ContentBlock] = [TextContent(text=text)]
+        for path in paths:
+            block, how = attachment(path, caps if isinstance(caps, PromptCapabilities) else None)
+            blocks.append(block)
+            self.renderer.info(f"attached {path} {_ATTACHED_AS[how]}")
+        return blocks
+
     async def turn(self, conversation: Conversation, prompt: str) -> int:
         self.cancel_requested = False
         self.active = conversation
+        self.watch(conversation)
         code = EXIT_ERROR
+        usage = conversation.state.usage
+        seen: list[Any] = []
+        if usage is not None:  # reported before this turn: shown only when it changes
+            seen.append(
+                (usage.used, usage.size, None if usage.cost is None else (usage.cost.amount, usage.cost.currency))
+            )
         try:
-            turn = conversation.chat(prompt)
+            turn = conversation.chat(self.prompt_blocks(conversation.connection, prompt))
             async for event in turn:
+                if isinstance(event, (ChatDone, ChatError)):  # (the events carry no usage: shown at the end)
+                    self._usage_changed(conversation, seen)
                 self.renderer.event(event)
                 if isinstance(event, ChatDone):
                     code = exit_code(event.response.stop_reason)
@@ -522,6 +582,14 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
                 action="store_true",
                 help="let a protocol version 1 agent run commands in the session's directory (minimal environment)",
             )
+            p.add_argument(
+                "--attach",
+                metavar="PATH",
+                action="append",
+                default=[],
+                help="send a file with the (first) prompt: an image or audio when the agent takes them, else embedded, "
+                "else a link (repeatable)",
+            )
 
     chat = sub.add_parser(
         "chat",
@@ -596,6 +664,10 @@ def _parse(argv: list[str]) -> argparse.Namespace:
         command.error("the session ID is required (`acp-session sessions` lists them)")
     if getattr(args, "prompt", None) and not " ".join(args.prompt).strip():
         command.error("the prompt is empty (without PROMPT, prompts are read line by line)")
+    for path in getattr(args, "attach", []):
+        problem = check_attachment(path)
+        if problem is not None:
+            command.error(problem)
     if args.command == "sessions" and args.all and args.cwd is not None:
         command.error("--all and --cwd do not go together")
     args.cwd_given = os.path.abspath(args.cwd) if args.cwd is not None else None
@@ -630,7 +702,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         if os.environ.get("ACP_SESSION_DEBUG"):
             raise
         leaf = _single(exc)
-        if isinstance(leaf, BrokenPipeError):  # stdout's reader went away (``| head``): nothing left to say
+        if any(
+            isinstance(e, BrokenPipeError) for e in _leaves(exc)
+        ):  # stdout's reader went away (``| head``): nothing left to say
             with contextlib.suppress(OSError):
                 os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             sys.exit(EXIT_ERROR)
@@ -639,6 +713,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     finally:
         app.reader.close()
     sys.exit(code)
+
+
+def _leaves(exc: BaseException) -> list[BaseException]:
+    """Every exception inside (nested) exception groups; ``[exc]`` for a plain one."""
+    members = getattr(exc, "exceptions", None)
+    if not isinstance(members, tuple):
+        return [exc]
+    return [leaf for member in members for leaf in _leaves(member)]
 
 
 def _single(exc: BaseException) -> BaseException:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
+from collections.abc import Callable
 from typing import Any, TextIO
 
 from acp_session.codec import to_builtins
@@ -22,12 +24,25 @@ from acp_session.conversation import (
     ChatToolEnd,
     ChatToolUpdate,
     Compaction,
+    ContextUsage,
     Message,
     Plan,
     TimelineEntry,
     ToolCall,
 )
-from acp_session.schema import PlanEntry
+from acp_session.conversation.content import diff_patch_text
+from acp_session.conversation.entities import Terminal, TokenUsage
+from acp_session.schema import (
+    AudioContent,
+    Content,
+    Diff,
+    EmbeddedResource,
+    ImageContent,
+    PlanEntry,
+    ResourceLink,
+    TextContent,
+)
+from acp_session.schema import Terminal as TerminalContent
 
 __all__ = ["JsonRenderer", "Renderer", "TerminalRenderer", "color_enabled"]
 
@@ -57,6 +72,87 @@ def _tool_label(call: ToolCall) -> str:
     return call.title or call.name or call.tool_call_id
 
 
+_ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|[\x00-\x08\x0b-\x1f\x7f]")
+
+
+def plain_text(text: str) -> str:
+    """``text`` without terminal escape sequences and control characters (tabs and newlines kept; a lone
+    carriage return ends a line), safe to print."""
+    return _ESCAPES.sub("", text.replace("\r\n", "\n").replace("\r", "\n"))
+
+
+def _block_label(block: Any) -> str:
+    """One line for a content block that is not text: an image, audio, a link or an embedded resource."""
+    if isinstance(block, ImageContent):
+        uri = block.uri if isinstance(block.uri, str) else ""
+        return f"[image {block.mime_type}{' ' + uri if uri else ''}]"
+    if isinstance(block, AudioContent):
+        return f"[audio {block.mime_type}]"
+    if isinstance(block, ResourceLink):
+        title = block.title if isinstance(block.title, str) else block.name
+        return f"[link] {title} <{block.uri}>"
+    if isinstance(block, EmbeddedResource):
+        return f"[resource] {block.resource.uri}"
+    kind = block.get("type") if isinstance(block, dict) else type(block).__name__
+    return f"[{kind} content]"
+
+
+def format_context_usage(usage: ContextUsage) -> str:
+    """``context 1,200 / 200,000 tokens (0.6%), cost 0.0042 USD`` (the size and cost when reported)."""
+    text = f"context {usage.used:,}"
+    if usage.size > 0:
+        text += f" / {usage.size:,} tokens ({usage.fraction:.1%})"
+    else:
+        text += " tokens"
+    cost = usage.cost
+    if cost is not None:
+        text += f", cost {cost.amount:g} {cost.currency}"
+    return text
+
+
+def format_token_usage(usage: TokenUsage) -> str:
+    """``1,234 tokens (1,000 in, 234 out, 12 thinking)``: the turn's token counts."""
+    parts = [f"{usage.input_tokens:,} in", f"{usage.output_tokens:,} out"]
+    for name, count in (
+        ("thinking", usage.thought_tokens),
+        ("cache read", usage.cached_read_tokens),
+        ("cache write", usage.cached_write_tokens),
+    ):
+        if count:
+            parts.append(f"{count:,} {name}")
+    return f"{usage.total_tokens:,} tokens ({', '.join(parts)})"
+
+
+def context_usage_json(usage: ContextUsage) -> dict[str, Any]:
+    cost = usage.cost
+    return {
+        "used": usage.used,
+        "size": usage.size,
+        "cost": {"amount": cost.amount, "currency": cost.currency} if cost is not None else None,
+    }
+
+
+class _ContentTracker:
+    """Which content items of each tool call were shown, so each update shows only what is new; an update that
+    replaced the content with something else shows it all again."""
+
+    def __init__(self) -> None:
+        self._shown: dict[str, list[Any]] = {}
+
+    def new_items(self, call: ToolCall) -> tuple[list[Any], bool]:
+        """(items not shown yet, whether the content was replaced since)."""
+        shown = self._shown.get(call.tool_call_id, [])
+        content = call.content
+        # By value: a v1 agent sends the whole content again with each update.
+        replaced = len(content) < len(shown) or any(a is not b and a != b for a, b in zip(shown, content, strict=False))
+        new = list(content) if replaced else list(content[len(shown) :])
+        self._shown[call.tool_call_id] = list(content)
+        return new, replaced and bool(shown)
+
+    def clear(self) -> None:
+        self._shown.clear()
+
+
 class Renderer:
     """What the chat loop talks to; both renderers implement every method."""
 
@@ -71,6 +167,10 @@ class Renderer:
 
     def permission(self, title: str, options: list[tuple[str, str, str]], answer: str | None) -> None:
         """A permission question was answered (``options``: id, name, kind; ``answer``: an option id or None)."""
+        raise NotImplementedError
+
+    def usage(self, usage: ContextUsage) -> None:
+        """The agent reported how full the context window is (and the session's cost) during the turn."""
         raise NotImplementedError
 
     def break_line(self) -> None:
@@ -93,7 +193,12 @@ class TerminalRenderer(Renderer):
         self._stream: tuple[str, str] | None = None  # (kind, message id) of the fragment stream being written
         self._col0 = True  # the cursor is at the start of a line
         self._tool_status: dict[str, str] = {}
+        self._tool_content = _ContentTracker()
+        self._terminals_shown: set[str] = set()
         self._files: dict[str, str | None] = {}  # path -> text of the files shown in this turn
+        self._text_ended = False  # the last thing written was an agent message's text
+        self.terminals: Callable[[str], Terminal | None] = lambda terminal_id: None
+        """Looks a terminal up by id (set by the CLI to the session's), to show its output under its tool call."""
 
     def _style(self, text: str, *styles: str) -> str:
         styles = tuple(style for style in styles if style)
@@ -123,23 +228,100 @@ class TerminalRenderer(Renderer):
     def _line(self, text: str, *styles: str) -> None:
         self.break_line()
         self._write(self._style(text, *styles) + "\n")
+        self._text_ended = False
 
     def _fragment(self, kind: str, message_id: str, text: str, replaced: bool) -> None:
         key = (kind, message_id)
         if self._stream != key or replaced:
+            follows_text = self._text_ended and self._stream is not None and self._stream[0] == "text"
             self.break_line()
+            if kind == "text" and follows_text and not replaced:
+                self._write("\n")  # two messages in a row: a blank line between them, as in ChatResponse.text
             self._stream = key
             if kind == "thought":
                 self._write(self._style("(thinking) ", DIM))
         self._write(self._style(text, DIM) if kind == "thought" else text)
+        self._stream = key
+        self._text_ended = kind == "text"
 
     def _tool(self, call: ToolCall, status: str, *, force: bool = False) -> None:
-        if not force and self._tool_status.get(call.tool_call_id) == status:
+        if force or self._tool_status.get(call.tool_call_id) != status:
+            self._tool_status[call.tool_call_id] = status
+            label = self._style(_tool_label(call), BOLD)
+            state = self._style(status, _STATUS_COLOR.get(status, ""))
+            self._line(f"[tool] {label} ({call.kind}): {state}")
+        self._tool_items(call)
+        if call.is_final:
+            self._tool_terminals(call)
+
+    def _tool_items(self, call: ToolCall) -> None:
+        items, replaced = self._tool_content.new_items(call)
+        if replaced and items:
+            self._line("  (content replaced)", DIM)
+        for item in items:
+            if isinstance(item, Content):
+                block = item.content
+                if isinstance(block, TextContent):
+                    self._indented(plain_text(block.text))
+                else:
+                    self._line("  " + plain_text(_block_label(block)), DIM)
+            elif isinstance(item, Diff):
+                self._diff(item)
+            elif isinstance(item, TerminalContent):
+                self._line(f"  [terminal {item.terminal_id}]", DIM)
+            else:
+                kind = item.get("type") if isinstance(item, dict) else type(item).__name__
+                self._line(f"  [{kind} content]", DIM)
+
+    def _indented(self, text: str, *styles: str) -> None:
+        for line in text.rstrip("\n").split("\n"):
+            self._line("  " + line, *styles)
+
+    def _diff(self, diff: Diff) -> None:
+        patch = diff_patch_text(diff)
+        if patch is None:
+            for change in diff.changes:
+                if isinstance(change, dict):
+                    operation, path, old = change.get("operation"), change.get("path"), change.get("oldPath")
+                else:
+                    operation, path = change.__struct_config__.tag, change.path
+                    old = getattr(change, "old_path", None)
+                source = f"{old} -> " if isinstance(old, str) else ""
+                self._line(plain_text(f"  {operation} {source}{path}"), BOLD)
             return
-        self._tool_status[call.tool_call_id] = status
-        label = self._style(_tool_label(call), BOLD)
-        state = self._style(status, _STATUS_COLOR.get(status, ""))
-        self._line(f"[tool] {label} ({call.kind}): {state}")
+        for line in plain_text(patch).rstrip("\n").split("\n"):
+            if line.startswith(("diff ", "--- ", "+++ ", "new file", "deleted file", "index ", "rename ", "similar")):
+                style = BOLD
+            elif line.startswith("@@"):
+                style = CYAN
+            elif line.startswith("+"):
+                style = GREEN
+            elif line.startswith("-"):
+                style = RED
+            else:
+                style = ""
+            self._line("  " + line, style)
+
+    def _tool_terminals(self, call: ToolCall) -> None:
+        """The output of the terminals a finished tool call shows, once each."""
+        for terminal_id in call.terminal_ids:
+            if terminal_id in self._terminals_shown:
+                continue
+            terminal = self.terminals(terminal_id)
+            if terminal is None:
+                continue
+            self._terminals_shown.add(terminal_id)
+            if terminal.command:
+                self._line(plain_text(f"  $ {terminal.command}"), DIM)
+            output = plain_text(terminal.output_bytes.decode("utf-8", "replace")).strip("\n")
+            if output:
+                self._indented(output)
+            status = terminal.exit_status
+            if status is not None:
+                code = status.exit_code if isinstance(status.exit_code, int) else None
+                signal = status.signal if isinstance(status.signal, str) else None
+                detail = f"exit {code}" if code is not None else f"signal {signal}" if signal else "exited"
+                self._line(f"  ({detail})", DIM if code == 0 else YELLOW)
 
     def _file(self, file: ChatFile) -> None:
         # A v1 agent that writes through the client and then reports the diff tells of one write twice, with
@@ -189,6 +371,8 @@ class TerminalRenderer(Renderer):
             self._line(f"[{notice.severity}] {notice.title}{detail}", YELLOW)
         elif kind is ChatDone:
             assert isinstance(event, ChatDone)
+            if event.response.usage is not None:
+                self._line(f"[usage] {format_token_usage(event.response.usage)}", DIM)
             reason = event.response.stop_reason or "unknown"
             error = event.response.error
             suffix = f" ({error.message})" if error is not None else ""
@@ -198,6 +382,7 @@ class TerminalRenderer(Renderer):
             self._line(f"[error] {event.error}", RED)
         elif kind is ChatStart:
             self._stream = None
+            self._text_ended = False
             self._files.clear()
 
     def history(self, entries: list[TimelineEntry]) -> None:
@@ -233,9 +418,25 @@ class TerminalRenderer(Renderer):
         name = next((n for option_id, n, _ in options if option_id == answer), None)
         self._line(f"[permission] {title}: {name or 'cancelled'}", DIM)
 
+    def usage(self, usage: ContextUsage) -> None:
+        self._line(f"[usage] {format_context_usage(usage)}", DIM)
+
 
 def _tool_json(call: ToolCall) -> dict[str, Any]:
     return {"id": call.tool_call_id, "name": call.name, "title": call.title, "kind": call.kind, "status": call.status}
+
+
+def _tool_json_with_content(call: ToolCall, tracker: _ContentTracker) -> dict[str, Any]:
+    """The tool call's fields, ``content``: its content items not reported before (wire JSON), and
+    ``content_replaced`` when an update replaced what was reported."""
+    record = _tool_json(call)
+    items, replaced = tracker.new_items(call)
+    record["content"] = [to_builtins(item) for item in items]
+    if replaced:
+        record["content_replaced"] = True
+    if call.locations:
+        record["locations"] = to_builtins(call.locations)
+    return record
 
 
 class JsonRenderer(Renderer):
@@ -244,6 +445,9 @@ class JsonRenderer(Renderer):
 
     def __init__(self, out: TextIO | None = None) -> None:
         self.out = out if out is not None else sys.stdout
+        self._tool_content = _ContentTracker()
+        self.context: Callable[[], ContextUsage | None] = lambda: None
+        """The session's latest context usage (set by the CLI), for the ``done`` record's ``context``."""
 
     def emit(self, record: dict[str, Any]) -> None:
         self.out.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
@@ -256,9 +460,9 @@ class JsonRenderer(Renderer):
         elif isinstance(event, (ChatText, ChatThought)):
             record.update(text=event.text, message_id=event.message_id, replaced=event.replaced)
         elif isinstance(event, (ChatToolBegin, ChatToolUpdate)):
-            record["tool_call"] = _tool_json(event.tool_call)
+            record["tool_call"] = _tool_json_with_content(event.tool_call, self._tool_content)
         elif isinstance(event, ChatToolEnd):
-            record.update(tool_call=_tool_json(event.tool_call), status=event.status)
+            record.update(tool_call=_tool_json_with_content(event.tool_call, self._tool_content), status=event.status)
         elif isinstance(event, ChatProgress):
             record.update(plan_id=event.plan.plan_id, entries=to_builtins(event.entries), removed=event.removed)
         elif isinstance(event, ChatFile):
@@ -282,6 +486,8 @@ class JsonRenderer(Renderer):
                 error=to_builtins(response.error) if response.error is not None else None,
                 usage=to_builtins(response.usage) if response.usage is not None else None,
             )
+            context = self.context()
+            record["context"] = context_usage_json(context) if context is not None else None
         elif isinstance(event, ChatError):
             record.update(error=str(event.error), error_type=type(event.error).__name__)
         self.emit(record)
@@ -291,12 +497,16 @@ class JsonRenderer(Renderer):
             if isinstance(entry, Message):
                 self.emit({"event": "history", "type": "message", "role": entry.role, "text": entry.text})
             elif isinstance(entry, ToolCall):
-                self.emit({"event": "history", "type": "tool_call", "tool_call": _tool_json(entry)})
+                tool_call = _tool_json_with_content(entry, self._tool_content)
+                self.emit({"event": "history", "type": "tool_call", "tool_call": tool_call})
             elif isinstance(entry, Plan):
                 self.emit({"event": "history", "type": "plan", "entries": to_builtins(entry.entries)})
 
     def info(self, text: str) -> None:
         print(text, file=sys.stderr)
+
+    def usage(self, usage: ContextUsage) -> None:
+        self.emit({"event": "usage", **context_usage_json(usage)})
 
     def permission(self, title: str, options: list[tuple[str, str, str]], answer: str | None) -> None:
         self.emit(
