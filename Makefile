@@ -12,9 +12,11 @@ fuzz:
 fuzz-asyncio fuzz-trio:
 	ACP_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(PYTHON) -m pytest -q -p no:logging tests/robustness/test_fuzz.py tests/rpc/test_fastpath_fuzz.py -k $(@:fuzz-%=%)
 
-# 1 000 000 chunk updates into a 10x slower handler, on both backends.
+# 1 000 000 chunk updates into a 10x slower handler, and the permission storm (1 000 requests, cancelled
+# mid-way, with and without withdrawals) 20 times, on both backends.
 load:
 	ACP_LOAD_UPDATES=$(LOAD_UPDATES) $(PYTHON) -m pytest -q -s tests/robustness/test_load.py -k flood
+	ACP_CANCEL_RUNS=20 $(PYTHON) -m pytest -q tests/robustness/test_cancel_barrier.py
 
 # The real-agent suite (not in CI: the agents download hundreds of MB on first start): installs the agents pinned
 # in real_agents/agents.toml into .cache/real-agents, checks each through the public API with a fresh HOME and no

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import math
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
@@ -861,6 +862,8 @@ class ClientConnection:
         track = self._tracks.get(note.session_id) or self._arrival_track(note.session_id)
         if type(note.update) in TRACKED_UPDATES:  # a dict probe instead of four isinstance calls per chunk
             track.apply(note)
+            if track.cancel_barrier == math.inf and track.state == "idle":
+                track.cancel_barrier = self.rpc.requests_received  # the cancelled work ended here
         listeners = track.listeners
         if listeners:
             try:
@@ -984,14 +987,45 @@ class ClientConnection:
             _log.warning("no permission handler: answering %r with the cancelled outcome", request.title)
             return _CANCELLED_PERMISSION
         item = Interaction("permission", request.session_id, tool_call_id, terminal_id, request)
+        receipt = self.rpc.request_receipt()
+        if self._declines(item, receipt):
+            return _CANCELLED_PERMISSION  # its work was cancelled before its handler could start
         try:
-            return _offered_only(
-                request, _permission_response(await self.interactions.run(item, fn, lambda: _CANCELLED_PERMISSION))
-            )
+            answer = _permission_response(await self.interactions.run(item, fn, lambda: _CANCELLED_PERMISSION))
         except Exception:
             # A failing handler declined the request: answer cancelled (never an approval), and say why here.
             _log.exception("the permission handler failed; answering %r with the cancelled outcome", request.title)
             return _CANCELLED_PERMISSION
+        if self._declines(item, receipt) or anyio.current_effective_deadline() == -math.inf:
+            return _CANCELLED_PERMISSION  # cancelled (or withdrawn) while the handler was deciding
+        return _offered_only(request, answer)
+
+    def _declines(self, item: Interaction, receipt: int | None) -> bool:
+        """Whether ``cancel_active_work`` covers this request: it was read before the cancelled work ended and
+        its subject is not background work (which keeps running)."""
+        track = self._tracks.get(item.session_id or "")
+        if track is None or receipt is None or receipt >= track.cancel_barrier:
+            return False
+        return not item.subject_in(track.background)
+
+    def _waiting_interactions(self, session_id: str, background: frozenset[tuple[str, str]]) -> int:
+        """Interactive requests of ``session_id`` read but still waiting for a handler slot (they will be
+        declined when they start), for ``cancel_active_work``'s count."""
+        count = 0
+        for method, params in self.rpc.waiting_requests():
+            if method not in ("session/request_permission", "elicitation/create") or params is None:
+                continue
+            try:
+                peek = _PEEK_INTERACTION.decode(params)
+            except msgspec.DecodeError:
+                continue
+            if peek.sessionId != session_id:
+                continue
+            tool_call = peek.toolCall or (peek.subject or {}).get("toolCall") or {}
+            tool_call_id = tool_call.get("toolCallId") if isinstance(tool_call, dict) else None
+            if ("tool_call", tool_call_id) not in background:
+                count += 1
+        return count
 
     async def _on_elicitation(self, request: CreateElicitationRequest) -> CreateElicitationResponse:
         fn = self.builder._elicitation
@@ -1008,10 +1042,15 @@ class ClientConnection:
         session_id = request.session_id if isinstance(request.session_id, str) else None
         tool_call_id = request.tool_call_id if isinstance(request.tool_call_id, str) else None
         item = Interaction("elicitation", session_id, tool_call_id, None, request)
+        receipt = self.rpc.request_receipt()
+        if self._declines(item, receipt):
+            return ElicitationCancelAction()
         try:
             answer: CreateElicitationResponse = await self.interactions.run(item, fn, ElicitationCancelAction)
         except Exception:
             _log.exception("the elicitation handler failed; answering with the cancel action")
+            return ElicitationCancelAction()
+        if self._declines(item, receipt) or anyio.current_effective_deadline() == -math.inf:
             return ElicitationCancelAction()
         return answer
 
@@ -1026,6 +1065,17 @@ def _permission_response(answer: Any) -> RequestPermissionResponse:
     if answer is None:
         return _CANCELLED_PERMISSION
     raise TypeError(f"a permission handler returned {type(answer).__name__}")
+
+
+class _InteractionPeek(msgspec.Struct):
+    """The few fields of a waiting permission/elicitation request that ``cancel_active_work`` counts by."""
+
+    sessionId: Any = None
+    toolCall: Any = None
+    subject: Any = None
+
+
+_PEEK_INTERACTION = msgspec.json.Decoder(_InteractionPeek)
 
 
 def _offered_only(request: RequestPermissionRequest, response: RequestPermissionResponse) -> RequestPermissionResponse:

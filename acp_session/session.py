@@ -6,6 +6,7 @@ capabilities, prompts in flight) lives in the connection's per-session ``Session
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Generator, Sequence
 from contextlib import suppress
@@ -18,6 +19,7 @@ from .client_errors import CapabilityNotSupported, SessionClosed
 from .codec import decoder
 from .errors import AcpError, RequestCancelled, ResourceNotFound
 from .rpc import PendingRequest
+from .schema import unstable
 from .schema.types import (
     AudioContent,
     BackgroundTerminal,
@@ -174,6 +176,9 @@ class SessionTrack:
     cancellable_tool_calls: set[str] = field(default_factory=set)
     cancellable_terminals: set[str] = field(default_factory=set)
     config_options: list[Any] = field(default_factory=list)
+    # Receipt number (Connection.requests_received) before which interactive requests are declined: -1 without
+    # a cancellation, inf while cancelled work has not ended yet.
+    cancel_barrier: float = -1.0
     # Called with each set_config_option answer (a Conversation folds it into its state).
     option_listeners: list[Callable[[SetSessionConfigOptionResponse], None]] = field(default_factory=list)
     # Called with (path, content) after each fs/write_text_file the client performed for this session
@@ -222,7 +227,7 @@ class SessionTrack:
     def apply(self, note: UpdateSessionNotification) -> None:
         """Record what the handle needs; only updates of a ``TRACKED_UPDATES`` type change anything."""
         update = note.update
-        if isinstance(update, StateUpdate):
+        if isinstance(update, _STATE_UPDATES):
             self.state = update.state
             items = update.background if isinstance(update.background, list) else []
             self.background = frozenset(_background_key(item) for item in items)
@@ -263,7 +268,8 @@ class SessionTrack:
         del self.prompts[:-512]
 
 
-TRACKED_UPDATES = frozenset({StateUpdate, ToolCallUpdated, TerminalUpdate, UserMessage, ConfigOptionUpdate})
+_STATE_UPDATES = (StateUpdate, unstable.StateUpdate)
+TRACKED_UPDATES = frozenset({*_STATE_UPDATES, ToolCallUpdated, TerminalUpdate, UserMessage, ConfigOptionUpdate})
 """Update types ``SessionTrack.apply`` reads; the connection skips the call for everything else."""
 
 
@@ -376,6 +382,8 @@ class ActiveSession:
         conn = self._conn
         sent = SentRequest(exchange.request, lambda error: conn._auth_error(error, "session/prompt"))
         tracked = TrackedPrompt(sent, prompt, on_settle=on_settle)
+        if track.cancel_barrier == math.inf:  # new work: requests read from now on are not the cancelled work's
+            track.cancel_barrier = conn.rpc.requests_received
         tracked.message_id = exchange.message_id
         track.prompts.append(tracked)
         if on_tracked is not None:
@@ -402,9 +410,14 @@ class ActiveSession:
         Returns how many pending requests were cancelled locally.
         """
         track = self._check_open()
+        # A barrier, set before session/cancel is sent: every interactive request of this session read before the
+        # cancelled work ends (the agent's idle, or our next prompt) is answered cancelled from now on, whether its
+        # handler is running, waiting for a slot, or starts later (ClientConnection.declines).
+        track.cancel_barrier = math.inf
         await self._conn._rpc_notify("session/cancel", CancelSessionNotification(session_id=self._session_id))
         background = track.background
-        return self._conn.interactions.cancel(self._session_id, keep=lambda item: item.subject_in(background))
+        running = self._conn.interactions.cancel(self._session_id, keep=lambda item: item.subject_in(background))
+        return running + self._conn._waiting_interactions(self._session_id, background)
 
     async def set_config_option(
         self, config_id: str, value: str | bool, *, timeout: float | None = None

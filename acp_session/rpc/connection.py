@@ -15,8 +15,10 @@ import asyncio
 import inspect
 import logging
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable, Sized
 from contextlib import suppress
+from contextvars import ContextVar
 from itertools import groupby
 from operator import attrgetter
 from types import TracebackType
@@ -81,6 +83,7 @@ of the line; later ones are only counted (``Connection.bad_frames``) and logged 
 
 _AWAIT = object()  # queue marker: the item is an awaitable left by a sync handler; finish it in order
 _CALL = object()  # queue marker: the item is (method, handler, params already decoded by the fast path)
+_RECEIPT: ContextVar[int | None] = ContextVar("acp_session_request_receipt", default=None)
 _SETTLE = object()  # queue marker: the item is an answered request whose done callbacks must follow the queued items
 _METHOD_KEY = b'"method"'
 _NEWLINE = b"\n"
@@ -148,7 +151,13 @@ class Connection:
         self._fallback_notification: FallbackNotificationHandler | None = None
         self._queue_size = notification_queue_size
         self._backlog = 0  # notifications queued or being handled by the consumer task
-        self._request_slots = anyio.Semaphore(max_concurrent_requests)
+        # Incoming requests: at most max_concurrent_requests run; more wait in a bounded queue (the reader keeps
+        # reading, so a $/cancel_request for a waiting one is seen at once); past that bound the reader waits.
+        self._free_slots = max_concurrent_requests
+        self._waiting: deque[tuple[RequestReceived, Handler | None, int]] = deque()
+        self._waiting_limit = 4 * max_concurrent_requests
+        self._slot_freed = anyio.Event()
+        self._requests_received = 0
         self._scopes: dict[RequestId, anyio.CancelScope] = {}
         self._tg: TaskGroup | None = None
         self._notify_send: MemoryObjectSendStream[tuple[Any, Any]] | None = None
@@ -268,6 +277,7 @@ class Connection:
         with anyio.CancelScope(shield=True):
             for scope in list(self._scopes.values()):
                 scope.cancel()
+            self._start_waiting_cancelled()
             self._mark_closed(ConnectionClosed("connection closed locally"))
             with anyio.move_on_after(self.close_flush_timeout):
                 while self._scopes:  # let cancelled handlers queue their -32800 replies
@@ -472,6 +482,7 @@ class Connection:
                     )
                 for scope in list(self._scopes.values()):
                     scope.cancel()  # nobody is left to answer
+                self._start_waiting_cancelled()
                 if self._notify_send is not None:
                     self._notify_send.close()  # the consumer finishes what was already received
 
@@ -566,6 +577,8 @@ class Connection:
             scope = self._scopes.get(event.id)
             if scope is not None:
                 scope.cancel()
+            else:
+                self._withdraw_waiting(event.id)
         elif kind is ProtocolViolation:
             assert isinstance(event, ProtocolViolation)
             self._violation(event, frame)
@@ -681,6 +694,21 @@ class Connection:
 
     # -- incoming requests -----------------------------------------------------------------------------
 
+    @property
+    def requests_received(self) -> int:
+        """How many requests the peer has sent that this side has read; each request's ``request_receipt()``
+        is its place in that count (0 for the first), so upper layers can tell what came before what."""
+        return self._requests_received
+
+    @staticmethod
+    def request_receipt() -> int | None:
+        """Inside a request handler: the request's receipt number (see ``requests_received``); else None."""
+        return _RECEIPT.get()
+
+    def waiting_requests(self) -> list[tuple[str, msgspec.Raw | None]]:
+        """``(method, params)`` of the requests read but waiting for a free slot (not started yet)."""
+        return [(event.method, event.params) for event, _, _ in self._waiting]
+
     async def _start_request(self, event: RequestReceived) -> None:
         handler = self._requests.get(event.method)
         if handler is None and self._fallback_request is None:
@@ -688,13 +716,54 @@ class Connection:
             if reply is not None:
                 self._outbox.put(reply)
             return
-        await self._request_slots.acquire()
+        receipt = self._requests_received
+        self._requests_received += 1
+        if self._free_slots > 0:
+            self._free_slots -= 1
+            self._launch(event, handler, receipt, slot=True)
+            return
+        while len(self._waiting) >= self._waiting_limit:  # backpressure: stop reading until one finishes
+            self._slot_freed = anyio.Event()
+            await self._slot_freed.wait()
+        self._waiting.append((event, handler, receipt))
+
+    def _launch(
+        self, event: RequestReceived, handler: Handler | None, receipt: int, *, slot: bool, cancelled: bool = False
+    ) -> None:
         scope = anyio.CancelScope()
+        if cancelled:
+            scope.cancel()  # withdrawn (or closing) before it started: the handler answers as for a withdrawal
         self._scopes[event.id] = scope
         assert self._tg is not None
-        self._tg.start_soon(self._run_request, event, handler, scope)
+        self._tg.start_soon(self._run_request, event, handler, scope, receipt, slot)
 
-    async def _run_request(self, event: RequestReceived, handler: Handler | None, scope: anyio.CancelScope) -> None:
+    def _withdraw_waiting(self, id: RequestId) -> None:
+        """``$/cancel_request`` for a request still waiting for a slot: start it at once, already cancelled."""
+        for index, (event, handler, receipt) in enumerate(self._waiting):
+            if event.id == id:
+                del self._waiting[index]
+                self._launch(event, handler, receipt, slot=False, cancelled=True)
+                self._slot_freed.set()
+                return
+
+    def _start_waiting_cancelled(self) -> None:
+        """Closing: every waiting request is started already cancelled, so it still gets its answer."""
+        while self._waiting and self._tg is not None:
+            event, handler, receipt = self._waiting.popleft()
+            self._launch(event, handler, receipt, slot=False, cancelled=True)
+
+    def _release_slot(self) -> None:
+        if self._waiting:
+            event, handler, receipt = self._waiting.popleft()
+            self._launch(event, handler, receipt, slot=True)  # the slot passes on
+            self._slot_freed.set()
+        else:
+            self._free_slots += 1
+
+    async def _run_request(
+        self, event: RequestReceived, handler: Handler | None, scope: anyio.CancelScope, receipt: int, slot: bool
+    ) -> None:
+        _RECEIPT.set(receipt)
         core = self._core
         id = event.id
         reply: bytes | None = None
@@ -708,7 +777,8 @@ class Connection:
             reply = core.error_frame(id, InternalError())
         finally:
             self._scopes.pop(id, None)
-            self._request_slots.release()
+            if slot:
+                self._release_slot()
             if reply is None and core.is_in_flight(id):
                 # Cancelled by the peer, by aclose() or because the peer went away: still answer (ACP2-001).
                 reply = core.error_frame(id, RequestCancelled())

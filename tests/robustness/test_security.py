@@ -162,5 +162,5 @@ async def test_agent_stderr_is_bounded_in_memory(tmp_path: Path, caplog: pytest.
 
 def test_environment_default_is_documented() -> None:
     doc = (ROOT / "docs" / "robustness.md").read_text()
-    assert "inherits" in doc and "env=" in doc
+    assert "**The default is `inherit`**" in doc and "env_policy" in doc and '`"minimal"`' in doc
     assert os.environ  # the default being documented is the subprocess one: inherit os.environ
