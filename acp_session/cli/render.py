@@ -69,7 +69,7 @@ def color_enabled(stream: TextIO) -> bool:
 
 
 def _tool_label(call: ToolCall) -> str:
-    return call.title or call.name or call.tool_call_id
+    return _clean(call.title or call.name or call.tool_call_id)
 
 
 _ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|[\x00-\x08\x0b-\x1f\x7f]")
@@ -79,6 +79,11 @@ def plain_text(text: str) -> str:
     """``text`` without terminal escape sequences and control characters (tabs and newlines kept; a lone
     carriage return ends a line), safe to print."""
     return _ESCAPES.sub("", text.replace("\r\n", "\n").replace("\r", "\n"))
+
+
+def _clean(text: str) -> str:
+    """``text`` without escape sequences and control characters (but tabs and newlines), for streamed text."""
+    return _ESCAPES.sub("", text)
 
 
 def _block_label(block: Any) -> str:
@@ -240,6 +245,7 @@ class TerminalRenderer(Renderer):
             self._stream = key
             if kind == "thought":
                 self._write(self._style("(thinking) ", DIM))
+        text = _clean(text)
         self._write(self._style(text, DIM) if kind == "thought" else text)
         self._stream = key
         self._text_ended = kind == "text"
@@ -344,7 +350,7 @@ class TerminalRenderer(Renderer):
         self._line("[plan]", BOLD)
         for entry in entries:
             mark = _PLAN_MARK.get(entry.status, "[?]")
-            text = f"  {mark} {entry.content}"
+            text = f"  {mark} {_clean(entry.content)}"
             self._line(text, DIM) if entry.status == "completed" else self._line(text)
 
     def event(self, event: ChatEvent) -> None:
@@ -368,7 +374,7 @@ class TerminalRenderer(Renderer):
             assert isinstance(event, ChatNotice)
             notice = event.notice
             detail = f": {notice.description}" if isinstance(notice.description, str) and notice.description else ""
-            self._line(f"[{notice.severity}] {notice.title}{detail}", YELLOW)
+            self._line(_clean(f"[{notice.severity}] {notice.title}{detail}"), YELLOW)
         elif kind is ChatDone:
             assert isinstance(event, ChatDone)
             if event.response.usage is not None:
@@ -391,11 +397,11 @@ class TerminalRenderer(Renderer):
             if kind is Message:
                 assert isinstance(entry, Message)
                 if entry.role == "user":
-                    self._line(f"> {entry.text}", BOLD)
+                    self._line(f"> {_clean(entry.text)}", BOLD)
                 elif entry.role == "thought":
-                    self._line(f"(thinking) {entry.text}", DIM)
+                    self._line(f"(thinking) {_clean(entry.text)}", DIM)
                 else:
-                    self._line(entry.text)
+                    self._line(_clean(entry.text))
             elif kind is ToolCall:
                 assert isinstance(entry, ToolCall)
                 self._tool(entry, entry.status, force=True)
@@ -416,7 +422,7 @@ class TerminalRenderer(Renderer):
 
     def permission(self, title: str, options: list[tuple[str, str, str]], answer: str | None) -> None:
         name = next((n for option_id, n, _ in options if option_id == answer), None)
-        self._line(f"[permission] {title}: {name or 'cancelled'}", DIM)
+        self._line(_clean(f"[permission] {title}: {name or 'cancelled'}"), DIM)
 
     def usage(self, usage: ContextUsage) -> None:
         self._line(f"[usage] {format_context_usage(usage)}", DIM)

@@ -14,7 +14,7 @@ import pytest
 
 from acp_session.cli.attach import attachment
 from acp_session.cli.render import JsonRenderer, TerminalRenderer
-from acp_session.conversation import ChatDone, ChatResponse, ChatToolBegin, ChatToolUpdate, ToolCall
+from acp_session.conversation import ChatDone, ChatResponse, ChatText, ChatToolBegin, ChatToolUpdate, ToolCall
 from acp_session.conversation.entities import TokenUsage
 from acp_session.schema import (
     BlobResourceContents,
@@ -91,7 +91,9 @@ def test_context_usage_and_cost_in_text_and_json(tmp_path: Path) -> None:
 def test_token_usage_of_a_turn_is_shown() -> None:
     out = io.StringIO()
     usage = TokenUsage(total_tokens=1234, input_tokens=1000, output_tokens=234, thought_tokens=12)
-    TerminalRenderer(out, color=False).event(ChatDone(ChatResponse(message_id="m1", stop_reason="end_turn", usage=usage)))
+    TerminalRenderer(out, color=False).event(
+        ChatDone(ChatResponse(message_id="m1", stop_reason="end_turn", usage=usage))
+    )
     assert out.getvalue().splitlines() == [
         "[usage] 1,234 tokens (1,000 in, 234 out, 12 thinking)",
         "[stop: end_turn]",
@@ -206,3 +208,9 @@ def test_resume_replays_tool_calls_with_their_content(tmp_path: Path) -> None:
     assert resumed.returncode == 0, resumed.stderr
     replay = resumed.stdout.split("--- end of replayed history ---")[0]
     assert "  reading example.txt" in replay and "  +new" in replay
+
+
+def test_escape_sequences_in_messages_are_not_passed_to_the_terminal() -> None:
+    out = io.StringIO()
+    TerminalRenderer(out, color=False).event(ChatText(text="a\x1b[2Jb\x1b]8;;http://x\x07c\rd", message_id="m"))
+    assert out.getvalue() == "abcd"
