@@ -1,4 +1,4 @@
-"""The examples in docs/conversation.md run against the chat agent."""
+"""The examples in docs/conversation.md run unchanged (no arguments: the bundled reference agent)."""
 
 from __future__ import annotations
 
@@ -9,14 +9,19 @@ from pathlib import Path
 
 import pytest
 
-from tests.conversation.chat_support import chat_agent_argv
 from tests.schema_source import REPO
 
 BLOCK = re.compile(r"```python\n# example: (\w+)\n(.*?)```", re.DOTALL)
 EXAMPLES = dict(BLOCK.findall((REPO / "docs" / "conversation.md").read_text()))
 EXPECTED = {
-    "chat": ["tool ends: completed", "done: end_turn 'done reading'", "reply: w0 w1 w2 ", "turns: 2"],
-    "transcript": ["replayed state equal: True", "after reconnect: w0  | turns: 2", "fresh resume sees 6 entries"],
+    "chat": [
+        "tool begins: Editing example.txt",
+        "tool ends: completed",
+        "done: end_turn 'I changed one line in example.txt.'",
+        "reply: chunk 1. chunk 2. chunk 3. ",
+        "turns: 2",
+    ],
+    "transcript": ["replayed state equal: True", "resume sees 2 entries", "after resume: chunk 1. "],
 }
 
 
@@ -24,9 +29,8 @@ EXPECTED = {
 def test_docs_example_runs(name: str, tmp_path: Path) -> None:
     script = tmp_path / f"{name}.py"
     script.write_text(EXAMPLES[name])
-    argv = chat_agent_argv(tmp_path)
     out = subprocess.run(
-        [sys.executable, str(script), *argv], capture_output=True, text=True, timeout=30, cwd=REPO, check=True
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=30, cwd=tmp_path, check=True
     ).stdout
     for expected in EXPECTED[name]:
         assert expected in out, out
