@@ -81,6 +81,7 @@ from .schema.types import (
 from .schema.v1 import types as v1
 from .session import (
     EARLY_LIMIT,
+    MAX_EARLY_SESSIONS,
     TRACKED_UPDATES,
     ActiveSession,
     BatchUpdateListener,
@@ -423,6 +424,10 @@ class ClientConnection:
         self._other_request_sent = False
         self._tracks: dict[str, SessionTrack] = {}
         self._opening = 0  # session/new requests in flight: unknown sessions' early updates are kept
+        self._provisional = 0  # tracks made for unknown sessions while a session/new was in flight
+        self.unknown_session_updates = 0
+        """Updates for sessions this connection never opened or resumed: counted, handed only to
+        ``on_session_update``, never tracked (an agent naming endless session ids cannot grow this connection)."""
         self._update_inflight = 0
         self._updates_idle = anyio.Event()
         self._updates_idle.set()
@@ -701,6 +706,8 @@ class ClientConnection:
             response = await self._call_auth("session/new", params, _NEW, timeout)
         finally:
             self._opening -= 1
+        if not self._opening:
+            self._drop_provisional(keep=response.session_id)
         track = self._track(response.session_id)
         if listener is not None:
             track.listen(listener)
@@ -820,13 +827,24 @@ class ClientConnection:
             track = self._tracks[session_id] = SessionTrack(session_id)
         return track
 
-    def _arrival_track(self, session_id: str) -> SessionTrack:
-        track = self._tracks.get(session_id)
-        if track is None:
-            track = self._tracks[session_id] = SessionTrack(session_id)
-            if self._opening:
-                track.early = []  # perhaps the session a pending session/new is creating
+    def _arrival_track(self, session_id: str) -> SessionTrack | None:
+        """The track for an update of a session this connection has no track for: while a ``session/new`` is in
+        flight it may be the session being created, so a bounded number of such sessions keep their early
+        updates; otherwise None (the update is counted and only the application's handler sees it)."""
+        if not self._opening or self._provisional >= MAX_EARLY_SESSIONS:
+            self.unknown_session_updates += 1
+            return None
+        self._provisional += 1
+        track = self._tracks[session_id] = SessionTrack(session_id)
+        track.early = []  # perhaps the session a pending session/new is creating
         return track
+
+    def _drop_provisional(self, keep: str) -> None:
+        """No session/new is in flight any more: forget the tracks kept for unknown sessions meanwhile."""
+        for session_id in [s for s, t in self._tracks.items() if t.early is not None and not t.listeners]:
+            if session_id != keep:
+                del self._tracks[session_id]
+        self._provisional = 0
 
     def _watch_prompt(self, track: SessionTrack, prompt: TrackedPrompt, after: Callable[[], None]) -> None:
         """Settle ``prompt`` the moment its answer is read, in wire order with the updates around it; then
@@ -860,6 +878,8 @@ class ClientConnection:
         can wait for every replayed update that arrived before its response.
         """
         track = self._tracks.get(note.session_id) or self._arrival_track(note.session_id)
+        if track is None:
+            return self._to_application(note)  # a session this connection never opened or resumed
         if type(note.update) in TRACKED_UPDATES:  # a dict probe instead of four isinstance calls per chunk
             track.apply(note)
             if track.cancel_barrier == math.inf and track.state == "idle":
@@ -873,6 +893,10 @@ class ClientConnection:
                 _log.exception("session update listener failed")
         elif track.early is not None and len(track.early) < EARLY_LIMIT:
             track.early.append(note)
+        return self._to_application(note)
+
+    def _to_application(self, note: UpdateSessionNotification) -> Any:
+        """Hand an update to the builder's ``on_session_update`` handler (every session's, in order)."""
         fn = self.builder._update
         if fn is None:
             return None

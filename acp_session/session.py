@@ -90,6 +90,8 @@ class BatchUpdateListener:
 
 
 EARLY_LIMIT = 10_000
+MAX_EARLY_SESSIONS = 16
+"""Unknown sessions whose early updates are kept while a ``session/new`` is in flight (one is the new one)."""
 PromptStatus = Literal["pending", "held", "inserted", "cancelled", "failed"]
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")  # every C0 control and DEL except tab and newline
@@ -235,10 +237,20 @@ class SessionTrack:
                 for prompt in self.prompts:
                     if prompt.status == "pending":
                         prompt.status = "held"
+            elif update.state == "idle":
+                # Foreground work ended: only what still runs in the background can be cancelled now.
+                self.cancellable_tool_calls &= {key for kind, key in self.background if kind == "tool_call"}
+                self.cancellable_terminals &= {key for kind, key in self.background if kind == "terminal"}
         elif isinstance(update, ToolCallUpdated):
-            _patch_cancel(self.cancellable_tool_calls, update.tool_call_id, update.capabilities)
+            if update.status in _FINAL_STATUSES:
+                self.cancellable_tool_calls.discard(update.tool_call_id)  # it ended: nothing left to cancel
+            else:
+                _patch_cancel(self.cancellable_tool_calls, update.tool_call_id, update.capabilities)
         elif isinstance(update, TerminalUpdate):
-            _patch_cancel(self.cancellable_terminals, update.terminal_id, update.capabilities)
+            if isinstance(update.exit_status, msgspec.Struct):
+                self.cancellable_terminals.discard(update.terminal_id)  # it exited
+            else:
+                _patch_cancel(self.cancellable_terminals, update.terminal_id, update.capabilities)
         elif isinstance(update, UserMessage):
             self._join(update)
         elif isinstance(update, ConfigOptionUpdate):
@@ -269,6 +281,7 @@ class SessionTrack:
 
 
 _STATE_UPDATES = (StateUpdate, unstable.StateUpdate)
+_FINAL_STATUSES = frozenset({"completed", "failed", "cancelled"})
 TRACKED_UPDATES = frozenset({*_STATE_UPDATES, ToolCallUpdated, TerminalUpdate, UserMessage, ConfigOptionUpdate})
 """Update types ``SessionTrack.apply`` reads; the connection skips the call for everything else."""
 
