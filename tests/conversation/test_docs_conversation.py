@@ -22,6 +22,8 @@ EXPECTED = {
         "turns: 2",
     ],
     "transcript": ["replayed state equal: True", "resume sees 2 entries", "after resume: chunk 1. "],
+    "streams": ["tool call: Editing example.txt\ntext I changed one line in example.txt.\nsteps: "],
+    "spawn": ["sess-1 True", "Hello! I am the ACP reference agent."],
 }
 
 
