@@ -114,7 +114,12 @@ class Session:
 class PyV1Agent:
     """The agent: one instance per connection."""
 
-    def __init__(self, store: Path | None = None) -> None:
+    def __init__(self, store: Path | None = None, *, ignore_capabilities: bool = False) -> None:
+        # The client's file-system and terminal capabilities, from initialize; with ignore_capabilities the agent
+        # calls fs/* and terminal/* regardless (to test how a client answers an agent that does so).
+        self.ignore_capabilities = ignore_capabilities
+        self.client_fs: Any = None
+        self.client_terminal = False
         self.store = store
         self.sessions: dict[str, Session] = {}
         self.conn: Any = None
@@ -127,6 +132,9 @@ class PyV1Agent:
     async def initialize(
         self, protocol_version: int, client_capabilities: Any = None, client_info: Any = None, **kwargs: Any
     ) -> InitializeResponse:
+        if client_capabilities is not None:
+            self.client_fs = client_capabilities.fs
+            self.client_terminal = bool(client_capabilities.terminal)
         return InitializeResponse(
             protocol_version=acp.PROTOCOL_VERSION,
             agent_capabilities=AgentCapabilities(
@@ -219,7 +227,21 @@ class PyV1Agent:
             for piece in ("You ", "said: ", text):
                 await self._send(session, _message(piece))
 
+    def _offered(self, what: str) -> None:
+        """Only call the client for what it advertised (``--ignore-capabilities`` turns the check off)."""
+        if self.ignore_capabilities:
+            return
+        fs = self.client_fs
+        offered = {
+            "read": bool(fs is not None and fs.read_text_file),
+            "write": bool(fs is not None and fs.write_text_file),
+            "terminal": self.client_terminal,
+        }[what]
+        if not offered:
+            raise RequestError.method_not_found(f"the client does not offer {what}")
+
     async def _read(self, session: Session, path: str) -> None:
+        self._offered("read")
         call = session.next_tool_call_id()
         await self._tool_start(session, call, f"Read {path}", "read", path, {"path": path})
         try:
@@ -232,6 +254,7 @@ class PyV1Agent:
         await self._send(session, _message(response.content))
 
     async def _write(self, session: Session, path: str, text: str) -> None:
+        self._offered("write")
         call = session.next_tool_call_id()
         await self._tool_start(session, call, f"Write {path}", "edit", path, {"path": path, "content": text})
         try:
@@ -248,6 +271,7 @@ class PyV1Agent:
         await self._send(session, _message(f"wrote {path}"))
 
     async def _run(self, session: Session, argv: list[str]) -> None:
+        self._offered("terminal")
         call = session.next_tool_call_id()
         title = "Run " + " ".join(argv)
         start = ToolCallStart(
@@ -379,8 +403,11 @@ class PyV1Agent:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--store", type=Path, help="keep each session's history in DIR/<sessionId>.json")
+    parser.add_argument(
+        "--ignore-capabilities", action="store_true", help="call fs/* and terminal/* even when the client lacks them"
+    )
     args = parser.parse_args()
-    asyncio.run(acp.run_agent(PyV1Agent(args.store)))
+    asyncio.run(acp.run_agent(PyV1Agent(args.store, ignore_capabilities=args.ignore_capabilities)))
 
 
 if __name__ == "__main__":

@@ -506,13 +506,16 @@ def test_no_fs_or_terminal_offered_without_providers() -> None:
 
 
 async def test_py_calls_without_providers_get_method_not_found(tmp_path: Path) -> None:
-    """The agent calls ``fs/read_text_file`` and ``terminal/create`` although nothing was advertised: our client
-    answers -32601; the agent reports ``error: ...``, fails the tool call and ends the turn ``end_turn``."""
+    """The agent (``--ignore-capabilities``) calls ``fs/read_text_file`` and ``terminal/create`` although nothing
+    was advertised: our client answers -32601; the agent reports ``error: ...``, fails the tool call and ends the
+    turn ``end_turn``."""
     cwd = tmp_path / "work"
     cwd.mkdir()
     (cwd / "file.txt").write_text("not for you")
     with anyio.fail_after(TIMEOUT):
-        async with spawned(PY_AGENT, tmp_path, fs_builder(files=False, terminals=False)) as (client, wire):
+        async with spawned(
+            [*PY_AGENT, "--ignore-capabilities"], tmp_path, fs_builder(files=False, terminals=False)
+        ) as (client, wire):
             offer = wire.sent("initialize")[0]["params"]["clientCapabilities"]
             assert not any(offer.get("fs", {}).values()) and not offer.get("terminal", False)
             conversation = await client.start_conversation(str(cwd))
