@@ -448,7 +448,7 @@ class Conversation:
             blocks = list(prompt)
         else:
             blocks = [prompt]  # type: ignore[list-item]  # one block
-        turn = ChatTurn()
+        turn = ChatTurn(max_entities=self.max_history_size)
 
         def tracked(prompt: TrackedPrompt) -> None:
             # Before the protocol may report the user message (v1 does so as the prompt is sent).

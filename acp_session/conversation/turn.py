@@ -76,7 +76,11 @@ class ChatTurn:
     """Returned by ``Conversation.chat``: the prompt is already sent. ``await`` it for the
     ``ChatResponse`` or ``async for`` over its events; doing both raises ``TurnAlreadyConsumed``."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, max_entities: int = 0) -> None:
+        self.max_entities = max_entities
+        """How many entities (``response.steps``) and tool calls (``response.tool_calls``) the turn keeps at most:
+        the newest ones (0: all). A ``Conversation`` passes its ``max_history_size``, so a turn an agent floods
+        with distinct tool calls never holds more than the history does."""
         self.status: TurnStatus = "sent"
         self.prompt: TrackedPrompt | None = None  # the prompt as the session tracks it
         self.message_id: str | None = None
@@ -145,7 +149,11 @@ class ChatTurn:
     def _step(self, entity: TimelineEntry) -> None:
         if entity is not self._last:
             self._last = entity
-            self._steps.setdefault(id(entity), entity)
+            steps = self._steps
+            if id(entity) not in steps:
+                steps[id(entity)] = entity
+                if self.max_entities and len(steps) > self.max_entities:
+                    del steps[next(iter(steps))]  # the oldest step: the summary stays bounded
 
     def start(self, message_id: str) -> None:
         self.status = "started"
@@ -226,6 +234,8 @@ class ChatTurn:
             self._tools[tool_call_id] = call
             self._push(ChatToolBegin(call))
             self._open_tools.add(tool_call_id)
+            if self.max_entities and len(self._tools) > self.max_entities:
+                self._forget_oldest_tool()
         else:
             self._push(ChatToolUpdate(call))
         if call.is_final and tool_call_id in self._open_tools:
@@ -238,6 +248,15 @@ class ChatTurn:
     def _file(self, file: ChatFile) -> None:
         self._files.append(file)
         self._push(file)
+
+    def _forget_oldest_tool(self) -> None:
+        """Over ``max_entities`` tool calls: the oldest leaves the turn (ended first if still open, so begin and
+        end stay paired)."""
+        oldest = next(iter(self._tools))
+        call = self._tools.pop(oldest)
+        if oldest in self._open_tools:
+            self._open_tools.discard(oldest)
+            self._push(ChatToolEnd(call, call.status))
 
     def end_tools(self, tool_call_ids: Any = None) -> None:
         """Close tool calls still open (all, or those in ``tool_call_ids``), so begin/end stay paired."""

@@ -82,3 +82,52 @@ def test_cancellable_sets_forget_what_ended() -> None:
     background = [BackgroundToolCall(tool_call_id="t1")]
     track.apply(note(StateUpdate(state="idle", stop_reason="end_turn", background=background)))  # type: ignore[arg-type]
     assert track.cancellable_tool_calls == {"t1"}  # only background work can still be cancelled
+
+
+# One turn touching 30 000 distinct tool calls (each created and completed), then a reply and the idle.
+FLOOD_AGENT = r"""
+import json, sys
+def write(obj):
+    sys.stdout.write(json.dumps(obj) + "\n")
+def update(body):
+    write({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s", "update": body}})
+for line in sys.stdin:
+    msg = json.loads(line)
+    method, rid = msg.get("method"), msg.get("id")
+    if method == "initialize":
+        result = {"protocolVersion": 2, "info": {"name": "flood", "version": "1"}, "capabilities": {"session": {}}}
+        write({"jsonrpc": "2.0", "id": rid, "result": result})
+    elif method == "session/new":
+        write({"jsonrpc": "2.0", "id": rid, "result": {"sessionId": "s"}})
+    elif method == "session/prompt":
+        write({"jsonrpc": "2.0", "id": rid, "result": {"messageId": "u"}})
+        update({"sessionUpdate": "state_update", "state": "running"})
+        for i in range(30000):
+            update({"sessionUpdate": "tool_call_update", "toolCallId": f"t{i}", "title": "x", "status": "completed"})
+        reply = {"sessionUpdate": "agent_message_chunk", "messageId": "a", "content": {"type": "text", "text": "done"}}
+        update(reply)
+        update({"sessionUpdate": "state_update", "state": "idle", "stopReason": "end_turn"})
+    sys.stdout.flush()
+"""
+
+
+@pytest.mark.anyio
+async def test_a_turn_flooded_with_tool_calls_keeps_no_more_than_the_history(tmp_path: Path) -> None:
+    """A turn's response keeps at most ``max_history_size`` steps and tool calls (the newest), like the history;
+    the events stay paired and the reply is intact."""
+    script = tmp_path / "flood_agent.py"
+    script.write_text(FLOOD_AGENT)
+    with anyio.fail_after(60):
+        async with ClientBuilder().spawn([sys.executable, str(script)]) as client:
+            conversation = await client.start_conversation(str(tmp_path), max_history_size=1000)
+            begins = ends = 0
+            async for event in conversation.chat("go"):
+                begins += event.kind == "tool_begin"
+                ends += event.kind == "tool_end"
+                if event.kind == "done":
+                    response = event.response  # type: ignore[attr-defined]
+    assert response.text == "done" and response.stop_reason == "end_turn"
+    assert len(response.tool_calls) <= 1000 and len(response.steps) <= 1000
+    assert response.tool_calls[-1].tool_call_id == "t29999"
+    assert begins == ends == 30000
+    assert len(conversation.history()) <= 1000
