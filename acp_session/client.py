@@ -26,7 +26,7 @@ from .auth import AuthenticationRequired, LoginMethod, login_methods
 from .client_errors import CapabilityNotSupported
 from .codec import convert, decoder, to_builtins
 from .errors import AcpError, AuthRequired, InitializeTimeout, ResourceNotFound
-from .interactions import Interaction, InteractionRegistry
+from .interactions import Interaction, InteractionRegistry, call_handler
 from .protocol.base import PromptExchange, ProtocolAdapter
 from .protocol.negotiate import DEFAULT_INITIALIZE_TIMEOUT, SUPPORTED_VERSIONS, negotiate
 from .rpc import Connection, PendingRequest, json_decode
@@ -1011,18 +1011,28 @@ class ClientConnection:
             _log.warning("no permission handler: answering %r with the cancelled outcome", request.title)
             return _CANCELLED_PERMISSION
         item = Interaction("permission", request.session_id, tool_call_id, terminal_id, request)
+
+        async def decide(params: RequestPermissionRequest) -> RequestPermissionResponse:
+            return _permission_response(await call_handler(fn, params))
+
+        answer = await self._decide(item, decide, lambda: _CANCELLED_PERMISSION)
+        return _offered_only(request, answer)
+
+    async def _decide(self, item: Interaction, fn: Callable[[Any], Any], cancelled: Callable[[], T]) -> T:
+        """Run an interactive request's handler, unless ``cancel_active_work`` covers the request; a handler that
+        fails, or is cancelled or withdrawn while it decides, gets the ``cancelled()`` answer (never an approval;
+        the failure is logged here, nothing of it reaches the agent)."""
         receipt = self.rpc.request_receipt()
         if self._declines(item, receipt):
-            return _CANCELLED_PERMISSION  # its work was cancelled before its handler could start
+            return cancelled()  # its work was cancelled before its handler could start
         try:
-            answer = _permission_response(await self.interactions.run(item, fn, lambda: _CANCELLED_PERMISSION))
+            answer: T = await self.interactions.run(item, fn, cancelled)
         except Exception:
-            # A failing handler declined the request: answer cancelled (never an approval), and say why here.
-            _log.exception("the permission handler failed; answering %r with the cancelled outcome", request.title)
-            return _CANCELLED_PERMISSION
+            _log.exception("the %s handler failed; answering with the cancelled outcome", item.kind)
+            return cancelled()
         if self._declines(item, receipt) or anyio.current_effective_deadline() == -math.inf:
-            return _CANCELLED_PERMISSION  # cancelled (or withdrawn) while the handler was deciding
-        return _offered_only(request, answer)
+            return cancelled()  # cancelled (or withdrawn) while the handler was deciding
+        return answer
 
     def _declines(self, item: Interaction, receipt: int | None) -> bool:
         """Whether ``cancel_active_work`` covers this request: it was read before the cancelled work ended and
@@ -1066,16 +1076,7 @@ class ClientConnection:
         session_id = request.session_id if isinstance(request.session_id, str) else None
         tool_call_id = request.tool_call_id if isinstance(request.tool_call_id, str) else None
         item = Interaction("elicitation", session_id, tool_call_id, None, request)
-        receipt = self.rpc.request_receipt()
-        if self._declines(item, receipt):
-            return ElicitationCancelAction()
-        try:
-            answer: CreateElicitationResponse = await self.interactions.run(item, fn, ElicitationCancelAction)
-        except Exception:
-            _log.exception("the elicitation handler failed; answering with the cancel action")
-            return ElicitationCancelAction()
-        if self._declines(item, receipt) or anyio.current_effective_deadline() == -math.inf:
-            return ElicitationCancelAction()
+        answer: CreateElicitationResponse = await self._decide(item, fn, ElicitationCancelAction)
         return answer
 
 

@@ -242,7 +242,7 @@ class SessionTrack:
                 self.cancellable_tool_calls &= {key for kind, key in self.background if kind == "tool_call"}
                 self.cancellable_terminals &= {key for kind, key in self.background if kind == "terminal"}
         elif isinstance(update, ToolCallUpdated):
-            if update.status in _FINAL_STATUSES:
+            if update.status in FINAL_TOOL_CALL_STATUSES:
                 self.cancellable_tool_calls.discard(update.tool_call_id)  # it ended: nothing left to cancel
             else:
                 _patch_cancel(self.cancellable_tool_calls, update.tool_call_id, update.capabilities)
@@ -281,7 +281,8 @@ class SessionTrack:
 
 
 _STATE_UPDATES = (StateUpdate, unstable.StateUpdate)
-_FINAL_STATUSES = frozenset({"completed", "failed", "cancelled"})
+FINAL_TOOL_CALL_STATUSES = frozenset({"completed", "failed", "cancelled"})
+"""Statuses after which a tool call does not run again; any other value (even an unknown one) is in progress."""
 TRACKED_UPDATES = frozenset({*_STATE_UPDATES, ToolCallUpdated, TerminalUpdate, UserMessage, ConfigOptionUpdate})
 """Update types ``SessionTrack.apply`` reads; the connection skips the call for everything else."""
 
@@ -449,7 +450,7 @@ class ActiveSession:
         track = self.track
         # The answer is the complete list (ACP2-033): record it where it sits on the wire, so a later
         # config_option_update still wins, and listeners (a Conversation's state) fold it like an update.
-        pending.add_done_callback(lambda answered: track.answered_options(answered))
+        pending.add_done_callback(track.answered_options)
         response = await pending
         return response.config_options
 
@@ -470,8 +471,6 @@ class ActiveSession:
     async def _set_category(
         self, category: str, value: str, options: Sequence[Any] | None, timeout: float | None = None
     ) -> list[SessionConfigOption]:
-        from .conversation.state import option_of_category
-
         known = list(options) if options is not None else self._check_open().config_options
         option = option_of_category(known, category)
         if option is None:
@@ -545,3 +544,18 @@ def _prepare_blocks(blocks: Sequence[ContentBlock], caps: PromptCapabilities | N
     if not out:
         raise ValueError("a prompt needs at least one non-empty content block")
     return out
+
+
+def option_of_category(options: Sequence[Any], category: str) -> Any:
+    """The first config option of ``category`` (a category is only a hint: ACP2-033), or None."""
+    for option in options:
+        if not isinstance(option, dict) and getattr(option, "category", None) == category:
+            return option
+    return None
+
+
+def current_of_category(options: Sequence[Any], category: str) -> str | None:
+    """The current value of the first option of ``category``, when it is a value id."""
+    option = option_of_category(options, category)
+    value = None if option is None else option.current_value
+    return value if isinstance(value, str) else None

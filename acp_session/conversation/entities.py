@@ -31,6 +31,7 @@ from acp_session.schema import (
     UnknownSessionUpdate,
 )
 from acp_session.schema import Terminal as TerminalContent
+from acp_session.session import FINAL_TOOL_CALL_STATUSES
 
 __all__ = [
     "FINAL_TOOL_CALL_STATUSES",
@@ -49,8 +50,6 @@ __all__ = [
 
 MessageRole = Literal["user", "agent", "thought"]
 
-FINAL_TOOL_CALL_STATUSES = frozenset({"completed", "failed", "cancelled"})
-"""Statuses after which a tool call does not run again; any other value (even an unknown one) is in progress."""
 
 Meta = dict[str, Any]
 

@@ -78,6 +78,7 @@ from acp_session.schema import (
     UserMessageChunk,
 )
 from acp_session.schema import unstable as _unstable
+from acp_session.session import current_of_category
 
 __all__ = ["KNOWN_STATES", "SessionState"]
 
@@ -750,17 +751,3 @@ def _copy_set_fields(update: Any, target: Any, names: tuple[str, ...]) -> None:
         value = getattr(update, name)
         if value is not UNSET:
             setattr(target, name, value)
-
-
-def option_of_category(options: list[Any], category: str) -> Any:
-    """The first config option of ``category`` (a category is only a hint: ACP2-033), or None."""
-    for option in options:
-        if not isinstance(option, dict) and getattr(option, "category", None) == category:
-            return option
-    return None
-
-
-def current_of_category(options: list[Any], category: str) -> str | None:
-    option = option_of_category(options, category)
-    value = None if option is None else option.current_value
-    return value if isinstance(value, str) else None

@@ -89,24 +89,21 @@ class V1Protocol(ProtocolAdapter):
 
     # -- what the agent offers -------------------------------------------------------------------------------
 
-    def _offers(self, flag: Any) -> bool:
-        return flag is True or isinstance(flag, (dict, msgspec.Struct))
-
     def supports(self, method: str) -> bool:
         sc = self._session_caps
         if method in ("session/new", "session/prompt", "session/cancel", "session/set_config_option"):
             return True
         if method == "session/load":
-            return self._offers(self._caps.load_session)
+            return cv.offered(self._caps.load_session)
         if method == "session/resume":
-            return self._offers(sc.resume) or self._offers(self._caps.load_session)
+            return cv.offered(sc.resume) or cv.offered(self._caps.load_session)
         if method in ("session/list", "session/close", "session/delete"):
-            return self._offers(getattr(sc, method.split("/")[1]))
+            return cv.offered(getattr(sc, method.split("/")[1]))
         if method == "auth/login":
             return bool(self.initialize_response.auth_methods)
         if method == "auth/logout":
             auth = self._caps.auth
-            return isinstance(auth, v1.AgentAuthCapabilities) and self._offers(auth.logout)
+            return isinstance(auth, v1.AgentAuthCapabilities) and cv.offered(auth.logout)
         return method.startswith("_")
 
     def session(self, session_id: str) -> V1Session:
@@ -166,7 +163,7 @@ class V1Protocol(ProtocolAdapter):
         servers = cv.mcp_servers_to_v1(params.mcp_servers)
         session_id = params.session_id
         if params.replay_from not in (UNSET, None):
-            if not self._offers(self._caps.load_session):
+            if not cv.offered(self._caps.load_session):
                 raise CapabilityNotSupported("session/resume with replay", "loadSession (v1 session/load)")
             load = v1.LoadSessionRequest(
                 session_id=session_id,
@@ -177,7 +174,7 @@ class V1Protocol(ProtocolAdapter):
 
             self.session(session_id).end_message()
             return self._send("session/load", load, self._reopened(session_id, _LOAD))
-        if not self._offers(self._session_caps.resume):
+        if not cv.offered(self._session_caps.resume):
             raise CapabilityNotSupported("session/resume", "sessionCapabilities.resume")
         resume = v1.ResumeSessionRequest(
             session_id=session_id,
@@ -199,7 +196,7 @@ class V1Protocol(ProtocolAdapter):
         return result
 
     def _require(self, method: str, flag: Any, capability: str) -> None:
-        if not self._offers(flag):
+        if not cv.offered(flag):
             raise CapabilityNotSupported(method, capability)
 
     def _list_sessions(self, params: m.ListSessionsRequest) -> PendingRequest[Any]:
@@ -292,7 +289,8 @@ class V1Protocol(ProtocolAdapter):
         def end() -> None:
             state.end_message()
             try:
-                request.outcome()
+                if not answer:  # the client's settle decoded it already, unless it failed
+                    request.outcome()
             except AcpError as exc:
                 error = m.Error(
                     code=getattr(exc, "code", -32603), message=getattr(exc, "message", str(exc)), data=_error_data(exc)

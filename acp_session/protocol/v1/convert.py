@@ -28,6 +28,7 @@ __all__ = [
     "content_block_to_v1",
     "initialize_response",
     "mcp_servers_to_v1",
+    "offered",
     "permission_request",
     "permission_response_to_v1",
     "session_infos",
@@ -46,9 +47,9 @@ def _plain(value: Any) -> Any:
     return to_builtins(value)
 
 
-def _marker(flag: Any) -> Any:
-    """A v1 boolean (or object) capability as a v2 support marker."""
-    return {} if flag is True or isinstance(flag, (dict, msgspec.Struct)) else None
+def offered(flag: Any) -> bool:
+    """Whether a v1 capability is offered: ``true``, or an object (v1 mixes booleans and support markers)."""
+    return flag is True or isinstance(flag, (dict, msgspec.Struct))
 
 
 # -- initialize -------------------------------------------------------------------------------------------
@@ -66,17 +67,17 @@ def agent_capabilities(caps: v1.AgentCapabilities | msgspec.UnsetType | None) ->
     if isinstance(caps.prompt_capabilities, v1.PromptCapabilities):
         pc = caps.prompt_capabilities
         for wire, flag in (("image", pc.image), ("audio", pc.audio), ("embeddedContext", pc.embedded_context)):
-            if _marker(flag) is not None:
+            if offered(flag):
                 prompt[wire] = {}
     mcp: dict[str, Any] = {"stdio": {}}  # every v1 agent must accept stdio MCP servers
-    if isinstance(caps.mcp_capabilities, v1.McpCapabilities) and _marker(caps.mcp_capabilities.http) is not None:
+    if isinstance(caps.mcp_capabilities, v1.McpCapabilities) and offered(caps.mcp_capabilities.http):
         mcp["http"] = {}
     session: dict[str, Any] = {"prompt": prompt, "mcp": mcp}
     sc = caps.session_capabilities
     if isinstance(sc, v1.SessionCapabilities):
-        if _marker(sc.delete) is not None:
+        if offered(sc.delete):
             session["delete"] = {}
-        if _marker(sc.additional_directories) is not None:
+        if offered(sc.additional_directories):
             session["additionalDirectories"] = {}
     plain: dict[str, Any] = {"session": session}
     if caps.meta not in (UNSET, None):
