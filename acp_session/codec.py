@@ -11,11 +11,14 @@ with the JSON path of the offending field.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeVar, cast, overload
 
 import msgspec
 
 from acp_session._schema_runtime import alternatives_dec_hook, lenient_convert
+
+if TYPE_CHECKING:
+    from acp_session.rpc.handlers import TypedDecoder
 
 __all__ = ["convert", "decode", "decoder", "encode", "to_builtins"]
 
@@ -54,9 +57,9 @@ def decoder(tp: Any) -> Callable[[bytes | memoryview], Any]:
         except msgspec.ValidationError:
             return lenient_convert(plain(data), tp)
 
-    # Published for the rpc layer: whatever this decoder accepts, ``decode_value`` returns unchanged, so a
-    # Connection may decode a whole notification frame with it in one pass (acp_session.rpc.handlers).
-    setattr(decode_value, "msgspec_decoder", fast_decoder)  # noqa: B010
+    # A ``TypedDecoder`` (acp_session.rpc.handlers): whatever ``fast_decoder`` accepts, ``decode_value`` returns
+    # unchanged, so a Connection may decode a whole notification frame with it in one pass.
+    cast("TypedDecoder", decode_value).msgspec_decoder = fast_decoder
     _decoders[tp] = decode_value
     return decode_value
 

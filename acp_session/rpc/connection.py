@@ -7,11 +7,15 @@ Ordering and concurrency rules:
   responses while an async notification handler awaits a request on this same connection;
 - each incoming request runs in its own task (at most ``max_concurrent_requests`` at once);
 - outgoing frames go through one ordered write queue, so ``request()`` and ``cancel()`` need no await.
+
+The connection works on frames (whole messages) from a ``FrameTransport``: a byte stream gets its newline
+framing from the transport layer (``transport.lines.frame_transport``). What the running event loop offers
+(asyncio's lean futures, ``call_soon``, its ready queue) comes from ``transport.backend``, and a transport's
+fast paths are found once, on entry, by ``isinstance(..., FastPathTransport)``.
 """
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import logging
 import time
@@ -40,9 +44,10 @@ from ..errors import (
     RequestCancelled,
     RpcError,
 )
-from ..transport.base import DEFAULT_RECEIVE_SIZE, Transport
-from ..transport.framing import DEFAULT_MAX_FRAME_SIZE, SHORT_FRAME, FrameReader, OversizedFrame
-from ..transport.pipe import running_asyncio_loop
+from ..transport.backend import Flag, Waiter, current_backend
+from ..transport.base import FastPathTransport, FrameTransport, Transport
+from ..transport.framing import DEFAULT_MAX_FRAME_SIZE, Frame, InvalidUtf8Frame, OversizedFrame
+from ..transport.lines import STREAM_END, frame_transport
 from .core import (
     NOT_A_RESPONSE,
     TOO_DEEP,
@@ -54,7 +59,6 @@ from .core import (
     RpcCore,
 )
 from .fastpath import PEEK_WINDOW, FastNotifications
-from .flag import Flag, flag_factory
 from .handlers import DECODE_ERRORS, Decoder, Handler, as_decoder, invalid_params, json_decode
 from .messages import RequestId
 from .outbox import Outbox
@@ -86,8 +90,6 @@ _CALL = object()  # queue marker: the item is (method, handler, params already d
 _RECEIPT: ContextVar[int | None] = ContextVar("acp_session_request_receipt", default=None)
 _SETTLE = object()  # queue marker: the item is an answered request whose done callbacks must follow the queued items
 _METHOD_KEY = b'"method"'
-_NEWLINE = b"\n"
-_NEWLINE_BYTE = 10
 _PARAMS_OF = attrgetter("params")
 
 
@@ -119,7 +121,7 @@ class Connection:
 
     def __init__(
         self,
-        transport: Transport,
+        transport: Transport | FrameTransport,
         *,
         max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
         notification_queue_size: int = DEFAULT_NOTIFICATION_QUEUE_SIZE,
@@ -133,6 +135,8 @@ class Connection:
         if not 0 <= busy_poll <= MAX_BUSY_POLL:
             raise ValueError(f"busy_poll must be between 0 and {MAX_BUSY_POLL} seconds, not {busy_poll!r}")
         self.transport = transport
+        """What this connection was given: a byte ``Transport`` or a ``FrameTransport``."""
+        self._frames: FrameTransport = frame_transport(transport, max_frame_size)
         self.busy_poll = busy_poll
         self.max_frame_size = max_frame_size
         self.close_flush_timeout = close_flush_timeout
@@ -165,14 +169,9 @@ class Connection:
         self._closed = anyio.Event()
         self._closing = False
         self._answered = False  # a response was handed to its waiting caller during this read
-        self._frame_reader: FrameReader | None = None
+        # Bound on entry from the running backend (transport.backend) and the transport's fast paths.
         self._yield_to_callers: Callable[[], Awaitable[None]] = anyio.lowlevel.cancel_shielded_checkpoint
-        # What a request waits on, for the running backend (``anyio.Event()`` looks the backend up each time).
-        self._new_event: Callable[[], Flag] = anyio.Event
-        self._put_request: Callable[[bytes], None] = self._outbox.put_soon
-        self._asyncio_loop: asyncio.AbstractEventLoop | None = None  # set on entry when running on asyncio
-        self._poll_ready: Callable[[], bool | None] | None = None  # set on entry when busy polling is possible
-        self._loop_ready: Sized = ()
+        self._link = _Link(self)
 
     # -- registration ----------------------------------------------------------------------------------
 
@@ -223,23 +222,21 @@ class Connection:
         tg = anyio.create_task_group()
         await tg.__aenter__()
         self._tg = tg
-        self._new_event = flag_factory()
-        self._asyncio_loop = running_asyncio_loop()
-        send_nowait = getattr(self.transport, "send_nowait", None)
-        self._outbox.bind(self._new_event, send_nowait if callable(send_nowait) else None)
-        self._put_request = self._outbox.put_request
+        backend = current_backend()
+        link = self._link
+        link.new_flag = backend.new_flag
+        link.new_waiter = backend.new_waiter
         # How the reader lets answered callers run first: the cheapest yield the backend has.
-        if self._asyncio_loop is not None:
-            self._yield_to_callers = _asyncio_yield
-            offer = getattr(self.transport, "set_ready_consumer", None)
-            if callable(offer):
-                offer(self._take_ready_response)
-                poll = getattr(self.transport, "poll_ready", None)
-                # asyncio's queue of callbacks ready to run (private, so looked up with care: other loops
-                # may not have it, and then nobody polls).
-                ready = getattr(self._asyncio_loop, "_ready", None)
-                if self.busy_poll > 0 and callable(poll) and isinstance(ready, Sized):
-                    self._poll_ready, self._loop_ready = poll, ready
+        self._yield_to_callers = backend.yield_to_callers
+        frames = self._frames
+        if isinstance(frames, FastPathTransport):
+            self._outbox.bind(backend.new_flag, backend.call_soon, frames.send_nowait)
+            frames.set_ready_consumer(self._take_ready_response)
+            # Busy polling needs the loop's ready queue: it stops as soon as anything else could run.
+            if self.busy_poll > 0 and backend.ready_queue is not None:
+                link.enable_busy_poll(frames.poll_ready, backend.ready_queue, self.busy_poll)
+        else:
+            self._outbox.bind(backend.new_flag, backend.call_soon)
         send, receive = anyio.create_memory_object_stream[tuple[Any, Any]](self._queue_size)
         self._notify_send = send
         tg.start_soon(self._outbox_writer)
@@ -284,7 +281,7 @@ class Connection:
                     await anyio.sleep(0.001)
                 await self._outbox.wait_flushed()
             self._outbox.fail()
-            await self.transport.aclose()
+            await self._frames.aclose()
         if self._tg is not None:
             self._tg.cancel_scope.cancel()
 
@@ -317,8 +314,8 @@ class Connection:
         id, frame = core.request_frame(method, params)
         # Sent before the bookkeeping: on a pipe it is written right here, and the peer starts on it sooner.
         # Nothing can be received before this returns, so registering the handle afterwards is safe.
-        self._put_request(frame)
-        handle: PendingRequest[Any] = PendingRequest(self, id, method, decode, timeout)
+        self._outbox.put_request(frame)
+        handle: PendingRequest[Any] = PendingRequest(self._link, id, method, decode, timeout)
         core.expect(id, handle)
         return handle
 
@@ -342,7 +339,7 @@ class Connection:
                 self._outbox.put(frame)
 
     async def _flush(self) -> None:
-        await self._outbox.flush(self.transport.send)
+        await self._outbox.flush(self._frames.send_frames)
 
     def _expire(self, handle: PendingRequest[Any]) -> None:
         if not handle.cancel_sent:
@@ -353,93 +350,61 @@ class Connection:
     # -- tasks -----------------------------------------------------------------------------------------
 
     async def _outbox_writer(self) -> None:
-        await self._outbox.run(self.transport.send)
+        await self._outbox.run(self._frames.send_frames)
         if self._closed_error is None:
             # Writing failed: the peer is gone. The reader normally sees EOF too; make sure nothing hangs.
             with anyio.move_on_after(0.05):
                 await self._closed.wait()
             if self._closed_error is None:
-                info = await self.transport.peer_exit()
+                info = await self._frames.peer_exit()
                 self._mark_closed(
                     ConnectionClosed(
                         "writing to the peer failed", exit_code=info.exit_code, stderr_tail=info.stderr_tail
                     )
                 )
 
-    def _busy_poll(self, handle: PendingRequest[Any]) -> None:
-        """Poll the pipe for ``handle``'s answer for up to ``busy_poll`` seconds (see ``DEFAULT_BUSY_POLL``).
+    def _take_ready_response(self, frame: bytes) -> bool:
+        """Settle a lone response inside the transport's readiness callback (``FastPathTransport``).
 
-        Stops as soon as the answer is in, anything else is ready to run (another caller was answered, the
-        reader task was handed data, ...), the pipe cannot be polled now, or the time is up.
+        ``frame`` is one whole frame that arrived while the reader task waits. Only a frame that ``RpcCore``
+        recognises as a response is taken, and only when no notification is queued ahead of it; anything
+        else is left untouched for the reader task. A round trip then wakes only its caller, one task switch
+        fewer. Notifications are told apart by the decoder, not by a search for ``"method"`` (``bytes.find``
+        costs about 2 us right after a wake-up; see docs/performance.md).
         """
-        poll = self._poll_ready
-        assert poll is not None
-        ready = self._loop_ready
-        clock = time.perf_counter
-        deadline = clock() + self.busy_poll
-        while not handle._finished and not ready and poll() is not None and clock() < deadline:
-            pass
-
-    def _take_ready_response(self, data: bytes) -> bool:
-        """Settle a lone response inside the transport's readiness callback (see ``PipeReader``).
-
-        Only ``data`` that is exactly one frame, starting where the reader stands, that ``RpcCore``
-        recognises as a response is taken; anything else is left untouched for the reader task. A round
-        trip then wakes only its caller, one task switch fewer. This is the round trip's critical path, right
-        after a wake-up, when ``bytes.find`` and ``in`` (the C library's vectorised ``memchr``) cost about
-        2 us each (see docs/performance.md): the one-line test is ``splitlines``, and notifications are told
-        apart by the decoder, not by a search for ``"method"``.
-        """
-        reader = self._frame_reader
-        last = len(data) - 1
-        if (
-            reader is None
-            or self._backlog  # notifications are queued ahead: the reader task keeps the order
-            or last > self.max_frame_size
-            or not reader.at_frame_start
-            or data[last] != _NEWLINE_BYTE
-            # One line: no other \n (nor a bare \r, simply left alone). ``splitlines`` for what a response
-            # usually is; a long read (a stream of updates) gets ``find``, which stops at the first line.
-            or (len(data.splitlines()) != 1 if last < SHORT_FRAME else data.find(_NEWLINE) != last)
-        ):
+        if self._backlog:  # notifications are queued ahead: the reader task keeps the order
             return False
-        event = self._core.receive_response(data)  # the final newline is only JSON whitespace to the decoder
+        event = self._core.receive_response(frame)
         if type(event) is ResponseReceived:
             self._settle(event)
         elif event is NOT_A_RESPONSE:
             return False
         elif type(event) is ProtocolViolation:
-            self._violation(event, data)
+            self._violation(event, frame)
         return True
 
     async def _read_loop(self) -> None:
-        reader = FrameReader(self.max_frame_size)
-        self._frame_reader = reader
-        receive = self.transport.receive
+        receive = self._frames.receive_frames
         outbox = self._outbox
         core_receive = self._core.receive
         notification_handlers = self._notifications
         try:
             while True:
                 try:
-                    data = await receive(DEFAULT_RECEIVE_SIZE)
-                except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+                    frames = await receive()
+                except STREAM_END:
                     break
-                frames: list[bytes | OversizedFrame] = reader.feed(data)
                 fast = self._fast
                 if len(frames) > 1 and fast.decode is not None:
                     # Hottest path: a run of typed notifications, each frame decoded in one msgspec pass.
-                    messages = _decode_run(fast, frames, data)
+                    messages = _decode_run(fast, frames)
                     if messages:
                         frames = await self._run_typed_block(fast, messages, frames)
                 for frame in frames:
                     if type(frame) is bytes:
                         fast = self._fast
-                        if (
-                            fast.decode is not None
-                            and frame.find(_METHOD_KEY, 0, PEEK_WINDOW) >= 0
-                            and (frame.isascii() or _valid_utf8(frame))
-                        ):
+                        # Frames are UTF-8 (the transport's promise), so a frame that decodes is a valid one.
+                        if fast.decode is not None and frame.find(_METHOD_KEY, 0, PEEK_WINDOW) >= 0:
                             # Hot path: a notification of a typed method, decoded in one msgspec pass.
                             try:
                                 message = fast.decode(frame)
@@ -469,12 +434,10 @@ class Connection:
                     await self._yield_to_callers()
                 if outbox.size > outbox.high_water:
                     await outbox.wait_writable()
-            for frame in reader.feed_eof():
-                await self._dispatch(frame)
         finally:
             with anyio.CancelScope(shield=True):
                 if self._closed_error is None:
-                    info = await self.transport.peer_exit()
+                    info = await self._frames.peer_exit()
                     self._mark_closed(
                         ConnectionClosed(
                             "the peer closed the connection", exit_code=info.exit_code, stderr_tail=info.stderr_tail
@@ -500,9 +463,7 @@ class Connection:
             return _AWAIT, outcome
         return None
 
-    async def _run_typed_block(
-        self, fast: FastNotifications, messages: list[Any], frames: list[bytes | OversizedFrame]
-    ) -> list[bytes | OversizedFrame]:
+    async def _run_typed_block(self, fast: FastNotifications, messages: list[Any], frames: list[Frame]) -> list[Frame]:
         """Deliver ``messages``, decoded from the first frames, in order; returns the frames left for the
         per-frame path (those after the first that did not decode, or all after a handler change).
 
@@ -549,10 +510,12 @@ class Connection:
                     await self._enqueue(_AWAIT, outcome)
         return frames[index:]
 
-    async def _dispatch(self, frame: bytes | OversizedFrame) -> None:
+    async def _dispatch(self, frame: Frame) -> None:
         if isinstance(frame, OversizedFrame):
             self._report(MessageTooLarge(frame.size, self.max_frame_size))
             return
+        if isinstance(frame, InvalidUtf8Frame):
+            frame = frame.data  # the core answers it as it answers any text that is not UTF-8
         await self._dispatch_event(self._core.receive(frame), frame)
 
     async def _dispatch_event(self, event: Any, frame: bytes | None = None) -> None:
@@ -813,27 +776,17 @@ class Connection:
         self._closed.set()
 
 
-async def _asyncio_yield() -> None:
-    """One pass of the asyncio loop (anyio's shielded checkpoint costs a cancel scope on asyncio)."""
-    await asyncio.sleep(0)
-
-
-def _decode_run(fast: FastNotifications, frames: list[bytes | OversizedFrame], data: bytes) -> list[Any]:
+def _decode_run(fast: FastNotifications, frames: list[Frame]) -> list[Any]:
     """The typed notifications that the leading frames decode to, in one C-level loop (maybe none).
 
     Each frame is decoded on its own, exactly as the per-frame path would, so a frame that holds two
-    messages, half a message or anything else fails here and takes the per-frame path with all after it.
+    messages, half a message or anything else (a marker) fails here and takes the per-frame path with all
+    after it. Frames are UTF-8 already (the transport checks), so what decodes is what the generic path
+    would have delivered.
     """
     first = frames[0]
     if type(first) is not bytes or first.find(_METHOD_KEY, 0, PEEK_WINDOW) < 0:
         return []  # a response or request leads: the per-frame path is the right one
-    # Every frame but the first lies wholly within ``data``; invalid UTF-8 must become a parse error.
-    if not (data.isascii() and first.isascii()):
-        try:
-            if not all(map(_valid_utf8, frames)):  # type: ignore[arg-type]  # OversizedFrame: stops below
-                return []
-        except AttributeError:
-            return []
     messages: list[Any] = []
     with suppress(Exception):  # extend keeps the messages decoded before a frame that fails
         messages.extend(map(fast.decode, frames))  # type: ignore[arg-type]
@@ -846,9 +799,47 @@ def _excerpt(frame: bytes, limit: int = 120) -> str:
     return repr(text if len(text) <= limit else text[:limit] + "\u2026")
 
 
-def _valid_utf8(frame: bytes) -> bool:
-    try:
-        frame.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return True
+class _Link:
+    """A connection's ``RequestLink``: all its ``PendingRequest``s may ask of it (see ``pending.py``)."""
+
+    __slots__ = ("_conn", "_outbox", "_poll", "_poll_time", "_ready", "new_flag", "new_waiter")
+
+    def __init__(self, conn: Connection) -> None:
+        self._conn = conn
+        self._outbox = conn._outbox
+        self._poll: Callable[[], bool | None] | None = None  # set on entry when busy polling is possible
+        self._ready: Sized = ()
+        self._poll_time = 0.0
+        self.new_flag: Callable[[], Flag] = anyio.Event  # the backend's own flag type once entered
+        self.new_waiter: Callable[[], Waiter] | None = None
+
+    def enable_busy_poll(self, poll: Callable[[], bool | None], ready: Sized, seconds: float) -> None:
+        """Poll with ``poll`` (``FastPathTransport.poll_ready``) for up to ``seconds`` while ``ready`` (the
+        loop's queue of ready callbacks) is empty (see ``DEFAULT_BUSY_POLL``)."""
+        self._poll, self._ready, self._poll_time = poll, ready, seconds
+
+    def before_wait(self, handle: PendingRequest[Any]) -> Awaitable[None] | None:
+        if self._outbox.size:
+            return self._flush_then_poll(handle)  # write our request rather than wait for the writer
+        poll = self._poll
+        if poll is not None:
+            # Busy polling, inline (this is every request's path): stops as soon as the answer is in, anything
+            # else is ready to run (another caller was answered, the reader task was handed data, ...), the
+            # pipe cannot be polled now, or the time is up.
+            ready = self._ready
+            clock = time.perf_counter
+            deadline = clock() + self._poll_time
+            while not handle.done and not ready and poll() is not None and clock() < deadline:
+                pass
+        return None
+
+    async def _flush_then_poll(self, handle: PendingRequest[Any]) -> None:
+        await self._conn._flush()
+        if self._poll is not None and not self._outbox.size:
+            self.before_wait(handle)  # a quick answer is taken without going to sleep
+
+    def send_cancel(self, id: RequestId) -> None:
+        self._conn._send_cancel(id)
+
+    def expire(self, handle: PendingRequest[Any]) -> None:
+        self._conn._expire(handle)

@@ -1,7 +1,9 @@
 """Sans-IO JSON-RPC 2.0 peer state: classify frames, allocate ids, match responses, build replies.
 
 No awaits and no I/O: ``RpcCore.receive(frame)`` turns one frame into one event, the ``*_frame`` methods
-turn outgoing messages into bytes. The anyio ``Connection`` drives it; tests can drive it directly.
+turn outgoing messages into bytes. A frame is the bytes of one JSON message, nothing more: how messages are
+delimited on the wire (newlines on stdio) is the transport's business. The anyio ``Connection`` drives it;
+tests can drive it directly.
 """
 
 from __future__ import annotations
@@ -13,7 +15,6 @@ import msgspec
 from msgspec import UNSET, Raw
 
 from ..errors import InternalError, InvalidRequest, InvalidResponse, ParseError, RpcError
-from ..transport.framing import SHORT_FRAME, encode_frame
 from .messages import (
     CANCEL_REQUEST_METHOD,
     CancelRequestParams,
@@ -46,8 +47,6 @@ _log = logging.getLogger("acp_session.rpc")
 S = TypeVar("S")
 _V = "2.0"
 _JSON_WS = b" \t\r\n"
-_NL = b"\n"
-_CR = b"\r"
 _SCALARS = (str, int, float, bytes)
 _encode = encoder.encode
 _decode_envelope = envelope_decoder.decode
@@ -104,7 +103,7 @@ def error_frame_for(id: RequestId | None, error: RpcError) -> bytes:
     except (TypeError, ValueError, msgspec.EncodeError):
         _log.warning("error data for code %s is not JSON-encodable; sent without data", error.code)
         body = encoder.encode(ErrorOut(_V, id, ErrorObject(error.code, error.message)))
-    return encode_frame(body)
+    return body
 
 
 def _params(params: Any) -> Any:
@@ -177,20 +176,16 @@ class RpcCore(Generic[S]):
             params = UNSET
         elif isinstance(params, _SCALARS):
             _params(params)  # raises the TypeError
-        body = _encode(RequestOut(_V, id, method, params))
+        frame = _encode(RequestOut(_V, id, method, params))
         self._next_id = id + 1
-        # ``has_line_break``, inline (this runs for every request); a request ends with "}", so a short one
-        # has a line break exactly when it is not a single line.
-        if len(body.splitlines()) != 1 if len(body) < SHORT_FRAME else (_NL in body or _CR in body):
-            return id, encode_frame(body)
-        return id, body + _NL
+        return id, frame
 
     def expect(self, id: RequestId, slot: S) -> None:
         """Wait for the answer to request ``id`` (from ``request_frame``) with ``slot``."""
         self._pending[id] = slot
 
     def notification_frame(self, method: str, params: Any) -> bytes:
-        return encode_frame(encoder.encode(NotificationOut(_V, method, _params(params))))
+        return encoder.encode(NotificationOut(_V, method, _params(params)))
 
     def cancel_frame(self, id: RequestId) -> bytes | None:
         """``$/cancel_request`` for our request ``id``, or None if it is no longer pending."""
@@ -226,7 +221,7 @@ class RpcCore(Generic[S]):
             _log.exception("result for request %r is not JSON-encodable", id)
             return self.error_frame(id, InternalError())
         self._in_flight.discard(id)
-        return encode_frame(body)
+        return body
 
     def error_frame(self, id: RequestId, error: RpcError) -> bytes | None:
         """The error response for incoming request ``id``; None if it was already answered."""
@@ -238,7 +233,7 @@ class RpcCore(Generic[S]):
     # -- incoming ---------------------------------------------------------------------------------------
 
     def receive(self, frame: bytes) -> Event[S] | None:
-        """Classify one frame (without its newline). None means: nothing to do (blank line, ignored)."""
+        """Classify one frame. None means: nothing to do (a blank frame, ignored)."""
         if not frame.isascii():
             try:
                 frame.decode("utf-8")
@@ -282,7 +277,7 @@ class RpcCore(Generic[S]):
         """``receive`` for a frame that is a response; anything else is left untouched (``NOT_A_RESPONSE``).
 
         Lets a transport's readiness callback settle a waiting request without waking the reader task.
-        ``frame`` may keep its newline.
+        ``frame`` may carry whitespace around the message (a line's newline).
         """
         if not frame.isascii():
             return NOT_A_RESPONSE

@@ -6,16 +6,43 @@ import inspect
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import msgspec
 
 from ..errors import InvalidParams
 
-__all__ = ["DECODE_ERRORS", "Decoder", "Handler", "accepts_buffer", "invalid_params", "json_decode", "typed_decoder_of"]
+__all__ = [
+    "DECODE_ERRORS",
+    "Decoder",
+    "RESULT_DECODERS",
+    "Handler",
+    "TypedDecoder",
+    "accepts_buffer",
+    "invalid_params",
+    "json_decode",
+    "result_decoders",
+    "typed_decoder_of",
+]
 
 Decoder = Callable[[bytes], Any]
 """Raw JSON bytes of ``params``/``result`` -> typed object; raises ``msgspec.ValidationError`` when invalid."""
+
+
+@runtime_checkable
+class TypedDecoder(Protocol):
+    """A decode function that publishes the ``msgspec.json.Decoder`` of its strict first pass.
+
+    The contract: whatever ``msgspec_decoder.decode(data)`` accepts, calling the function on the same ``data``
+    returns unchanged (the function may accept more, e.g. leniently). ``acp_session.codec.decoder`` makes
+    such functions. Knowing the decoder lets the connection decode a whole notification frame, envelope and
+    params, in one msgspec pass, and a response's result straight from a slice of the frame.
+    """
+
+    msgspec_decoder: msgspec.json.Decoder[Any]
+
+    def __call__(self, data: bytes | memoryview, /) -> Any: ...
+
 
 json_decode: Decoder = msgspec.json.decode
 
@@ -43,25 +70,53 @@ def accepts_buffer(decode: Callable[..., Any]) -> bool:
     ok = (
         decode is msgspec.json.decode
         or isinstance(getattr(decode, "__self__", None), msgspec.json.Decoder)
-        or isinstance(getattr(decode, "msgspec_decoder", None), msgspec.json.Decoder)
+        or _published_decoder(decode) is not None
     )
     if cacheable:
         _BUFFER_OK[decode] = ok
     return ok
 
 
+def _published_decoder(decode: Any) -> msgspec.json.Decoder[Any] | None:
+    if isinstance(decode, TypedDecoder) and isinstance(decode.msgspec_decoder, msgspec.json.Decoder):
+        return decode.msgspec_decoder
+    return None
+
+
 def typed_decoder_of(decode: Any) -> msgspec.json.Decoder[Any] | None:
     """The ``msgspec.json.Decoder`` whose successful result ``decode`` returns unchanged, if known.
 
-    That is ``decode`` itself when it is a bound ``msgspec.json.Decoder(...).decode``, or the decoder
-    published as ``decode.msgspec_decoder`` (``acp_session.codec.decoder`` does: its fast pass). Knowing
-    it lets the connection decode a whole notification frame, envelope and params, in one msgspec pass.
+    That is ``decode`` itself when it is a bound ``msgspec.json.Decoder(...).decode``, or the decoder a
+    ``TypedDecoder`` publishes (``acp_session.codec.decoder``: its fast pass).
     """
     owner = getattr(decode, "__self__", None)
     if isinstance(owner, msgspec.json.Decoder) and getattr(decode, "__name__", None) == "decode":
         return owner
-    published = getattr(decode, "msgspec_decoder", None)
-    return published if isinstance(published, msgspec.json.Decoder) else None
+    return _published_decoder(decode)
+
+
+ResultDecoders = tuple[Callable[[Any], Any] | None, bool]
+RESULT_DECODERS: dict[Any, ResultDecoders] = {}
+"""``result_decoders``' answers so far, by decoder (read directly on the hot path: a dict lookup, no call)."""
+
+
+def result_decoders(decode: Callable[..., Any]) -> ResultDecoders:
+    """How to decode a response's result for ``decode``: ``(strict first pass or None, accepts a buffer)``.
+
+    The first pass is the published decoder of a ``TypedDecoder`` (its strict pass, tried before the lenient
+    function itself). Asked once per answer, so the answer is remembered per decoder (like ``accepts_buffer``).
+    """
+    try:
+        return RESULT_DECODERS[decode]
+    except KeyError:
+        cacheable = len(RESULT_DECODERS) < _BUFFER_OK_LIMIT
+    except TypeError:  # an unhashable callable object
+        cacheable = False
+    published = _published_decoder(decode)
+    plan = (None if published is None else published.decode, accepts_buffer(decode))
+    if cacheable:
+        RESULT_DECODERS[decode] = plan
+    return plan
 
 
 def as_decoder(decode: Decoder | type[msgspec.Struct]) -> Decoder:

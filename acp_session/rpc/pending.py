@@ -2,28 +2,49 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from collections.abc import Callable, Generator
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from collections.abc import Awaitable, Callable, Generator
+from typing import Any, Generic, Protocol, TypeVar
 
 import anyio
 import msgspec
 
 from ..errors import AcpError, InvalidResponse, RequestTimeout
-from .flag import Flag
-from .handlers import accepts_buffer
+from ..transport.backend import Flag, Waiter
+from .handlers import RESULT_DECODERS, result_decoders
 from .messages import RequestId
 
-if TYPE_CHECKING:
-    from .connection import Connection
-
-__all__ = ["PendingRequest"]
+__all__ = ["PendingRequest", "RequestLink"]
 
 _log = logging.getLogger("acp_session.rpc")
 
 T = TypeVar("T")
-_Future = asyncio.Future  # called directly: ``loop.create_future()`` is one Python frame more
+
+
+class RequestLink(Protocol):
+    """All a ``PendingRequest`` asks of the connection that sent it (``Connection`` makes one per connection).
+
+    The other way round, the connection settles a request with ``_resolve``, ``_timed_out`` and
+    ``_run_done_callbacks`` (the handle's side of this pairing, private to the rpc layer).
+    """
+
+    new_waiter: Callable[[], Waiter] | None
+    """A bare future for the first waiter (asyncio), or None: every waiter waits on a flag."""
+    new_flag: Callable[[], Flag]
+    """A set-once flag for the running backend."""
+
+    def before_wait(self, handle: PendingRequest[Any], /) -> Awaitable[None] | None:
+        """Called when a caller is about to wait for ``handle``'s answer: write what is queued (the request
+        itself, usually) and poll briefly for a quick answer. Returns what to await first, if anything."""
+        ...
+
+    def send_cancel(self, id: RequestId, /) -> None:
+        """Queue ``$/cancel_request`` for ``id`` (nothing if it is no longer pending or the connection closed)."""
+        ...
+
+    def expire(self, handle: PendingRequest[Any], /) -> None:
+        """The time limit passed: cancel at the peer, forget the id, fail the waiters (``_timed_out``)."""
+        ...
 
 
 class PendingRequest(Generic[T]):
@@ -44,12 +65,12 @@ class PendingRequest(Generic[T]):
     # cancelled on its own future never disturbs another.
     __slots__ = (
         "_cancel_sent",
-        "_conn",
         "_deadline",
         "_decode",
         "_error",
         "_finished",
         "_flag",
+        "_link",
         "_on_done",
         "_on_expire",  # set only by on_expire(): read with getattr, so creating a request costs nothing more
         "_raw",
@@ -59,16 +80,16 @@ class PendingRequest(Generic[T]):
     )
 
     def __init__(
-        self, conn: Connection, id: RequestId, method: str, decode: Callable[[bytes], T], timeout: float | None
+        self, link: RequestLink, id: RequestId, method: str, decode: Callable[[bytes], T], timeout: float | None
     ) -> None:
         self.id = id
         self.method = method
-        self._conn = conn
+        self._link = link
         self._decode = decode
         self._deadline = None if timeout is None else anyio.current_time() + timeout
         self._finished = False
         self._flag: Flag | None = None
-        self._waiter: asyncio.Future[None] | None = None
+        self._waiter: Waiter | None = None
         self._raw: Any = None
         self._error: AcpError | None = None
         self._cancel_sent = False
@@ -132,7 +153,7 @@ class PendingRequest(Generic[T]):
         if self._cancel_sent or self._finished:
             return
         self._cancel_sent = True
-        self._conn._send_cancel(self.id)
+        self._link.send_cancel(self.id)
 
     async def result(self) -> T:
         return await self
@@ -140,23 +161,22 @@ class PendingRequest(Generic[T]):
     def __await__(self) -> Generator[Any, None, T]:
         # A generator rather than a coroutine: one frame fewer on every resumption.
         if not self._finished:
-            conn = self._conn
-            if conn._outbox._size:
-                yield from conn._flush().__await__()  # write our request rather than wait for the writer
-            if conn._poll_ready is not None and not conn._outbox._size:
-                conn._busy_poll(self)  # a quick answer is taken without going to sleep
+            link = self._link
+            first = link.before_wait(self)  # writes our request, polls briefly for a quick answer
+            if first is not None:
+                yield from first.__await__()
             if self._finished:
                 pass
             elif self._deadline is None:
-                loop = conn._asyncio_loop
+                new_waiter = link.new_waiter
                 waiter = self._waiter
-                if loop is not None and (waiter is None or waiter.done()):  # a done one was cancelled
-                    waiter = self._waiter = _Future(loop=loop)
+                if new_waiter is not None and (waiter is None or waiter.done()):  # a done one was cancelled
+                    waiter = self._waiter = new_waiter()
                     yield from waiter
                 else:
                     flag = self._flag
                     if flag is None:
-                        flag = self._flag = conn._new_event()
+                        flag = self._flag = link.new_flag()
                     if not self._finished:
                         yield from flag.wait().__await__()
             else:
@@ -166,11 +186,11 @@ class PendingRequest(Generic[T]):
     async def _wait_until_deadline(self) -> None:
         assert self._deadline is not None
         if self._flag is None:
-            self._flag = self._conn._new_event()
+            self._flag = self._link.new_flag()
         with anyio.move_on_after(self._deadline - anyio.current_time()):
             await self._flag.wait()
         if not self._finished:
-            self._conn._expire(self)
+            self._link.expire(self)
 
     def _outcome(self) -> T:
         if self._error is not None:
@@ -178,13 +198,16 @@ class PendingRequest(Generic[T]):
         raw = self._raw
         decode = self._decode
         try:
-            typed = getattr(decode, "msgspec_decoder", None)  # see codec.decoder: its strict first pass
-            if typed is not None:
+            try:  # a TypedDecoder's strict first pass (codec.decoder), and whether a buffer will do
+                strict, buffer_ok = RESULT_DECODERS[decode]
+            except (KeyError, TypeError):
+                strict, buffer_ok = result_decoders(decode)
+            if strict is not None:
                 try:
-                    return typed.decode(raw)  # type: ignore[no-any-return]
+                    return strict(raw)  # type: ignore[no-any-return]
                 except msgspec.ValidationError:
                     pass  # the lenient rules of ``decode`` itself may still accept it
-            return decode(raw if accepts_buffer(decode) else bytes(raw))
+            return decode(raw if buffer_ok else bytes(raw))
         except (msgspec.DecodeError, RecursionError) as exc:
             raise InvalidResponse(f"result of {self.method!r} (id {self.id!r}) did not decode: {exc}") from exc
 

@@ -1,7 +1,16 @@
-"""Byte transports and newline framing; nothing here knows about JSON-RPC methods."""
+"""Byte and message transports, newline framing, and the I/O backend seam; nothing here knows JSON-RPC."""
 
-from .base import DEFAULT_RECEIVE_SIZE, PeerExit, StreamTransport, Transport
-from .framing import DEFAULT_MAX_FRAME_SIZE, FrameReader, OversizedFrame, encode_frame
+from .base import (
+    DEFAULT_RECEIVE_SIZE,
+    FastPathTransport,
+    FramedStream,
+    FrameTransport,
+    PeerExit,
+    StreamTransport,
+    Transport,
+)
+from .framing import DEFAULT_MAX_FRAME_SIZE, Frame, FrameReader, InvalidUtf8Frame, OversizedFrame, encode_frame
+from .lines import LineFrames, frame_transport
 from .memory import MemoryTransport, memory_pair
 from .sockets import tcp, unix_socket
 from .stdio import StdioServerTransport, stdio_server
@@ -11,7 +20,13 @@ __all__ = [
     "DEFAULT_MAX_FRAME_SIZE",
     "DEFAULT_RECEIVE_SIZE",
     "AgentProcess",
+    "FastPathTransport",
+    "Frame",
     "FrameReader",
+    "FrameTransport",
+    "FramedStream",
+    "InvalidUtf8Frame",
+    "LineFrames",
     "MemoryTransport",
     "OversizedFrame",
     "PeerExit",
@@ -19,6 +34,7 @@ __all__ = [
     "StreamTransport",
     "Transport",
     "encode_frame",
+    "frame_transport",
     "memory_pair",
     "stdio_agent",
     "stdio_server",

@@ -3,13 +3,26 @@
 ``FrameReader`` turns arbitrary byte chunks into frames. It never holds more than ``max_frame_size``
 bytes plus one incoming chunk: once a partial frame grows past the limit its bytes are dropped and the
 reader skips to the next newline, then reports the oversized frame instead of buffering it.
+``check_utf8`` marks the frames of a read that are not UTF-8 text, and ``encode_frames`` turns messages
+into lines: what a stream transport does to hand the rpc layer whole frames (``transport.lines``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["DEFAULT_MAX_FRAME_SIZE", "SHORT_FRAME", "FrameReader", "OversizedFrame", "encode_frame", "has_line_break"]
+__all__ = [
+    "DEFAULT_MAX_FRAME_SIZE",
+    "SHORT_FRAME",
+    "Frame",
+    "FrameReader",
+    "InvalidUtf8Frame",
+    "OversizedFrame",
+    "check_utf8",
+    "encode_frame",
+    "encode_frames",
+    "has_line_break",
+]
 
 DEFAULT_MAX_FRAME_SIZE = 32 * 1024 * 1024
 _NL = b"\n"
@@ -25,6 +38,55 @@ class OversizedFrame:
     size: int
 
 
+@dataclass(frozen=True, slots=True)
+class InvalidUtf8Frame:
+    """Marks a frame that is not UTF-8 text (``data``, its bytes): no JSON message, whatever it holds."""
+
+    data: bytes
+
+
+Frame = bytes | OversizedFrame | InvalidUtf8Frame
+"""What a frame transport hands the rpc layer: one whole message (valid UTF-8), or a marker for one that
+could not be delivered as such."""
+
+
+def check_utf8(frames: list[bytes | OversizedFrame], data: bytes) -> list[Frame]:
+    """``frames`` as ``FrameReader.feed(data)`` returned them, with each frame that is not UTF-8 replaced by an
+    ``InvalidUtf8Frame``: a frame transport's frames are text, so the rpc layer's fast paths need not check.
+
+    Every frame but the first lies wholly within ``data``, so one ``isascii`` of the whole read (the usual
+    answer) and one of the first frame clear the lot.
+    """
+    first = frames[0]
+    if data.isascii() and (type(first) is not bytes or first.isascii()):
+        return frames  # type: ignore[return-value]  # list is invariant; the items are fine
+    return [
+        frame if type(frame) is not bytes or frame.isascii() or _is_utf8(frame) else InvalidUtf8Frame(frame)
+        for frame in frames
+    ]
+
+
+def _is_utf8(frame: bytes) -> bool:
+    try:
+        frame.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def encode_frames(messages: list[bytes]) -> bytes:
+    """Messages as consecutive lines, written at once (``encode_frame`` of each, joined without a copy more)."""
+    if len(messages) == 1:
+        return encode_frame(messages[0])
+    lines = [_one_line(message) if has_line_break(message) else message for message in messages]
+    lines.append(b"")  # the join then ends with the last message's newline
+    return _NL.join(lines)
+
+
+def _one_line(body: bytes) -> bytes:
+    return body.replace(_NL, b" ").replace(_CR, b" ")
+
+
 def encode_frame(body: bytes) -> bytes:
     """Terminate one encoded JSON message with a newline.
 
@@ -34,7 +96,7 @@ def encode_frame(body: bytes) -> bytes:
     Only a ``msgspec.Raw`` value can bring a raw newline along, so the check nearly always finds none.
     """
     if has_line_break(body):
-        body = body.replace(_NL, b" ").replace(_CR, b" ")
+        body = _one_line(body)
     return body + _NL
 
 
@@ -44,7 +106,7 @@ def has_line_break(body: bytes) -> bool:
     Short bodies are tested with one ``splitlines``, CPython's own loop, rather than ``in``: ``in`` uses the
     C library's vectorised ``memchr``, which costs microseconds in a process that has just woken from a wait
     (about 2 us per request on the round-trip path, measured in docs/performance.md). Long bodies, where
-    ``memchr``'s speed wins by far, use ``in``. ``RpcCore.request_frame`` inlines this test.
+    ``memchr``'s speed wins by far, use ``in``. ``PipeFrames.send_nowait`` inlines this test.
     """
     if len(body) < SHORT_FRAME:
         lines = body.splitlines()

@@ -13,29 +13,38 @@ a row unregisters the pipe, so unread data never keeps the loop busy. Other back
 ``anyio.wait_readable``.
 
 Also on asyncio, a ready consumer (``set_ready_consumer``) is offered data that arrives while a receive
-waits, inside the readiness callback. A connection uses it to settle a lone response at once: the
-waiting caller is woken directly, and the reader task, which would only have passed the answer on,
-keeps sleeping. Whatever the consumer declines is returned by the waiting receive as usual.
-``poll_ready`` does the same on demand, for a caller that polls for its answer for a few microseconds
+waits, inside the readiness callback. Whatever the consumer declines is returned by the waiting receive as
+usual. ``poll_ready`` does the same on demand, for a caller that polls for its answer for a few microseconds
 instead of going to sleep at once (``Connection(busy_poll=...)``).
+
+``PipeFrames`` puts newline framing on a pair of these (an agent's stdout and stdin) and offers the rpc layer
+the fast paths of a ``FastPathTransport``: a frame written on the spot, and a lone response settled in the
+readiness callback, so only its waiting caller wakes.
+
+Which event loop runs, and what it offers, is asked of ``backend.current_backend()``.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
+import select
 from collections.abc import Callable
 from contextlib import suppress
-from typing import Any
 
 import anyio
 
-from .base import DEFAULT_RECEIVE_SIZE
+from .backend import Backend, Waiter, current_backend
+from .base import DEFAULT_RECEIVE_SIZE, Transport
+from .framing import DEFAULT_MAX_FRAME_SIZE, SHORT_FRAME, FrameReader
+from .lines import LineFrames
 
-__all__ = ["PIPE_BUFFER_SIZE", "PipeReader", "PipeWriter", "open_pipe", "open_stdin_pipe", "running_asyncio_loop"]
+__all__ = ["PIPE_BUFFER_SIZE", "PipeFrames", "PipeReader", "PipeWriter", "open_pipe", "open_stdin_pipe"]
 
 _log = logging.getLogger("acp_session.transport")
+_NL = b"\n"
+_CR = b"\r"
+_NEWLINE_BYTE = 10
 PIPE_BUFFER_SIZE = 1 << 20
 _F_SETPIPE_SZ = 1031  # Linux fcntl command; elsewhere the call fails and the default buffer stays
 
@@ -64,36 +73,31 @@ def open_stdin_pipe() -> tuple[PipeWriter, int]:
     return PipeWriter(write_fd), read_fd
 
 
-def running_asyncio_loop() -> asyncio.AbstractEventLoop | None:
-    """The running asyncio loop when this task runs on one (anyio's asyncio backend); None under trio."""
-    try:
-        loop = asyncio.get_running_loop()
-    except RuntimeError:
-        return None
-    return loop if asyncio.current_task() is not None else None
-
-
 class PipeReader:
     """The reading end of a pipe as an anyio-style byte receiver (``EndOfStream`` at end of file)."""
 
-    __slots__ = ("_consumer", "_fd", "_idle_reports", "_loop", "_ready_data", "_registered", "_waiter")
+    __slots__ = ("_backend", "_consumer", "_fd", "_idle_reports", "_lines", "_ready_data", "_registered", "_waiter")
 
     def __init__(self, fd: int) -> None:
         self._fd = fd
-        self._loop: asyncio.AbstractEventLoop | bool | None = None  # decided on first wait; False: not asyncio
-        self._waiter: asyncio.Future[None] | None = None
+        self._backend: Backend | None = None  # decided on first wait
+        self._waiter: Waiter | None = None
         self._registered = False
         self._idle_reports = 0
         self._consumer: Callable[[bytes], bool] | None = None
+        self._lines: FrameReader | None = None
         self._ready_data = b""  # read by the readiness callback and declined by the consumer
 
-    def set_ready_consumer(self, consumer: Callable[[bytes], bool] | None) -> None:
+    def set_ready_consumer(self, consumer: Callable[[bytes], bool] | None, lines: FrameReader | None = None) -> None:
         """Offer data that arrives during a waiting receive to ``consumer`` first (asyncio only).
 
         ``consumer(data)`` returns True if it handled ``data`` completely (the receive keeps waiting),
-        or False, having changed nothing, to let the waiting receive return it.
+        or False, having changed nothing, to let the waiting receive return it. With ``lines``, the frame
+        reader of whoever reads this pipe's data, only data that is exactly one whole line where that reader
+        stands (``PipeFrames``) is offered; this test lives here to keep a call off the round trip's path.
         """
         self._consumer = consumer
+        self._lines = lines
 
     async def receive(self, max_bytes: int = DEFAULT_RECEIVE_SIZE) -> bytes:
         while True:
@@ -116,20 +120,19 @@ class PipeReader:
             return data
 
     async def _wait_readable(self, fd: int) -> None:
-        loop = self._loop
-        if loop is None:
-            loop = self._loop = running_asyncio_loop() or False
-        if loop is False:
+        backend = self._backend
+        if backend is None:
+            backend = self._backend = current_backend()
+        if not backend.readiness_callbacks or backend.new_waiter is None:
             await anyio.wait_readable(fd)
             return
-        assert isinstance(loop, asyncio.AbstractEventLoop)
         if self._waiter is not None:
             raise anyio.BusyResourceError("receiving from")
-        waiter: asyncio.Future[None] = loop.create_future()
+        waiter = backend.new_waiter()
         self._waiter = waiter
         self._idle_reports = 0
         if not self._registered:
-            loop.add_reader(fd, self._readable)
+            backend.add_reader(fd, self._readable)
             self._registered = True
         try:
             await waiter
@@ -160,7 +163,7 @@ class PipeReader:
             return None
         return self._offer(waiter, consumer)
 
-    def _offer(self, waiter: asyncio.Future[None], consumer: Callable[[bytes], bool]) -> bool:
+    def _offer(self, waiter: Waiter, consumer: Callable[[bytes], bool]) -> bool:
         try:
             data = os.read(self._fd, DEFAULT_RECEIVE_SIZE)
         except BlockingIOError:
@@ -168,21 +171,32 @@ class PipeReader:
         except OSError:
             data = b""  # the waiting receive meets the error itself
         if data:
-            try:
-                if consumer(data):
-                    return True
-            except Exception:
-                _log.exception("ready consumer failed; the data goes to the waiting receive")
+            lines = self._lines
+            last = len(data) - 1
+            # Right after a wake-up ``bytes.find`` and ``in`` (the C library's vectorised ``memchr``) cost
+            # about 2 us each (docs/performance.md): the one-line test for what a response usually is, is
+            # ``splitlines``; a long read (a stream of updates) gets ``find``, which stops at the first line.
+            # A bare \r makes it more than one line: simply left alone.
+            if lines is None or (
+                lines.at_frame_start
+                and last <= lines.max_frame_size
+                and data[last] == _NEWLINE_BYTE
+                and (len(data.splitlines()) == 1 if last < SHORT_FRAME else data.find(_NL) == last)
+            ):
+                try:
+                    if consumer(data):
+                        return True
+                except Exception:
+                    _log.exception("ready consumer failed; the data goes to the waiting receive")
             self._ready_data = data
         waiter.set_result(None)
         return True
 
     def _unregister(self) -> None:
-        if self._registered:
+        if self._registered and self._backend is not None:
             self._registered = False
-            loop: Any = self._loop
             with suppress(Exception):
-                loop.remove_reader(self._fd)
+                self._backend.remove_reader(self._fd)
 
     async def aclose(self) -> None:
         fd = self._fd
@@ -252,3 +266,65 @@ class PipeWriter:
         if fd >= 0:
             anyio.notify_closing(fd)
             os.close(fd)
+
+
+_ATOMIC_WRITE = getattr(select, "PIPE_BUF", 512)
+"""A pipe write of at most this many bytes goes out whole or not at all (POSIX), even without blocking."""
+
+
+class PipeFrames(LineFrames):
+    """Newline framing over an agent's stdout and stdin pipes: a ``FastPathTransport``.
+
+    ``owner`` is the byte transport the pipes belong to (``AgentProcess``); closing and ``peer_exit`` go to it.
+    Frames are read and written as by ``LineFrames``, plus:
+
+    * ``send_nowait`` writes a frame that fits in one atomic pipe write (``PIPE_BUF`` bytes with its newline)
+      at once, when nothing is left over from a cancelled send. Longer frames, and frames with a raw line
+      break (only a ``msgspec.Raw`` value can bring one), are declined and go through ``send_frames``.
+    * the ready consumer is offered data that is exactly one whole line, starting where the frame reader
+      stands, newline included (JSON whitespace); anything else reaches ``receive_frames`` untouched.
+    """
+
+    __slots__ = ("_pipe_reader", "_writer", "poll_ready")
+
+    def __init__(
+        self, reader: PipeReader, writer: PipeWriter, owner: Transport, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE
+    ) -> None:
+        super().__init__(owner, max_frame_size)
+        self._receive = reader.receive
+        self._send = writer.send
+        self._pipe_reader = reader
+        self._writer = writer
+        self.poll_ready: Callable[[], bool | None] = reader.poll_ready  # the reader's own: no call in between
+
+    def send_nowait(self, frame: bytes) -> bool:
+        # On every request's path: the line-break test is ``has_line_break`` inline, and the write is done here.
+        size = len(frame)
+        if size >= _ATOMIC_WRITE:
+            return False
+        if size < SHORT_FRAME:
+            lines = frame.splitlines()
+            if len(lines) != 1 or len(lines[0]) != size:
+                return False
+        elif _NL in frame or _CR in frame:
+            return False
+        writer = self._writer
+        fd = writer._fd
+        if fd < 0:
+            raise anyio.ClosedResourceError
+        if writer._tail:
+            return False  # a cut frame must be finished first, by send()
+        data = frame + _NL
+        try:
+            written = os.write(fd, data)
+        except BlockingIOError:
+            return False
+        except OSError as exc:
+            raise anyio.BrokenResourceError from exc
+        if written < len(data):  # not for a pipe (atomic writes); keep the rest for the next send
+            writer._tail = data[written:]
+        return True
+
+    def set_ready_consumer(self, consumer: Callable[[bytes], bool] | None) -> None:
+        """Offered: data that is exactly one whole line, newline included, where the frame reader stands."""
+        self._pipe_reader.set_ready_consumer(consumer, self._reader)

@@ -23,8 +23,10 @@ from contextlib import asynccontextmanager, suppress
 import anyio
 from anyio.abc import Process
 
-from .base import DEFAULT_RECEIVE_SIZE, PeerExit
-from .pipe import PipeReader, PipeWriter, open_pipe, open_stdin_pipe
+from .base import DEFAULT_RECEIVE_SIZE, FrameTransport, PeerExit
+from .framing import DEFAULT_MAX_FRAME_SIZE
+from .lines import LineFrames
+from .pipe import PipeFrames, PipeReader, PipeWriter, open_pipe, open_stdin_pipe
 
 __all__ = ["AgentProcess", "group_running", "stdio_agent"]
 
@@ -126,20 +128,15 @@ class AgentProcess:
         assert self.process.stdout is not None
         return await self.process.stdout.receive(max_bytes)
 
-    def set_ready_consumer(self, consumer: Callable[[bytes], bool] | None) -> None:
-        """See ``PipeReader.set_ready_consumer`` (no-op when stdout is not read directly)."""
-        if self._stdout is not None:
-            self._stdout.set_ready_consumer(consumer)
+    def frames(self, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> FrameTransport:
+        """Newline framing over the agent's stdout and stdin (what a ``Connection`` uses; see ``FramedStream``).
 
-    @property
-    def poll_ready(self) -> Callable[[], bool | None] | None:
-        """See ``PipeReader.poll_ready`` (None when stdout is not read directly)."""
-        return None if self._stdout is None else self._stdout.poll_ready
-
-    @property
-    def send_nowait(self) -> Callable[[bytes], int] | None:
-        """Writes what fits into the agent's stdin at once (None when stdin is not written directly)."""
-        return None if self._stdin is None else self._stdin.send_nowait
+        With the pipes read and written directly (POSIX) that is ``PipeFrames``, with the fast paths of a
+        ``FastPathTransport``; otherwise plain ``LineFrames`` over this transport's bytes.
+        """
+        if self._stdout is not None and self._stdin is not None:
+            return PipeFrames(self._stdout, self._stdin, self, max_frame_size)
+        return LineFrames(self, max_frame_size)
 
     async def send(self, item: bytes) -> None:
         if self._stdin is not None:

@@ -5,13 +5,13 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from acp_session.rpc.flag import flag_factory
+from acp_session.transport.backend import current_backend
 
 pytestmark = pytest.mark.anyio
 
 
 async def test_a_cancelled_waiter_leaves_the_others_waiting_and_set_wakes_them() -> None:
-    flag = flag_factory()()
+    flag = current_backend().new_flag()
     woken: list[str] = []
 
     async def wait(name: str) -> None:
