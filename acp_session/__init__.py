@@ -8,7 +8,7 @@ from .auth import AuthenticationRequired, LoginMethod
 from .client import PROTOCOL_VERSION, ClientBuilder, ClientConnection
 from .client_errors import CapabilityNotSupported, ProtocolVersionMismatch, SessionClosed
 from .interactions import Interaction
-from .session import TRACKED_UPDATES, ActiveSession, BatchUpdateListener, SentRequest, TrackedPrompt
+from .session import TRACKED_UPDATES, ActiveSession, BatchUpdateListener, Limits, SentRequest, TrackedPrompt
 
 if TYPE_CHECKING:
     from .conversation import ChatResponse, ChatTurn, Conversation, SessionState
@@ -41,6 +41,7 @@ __all__ = [
     "ClientConnection",
     "Conversation",
     "Interaction",
+    "Limits",
     "LoginMethod",
     "ProtocolVersionMismatch",
     "SentRequest",

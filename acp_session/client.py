@@ -7,6 +7,7 @@ on a handler (elicitation modes) are derived from what was registered, so they c
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import logging
 import math
@@ -80,8 +81,7 @@ from .schema.types import (
 )
 from .schema.v1 import types as v1
 from .session import (
-    EARLY_LIMIT,
-    MAX_EARLY_SESSIONS,
+    DEFAULT_LIMITS,
     TRACKED_UPDATES,
     ActiveSession,
     BatchUpdateListener,
@@ -143,6 +143,20 @@ class ClientBuilder:
         self._fs_access = (False, False)  # (read, write) advertised with a file-system provider
         self._terminals: Callable[[], TerminalProvider] | None = None
         self._own_terminals = False  # built-in terminals: started and stopped with each connection
+        self._limits = DEFAULT_LIMITS
+
+    def limits(
+        self,
+        *,
+        early_sessions: int | None = None,
+        early_updates: int | None = None,
+        cancellable: int | None = None,
+    ) -> ClientBuilder:
+        """Change what a connection keeps at most per session (``Limits``; the defaults are documented there
+        and in docs/robustness.md). Omitted ones keep their value."""
+        changes = {"early_sessions": early_sessions, "early_updates": early_updates, "cancellable": cancellable}
+        self._limits = dataclasses.replace(self._limits, **{k: v for k, v in changes.items() if v is not None})
+        return self
 
     # -- protocol versions ---------------------------------------------------------------------------------
 
@@ -423,6 +437,7 @@ class ClientConnection:
         self._initializing = False
         self._other_request_sent = False
         self._tracks: dict[str, SessionTrack] = {}
+        self.limits = builder._limits
         self._opening = 0  # session/new requests in flight: unknown sessions' early updates are kept
         self._provisional = 0  # tracks made for unknown sessions while a session/new was in flight
         self.unknown_session_updates = 0
@@ -824,18 +839,18 @@ class ClientConnection:
     def _track(self, session_id: str) -> SessionTrack:
         track = self._tracks.get(session_id)
         if track is None:
-            track = self._tracks[session_id] = SessionTrack(session_id)
+            track = self._tracks[session_id] = SessionTrack(session_id, max_cancellable=self.limits.cancellable)
         return track
 
     def _arrival_track(self, session_id: str) -> SessionTrack | None:
         """The track for an update of a session this connection has no track for: while a ``session/new`` is in
         flight it may be the session being created, so a bounded number of such sessions keep their early
         updates; otherwise None (the update is counted and only the application's handler sees it)."""
-        if not self._opening or self._provisional >= MAX_EARLY_SESSIONS:
+        if not self._opening or self._provisional >= self.limits.early_sessions:
             self.unknown_session_updates += 1
             return None
         self._provisional += 1
-        track = self._tracks[session_id] = SessionTrack(session_id)
+        track = self._tracks[session_id] = SessionTrack(session_id, max_cancellable=self.limits.cancellable)
         track.early = []  # perhaps the session a pending session/new is creating
         return track
 
@@ -891,7 +906,7 @@ class ClientConnection:
                     listener(note)
             except Exception:
                 _log.exception("session update listener failed")
-        elif track.early is not None and len(track.early) < EARLY_LIMIT:
+        elif track.early is not None and len(track.early) < self.limits.early_updates:
             track.early.append(note)
         return self._to_application(note)
 

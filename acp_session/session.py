@@ -89,9 +89,27 @@ class BatchUpdateListener:
         self.one(note)
 
 
-EARLY_LIMIT = 10_000
-MAX_EARLY_SESSIONS = 16
-"""Unknown sessions whose early updates are kept while a ``session/new`` is in flight (one is the new one)."""
+@dataclass(frozen=True)
+class Limits:
+    """What one connection keeps at most for each session, whatever the agent sends (``ClientBuilder.limits``;
+    docs/robustness.md). Past a limit the oldest go; nothing the application asked for is dropped."""
+
+    early_sessions: int = 16
+    """Unknown sessions whose updates are kept while a ``session/new`` is in flight (one may be the new one)."""
+    early_updates: int = 10_000
+    """Updates kept for each of those sessions until a listener takes them."""
+    cancellable: int = 10_000
+    """Tool calls (and, apart, terminals) of a session remembered as cancellable at once (the newest)."""
+
+    def __post_init__(self) -> None:
+        for name in ("early_sessions", "early_updates", "cancellable"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"Limits.{name} must not be negative")
+
+
+DEFAULT_LIMITS = Limits()
+EARLY_LIMIT = DEFAULT_LIMITS.early_updates
+MAX_EARLY_SESSIONS = DEFAULT_LIMITS.early_sessions
 PromptStatus = Literal["pending", "held", "inserted", "cancelled", "failed"]
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")  # every C0 control and DEL except tab and newline
@@ -175,8 +193,11 @@ class SessionTrack:
     closed: bool = False
     state: str | None = None
     background: frozenset[tuple[str, str]] = frozenset()
-    cancellable_tool_calls: set[str] = field(default_factory=set)
-    cancellable_terminals: set[str] = field(default_factory=set)
+    # Ids whose latest update advertises capabilities.cancel, oldest first (dicts as ordered sets, at most
+    # max_cancellable each: an agent inventing ids cannot grow them).
+    cancellable_tool_calls: dict[str, None] = field(default_factory=dict)
+    cancellable_terminals: dict[str, None] = field(default_factory=dict)
+    max_cancellable: int = DEFAULT_LIMITS.cancellable
     config_options: list[Any] = field(default_factory=list)
     # Receipt number (Connection.requests_received) before which interactive requests are declined: -1 without
     # a cancellation, inf while cancelled work has not ended yet.
@@ -239,22 +260,33 @@ class SessionTrack:
                         prompt.status = "held"
             elif update.state == "idle":
                 # Foreground work ended: only what still runs in the background can be cancelled now.
-                self.cancellable_tool_calls &= {key for kind, key in self.background if kind == "tool_call"}
-                self.cancellable_terminals &= {key for kind, key in self.background if kind == "terminal"}
+                self.cancellable_tool_calls = _still_running(self.cancellable_tool_calls, self.background, "tool_call")
+                self.cancellable_terminals = _still_running(self.cancellable_terminals, self.background, "terminal")
         elif isinstance(update, ToolCallUpdated):
             if update.status in FINAL_TOOL_CALL_STATUSES:
-                self.cancellable_tool_calls.discard(update.tool_call_id)  # it ended: nothing left to cancel
+                self.cancellable_tool_calls.pop(update.tool_call_id, None)  # it ended: nothing left to cancel
             else:
-                _patch_cancel(self.cancellable_tool_calls, update.tool_call_id, update.capabilities)
+                self._patch_cancel(self.cancellable_tool_calls, update.tool_call_id, update.capabilities)
         elif isinstance(update, TerminalUpdate):
             if isinstance(update.exit_status, msgspec.Struct):
-                self.cancellable_terminals.discard(update.terminal_id)  # it exited
+                self.cancellable_terminals.pop(update.terminal_id, None)  # it exited
             else:
-                _patch_cancel(self.cancellable_terminals, update.terminal_id, update.capabilities)
+                self._patch_cancel(self.cancellable_terminals, update.terminal_id, update.capabilities)
         elif isinstance(update, UserMessage):
             self._join(update)
         elif isinstance(update, ConfigOptionUpdate):
             self.config_options = list(update.config_options)
+
+    def _patch_cancel(self, ids: dict[str, None], item_id: str, capabilities: Any) -> None:
+        if capabilities is msgspec.UNSET:
+            return  # omitted in a patch: unchanged
+        cancel = getattr(capabilities, "cancel", None)
+        if cancel is None or cancel is msgspec.UNSET:
+            ids.pop(item_id, None)
+        elif item_id not in ids:
+            ids[item_id] = None
+            if len(ids) > self.max_cancellable:
+                del ids[next(iter(ids))]  # the oldest: cancel_tool_call on it raises CapabilityNotSupported
 
     def _join(self, message: UserMessage) -> None:
         for prompt in self.prompts:
@@ -295,14 +327,9 @@ def _background_key(item: Any) -> tuple[str, str]:
     return ("unknown", msgspec.json.encode(item).decode())
 
 
-def _patch_cancel(ids: set[str], item_id: str, capabilities: Any) -> None:
-    if capabilities is msgspec.UNSET:
-        return  # omitted in a patch: unchanged
-    cancel = getattr(capabilities, "cancel", None)
-    if cancel is None or cancel is msgspec.UNSET:
-        ids.discard(item_id)
-    else:
-        ids.add(item_id)
+def _still_running(ids: dict[str, None], background: frozenset[tuple[str, str]], kind: str) -> dict[str, None]:
+    """The ids still cancellable once foreground work ended: those running in the background."""
+    return {key: None for key in ids if (kind, key) in background}
 
 
 _CLOSE = decoder(CloseSessionResponse)

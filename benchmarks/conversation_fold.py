@@ -117,7 +117,7 @@ async def pipe_rates(n: int, chunk_file: Path, agent_file: Path) -> tuple[float,
 
 def retained_per_chunk(n: int) -> float:
     """Bytes a Conversation keeps per folded chunk: decoding happens inside the measured region, so what
-    stays is the text blocks (and their strings) the history holds, plus the list slot for each."""
+    stays is the history's text: chunks are joined into blocks of about 1 KiB (``entities.TEXT_BLOCK_SIZE``)."""
     decode = codec.decoder(UpdateSessionNotification)
     params = [msgspec.json.encode(msgspec.json.decode(line)["params"]) for line in chunk_lines(n, "m")]
     conversation = Conversation(max_history_size=0)
@@ -129,7 +129,7 @@ def retained_per_chunk(n: int) -> float:
     gc.collect()
     after = tracemalloc.get_traced_memory()[0]
     tracemalloc.stop()
-    assert len(conversation.state.timeline[0].content) == n  # type: ignore[union-attr]
+    assert len(conversation.state.timeline[0].text) == 14 * n  # type: ignore[union-attr]
     return (after - before) / n
 
 

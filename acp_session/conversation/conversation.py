@@ -26,7 +26,15 @@ import anyio
 
 from acp_session.client_errors import SessionClosed
 from acp_session.conversation.chat_events import ChatFile, ChatMessage, ChatResponse
-from acp_session.conversation.entities import Compaction, Message, TimelineEntry, TokenUsage
+from acp_session.conversation.entities import (
+    TEXT_BLOCK_SIZE,
+    Compaction,
+    Message,
+    TimelineEntry,
+    TokenUsage,
+    open_text_block,
+    put_text_block,
+)
 from acp_session.conversation.events import MessageChanged, StateChanged, StateEvent, ToolCallChanged
 from acp_session.conversation.state import SessionState
 from acp_session.conversation.streams import (
@@ -574,7 +582,8 @@ class Conversation:
 
     def _on_notes(self, notes: list[UpdateSessionNotification], deliver: UpdateListener) -> None:
         """A run of updates (see ``BatchUpdateListener``): chunks of this session's known messages are
-        appended in a short loop, which is what ``_on_note`` would do; ``deliver`` takes the rest."""
+        joined in a short loop, with the result ``_on_note`` would give one by one (``append_chunk``'s
+        rule: plain text grows the open block up to ``TEXT_BLOCK_SIZE``); ``deliver`` takes the rest."""
         state = self.state
         session_id = state.session_id
         targets = state.chunk_targets() or {}
@@ -582,10 +591,15 @@ class Conversation:
         receiver = self._receiver
         feed = receiver.feed_chunk if receiver is not None and receiver.wants_chunks else None
         appended_to: Message | None = None  # the message of the current stretch of chunks
-        stretch_start = 0  # where the stretch began in its message's content (kept only for the streams)
+        content: list[Any] = []  # its content
+        pieces: list[str] = []  # texts of the open text block, written at ``slot`` when it closes
+        push = pieces.append
+        size = 0
+        first: Any = None  # the open block's first block (None: no block open)
+        slot = 0
+        run: list[Any] | None = None  # the stretch's chunk blocks, kept only for the streams
         stretch_type: Any = None  # the stretch's update type and message id: its chunks skip the lookups
         stretch_id = ""
-        append: Any = None
         for note in notes:
             update: Any = note.update
             kind = type(update)
@@ -593,9 +607,10 @@ class Conversation:
                 store = targets.get(kind)
                 message = None if store is None or note.session_id != session_id else store.get(update.message_id)
                 if appended_to is not None:
-                    appended_to.read_text()  # its blocks are still in the CPU cache
-                    if streams is not None:
-                        streams.chunk_run(appended_to, stretch_start)
+                    if first is not None:
+                        put_text_block(content, slot, pieces, first)
+                    if run is not None and streams is not None:
+                        streams.chunk_run(appended_to, run)
                     appended_to = None
                 if message is None:
                     stretch_type = None
@@ -607,19 +622,45 @@ class Conversation:
                     continue
                 # A new stretch of chunks: later ones of the same message skip the lookups above.
                 appended_to = message
-                stretch_type, stretch_id, append = kind, update.message_id, message.content.append
-                if streams is not None:
-                    stretch_start = len(message.content)
+                stretch_type, stretch_id = kind, update.message_id
+                content = message.content
+                first = open_text_block(content)
+                if first is None:
+                    pieces, size, slot = [], 0, len(content)
+                else:
+                    pieces, size, slot = [first.text], len(first.text), len(content) - 1
+                push = pieces.append
+                run = [] if streams is not None else None
                 if receiver is not None:
                     receiver.note_message(message)
             block = update.content
-            append(block)
+            if type(block) is TextContent and not block.annotations and not block.meta:
+                # is_plain_text, inlined: this is the per-chunk cost of a streamed reply
+                if first is None:
+                    first = block
+                text = block.text
+                push(text)
+                size += len(text)
+                if size >= TEXT_BLOCK_SIZE:
+                    put_text_block(content, slot, pieces, first)
+                    pieces, size, first, slot = [], 0, None, len(content)
+                    push = pieces.append
+            else:
+                if first is not None:
+                    put_text_block(content, slot, pieces, first)
+                    pieces, size, first = [], 0, None
+                    push = pieces.append
+                content.append(block)
+                slot = len(content)
+            if run is not None:
+                run.append(block)
             if feed is not None:
                 feed(appended_to, block)
         if appended_to is not None:
-            appended_to.read_text()
-            if streams is not None:
-                streams.chunk_run(appended_to, stretch_start)
+            if first is not None:
+                put_text_block(content, slot, pieces, first)
+            if run is not None and streams is not None:
+                streams.chunk_run(appended_to, run)
 
     def _route(self, event: StateEvent) -> None:
         kind = type(event)

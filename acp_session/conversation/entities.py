@@ -25,6 +25,7 @@ from acp_session.schema import (
     TerminalCapabilities,
     TerminalExitStatus,
     TerminalSize,
+    TextContent,
     ToolCallCapabilities,
     ToolCallContent,
     ToolCallLocation,
@@ -61,12 +62,12 @@ class _Entity(msgspec.Struct, kw_only=True, tag_field="entity"):
     position: int = -1
 
 
-class Message(_Entity, tag="message", dict=True):
+class Message(_Entity, tag="message"):
     """A user, agent or thought message keyed by its ``messageId`` (one store per role).
 
-    ``text`` is computed incrementally: the text of the blocks already read is kept (outside the
-    struct's fields, so snapshots do not show it) and only blocks appended since are read again.
-    The fold only ever appends to ``content`` or replaces the list, which is what keeps that valid.
+    Streamed text chunks are joined as they arrive (``append_chunk``): consecutive plain text blocks
+    grow one block up to ``TEXT_BLOCK_SIZE`` characters before the next chunk starts another, so a
+    long reply costs about its text, not a struct per chunk, and ``text`` joins few blocks.
     """
 
     role: MessageRole
@@ -75,29 +76,58 @@ class Message(_Entity, tag="message", dict=True):
 
     @property
     def text(self) -> str:
-        """Concatenated text of the text blocks (a streaming UI may read it after every chunk)."""
-        parts = self.read_text()
-        if len(parts) > 1:
-            parts[:] = ["".join(parts)]
-        return parts[0] if parts else ""
-
-    def read_text(self) -> list[str]:
-        """The text so far as pieces, reading only the blocks appended since the last call. The fold
-        calls it after a run of chunks, while those blocks are still in the CPU cache."""
-        content = self.content
-        cache: tuple[list[ContentBlock], int, list[str]] | None = self.__dict__.get("_text")
-        if cache is None or cache[0] is not content or cache[1] > len(content):
-            cache = (content, 0, [])
-        read, parts = cache[1], cache[2]
-        if read < len(content):
-            parts.append(text_of(content[read:] if read else content))
-        self.__dict__["_text"] = (content, len(content), parts)
-        return parts
+        """Concatenated text of the text blocks (no copy is kept: a long reply is held once, in its blocks)."""
+        return text_of(self.content)
 
     def reset(self) -> None:
         """Forget accumulated state so a history replay can rebuild it in place."""
         self.content = []
         self.meta = None
+
+
+TEXT_BLOCK_SIZE = 1024
+"""Characters a joined text block grows to; the chunk that reaches it closes the block. Joining a chunk
+copies at most this much, and a block's fixed cost (about 120 bytes) is spread over this many characters."""
+
+
+def is_plain_text(block: Any) -> bool:
+    """A text block with no annotations and no ``_meta``: chunks of these are joined into one block."""
+    return type(block) is TextContent and not block.annotations and not block.meta
+
+
+def open_text_block(content: list[ContentBlock]) -> TextContent | None:
+    """The last block when the next plain chunk joins it (plain text, shorter than ``TEXT_BLOCK_SIZE``)."""
+    if content:
+        last = content[-1]
+        if is_plain_text(last) and len(last.text) < TEXT_BLOCK_SIZE:  # type: ignore[union-attr]
+            return last  # type: ignore[return-value]
+    return None
+
+
+def append_chunk(content: list[ContentBlock], block: ContentBlock) -> None:
+    """Append one chunk's block under the joining rule: a plain text block joins an open last block
+    (a new block replaces it; blocks handed out are never mutated), anything else is appended as is."""
+    if is_plain_text(block):
+        last = open_text_block(content)
+        if last is not None:
+            text = last.text + block.text  # type: ignore[union-attr]
+            content[-1] = TextContent(text=text, annotations=last.annotations, meta=last.meta)
+            return
+    content.append(block)
+
+
+def put_text_block(content: list[ContentBlock], slot: int, pieces: list[str], first: TextContent) -> None:
+    """Write the joined block of ``pieces`` (whose first block is ``first``) at ``slot``: replace the open
+    last block, or append. A block of one piece is ``first`` itself. ``Conversation._on_notes`` joins a run
+    of chunks this way, with the result ``append_chunk`` gives one by one."""
+    if len(pieces) == 1 and pieces[0] is first.text:
+        block: TextContent = first
+    else:
+        block = TextContent(text="".join(pieces), annotations=first.annotations, meta=first.meta)
+    if slot < len(content):
+        content[slot] = block
+    else:
+        content.append(block)
 
 
 class ToolCall(_Entity, tag="tool_call"):

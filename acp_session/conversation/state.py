@@ -30,6 +30,7 @@ from acp_session.conversation.entities import (
     TokenUsage,
     ToolCall,
     UnknownEntry,
+    append_chunk,
 )
 from acp_session.conversation.events import (
     CommandsChanged,
@@ -691,7 +692,7 @@ def _message_handlers(role_index: int) -> tuple[_Handler, _Handler]:
             return MessageChanged(message, True, update.content)
         if state._replay_seen is not None:
             state._touch(message)
-        message.content.append(update.content)
+        append_chunk(message.content, update.content)
         return MessageChanged(message, False, update.content)
 
     def on_upsert(state: SessionState, update: Any) -> StateEvent:

@@ -517,9 +517,8 @@ class _Hub:
                 for consumer in chunks:
                     consumer._put(found)
 
-    def chunk_run(self, message: Message, start: int) -> None:
-        """``Conversation._on_notes`` appended ``message.content[start:]`` as a run of chunks (one call per run)."""
-        blocks = message.content[start:]
+    def chunk_run(self, message: Message, blocks: list[ContentBlock]) -> None:
+        """``Conversation._on_notes`` folded ``blocks`` into ``message`` as a run of chunks (one call per run)."""
         if not blocks:
             return
         index = self._index(message)

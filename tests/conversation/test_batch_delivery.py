@@ -23,13 +23,16 @@ from acp_session import ClientBuilder, Conversation
 from acp_session.conversation.turn import ChatTurn
 from acp_session.schema import AgentMessageChunk, TextContent, UpdateSessionNotification
 
-from .wire import chunk, state, tool, upsert
+from .wire import chunk, joined_all, state, tool, upsert
 
 ROLE_KINDS = ["agent_message", "agent_thought", "user_message"]
+IDS = st.sampled_from(["a", "b"])
 
 OPS = st.lists(
     st.one_of(
-        st.tuples(st.just("chunk"), st.sampled_from(ROLE_KINDS), st.sampled_from(["a", "b"]), st.sampled_from("xyz")),
+        st.tuples(
+            st.just("chunk"), st.sampled_from(ROLE_KINDS), st.sampled_from(["a", "b"]), st.sampled_from("xyzLAMI")
+        ),
         st.tuples(st.just("upsert"), st.sampled_from(ROLE_KINDS), st.sampled_from(["a", "b"]), st.sampled_from("xyz")),
         st.tuples(st.just("state"), st.sampled_from(["running", "idle"]), st.just(""), st.just("")),
         st.tuples(
@@ -41,12 +44,22 @@ OPS = st.lists(
 )
 
 
+# Chunk contents: short plain text, text long enough to close a joined block (TEXT_BLOCK_SIZE is 1024), and
+# blocks that are never joined (annotated text, text with _meta, an image).
+BLOCKS: dict[str, Any] = {
+    "L": {"type": "text", "text": "L" * 700},
+    "A": {"type": "text", "text": "a", "annotations": {"priority": 1}},
+    "M": {"type": "text", "text": "m", "_meta": {"k": 1}},
+    "I": {"type": "image", "data": "AA==", "mimeType": "image/png"},
+}
+
+
 def notes_of(ops: list[tuple[str, str, str, str]]) -> list[UpdateSessionNotification]:
     notes = []
     for op, a, b, c in ops:
         session_id = "s1"
         if op == "chunk":
-            item = chunk(b, c, kind=a)
+            item = chunk(b, BLOCKS.get(c, c), kind=a)
         elif op == "upsert":
             item = upsert(b, [c], kind=a)
         elif op == "state":
@@ -172,7 +185,10 @@ async def test_two_conversations_on_one_connection_share_interleaved_runs(tmp_pa
     assert [call.tool_call_id for call in done.response.tool_calls] == ["t1"]
     streamed = "".join(event.text for event in events if type(event).__name__ == "ChatText")
     assert streamed == expected("s1")
-    assert [len(m.content) for m in second.messages() if m.role == "agent"] == [300]
+    # The 300 chunks were joined into blocks exactly as one-by-one folding joins them.
+    blocks = [[block.text for block in m.content] for m in second.messages() if m.role == "agent"]  # type: ignore[union-attr]
+    assert blocks == [joined_all([f"s2{i} " for i in range(300)])]
+    assert len(blocks[0]) == 2
 
 
 async def test_an_application_handler_sees_every_update_in_order_even_when_one_call_fails(tmp_path: Path) -> None:

@@ -14,13 +14,58 @@ def texts(message: Message | None) -> list[str]:
 
 
 def test_schema_example_upsert_then_chunk_then_replacement() -> None:
-    """[A], then chunk B -> [A, B]; then [C] -> [C]; later chunks append to [C]."""
+    """[A], then chunk B -> A then B; then [C] -> [C]; later chunks append to [C]. Plain text chunks are
+    joined into the block before them (``append_chunk``), so the content reads as one text block."""
     state = fold([upsert("m", ["A"]), chunk("m", "B")])
-    assert texts(state.message("m")) == ["A", "B"]
+    assert texts(state.message("m")) == ["AB"]
     state.apply(upsert("m", ["C"]))
     assert texts(state.message("m")) == ["C"]
     state.apply(chunk("m", "D"))
-    assert texts(state.message("m")) == ["C", "D"]
+    assert texts(state.message("m")) == ["CD"]
+
+
+def test_plain_text_chunks_join_into_blocks_of_bounded_size() -> None:
+    """A streamed reply costs about its text: chunks join the open block until it reaches TEXT_BLOCK_SIZE
+    characters; the chunk that reaches it closes the block and the next chunk starts a new one."""
+    state = fold([chunk("m", "x" * 100) for _ in range(25)])
+    message = state.message("m")
+    assert message is not None
+    assert [len(block) for block in texts(message)] == [1100, 1100, 300]
+    assert message.text == "x" * 2500
+
+
+def test_chunks_with_annotations_meta_or_other_types_are_never_joined() -> None:
+    annotated = {"type": "text", "text": "b", "annotations": {"priority": 1}}
+    with_meta = {"type": "text", "text": "c", "_meta": {"k": 1}}
+    image = {"type": "image", "data": "AA==", "mimeType": "image/png"}
+    state = fold([chunk("m", "a"), chunk("m", annotated), chunk("m", "x"), chunk("m", with_meta), chunk("m", image)])
+    state.apply(chunk("m", "d"))
+    state.apply(chunk("m", "e"))
+    message = state.message("m")
+    assert message is not None
+    kinds = [(type(block).__name__, getattr(block, "text", None)) for block in message.content]
+    assert kinds == [
+        ("TextContent", "a"),
+        ("TextContent", "b"),
+        ("TextContent", "x"),
+        ("TextContent", "c"),
+        ("ImageContent", None),
+        ("TextContent", "de"),
+    ]
+    assert message.content[1].annotations is not None  # type: ignore[union-attr]
+    assert message.text == "abxcde"
+
+
+def test_a_joined_block_is_a_new_block_never_a_mutated_one() -> None:
+    """Blocks handed out (events carry each chunk's own block) are never changed behind the reader's back."""
+    state = fold([chunk("m", "Hel")])
+    message = state.message("m")
+    assert message is not None
+    first = message.content[0]
+    event = state.apply(chunk("m", "lo"))
+    assert first.text == "Hel"  # type: ignore[union-attr]
+    assert event.appended.text == "lo"  # type: ignore[union-attr]
+    assert texts(message) == ["Hello"]
 
 
 def test_upsert_without_content_keeps_content_from_chunks() -> None:
@@ -160,7 +205,7 @@ def test_text_helper_on_blocks() -> None:
 
 
 def test_text_read_between_chunks_follows_appends_replacements_and_resets() -> None:
-    """``Message.text`` keeps what it already read; every way the fold changes content is still seen."""
+    """``Message.text`` follows every way the fold changes content (joined chunks, replacements, resets)."""
     state = SessionState()
     state.apply(chunk("m", "He"))
     message = state.message("m")
@@ -170,7 +215,7 @@ def test_text_read_between_chunks_follows_appends_replacements_and_resets() -> N
         assert message.text == expected
     state.apply(chunk("m", {"type": "image", "data": "AAAA", "mimeType": "image/png"}))
     state.apply(chunk("m", "world"))
-    assert message.read_text() and message.text == "Hello world"
+    assert message.text == "Hello world"
     state.apply(upsert("m", ["new"]))  # a replacement is a new list: nothing stale survives
     assert message.text == "new"
     state.apply(chunk("m", "er"))
@@ -179,4 +224,3 @@ def test_text_read_between_chunks_follows_appends_replacements_and_resets() -> N
     assert message.text == ""
     state.apply(chunk("m", "again"))
     assert message.text == "again"
-    assert "_text" not in repr(message)

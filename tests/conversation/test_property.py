@@ -12,7 +12,7 @@ from acp_session import codec
 from acp_session.conversation import Message, SessionState, ToolCall
 from acp_session.schema import Content, ResumeSessionResponse, TextContent
 
-from .wire import OMIT, chunk, fold, state, text, tool, tool_chunk, unstable_update, update, upsert
+from .wire import OMIT, chunk, fold, joined, state, text, tool, tool_chunk, unstable_update, update, upsert
 
 ROLES = {"user_message": "user", "agent_message": "agent", "agent_thought": "thought"}
 IDS = st.sampled_from(["a", "b", "c"])
@@ -60,7 +60,8 @@ def test_messages_match_reference_model(ops: list[tuple[Any, ...]]) -> None:
         texts, stored_meta = model[key]
         if op == "chunk":
             session.apply(chunk(message_id, payload, kind=kind, meta=meta))
-            texts = [*texts, payload]  # chunk _meta is chunk-scoped: stored meta unchanged
+            # Plain text chunks join the last block (chunk _meta is chunk-scoped: stored meta unchanged).
+            texts = joined(texts, payload)
         else:
             session.apply(upsert(message_id, payload, kind=kind, meta=meta))
             if payload is not OMIT:

@@ -29,6 +29,21 @@ def text(value: str) -> dict[str, Any]:
     return {"type": "text", "text": value}
 
 
+def joined(blocks: list[str], chunk_text: str, limit: int = 1024) -> list[str]:
+    """Reference model of the fold's joining rule for plain text chunks (``entities.append_chunk``): a chunk
+    joins the last block while that block is shorter than ``limit``, else it starts a new block."""
+    if blocks and len(blocks[-1]) < limit:
+        return [*blocks[:-1], blocks[-1] + chunk_text]
+    return [*blocks, chunk_text]
+
+
+def joined_all(chunks: list[str], start: list[str] | None = None) -> list[str]:
+    blocks = list(start or [])
+    for item in chunks:
+        blocks = joined(blocks, item)
+    return blocks
+
+
 def chunk(message_id: str, value: str | dict[str, Any], kind: str = "agent_message", meta: Any = OMIT) -> Any:
     block = text(value) if isinstance(value, str) else value
     return update({"sessionUpdate": f"{kind}_chunk", "messageId": message_id, "content": block, "_meta": meta})

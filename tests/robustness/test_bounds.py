@@ -9,7 +9,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from acp_session import ClientBuilder
+from acp_session import ClientBuilder, Limits
 from acp_session.schema import (
     BackgroundToolCall,
     StateUpdate,
@@ -81,7 +81,39 @@ def test_cancellable_sets_forget_what_ended() -> None:
     assert "t0" not in track.cancellable_tool_calls and not track.cancellable_terminals
     background = [BackgroundToolCall(tool_call_id="t1")]
     track.apply(note(StateUpdate(state="idle", stop_reason="end_turn", background=background)))  # type: ignore[arg-type]
-    assert track.cancellable_tool_calls == {"t1"}  # only background work can still be cancelled
+    assert list(track.cancellable_tool_calls) == ["t1"]  # only background work can still be cancelled
+
+
+def test_cancellable_ids_are_bounded_keeping_the_newest() -> None:
+    """An agent advertising cancel on endless tool call ids that never end: at most ``max_cancellable`` are
+    remembered (the newest); re-advertising a remembered one does not move it, and ending one frees a slot."""
+    track = SessionTrack("s", max_cancellable=100)
+    cancel = ToolCallCapabilities(cancel={})  # type: ignore[arg-type]
+    for i in range(100_000):
+        track.apply(note(ToolCallUpdated(tool_call_id=f"t{i}", status="in_progress", capabilities=cancel)))
+    assert list(track.cancellable_tool_calls) == [f"t{i}" for i in range(99_900, 100_000)]
+    track.apply(note(ToolCallUpdated(tool_call_id="t99950", capabilities=cancel)))
+    assert next(iter(track.cancellable_tool_calls)) == "t99900"
+    track.apply(note(ToolCallUpdated(tool_call_id="t99999", status="failed")))
+    assert len(track.cancellable_tool_calls) == 99
+
+
+def test_limits_are_set_on_the_builder_and_checked() -> None:
+    builder = ClientBuilder().limits(cancellable=5, early_sessions=2)
+    assert builder._limits == Limits(early_sessions=2, early_updates=10_000, cancellable=5)
+    assert ClientBuilder()._limits == Limits()
+    with pytest.raises(ValueError, match="cancellable"):
+        ClientBuilder().limits(cancellable=-1)
+
+
+@pytest.mark.anyio
+async def test_a_connection_applies_its_builder_limits(tmp_path: Path) -> None:
+    script = tmp_path / "ids_agent.py"
+    script.write_text(AGENT)
+    with anyio.fail_after(30):
+        async with ClientBuilder().limits(cancellable=3).spawn([sys.executable, str(script)]) as client:
+            session = await client.new_session(str(tmp_path))
+            assert session.track.max_cancellable == 3 and client.limits.cancellable == 3
 
 
 # One turn touching 30 000 distinct tool calls (each created and completed), then a reply and the idle.
