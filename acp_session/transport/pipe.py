@@ -321,7 +321,7 @@ class PipeFrames(LineFrames):
             return False
         except OSError as exc:
             raise anyio.BrokenResourceError from exc
-        if written < len(data):  # not for a pipe (atomic writes); keep the rest for the next send
+        if written <= size:  # not for a pipe (atomic writes); keep the rest for the next send
             writer._tail = data[written:]
         return True
 
