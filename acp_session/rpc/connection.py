@@ -117,7 +117,11 @@ MAX_BUSY_POLL = 0.01
 
 
 class Connection:
-    """A bidirectional JSON-RPC 2.0 peer over a ``Transport``; use as ``async with Connection(t) as c``."""
+    """A bidirectional JSON-RPC 2.0 peer; use as ``async with Connection(t) as c``.
+
+    ``t`` is a byte ``Transport`` (framed with newlines by the transport layer; an agent's pipes get the fast
+    paths) or a message-framed ``FrameTransport`` (used as it is; ``max_frame_size`` is then its business).
+    """
 
     def __init__(
         self,
