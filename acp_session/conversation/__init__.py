@@ -1,5 +1,6 @@
 """Conversation layer: the sans-IO :class:`SessionState` fold, and :class:`Conversation` (chat turns and
-history over an ``ActiveSession``), prompt content builders and wire transcripts."""
+history over an ``ActiveSession``), its chat events, streams and prompt content builders. Wire transcripts are
+``acp_session.transcript``."""
 
 from acp_session.conversation import prompt_content
 from acp_session.conversation.chat_events import (
@@ -18,10 +19,9 @@ from acp_session.conversation.chat_events import (
     ChatToolEnd,
     ChatToolUpdate,
 )
-from acp_session.conversation.content import diff_patch_text, diff_paths, meta_patched, text_of
+from acp_session.conversation.content import diff_patch_text, diff_paths
 from acp_session.conversation.conversation import DEFAULT_MAX_HISTORY, Conversation, IdleTimeout, TurnTimeout
 from acp_session.conversation.entities import (
-    FINAL_TOOL_CALL_STATUSES,
     Compaction,
     ContextUsage,
     Message,
@@ -49,7 +49,7 @@ from acp_session.conversation.events import (
     UnknownUpdate,
     UsageChanged,
 )
-from acp_session.conversation.state import KNOWN_STATES, SessionState
+from acp_session.conversation.state import SessionState
 from acp_session.conversation.streams import (
     DEFAULT_STREAM_BUFFER,
     ChunkStream,
@@ -68,8 +68,6 @@ from acp_session.conversation.turn import ChatTurn, TurnAlreadyConsumed
 __all__ = [
     "DEFAULT_MAX_HISTORY",
     "DEFAULT_STREAM_BUFFER",
-    "FINAL_TOOL_CALL_STATUSES",
-    "KNOWN_STATES",
     "ChatDone",
     "ChatError",
     "ChatEvent",
@@ -126,7 +124,5 @@ __all__ = [
     "UsageChanged",
     "diff_patch_text",
     "diff_paths",
-    "meta_patched",
     "prompt_content",
-    "text_of",
 ]
