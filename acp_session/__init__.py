@@ -1,9 +1,8 @@
 """acp-session: a typed, fast client for the Agent Client Protocol (ACP), versions 1 and 2 behind one API."""
 
-__version__ = "0.1.0"
-
 from typing import TYPE_CHECKING, Any
 
+from ._version import __version__
 from .auth import AuthenticationRequired, LoginMethod
 from .client import PROTOCOL_VERSION, ClientBuilder, ClientConnection
 from .client_errors import CapabilityNotSupported, ProtocolVersionMismatch, SessionClosed

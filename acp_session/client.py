@@ -22,7 +22,7 @@ import msgspec
 from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream
 
-from . import __version__
+from ._version import __version__
 from .auth import AuthenticationRequired, LoginMethod, login_methods
 from .client_errors import CapabilityNotSupported
 from .codec import convert, decoder, to_builtins

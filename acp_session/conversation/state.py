@@ -17,6 +17,7 @@ from typing import Any
 
 import msgspec
 
+from acp_session._schema_runtime import MODEL_SUBTYPES
 from acp_session.conversation.content import meta_patched
 from acp_session.conversation.entities import (
     Compaction,
@@ -131,7 +132,9 @@ class SessionState:
         """Fold one ``SessionUpdate`` (stable or unstable) and return what changed."""
         handler = _HANDLERS.get(type(update))
         if handler is None:
-            return self._on_other(update)
+            handler = _HANDLERS.get(MODEL_SUBTYPES.get(type(update)))  # type: ignore[arg-type]
+            if handler is None:
+                return self._on_other(update)
         return handler(self, update)
 
     def chunk_targets(self) -> dict[type, dict[str, Message]] | None:
@@ -145,7 +148,16 @@ class SessionState:
         if self._replay_seen is not None:
             return None
         user, agent, thought = self._messages
-        return {UserMessageChunk: user, AgentMessageChunk: agent, AgentThoughtChunk: thought}
+        targets: dict[type, dict[str, Message]] = {
+            UserMessageChunk: user,
+            AgentMessageChunk: agent,
+            AgentThoughtChunk: thought,
+        }
+        for subtype, model in MODEL_SUBTYPES.items():
+            store = targets.get(model)
+            if store is not None:
+                targets[subtype] = store
+        return targets
 
     def apply_notification(self, notification: UpdateSessionNotification) -> StateEvent:
         """Fold the update carried by a ``session/update`` notification."""

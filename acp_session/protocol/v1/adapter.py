@@ -349,12 +349,12 @@ class V1Protocol(ProtocolAdapter):
         if chunk is not None:
             model_kind, role, run_kind, model_content = chunk
             given = update.message_id  # type: ignore[union-attr]
-            message_id = given if isinstance(given, str) else state.chunk_message_id(run_kind, role)
+            message_id = given if isinstance(given, str) and given else state.chunk_message_id(run_kind, role)
+            if type(note) is ChunkNotification:
+                update.message_id = message_id  # type: ignore[union-attr]  # a model chunk subtype: complete now
+                return note  # type: ignore[return-value]
             content = update.content  # type: ignore[union-attr]
             block: Any = content if model_content else cv.content_block(content)
-            if type(note) is ChunkNotification:
-                note.update = model_kind(message_id=message_id, content=block, meta=update.meta)  # type: ignore[union-attr]
-                return note  # type: ignore[return-value]
             return m.UpdateSessionNotification(
                 session_id=note.session_id,
                 update=model_kind(message_id=message_id, content=block, meta=update.meta),  # type: ignore[union-attr]
@@ -397,30 +397,30 @@ class V1Protocol(ProtocolAdapter):
         to_model = self._to_model
         stretch_kind: Any = None  # the v1 chunk type of the current stretch, if any
         stretch_session = stretch_id = ""
-        model_kind: Any = None
         for note in notes:
             update: Any = note.update
             if (
                 type(update) is stretch_kind
                 and note.session_id == stretch_session
-                and update.message_id is UNSET
+                and not update.message_id
                 and update.meta is UNSET
                 and note.meta is UNSET
             ):
-                # Only derived chunks start a stretch, so the note is a ChunkNotification: a model notification
-                # whose update is replaced by the model chunk (one object built per chunk, not two).
-                note.update = model_kind(message_id=stretch_id, content=update.content)
+                # Only model chunk subtypes start a stretch, so the note is a ChunkNotification and its update
+                # becomes a complete model chunk once it has the message id: nothing is built per chunk.
+                update.message_id = stretch_id
                 append(note)  # type: ignore[arg-type]
                 continue
+            chunk = _CHUNKS.get(type(update))
+            own_id = chunk is not None and bool(update.message_id)
             model = to_model(note)
             if model is None:
                 stretch_kind = None
                 continue
             append(model)
-            chunk = _CHUNKS.get(type(update))
-            if chunk is not None and chunk[3] and update.message_id is UNSET:
+            if chunk is not None and chunk[3] and not own_id:  # a subtype chunk: later ones join its message
                 stretch_kind, stretch_session = type(update), note.session_id
-                model_kind, stretch_id = chunk[0], model.update.message_id  # type: ignore[union-attr]
+                stretch_id = model.update.message_id  # type: ignore[union-attr]
             else:
                 stretch_kind = None
         if not models or self._client is None:

@@ -1,10 +1,11 @@
 """Decoding v1 ``session/update`` so that chunks carry the model's content blocks straight away.
 
-The five content block types have the same shape in v1 and v2, so a v1 chunk's ``content`` can be decoded
-directly into the model's (v2) block types. The chunk types here are derived from the generated v1 ones
-(same fields, same tags) with only ``content`` retyped; a frame that is not one of these chunks (any other
-update, or anything these types reject) is decoded by the generated v1 types as usual. That saves building
-each streamed block twice, the largest part of the v1 adapter's cost per chunk.
+The five content block types have the same shape in v1 and v2, and a v1 chunk is a v2 chunk without its
+``messageId``. So a v1 chunk is decoded straight into a subtype of the model's chunk type whose ``messageId``
+is optional; the adapter assigns the id in place and passes the very object on (the fold treats the subtype
+as its model type through ``MODEL_SUBTYPES``). A frame that is not one of these chunks (any other update, or
+anything these types reject) is decoded by the generated v1 types as usual. Nothing of a streamed chunk is
+built twice.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any, Union
 
 import msgspec
 
-from ..._schema_runtime import AcpStruct
+from ..._schema_runtime import MODEL_SUBTYPES
 from ...codec import decoder
 from ...schema import types as m
 from ...schema.v1 import types as v1
@@ -21,39 +22,36 @@ from ...schema.v1 import types as v1
 __all__ = ["MODEL_CONTENT_CHUNKS", "decode_notification"]
 
 
-def _retyped(cls: type[msgspec.Struct]) -> type[msgspec.Struct]:
-    fields: list[Any] = []
-    for info in msgspec.structs.fields(cls):
-        tp = m.ContentBlock if info.name == "content" else info.type
-        if info.required:
-            fields.append((info.name, tp))
-        else:
-            fields.append((info.name, tp, msgspec.field(default=info.default, name=info.encode_name)))
-    config = cls.__struct_config__
-    return msgspec.defstruct(
-        cls.__name__,
-        fields,
-        bases=(AcpStruct,),
-        tag_field=config.tag_field,
+def _model_subtype(model: type[msgspec.Struct], generated: type[msgspec.Struct]) -> type[msgspec.Struct]:
+    """The model chunk type with ``messageId`` optional (empty until the adapter assigns one): a v1 chunk
+    decodes into it and the adapter sets the id in place, so each streamed chunk is built once."""
+    config = generated.__struct_config__
+    subtype = msgspec.defstruct(
+        model.__name__,
+        [("message_id", str, "")],
+        bases=(model,),
+        kw_only=True,
         tag=config.tag,
         module=__name__,
     )
+    MODEL_SUBTYPES[subtype] = model
+    return subtype
 
 
 MODEL_CONTENT_CHUNKS: dict[type, type] = {
-    _retyped(v1.AgentMessageChunk): v1.AgentMessageChunk,
-    _retyped(v1.AgentThoughtChunk): v1.AgentThoughtChunk,
-    _retyped(v1.UserMessageChunk): v1.UserMessageChunk,
+    _model_subtype(m.AgentMessageChunk, v1.AgentMessageChunk): v1.AgentMessageChunk,
+    _model_subtype(m.AgentThoughtChunk, v1.AgentThoughtChunk): v1.AgentThoughtChunk,
+    _model_subtype(m.UserMessageChunk, v1.UserMessageChunk): v1.UserMessageChunk,
 }
-"""Derived chunk type (``content`` is a model block) -> the generated v1 chunk type it stands for."""
+"""Model chunk subtype (registered in ``MODEL_SUBTYPES``) -> the generated v1 chunk type it stands for."""
 
 _ChunkUpdate = Union[tuple(MODEL_CONTENT_CHUNKS)]  # type: ignore[valid-type]  # noqa: UP007
 
 ChunkNotification = msgspec.defstruct(
     "ChunkNotification", [("update", _ChunkUpdate)], bases=(m.UpdateSessionNotification,), module=__name__
 )
-"""A model ``UpdateSessionNotification`` (a subclass) whose ``update`` is decoded as a derived v1 chunk; the
-adapter then replaces ``update`` with the model chunk, so the notification object itself is passed on."""
+"""A model ``UpdateSessionNotification`` (a subclass) whose ``update`` is a model chunk subtype: once the
+adapter has set the chunk's ``message_id`` it is passed on as it is."""
 
 _FAST = msgspec.json.Decoder(ChunkNotification)
 _FULL = decoder(v1.SessionNotification)
