@@ -11,16 +11,29 @@ with the JSON path of the offending field.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar, cast, overload
+from typing import Any, Protocol, TypeVar, cast, overload, runtime_checkable
 
 import msgspec
 
 from acp_session._schema_runtime import alternatives_dec_hook, lenient_convert
 
-if TYPE_CHECKING:
-    from acp_session.rpc.handlers import TypedDecoder
+__all__ = ["TypedDecoder", "convert", "decode", "decoder", "encode", "to_builtins"]
 
-__all__ = ["convert", "decode", "decoder", "encode", "to_builtins"]
+
+@runtime_checkable
+class TypedDecoder(Protocol):
+    """A decode function that publishes the ``msgspec.json.Decoder`` of its strict first pass.
+
+    The contract: whatever ``msgspec_decoder.decode(data)`` accepts, calling the function on the same ``data``
+    returns unchanged (the function may accept more, e.g. leniently). ``decoder`` makes such functions; the rpc
+    layer (``acp_session.rpc.handlers``) uses the published decoder to decode a whole notification frame,
+    envelope and params, in one msgspec pass, and a response's result straight from a slice of the frame.
+    """
+
+    msgspec_decoder: msgspec.json.Decoder[Any]
+
+    def __call__(self, data: bytes | memoryview, /) -> Any: ...
+
 
 T = TypeVar("T")
 
@@ -57,9 +70,9 @@ def decoder(tp: Any) -> Callable[[bytes | memoryview], Any]:
         except msgspec.ValidationError:
             return lenient_convert(plain(data), tp)
 
-    # A ``TypedDecoder`` (acp_session.rpc.handlers): whatever ``fast_decoder`` accepts, ``decode_value`` returns
-    # unchanged, so a Connection may decode a whole notification frame with it in one pass.
-    cast("TypedDecoder", decode_value).msgspec_decoder = fast_decoder
+    # A ``TypedDecoder``: whatever ``fast_decoder`` accepts, ``decode_value`` returns unchanged, so a Connection
+    # may decode a whole notification frame with it in one pass.
+    cast(TypedDecoder, decode_value).msgspec_decoder = fast_decoder
     _decoders[tp] = decode_value
     return decode_value
 

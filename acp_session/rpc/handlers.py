@@ -6,10 +6,11 @@ import inspect
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 import msgspec
 
+from ..codec import TypedDecoder
 from ..errors import InvalidParams
 
 __all__ = [
@@ -27,21 +28,6 @@ __all__ = [
 
 Decoder = Callable[[bytes], Any]
 """Raw JSON bytes of ``params``/``result`` -> typed object; raises ``msgspec.ValidationError`` when invalid."""
-
-
-@runtime_checkable
-class TypedDecoder(Protocol):
-    """A decode function that publishes the ``msgspec.json.Decoder`` of its strict first pass.
-
-    The contract: whatever ``msgspec_decoder.decode(data)`` accepts, calling the function on the same ``data``
-    returns unchanged (the function may accept more, e.g. leniently). ``acp_session.codec.decoder`` makes
-    such functions. Knowing the decoder lets the connection decode a whole notification frame, envelope and
-    params, in one msgspec pass, and a response's result straight from a slice of the frame.
-    """
-
-    msgspec_decoder: msgspec.json.Decoder[Any]
-
-    def __call__(self, data: bytes | memoryview, /) -> Any: ...
 
 
 json_decode: Decoder = msgspec.json.decode
