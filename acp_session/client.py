@@ -925,35 +925,71 @@ class ClientConnection:
     def _on_updates(self, notes: list[UpdateSessionNotification]) -> Any:
         """``_on_update`` for a run of updates that one read brought in: same outcome, same order.
 
-        A session whose only listener is a ``BatchUpdateListener`` (a Conversation) gets the whole run in
-        one call; a sync application handler with no listeners is called in a tight loop. Tracked updates
-        and updates of other sessions still take ``_on_update``. Returns None, or an awaitable that
-        delivers the rest once the application's update queue has room.
+        Without an application handler, each stretch of one session's updates is tracked, then handed on in
+        one call (``_hand_run``). With one, updates go note by note (a sync handler with no listeners is
+        called in a tight loop). Returns None, or an awaitable that delivers the rest once the application's
+        update queue has room.
         """
-        track = self._tracks.get(notes[0].session_id)
         fn = self.builder._update
-        if track is not None and track.early is None:
-            listeners = track.listeners
-            if fn is None and len(listeners) == 1 and type(listeners[0]) is BatchUpdateListener:
-                try:
-                    listeners[0].many(notes, self._deliver_update)
-                except Exception:
-                    _log.exception("session update listener failed")
-                return None
-            direct = None if fn is None or listeners or self._update_is_async else (track.session_id, fn)
-            steps = self._update_steps(notes, direct)
+        if fn is None:
+            self._track_runs(notes)
+            return None
+        track = self._tracks.get(notes[0].session_id)
+        if track is not None and track.early is None and not track.listeners and not self._update_is_async:
+            steps = self._update_steps(notes, (track.session_id, fn))
         else:
             steps = self._update_steps(notes)
         for waiting in steps:
             return self._finish_updates(chain((waiting,), steps))
         return None
 
-    def _deliver_update(self, note: UpdateSessionNotification) -> None:
-        """``_on_update`` for a note a batch listener hands back (no application handler is set)."""
-        try:
-            self._on_update(note)
-        except Exception:
-            _log.exception("session update listener failed")
+    def _track_runs(self, notes: list[UpdateSessionNotification]) -> None:
+        """Track each update, then hand each stretch of one session's updates to its listeners (forward only)."""
+        tracks = self._tracks
+        tracked = TRACKED_UPDATES
+        current = notes[0].session_id
+        track = tracks.get(current) or self._arrival_track(current)
+        start = 0
+        for index, note in enumerate(notes):
+            session_id = note.session_id
+            if session_id != current:
+                if track is not None and start < index:
+                    self._hand_run(track, notes[start:index])
+                start, current = index, session_id
+                track = tracks.get(session_id) or self._arrival_track(session_id)
+                if track is None:
+                    continue  # counted by _arrival_track
+            if track is None:
+                if index > start:
+                    self.unknown_session_updates += 1
+            elif type(note.update) in tracked:  # a dict probe instead of four isinstance calls per chunk
+                track.apply(note)
+                if track.cancel_barrier == math.inf and track.state == "idle":
+                    track.cancel_barrier = self.rpc.requests_received  # the cancelled work ended here
+        if track is not None:
+            self._hand_run(track, notes if start == 0 else notes[start:])
+
+    def _hand_run(self, track: SessionTrack, run: list[UpdateSessionNotification]) -> None:
+        """A tracked stretch of one session's updates to its listeners: in one call to a lone
+        ``BatchUpdateListener``, else note by note; kept for later while a ``session/new`` may still claim it."""
+        listeners = track.listeners
+        if len(listeners) == 1 and type(listeners[0]) is BatchUpdateListener:
+            try:
+                listeners[0].many(run)
+            except Exception:
+                _log.exception("session update listener failed")
+            return
+        if listeners:
+            for note in run:
+                try:
+                    for listener in listeners:
+                        listener(note)
+                except Exception:
+                    _log.exception("session update listener failed")
+            return
+        early = track.early
+        if early is not None:
+            early.extend(run[: max(0, self.limits.early_updates - len(early))])
 
     async def _finish_updates(self, steps: Iterator[Awaitable[Any]]) -> None:
         for waiting in steps:

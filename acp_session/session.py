@@ -74,16 +74,15 @@ UpdateListener = Callable[[UpdateSessionNotification], None]
 class BatchUpdateListener:
     """An update listener that can also take a run of consecutive updates in one call.
 
-    When it is a session's only listener and no application update handler is set, the connection
-    passes each run of updates one read brought in (any sessions, any types) as
-    ``many(notes, deliver)``. For each note in order, ``many`` either handles it exactly as ``one``
-    would, which it may do only for an update of its own session whose type is not in
-    ``TRACKED_UPDATES``, or calls ``deliver(note)``, which takes the note through the normal per-note
-    path (tracking, then ``one``). That saves several calls per update on long streams of chunks.
+    When it is a session's only listener and no application update handler is set, the connection hands it
+    each run of its session's updates that one read brought in as ``many(notes)``, after tracking them
+    (``SessionTrack.apply``), exactly where it would have called ``one`` for each. ``many`` must give the
+    result ``one`` gives note by note. Nothing flows back: the route is rpc → connection (tracking) →
+    listener. That saves several calls per update on long streams of chunks.
     """
 
     one: UpdateListener
-    many: Callable[[list[UpdateSessionNotification], UpdateListener], None]
+    many: Callable[[list[UpdateSessionNotification]], None]
 
     def __call__(self, note: UpdateSessionNotification) -> None:
         self.one(note)

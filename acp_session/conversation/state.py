@@ -32,6 +32,7 @@ from acp_session.conversation.entities import (
     ToolCall,
     UnknownEntry,
     append_chunk,
+    join_chunks,
 )
 from acp_session.conversation.events import (
     CommandsChanged,
@@ -59,6 +60,7 @@ from acp_session.schema import (
     CompactionSummaryChunk,
     CompactionUpdate,
     ConfigOptionUpdate,
+    ContentBlock,
     Error,
     NewSessionResponse,
     Notice,
@@ -158,6 +160,11 @@ class SessionState:
             if store is not None:
                 targets[subtype] = store
         return targets
+
+    def append_chunks(self, message: Message, blocks: list[ContentBlock]) -> None:
+        """Fold a run of chunks of ``message`` (an existing message, found through ``chunk_targets``): what
+        ``apply`` does for each, without an event per chunk (the caller reports the run)."""
+        join_chunks(message.content, blocks)
 
     def apply_notification(self, notification: UpdateSessionNotification) -> StateEvent:
         """Fold the update carried by a ``session/update`` notification."""
