@@ -96,6 +96,7 @@ from .transport.environment import EnvPolicy, agent_environment
 if TYPE_CHECKING:
     from .conversation.conversation import Conversation
     from .providers import FileSystemProvider, TerminalProvider
+    from .session import SessionLink
 
 __all__ = ["PROTOCOL_VERSION", "ClientBuilder", "ClientConnection", "ElicitationMode"]
 
@@ -1164,3 +1165,9 @@ async def _call_logged(fn: Callable[[Any], Any], arg: Any) -> None:
             await outcome
     except Exception:
         _log.exception("%r failed", fn)
+
+
+if TYPE_CHECKING:
+
+    def _is_session_link(connection: ClientConnection) -> SessionLink:
+        return connection  # checked by mypy: ClientConnection implements SessionLink
