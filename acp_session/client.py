@@ -12,7 +12,7 @@ import inspect
 import logging
 import math
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
 from itertools import chain
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
@@ -96,6 +96,7 @@ from .transport.environment import EnvPolicy, agent_environment
 if TYPE_CHECKING:
     from .conversation.conversation import Conversation
     from .providers import FileSystemProvider, TerminalProvider
+    from .session import SessionLink
 
 __all__ = ["PROTOCOL_VERSION", "ClientBuilder", "ClientConnection", "ElicitationMode"]
 
@@ -425,6 +426,10 @@ class ClientConnection:
 
     Whatever protocol version was agreed, everything here speaks the model (the v2 types); the
     ``protocol`` adapter maps it to the agent's wire.
+
+    It is the ``SessionLink`` of its ``ActiveSession`` handles (``acp_session.session``). Those members, and the
+    few entry points of the conversation layer (``open_new_session``, ``open_resumed_session``, ``start_soon``),
+    are internal to the package: the API reference leaves them out (mkdocs.yml).
     """
 
     def __init__(self, rpc: Connection, builder: ClientBuilder, tg: TaskGroup) -> None:
@@ -436,7 +441,8 @@ class ClientConnection:
         self._ready = anyio.Event()
         self._initializing = False
         self._other_request_sent = False
-        self._tracks: dict[str, SessionTrack] = {}
+        self.session_tracks: dict[str, SessionTrack] = {}
+        """Each session's track by id (``SessionLink``; internal)."""
         self.limits = builder._limits
         self._opening = 0  # session/new requests in flight: unknown sessions' early updates are kept
         self._provisional = 0  # tracks made for unknown sessions while a session/new was in flight
@@ -545,7 +551,7 @@ class ClientConnection:
 
     # -- raw access ----------------------------------------------------------------------------------------
 
-    def _rpc_request(
+    def rpc_request(
         self, method: str, params: Any, decode: Callable[[bytes], T], timeout: float | None = None
     ) -> PendingRequest[T]:
         """Send ``method``; with a ``timeout`` the request gives up that many seconds from now (while awaited:
@@ -561,13 +567,13 @@ class ClientConnection:
 
     async def _call(self, method: str, params: Any, decode: Callable[[bytes], T], timeout: float | None = None) -> T:
         await self._ready.wait()  # a repeated initialize in flight: wait for it
-        return await self._rpc_request(method, params, decode, timeout)
+        return await self.rpc_request(method, params, decode, timeout)
 
-    async def _rpc_notify(self, method: str, params: Any) -> None:
+    async def rpc_notify(self, method: str, params: Any) -> None:
         await self._ready.wait()
         await self.protocol.notify(method, params)
 
-    def _auth_error(self, error: AcpError, method: str) -> AcpError:
+    def auth_error(self, error: AcpError, method: str) -> AcpError:
         """A refusal for lack of login (-32000) as ``AuthenticationRequired``, with the agent's login methods."""
         if isinstance(error, AuthRequired):
             return AuthenticationRequired.of(error, self.login_methods, method)
@@ -580,9 +586,10 @@ class ClientConnection:
         try:
             return await self._call(method, params, decode, timeout)
         except AuthRequired as exc:
-            raise self._auth_error(exc, method) from None
+            raise self.auth_error(exc, method) from None
 
-    def _send_prompt(self, session_id: str, blocks: Sequence[ContentBlock]) -> PromptExchange:
+    def prompt_exchange(self, session_id: str, blocks: Sequence[ContentBlock]) -> PromptExchange:
+        """Send ``session/prompt`` for ``session_id`` through the protocol adapter (``SessionLink``)."""
         protocol = self._protocol
         if self._initializing or protocol is None:
             raise AcpError("session/prompt: initialize has not completed")
@@ -601,13 +608,18 @@ class ClientConnection:
 
     def _file_written(self, session_id: str, path: str, content: str) -> None:
         """The client wrote a file for the agent (v1 ``fs/write_text_file``): tell the session's listeners."""
-        track = self._tracks.get(session_id)  # an unknown session has no listeners
+        track = self.session_tracks.get(session_id)  # an unknown session has no listeners
         if track is not None:
             track.wrote_file(path, content)
 
-    def _run_soon(self, fn: Callable[[Any], Any], arg: Any) -> None:
+    def run_soon(self, fn: Callable[[Any], Any], arg: Any) -> None:
         """Run ``fn(arg)`` (sync or async) in this connection's task group; failures are logged."""
         self._tg.start_soon(_call_logged, fn, arg)
+
+    def start_soon(self, fn: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> None:
+        """Start the task ``fn(*args)`` in this connection's task group, which it lives and fails with (a
+        ``Conversation`` watches its connection so); ``run_soon`` is the one whose failures are only logged."""
+        self._tg.start_soon(fn, *args)
 
     def request(self, method: str, params: Any = None, *, timeout: float | None = None) -> SentRequest[Any]:
         """Send an extension request (``_``-prefixed) or a schema method by name; the result is plain JSON
@@ -618,11 +630,11 @@ class ClientConnection:
         decode = json_decode if spec is None else decoder(spec.result)
         if spec is None:
             _ext_name(method)
-        return SentRequest(self._rpc_request(method, params, decode, timeout))
+        return SentRequest(self.rpc_request(method, params, decode, timeout))
 
     async def notify(self, method: str, params: Any = None) -> None:
         """Send an extension notification (``_``-prefixed)."""
-        await self._rpc_notify(_ext_name(method), params)
+        await self.rpc_notify(_ext_name(method), params)
 
     # -- auth ------------------------------------------------------------------------------------------------
 
@@ -663,7 +675,8 @@ class ClientConnection:
             raise CapabilityNotSupported(method, "session")
         return caps
 
-    def _prompt_capabilities(self) -> PromptCapabilities | None:
+    def prompt_capabilities(self) -> PromptCapabilities | None:
+        """The agent's ``session.prompt`` capabilities, or None if it advertised none."""
         caps = self.agent_capabilities.session
         prompt = caps.prompt if isinstance(caps, SessionCapabilities) else None
         return prompt if isinstance(prompt, PromptCapabilities) else None
@@ -702,10 +715,10 @@ class ClientConnection:
         ``timeout`` (seconds; None: no limit, the default) withdraws the request with ``$/cancel_request`` and
         raises ``RequestTimeout`` when the agent has not answered in time. The same holds for the
         ``timeout`` of every other call here and on ``ActiveSession``."""
-        session, _ = await self._new_session(cwd, mcp_servers, additional_directories, timeout=timeout)
+        session, _ = await self.open_new_session(cwd, mcp_servers, additional_directories, timeout=timeout)
         return session
 
-    async def _new_session(
+    async def open_new_session(
         self,
         cwd: str | os.PathLike[str],
         mcp_servers: Sequence[McpServer],
@@ -714,6 +727,8 @@ class ClientConnection:
         *,
         timeout: float | None = None,
     ) -> tuple[ActiveSession, NewSessionResponse]:
+        """``new_session`` returning the agent's response too, with ``listener`` on the session before its first
+        update is delivered (``Conversation.open``'s entry point; internal)."""
         cwd_text, dirs, servers = self._roots("session/new", cwd, mcp_servers, additional_directories)
         params = NewSessionRequest(cwd=cwd_text, additional_directories=dirs, mcp_servers=servers)
         self._opening += 1
@@ -723,7 +738,7 @@ class ClientConnection:
             self._opening -= 1
         if not self._opening:
             self._drop_provisional(keep=response.session_id)
-        track = self._track(response.session_id)
+        track = self.session_track(response.session_id)
         if listener is not None:
             track.listen(listener)
         track.early = None
@@ -743,12 +758,12 @@ class ClientConnection:
         timeout: float | None = None,
     ) -> ActiveSession:
         """``session/resume`` with the session's cwd (ACP2-068); replayed updates reach the handlers first."""
-        session, _ = await self._resume_session(
+        session, _ = await self.open_resumed_session(
             session_id, cwd, replay_from, mcp_servers, additional_directories, timeout=timeout
         )
         return session
 
-    async def _resume_session(
+    async def open_resumed_session(
         self,
         session_id: str,
         cwd: str | os.PathLike[str],
@@ -759,6 +774,8 @@ class ClientConnection:
         *,
         timeout: float | None = None,
     ) -> tuple[ActiveSession, ResumeSessionResponse]:
+        """``resume_session`` returning the agent's response too, with ``listener`` on the session before the
+        replay starts (``Conversation.resume`` and ``reconnect``'s entry point; internal)."""
         cwd_text, dirs, servers = self._roots("session/resume", cwd, mcp_servers, additional_directories)
         replay: Any = (
             ReplayFromStart() if replay_from == "start" else msgspec.UNSET if replay_from is None else replay_from
@@ -766,7 +783,7 @@ class ClientConnection:
         params = ResumeSessionRequest(
             session_id=session_id, cwd=cwd_text, additional_directories=dirs, mcp_servers=servers, replay_from=replay
         )
-        track = self._track(session_id)
+        track = self.session_track(session_id)
         remove = track.listen(listener, take_early=False) if listener is not None else None
         try:
             response = await self._call_auth("session/resume", params, _RESUME, timeout)
@@ -829,17 +846,18 @@ class ClientConnection:
             await self._call(
                 "session/delete", DeleteSessionRequest(session_id=session_id), decoder(DeleteSessionResponse), timeout
             )
-        self._tracks.pop(session_id, None)
+        self.session_tracks.pop(session_id, None)
 
     def session(self, session_id: str) -> ActiveSession:
         """A handle for a session this connection already has (e.g. from ``new_session``)."""
-        self._track(session_id)
+        self.session_track(session_id)
         return ActiveSession(self, session_id)
 
-    def _track(self, session_id: str) -> SessionTrack:
-        track = self._tracks.get(session_id)
+    def session_track(self, session_id: str) -> SessionTrack:
+        """``session_id``'s track, made if there is none yet (``SessionLink``)."""
+        track = self.session_tracks.get(session_id)
         if track is None:
-            track = self._tracks[session_id] = SessionTrack(session_id, max_cancellable=self.limits.cancellable)
+            track = self.session_tracks[session_id] = SessionTrack(session_id, max_cancellable=self.limits.cancellable)
         return track
 
     def _arrival_track(self, session_id: str) -> SessionTrack | None:
@@ -850,18 +868,18 @@ class ClientConnection:
             self.unknown_session_updates += 1
             return None
         self._provisional += 1
-        track = self._tracks[session_id] = SessionTrack(session_id, max_cancellable=self.limits.cancellable)
+        track = self.session_tracks[session_id] = SessionTrack(session_id, max_cancellable=self.limits.cancellable)
         track.early = []  # perhaps the session a pending session/new is creating
         return track
 
     def _drop_provisional(self, keep: str) -> None:
         """No session/new is in flight any more: forget the tracks kept for unknown sessions meanwhile."""
-        for session_id in [s for s, t in self._tracks.items() if t.early is not None and not t.listeners]:
+        for session_id in [s for s, t in self.session_tracks.items() if t.early is not None and not t.listeners]:
             if session_id != keep:
-                del self._tracks[session_id]
+                del self.session_tracks[session_id]
         self._provisional = 0
 
-    def _watch_prompt(self, track: SessionTrack, prompt: TrackedPrompt, after: Callable[[], None]) -> None:
+    def watch_prompt(self, track: SessionTrack, prompt: TrackedPrompt, after: Callable[[], None]) -> None:
         """Settle ``prompt`` the moment its answer is read, in wire order with the updates around it; then
         ``after()`` (the protocol's end of the exchange)."""
 
@@ -869,7 +887,7 @@ class ClientConnection:
             try:
                 track.settle(prompt, request.outcome(), None)
             except AcpError as exc:
-                track.settle(prompt, None, self._auth_error(exc, "session/prompt"))
+                track.settle(prompt, None, self.auth_error(exc, "session/prompt"))
             after()
 
         prompt.request._pending.add_done_callback(answered)
@@ -892,7 +910,7 @@ class ClientConnection:
         Async handlers go through this connection's own bounded queue, counted at arrival, so ``resume_session``
         can wait for every replayed update that arrived before its response.
         """
-        track = self._tracks.get(note.session_id) or self._arrival_track(note.session_id)
+        track = self.session_tracks.get(note.session_id) or self._arrival_track(note.session_id)
         if track is None:
             return self._to_application(note)  # a session this connection never opened or resumed
         if type(note.update) in TRACKED_UPDATES:  # a dict probe instead of four isinstance calls per chunk
@@ -934,7 +952,7 @@ class ClientConnection:
         if fn is None:
             self._track_runs(notes)
             return None
-        track = self._tracks.get(notes[0].session_id)
+        track = self.session_tracks.get(notes[0].session_id)
         if track is not None and track.early is None and not track.listeners and not self._update_is_async:
             steps = self._update_steps(notes, (track.session_id, fn))
         else:
@@ -945,7 +963,7 @@ class ClientConnection:
 
     def _track_runs(self, notes: list[UpdateSessionNotification]) -> None:
         """Track each update, then hand each stretch of one session's updates to its listeners (forward only)."""
-        tracks = self._tracks
+        tracks = self.session_tracks
         tracked = TRACKED_UPDATES
         current = notes[0].session_id
         track = tracks.get(current) or self._arrival_track(current)
@@ -1088,12 +1106,12 @@ class ClientConnection:
     def _declines(self, item: Interaction, receipt: int | None) -> bool:
         """Whether ``cancel_active_work`` covers this request: it was read before the cancelled work ended and
         its subject is not background work (which keeps running)."""
-        track = self._tracks.get(item.session_id or "")
+        track = self.session_tracks.get(item.session_id or "")
         if track is None or receipt is None or receipt >= track.cancel_barrier:
             return False
         return not item.subject_in(track.background)
 
-    def _waiting_interactions(self, session_id: str, background: frozenset[tuple[str, str]]) -> int:
+    def waiting_interactions(self, session_id: str, background: frozenset[tuple[str, str]]) -> int:
         """Interactive requests of ``session_id`` read but still waiting for a handler slot (they will be
         declined when they start), for ``cancel_active_work``'s count."""
         count = 0
@@ -1183,3 +1201,9 @@ async def _call_logged(fn: Callable[[Any], Any], arg: Any) -> None:
             await outcome
     except Exception:
         _log.exception("%r failed", fn)
+
+
+if TYPE_CHECKING:
+
+    def _is_session_link(connection: ClientConnection) -> SessionLink:
+        return connection  # checked by mypy: ClientConnection implements SessionLink

@@ -156,7 +156,7 @@ class Conversation:
     ) -> Conversation:
         """``session/new`` with this conversation listening from the first update (``start_conversation``)."""
         conversation = cls(max_history_size=max_history_size)
-        session, response = await client._new_session(
+        session, response = await client.open_new_session(
             cwd, mcp_servers, additional_directories, listener=conversation._listener
         )
         conversation._opened(session, response)
@@ -239,7 +239,7 @@ class Conversation:
     ) -> None:
         self.state.begin_resume(replay=replay_from is not None)
         try:
-            session, response = await client._resume_session(
+            session, response = await client.open_resumed_session(
                 session_id, cwd, replay_from, (), (), listener=self._listener
             )
         except BaseException:
@@ -268,7 +268,7 @@ class Conversation:
         self._detach = detach
         self._closed = None
         self._disconnected = False
-        session.connection._tg.start_soon(self._watch_connection, session.connection)
+        session.connection.start_soon(self._watch_connection, session.connection)
 
     def _unbind(self, error: BaseException) -> None:
         if self._detach is not None:
@@ -455,7 +455,7 @@ class Conversation:
             turn.prompt = prompt
             self._awaiting.append(turn)
 
-        session._send_tracked(blocks, on_settle=lambda prompt: self._on_answer(turn, prompt), on_tracked=tracked)
+        session.send_tracked(blocks, on_settle=lambda prompt: self._on_answer(turn, prompt), on_tracked=tracked)
         self._update_idle()
         return turn
 

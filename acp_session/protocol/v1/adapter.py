@@ -456,7 +456,7 @@ class V1Protocol(ProtocolAdapter):
         for provider in (client.file_system, client.terminals):
             closed = getattr(provider, "close_session", None)
             if closed is not None:
-                client._run_soon(closed, session_id)
+                client.run_soon(closed, session_id)
 
 
 def _reporting_writes(
