@@ -30,6 +30,8 @@ from .errors import AcpError, AuthRequired, InitializeTimeout, ResourceNotFound
 from .interactions import Interaction, InteractionRegistry, call_handler
 from .protocol.base import PromptExchange, ProtocolAdapter
 from .protocol.negotiate import DEFAULT_INITIALIZE_TIMEOUT, SUPPORTED_VERSIONS, negotiate
+from .protocol.routes import ClientOffer, advertised
+from .protocol.v1.adapter import V1Protocol
 from .rpc import Connection, PendingRequest, json_decode
 from .schema.types import (
     AGENT_METHODS,
@@ -203,18 +205,30 @@ class ClientBuilder:
         meta = msgspec.UNSET if self.meta is None else self.meta
         return ClientCapabilities(auth=auth, elicitation=elicitation, meta=meta)
 
+    def offer(self) -> ClientOffer:
+        """What this client offers the agent: the conditions of the protocol adapters' incoming routes
+        (``acp_session.protocol.routes``), from which the v1 ``fs`` / ``terminal`` capabilities are derived."""
+        files = self._file_system is not None
+        return ClientOffer(
+            file_system=files,
+            read_files=files and self._fs_access[0],
+            write_files=files and self._fs_access[1],
+            terminals=self._terminals is not None,
+            elicitation_complete=self._elicitation_complete is not None,
+        )
+
     def v1_initialize_request(self) -> v1.InitializeRequest:
         """What ``initialize`` advertises to a version 1 agent: the same identity and capabilities, plus
         ``fs`` and ``terminal`` exactly when a provider for them is set (``with_file_system`` / ``with_terminals``
-        or ``on_file_system`` / ``on_terminals``)."""
+        or ``on_file_system`` / ``on_terminals``): each flag is true exactly when the v1 adapter registers its
+        methods (both come from ``V1Protocol.routes``)."""
         plain: dict[str, Any] = to_builtins(self.capabilities())
-        fs: dict[str, Any] = {}
-        if self._file_system is not None:
-            fs = {"readTextFile": self._fs_access[0], "writeTextFile": self._fs_access[1]}
+        offer = self.offer()
         if plain.get("auth", {}).get("terminal") is not None:
             plain["auth"] = {"terminal": True}
-        plain["fs"] = fs
-        plain["terminal"] = self._terminals is not None
+        plain.update(advertised(V1Protocol.routes, offer))
+        if not offer.file_system:
+            plain["fs"] = {}  # no provider: an empty object, as v1 clients commonly send
         return v1.InitializeRequest(
             protocol_version=1,
             client_capabilities=convert(plain, v1.ClientCapabilities),
@@ -456,6 +470,7 @@ class ClientConnection:
         self._update_send, receive = anyio.create_memory_object_stream[Any](1024)
         self._file_system = builder._file_system() if builder._file_system is not None else None
         self._terminals = builder._terminals() if builder._terminals is not None else None
+        self._offer = builder.offer()
         if builder._update is not None:
             tg.start_soon(self._update_consumer, receive)
         self._install(builder)
@@ -511,6 +526,12 @@ class ClientConnection:
     def terminals(self) -> TerminalProvider | None:
         """The provider answering v1 ``terminal/*`` calls, if the builder set one."""
         return self._terminals
+
+    @property
+    def offer(self) -> ClientOffer:
+        """What this connection offers the agent (``ClientBuilder.offer()`` when it was made): which of the
+        protocol adapter's incoming routes are registered."""
+        return self._offer
 
     @property
     def elicitation_complete(self) -> Callable[[Any], Any] | None:
