@@ -617,17 +617,17 @@ class ClientConnection:
         self._other_request_sent = True
         return protocol.prompt(session_id, blocks)
 
-    def _deliver_synthetic(self, note: UpdateSessionNotification) -> None:
+    def deliver_synthetic(self, note: UpdateSessionNotification) -> None:
         """An update the protocol adapter made up (v1's user message and turn states), in wire order."""
         try:
-            outcome = self._on_update(note)
+            outcome = self.receive_update(note)
         except Exception:
             _log.exception("session update listener failed")
             return
         if outcome is not None and inspect.isawaitable(outcome):
             self._tg.start_soon(_await, outcome)  # the application's update queue is full: deliver it later
 
-    def _file_written(self, session_id: str, path: str, content: str) -> None:
+    def file_written(self, session_id: str, path: str, content: str) -> None:
         """The client wrote a file for the agent (v1 ``fs/write_text_file``): tell the session's listeners."""
         track = self.session_tracks.get(session_id)  # an unknown session has no listeners
         if track is not None:
@@ -925,7 +925,7 @@ class ClientConnection:
         rpc.set_fallback_request_handler(builder._fallback_request)
         rpc.set_fallback_notification_handler(builder._fallback_notification)
 
-    def _on_update(self, note: UpdateSessionNotification) -> Any:
+    def receive_update(self, note: UpdateSessionNotification) -> Any:
         """Runs inline in the reader (sync): track first, then the application's handler, in arrival order.
 
         Async handlers go through this connection's own bounded queue, counted at arrival, so ``resume_session``
@@ -961,8 +961,8 @@ class ClientConnection:
             return self._queue_update(outcome)
         return None
 
-    def _on_updates(self, notes: list[UpdateSessionNotification]) -> Any:
-        """``_on_update`` for a run of updates that one read brought in: same outcome, same order.
+    def receive_updates(self, notes: list[UpdateSessionNotification]) -> Any:
+        """``receive_update`` for a run of updates that one read brought in: same outcome, same order.
 
         Without an application handler, each stretch of one session's updates is tracked, then handed on in
         one call (``_hand_run``). With one, updates go note by note (a sync handler with no listeners is
@@ -1040,7 +1040,7 @@ class ClientConnection:
     def _update_steps(
         self, notes: list[UpdateSessionNotification], direct: tuple[str, Callable[[Any], Any]] | None = None
     ) -> Iterator[Awaitable[Any]]:
-        """``_on_update`` note by note; yields each awaitable to finish before the next note.
+        """``receive_update`` note by note; yields each awaitable to finish before the next note.
 
         ``direct`` is ``(session_id, handler)`` for a session without listeners and a sync application
         handler: its untracked updates go straight to the handler.
@@ -1048,7 +1048,7 @@ class ClientConnection:
         for note in notes:
             try:
                 if direct is None or note.session_id != direct[0] or type(note.update) in TRACKED_UPDATES:
-                    outcome = self._on_update(note)
+                    outcome = self.receive_update(note)
                 else:
                     outcome = direct[1](note)
                     if outcome is not None and inspect.isawaitable(outcome):
@@ -1087,7 +1087,7 @@ class ClientConnection:
         while self._update_inflight:
             await self._updates_idle.wait()
 
-    async def _on_permission(self, request: RequestPermissionRequest) -> RequestPermissionResponse:
+    async def decide_permission(self, request: RequestPermissionRequest) -> RequestPermissionResponse:
         subject = request.subject
         tool_call_id: str | None = None
         terminal_id: str | None = None
@@ -1151,7 +1151,7 @@ class ClientConnection:
                 count += 1
         return count
 
-    async def _on_elicitation(self, request: CreateElicitationRequest) -> CreateElicitationResponse:
+    async def decide_elicitation(self, request: CreateElicitationRequest) -> CreateElicitationResponse:
         fn = self.builder._elicitation
         mode = (
             "form"

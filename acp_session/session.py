@@ -50,6 +50,7 @@ from .schema.types import (
     UpdateSessionNotification,
     UserMessage,
 )
+from .update_kinds import TRACKED_UPDATES
 
 if TYPE_CHECKING:
     from .client import ClientConnection
@@ -318,8 +319,6 @@ class SessionTrack:
 _STATE_UPDATES = (StateUpdate, unstable.StateUpdate)
 FINAL_TOOL_CALL_STATUSES = frozenset({"completed", "failed", "cancelled"})
 """Statuses after which a tool call does not run again; any other value (even an unknown one) is in progress."""
-TRACKED_UPDATES = frozenset({*_STATE_UPDATES, ToolCallUpdated, TerminalUpdate, UserMessage, ConfigOptionUpdate})
-"""Update types ``SessionTrack.apply`` reads; the connection skips the call for everything else."""
 
 
 def _background_key(item: Any) -> tuple[str, str]:

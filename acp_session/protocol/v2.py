@@ -37,16 +37,18 @@ class V2Protocol(ProtocolAdapter):
             "session/update",
             "notification",
             decoder(UpdateSessionNotification),
-            Target("client", "_on_update"),
-            batch=Target("client", "_on_updates"),
+            Target("client", "receive_update"),
+            batch=Target("client", "receive_updates"),
         ),
         Route(
             "session/request_permission",
             "request",
             decoder(RequestPermissionRequest),
-            Target("client", "_on_permission"),
+            Target("client", "decide_permission"),
         ),
-        Route("elicitation/create", "request", decoder(CreateElicitationRequest), Target("client", "_on_elicitation")),
+        Route(
+            "elicitation/create", "request", decoder(CreateElicitationRequest), Target("client", "decide_elicitation")
+        ),
         Route(
             "elicitation/complete",
             "notification",

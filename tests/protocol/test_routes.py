@@ -130,8 +130,11 @@ async def test_session_update_keeps_its_typed_decoder_and_batch(version: int) ->
         handler = client.rpc._notifications["session/update"]
         route = next(r for r in TABLES[version] if r.method == "session/update")
         assert handler.decode is route.decode and typed_decoder_of(handler.decode) is not None
-        owner: Any = client if version == 2 else client.protocol
-        assert handler.fn == owner._on_update and handler.batch == owner._on_updates
+        if version == 2:
+            assert handler.fn == client.receive_update and handler.batch == client.receive_updates
+        else:
+            adapter: Any = client.protocol
+            assert handler.fn == adapter._on_update and handler.batch == adapter._on_updates
 
 
 def _capability_flags(builder: ClientBuilder) -> dict[str, bool]:

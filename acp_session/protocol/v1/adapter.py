@@ -365,7 +365,7 @@ class V1Protocol(ProtocolAdapter):
     def _emit(self, session_id: str, update: Any) -> None:
         client = self._client
         if client is not None:
-            client._deliver_synthetic(m.UpdateSessionNotification(session_id=session_id, update=update))
+            client.deliver_synthetic(m.UpdateSessionNotification(session_id=session_id, update=update))
 
     # -- incoming --------------------------------------------------------------------------------------------
 
@@ -415,7 +415,7 @@ class V1Protocol(ProtocolAdapter):
         model = self._to_model(note)
         if model is None or self._client is None:
             return None
-        return self._client._on_update(model)
+        return self._client.receive_update(model)
 
     def _on_updates(self, notes: list[v1.SessionNotification]) -> Any:
         """``_on_update`` for a run of updates one read brought in: the hot path of a streamed v1 turn.
@@ -457,17 +457,17 @@ class V1Protocol(ProtocolAdapter):
                 stretch_kind = None
         if not models or self._client is None:
             return None
-        return self._client._on_updates(models)
+        return self._client.receive_updates(models)
 
     async def _on_permission(self, request: v1.RequestPermissionRequest) -> Any:
         assert self._client is not None
-        answer = await self._client._on_permission(cv.permission_request(request))
+        answer = await self._client.decide_permission(cv.permission_request(request))
         return cv.permission_response_to_v1(answer)
 
     async def _on_elicitation(self, request: Any) -> Any:
         assert self._client is not None
         model = convert(to_builtins(request), m.CreateElicitationRequest)
-        return to_builtins(await self._client._on_elicitation(model))
+        return to_builtins(await self._client.decide_elicitation(model))
 
     async def _write_text_file(self, request: v1.WriteTextFileRequest) -> v1.WriteTextFileResponse:
         """The provider's ``write_text_file`` (built-in or the embedder's), then, only once it returned, the
@@ -477,7 +477,7 @@ class V1Protocol(ProtocolAdapter):
         assert client is not None and client.file_system is not None  # the route exists only with a provider
         response = await client.file_system.write_text_file(request)
         try:
-            client._file_written(request.session_id, request.path, request.content)
+            client.file_written(request.session_id, request.path, request.content)
         except Exception:
             _log.exception("a file-written listener failed for %s", request.path)
         return response
