@@ -18,7 +18,6 @@ from typing import Annotated, Any, ClassVar, Final, Union
 import msgspec
 
 __all__ = [
-    "MODEL_SUBTYPES",
     "DEFAULT_ON_ERROR",
     "DEFAULT_ON_NULL",
     "SKIP_INVALID_ITEMS",
@@ -40,12 +39,6 @@ __all__ = [
 DEFAULT_ON_ERROR: Final = 1
 DEFAULT_ON_NULL: Final = 2
 SKIP_INVALID_ITEMS: Final = 4
-
-
-MODEL_SUBTYPES: dict[type, type] = {}
-"""Wire-specific subclasses of model types -> the model type each stands for. A protocol adapter that decodes
-straight into such a subclass (v1 chunks: ``messageId`` optional until the adapter sets it) registers it here,
-and the fold treats it exactly as its model type."""
 
 
 class AcpStruct(msgspec.Struct, kw_only=True, rename="camel", gc=False, repr_omit_defaults=True):

@@ -12,7 +12,7 @@ import inspect
 import logging
 import math
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
 from itertools import chain
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
@@ -30,6 +30,8 @@ from .errors import AcpError, AuthRequired, InitializeTimeout, ResourceNotFound
 from .interactions import Interaction, InteractionRegistry, call_handler
 from .protocol.base import PromptExchange, ProtocolAdapter
 from .protocol.negotiate import DEFAULT_INITIALIZE_TIMEOUT, SUPPORTED_VERSIONS, negotiate
+from .protocol.routes import ClientOffer, advertised
+from .protocol.v1.adapter import V1Protocol
 from .rpc import Connection, PendingRequest, json_decode
 from .schema.types import (
     AGENT_METHODS,
@@ -96,6 +98,7 @@ from .transport.environment import EnvPolicy, agent_environment
 if TYPE_CHECKING:
     from .conversation.conversation import Conversation
     from .providers import FileSystemProvider, TerminalProvider
+    from .session import SessionLink
 
 __all__ = ["PROTOCOL_VERSION", "ClientBuilder", "ClientConnection", "ElicitationMode"]
 
@@ -202,18 +205,30 @@ class ClientBuilder:
         meta = msgspec.UNSET if self.meta is None else self.meta
         return ClientCapabilities(auth=auth, elicitation=elicitation, meta=meta)
 
+    def offer(self) -> ClientOffer:
+        """What this client offers the agent: the conditions of the protocol adapters' incoming routes
+        (``acp_session.protocol.routes``), from which the v1 ``fs`` / ``terminal`` capabilities are derived."""
+        files = self._file_system is not None
+        return ClientOffer(
+            file_system=files,
+            read_files=files and self._fs_access[0],
+            write_files=files and self._fs_access[1],
+            terminals=self._terminals is not None,
+            elicitation_complete=self._elicitation_complete is not None,
+        )
+
     def v1_initialize_request(self) -> v1.InitializeRequest:
         """What ``initialize`` advertises to a version 1 agent: the same identity and capabilities, plus
         ``fs`` and ``terminal`` exactly when a provider for them is set (``with_file_system`` / ``with_terminals``
-        or ``on_file_system`` / ``on_terminals``)."""
+        or ``on_file_system`` / ``on_terminals``): each flag is true exactly when the v1 adapter registers its
+        methods (both come from ``V1Protocol.routes``)."""
         plain: dict[str, Any] = to_builtins(self.capabilities())
-        fs: dict[str, Any] = {}
-        if self._file_system is not None:
-            fs = {"readTextFile": self._fs_access[0], "writeTextFile": self._fs_access[1]}
+        offer = self.offer()
         if plain.get("auth", {}).get("terminal") is not None:
             plain["auth"] = {"terminal": True}
-        plain["fs"] = fs
-        plain["terminal"] = self._terminals is not None
+        plain.update(advertised(V1Protocol.routes, offer))
+        if not offer.file_system:
+            plain["fs"] = {}  # no provider: an empty object, as v1 clients commonly send
         return v1.InitializeRequest(
             protocol_version=1,
             client_capabilities=convert(plain, v1.ClientCapabilities),
@@ -425,6 +440,10 @@ class ClientConnection:
 
     Whatever protocol version was agreed, everything here speaks the model (the v2 types); the
     ``protocol`` adapter maps it to the agent's wire.
+
+    It is the ``SessionLink`` of its ``ActiveSession`` handles (``acp_session.session``). Those members, and the
+    few entry points of the conversation layer (``open_new_session``, ``open_resumed_session``, ``start_soon``),
+    are internal to the package: the API reference leaves them out (mkdocs.yml).
     """
 
     def __init__(self, rpc: Connection, builder: ClientBuilder, tg: TaskGroup) -> None:
@@ -436,7 +455,8 @@ class ClientConnection:
         self._ready = anyio.Event()
         self._initializing = False
         self._other_request_sent = False
-        self._tracks: dict[str, SessionTrack] = {}
+        self.session_tracks: dict[str, SessionTrack] = {}
+        """Each session's track by id (``SessionLink``; internal)."""
         self.limits = builder._limits
         self._opening = 0  # session/new requests in flight: unknown sessions' early updates are kept
         self._provisional = 0  # tracks made for unknown sessions while a session/new was in flight
@@ -450,6 +470,7 @@ class ClientConnection:
         self._update_send, receive = anyio.create_memory_object_stream[Any](1024)
         self._file_system = builder._file_system() if builder._file_system is not None else None
         self._terminals = builder._terminals() if builder._terminals is not None else None
+        self._offer = builder.offer()
         if builder._update is not None:
             tg.start_soon(self._update_consumer, receive)
         self._install(builder)
@@ -507,6 +528,12 @@ class ClientConnection:
         return self._terminals
 
     @property
+    def offer(self) -> ClientOffer:
+        """What this connection offers the agent (``ClientBuilder.offer()`` when it was made): which of the
+        protocol adapter's incoming routes are registered."""
+        return self._offer
+
+    @property
     def elicitation_complete(self) -> Callable[[Any], Any] | None:
         return self.builder._elicitation_complete
 
@@ -545,7 +572,7 @@ class ClientConnection:
 
     # -- raw access ----------------------------------------------------------------------------------------
 
-    def _rpc_request(
+    def rpc_request(
         self, method: str, params: Any, decode: Callable[[bytes], T], timeout: float | None = None
     ) -> PendingRequest[T]:
         """Send ``method``; with a ``timeout`` the request gives up that many seconds from now (while awaited:
@@ -561,13 +588,13 @@ class ClientConnection:
 
     async def _call(self, method: str, params: Any, decode: Callable[[bytes], T], timeout: float | None = None) -> T:
         await self._ready.wait()  # a repeated initialize in flight: wait for it
-        return await self._rpc_request(method, params, decode, timeout)
+        return await self.rpc_request(method, params, decode, timeout)
 
-    async def _rpc_notify(self, method: str, params: Any) -> None:
+    async def rpc_notify(self, method: str, params: Any) -> None:
         await self._ready.wait()
         await self.protocol.notify(method, params)
 
-    def _auth_error(self, error: AcpError, method: str) -> AcpError:
+    def auth_error(self, error: AcpError, method: str) -> AcpError:
         """A refusal for lack of login (-32000) as ``AuthenticationRequired``, with the agent's login methods."""
         if isinstance(error, AuthRequired):
             return AuthenticationRequired.of(error, self.login_methods, method)
@@ -580,34 +607,40 @@ class ClientConnection:
         try:
             return await self._call(method, params, decode, timeout)
         except AuthRequired as exc:
-            raise self._auth_error(exc, method) from None
+            raise self.auth_error(exc, method) from None
 
-    def _send_prompt(self, session_id: str, blocks: Sequence[ContentBlock]) -> PromptExchange:
+    def prompt_exchange(self, session_id: str, blocks: Sequence[ContentBlock]) -> PromptExchange:
+        """Send ``session/prompt`` for ``session_id`` through the protocol adapter (``SessionLink``)."""
         protocol = self._protocol
         if self._initializing or protocol is None:
             raise AcpError("session/prompt: initialize has not completed")
         self._other_request_sent = True
         return protocol.prompt(session_id, blocks)
 
-    def _deliver_synthetic(self, note: UpdateSessionNotification) -> None:
+    def deliver_synthetic(self, note: UpdateSessionNotification) -> None:
         """An update the protocol adapter made up (v1's user message and turn states), in wire order."""
         try:
-            outcome = self._on_update(note)
+            outcome = self.receive_update(note)
         except Exception:
             _log.exception("session update listener failed")
             return
         if outcome is not None and inspect.isawaitable(outcome):
             self._tg.start_soon(_await, outcome)  # the application's update queue is full: deliver it later
 
-    def _file_written(self, session_id: str, path: str, content: str) -> None:
+    def file_written(self, session_id: str, path: str, content: str) -> None:
         """The client wrote a file for the agent (v1 ``fs/write_text_file``): tell the session's listeners."""
-        track = self._tracks.get(session_id)  # an unknown session has no listeners
+        track = self.session_tracks.get(session_id)  # an unknown session has no listeners
         if track is not None:
             track.wrote_file(path, content)
 
-    def _run_soon(self, fn: Callable[[Any], Any], arg: Any) -> None:
+    def run_soon(self, fn: Callable[[Any], Any], arg: Any) -> None:
         """Run ``fn(arg)`` (sync or async) in this connection's task group; failures are logged."""
         self._tg.start_soon(_call_logged, fn, arg)
+
+    def start_soon(self, fn: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> None:
+        """Start the task ``fn(*args)`` in this connection's task group, which it lives and fails with (a
+        ``Conversation`` watches its connection so); ``run_soon`` is the one whose failures are only logged."""
+        self._tg.start_soon(fn, *args)
 
     def request(self, method: str, params: Any = None, *, timeout: float | None = None) -> SentRequest[Any]:
         """Send an extension request (``_``-prefixed) or a schema method by name; the result is plain JSON
@@ -618,11 +651,11 @@ class ClientConnection:
         decode = json_decode if spec is None else decoder(spec.result)
         if spec is None:
             _ext_name(method)
-        return SentRequest(self._rpc_request(method, params, decode, timeout))
+        return SentRequest(self.rpc_request(method, params, decode, timeout))
 
     async def notify(self, method: str, params: Any = None) -> None:
         """Send an extension notification (``_``-prefixed)."""
-        await self._rpc_notify(_ext_name(method), params)
+        await self.rpc_notify(_ext_name(method), params)
 
     # -- auth ------------------------------------------------------------------------------------------------
 
@@ -663,7 +696,8 @@ class ClientConnection:
             raise CapabilityNotSupported(method, "session")
         return caps
 
-    def _prompt_capabilities(self) -> PromptCapabilities | None:
+    def prompt_capabilities(self) -> PromptCapabilities | None:
+        """The agent's ``session.prompt`` capabilities, or None if it advertised none."""
         caps = self.agent_capabilities.session
         prompt = caps.prompt if isinstance(caps, SessionCapabilities) else None
         return prompt if isinstance(prompt, PromptCapabilities) else None
@@ -702,10 +736,10 @@ class ClientConnection:
         ``timeout`` (seconds; None: no limit, the default) withdraws the request with ``$/cancel_request`` and
         raises ``RequestTimeout`` when the agent has not answered in time. The same holds for the
         ``timeout`` of every other call here and on ``ActiveSession``."""
-        session, _ = await self._new_session(cwd, mcp_servers, additional_directories, timeout=timeout)
+        session, _ = await self.open_new_session(cwd, mcp_servers, additional_directories, timeout=timeout)
         return session
 
-    async def _new_session(
+    async def open_new_session(
         self,
         cwd: str | os.PathLike[str],
         mcp_servers: Sequence[McpServer],
@@ -714,6 +748,8 @@ class ClientConnection:
         *,
         timeout: float | None = None,
     ) -> tuple[ActiveSession, NewSessionResponse]:
+        """``new_session`` returning the agent's response too, with ``listener`` on the session before its first
+        update is delivered (``Conversation.open``'s entry point; internal)."""
         cwd_text, dirs, servers = self._roots("session/new", cwd, mcp_servers, additional_directories)
         params = NewSessionRequest(cwd=cwd_text, additional_directories=dirs, mcp_servers=servers)
         self._opening += 1
@@ -723,7 +759,7 @@ class ClientConnection:
             self._opening -= 1
         if not self._opening:
             self._drop_provisional(keep=response.session_id)
-        track = self._track(response.session_id)
+        track = self.session_track(response.session_id)
         if listener is not None:
             track.listen(listener)
         track.early = None
@@ -743,12 +779,12 @@ class ClientConnection:
         timeout: float | None = None,
     ) -> ActiveSession:
         """``session/resume`` with the session's cwd (ACP2-068); replayed updates reach the handlers first."""
-        session, _ = await self._resume_session(
+        session, _ = await self.open_resumed_session(
             session_id, cwd, replay_from, mcp_servers, additional_directories, timeout=timeout
         )
         return session
 
-    async def _resume_session(
+    async def open_resumed_session(
         self,
         session_id: str,
         cwd: str | os.PathLike[str],
@@ -759,6 +795,8 @@ class ClientConnection:
         *,
         timeout: float | None = None,
     ) -> tuple[ActiveSession, ResumeSessionResponse]:
+        """``resume_session`` returning the agent's response too, with ``listener`` on the session before the
+        replay starts (``Conversation.resume`` and ``reconnect``'s entry point; internal)."""
         cwd_text, dirs, servers = self._roots("session/resume", cwd, mcp_servers, additional_directories)
         replay: Any = (
             ReplayFromStart() if replay_from == "start" else msgspec.UNSET if replay_from is None else replay_from
@@ -766,7 +804,7 @@ class ClientConnection:
         params = ResumeSessionRequest(
             session_id=session_id, cwd=cwd_text, additional_directories=dirs, mcp_servers=servers, replay_from=replay
         )
-        track = self._track(session_id)
+        track = self.session_track(session_id)
         remove = track.listen(listener, take_early=False) if listener is not None else None
         try:
             response = await self._call_auth("session/resume", params, _RESUME, timeout)
@@ -829,17 +867,18 @@ class ClientConnection:
             await self._call(
                 "session/delete", DeleteSessionRequest(session_id=session_id), decoder(DeleteSessionResponse), timeout
             )
-        self._tracks.pop(session_id, None)
+        self.session_tracks.pop(session_id, None)
 
     def session(self, session_id: str) -> ActiveSession:
         """A handle for a session this connection already has (e.g. from ``new_session``)."""
-        self._track(session_id)
+        self.session_track(session_id)
         return ActiveSession(self, session_id)
 
-    def _track(self, session_id: str) -> SessionTrack:
-        track = self._tracks.get(session_id)
+    def session_track(self, session_id: str) -> SessionTrack:
+        """``session_id``'s track, made if there is none yet (``SessionLink``)."""
+        track = self.session_tracks.get(session_id)
         if track is None:
-            track = self._tracks[session_id] = SessionTrack(session_id, max_cancellable=self.limits.cancellable)
+            track = self.session_tracks[session_id] = SessionTrack(session_id, max_cancellable=self.limits.cancellable)
         return track
 
     def _arrival_track(self, session_id: str) -> SessionTrack | None:
@@ -850,18 +889,18 @@ class ClientConnection:
             self.unknown_session_updates += 1
             return None
         self._provisional += 1
-        track = self._tracks[session_id] = SessionTrack(session_id, max_cancellable=self.limits.cancellable)
+        track = self.session_tracks[session_id] = SessionTrack(session_id, max_cancellable=self.limits.cancellable)
         track.early = []  # perhaps the session a pending session/new is creating
         return track
 
     def _drop_provisional(self, keep: str) -> None:
         """No session/new is in flight any more: forget the tracks kept for unknown sessions meanwhile."""
-        for session_id in [s for s, t in self._tracks.items() if t.early is not None and not t.listeners]:
+        for session_id in [s for s, t in self.session_tracks.items() if t.early is not None and not t.listeners]:
             if session_id != keep:
-                del self._tracks[session_id]
+                del self.session_tracks[session_id]
         self._provisional = 0
 
-    def _watch_prompt(self, track: SessionTrack, prompt: TrackedPrompt, after: Callable[[], None]) -> None:
+    def watch_prompt(self, track: SessionTrack, prompt: TrackedPrompt, after: Callable[[], None]) -> None:
         """Settle ``prompt`` the moment its answer is read, in wire order with the updates around it; then
         ``after()`` (the protocol's end of the exchange)."""
 
@@ -869,7 +908,7 @@ class ClientConnection:
             try:
                 track.settle(prompt, request.outcome(), None)
             except AcpError as exc:
-                track.settle(prompt, None, self._auth_error(exc, "session/prompt"))
+                track.settle(prompt, None, self.auth_error(exc, "session/prompt"))
             after()
 
         prompt.request._pending.add_done_callback(answered)
@@ -886,13 +925,13 @@ class ClientConnection:
         rpc.set_fallback_request_handler(builder._fallback_request)
         rpc.set_fallback_notification_handler(builder._fallback_notification)
 
-    def _on_update(self, note: UpdateSessionNotification) -> Any:
+    def receive_update(self, note: UpdateSessionNotification) -> Any:
         """Runs inline in the reader (sync): track first, then the application's handler, in arrival order.
 
         Async handlers go through this connection's own bounded queue, counted at arrival, so ``resume_session``
         can wait for every replayed update that arrived before its response.
         """
-        track = self._tracks.get(note.session_id) or self._arrival_track(note.session_id)
+        track = self.session_tracks.get(note.session_id) or self._arrival_track(note.session_id)
         if track is None:
             return self._to_application(note)  # a session this connection never opened or resumed
         if type(note.update) in TRACKED_UPDATES:  # a dict probe instead of four isinstance calls per chunk
@@ -922,38 +961,74 @@ class ClientConnection:
             return self._queue_update(outcome)
         return None
 
-    def _on_updates(self, notes: list[UpdateSessionNotification]) -> Any:
-        """``_on_update`` for a run of updates that one read brought in: same outcome, same order.
+    def receive_updates(self, notes: list[UpdateSessionNotification]) -> Any:
+        """``receive_update`` for a run of updates that one read brought in: same outcome, same order.
 
-        A session whose only listener is a ``BatchUpdateListener`` (a Conversation) gets the whole run in
-        one call; a sync application handler with no listeners is called in a tight loop. Tracked updates
-        and updates of other sessions still take ``_on_update``. Returns None, or an awaitable that
-        delivers the rest once the application's update queue has room.
+        Without an application handler, each stretch of one session's updates is tracked, then handed on in
+        one call (``_hand_run``). With one, updates go note by note (a sync handler with no listeners is
+        called in a tight loop). Returns None, or an awaitable that delivers the rest once the application's
+        update queue has room.
         """
-        track = self._tracks.get(notes[0].session_id)
         fn = self.builder._update
-        if track is not None and track.early is None:
-            listeners = track.listeners
-            if fn is None and len(listeners) == 1 and type(listeners[0]) is BatchUpdateListener:
-                try:
-                    listeners[0].many(notes, self._deliver_update)
-                except Exception:
-                    _log.exception("session update listener failed")
-                return None
-            direct = None if fn is None or listeners or self._update_is_async else (track.session_id, fn)
-            steps = self._update_steps(notes, direct)
+        if fn is None:
+            self._track_runs(notes)
+            return None
+        track = self.session_tracks.get(notes[0].session_id)
+        if track is not None and track.early is None and not track.listeners and not self._update_is_async:
+            steps = self._update_steps(notes, (track.session_id, fn))
         else:
             steps = self._update_steps(notes)
         for waiting in steps:
             return self._finish_updates(chain((waiting,), steps))
         return None
 
-    def _deliver_update(self, note: UpdateSessionNotification) -> None:
-        """``_on_update`` for a note a batch listener hands back (no application handler is set)."""
-        try:
-            self._on_update(note)
-        except Exception:
-            _log.exception("session update listener failed")
+    def _track_runs(self, notes: list[UpdateSessionNotification]) -> None:
+        """Track each update, then hand each stretch of one session's updates to its listeners (forward only)."""
+        tracks = self.session_tracks
+        tracked = TRACKED_UPDATES
+        current = notes[0].session_id
+        track = tracks.get(current) or self._arrival_track(current)
+        start = 0
+        for index, note in enumerate(notes):
+            session_id = note.session_id
+            if session_id != current:
+                if track is not None and start < index:
+                    self._hand_run(track, notes[start:index])
+                start, current = index, session_id
+                track = tracks.get(session_id) or self._arrival_track(session_id)
+                if track is None:
+                    continue  # counted by _arrival_track
+            if track is None:
+                if index > start:
+                    self.unknown_session_updates += 1
+            elif type(note.update) in tracked:  # a dict probe instead of four isinstance calls per chunk
+                track.apply(note)
+                if track.cancel_barrier == math.inf and track.state == "idle":
+                    track.cancel_barrier = self.rpc.requests_received  # the cancelled work ended here
+        if track is not None:
+            self._hand_run(track, notes if start == 0 else notes[start:])
+
+    def _hand_run(self, track: SessionTrack, run: list[UpdateSessionNotification]) -> None:
+        """A tracked stretch of one session's updates to its listeners: in one call to a lone
+        ``BatchUpdateListener``, else note by note; kept for later while a ``session/new`` may still claim it."""
+        listeners = track.listeners
+        if len(listeners) == 1 and type(listeners[0]) is BatchUpdateListener:
+            try:
+                listeners[0].many(run)
+            except Exception:
+                _log.exception("session update listener failed")
+            return
+        if listeners:
+            for note in run:
+                try:
+                    for listener in listeners:
+                        listener(note)
+                except Exception:
+                    _log.exception("session update listener failed")
+            return
+        early = track.early
+        if early is not None:
+            early.extend(run[: max(0, self.limits.early_updates - len(early))])
 
     async def _finish_updates(self, steps: Iterator[Awaitable[Any]]) -> None:
         for waiting in steps:
@@ -965,7 +1040,7 @@ class ClientConnection:
     def _update_steps(
         self, notes: list[UpdateSessionNotification], direct: tuple[str, Callable[[Any], Any]] | None = None
     ) -> Iterator[Awaitable[Any]]:
-        """``_on_update`` note by note; yields each awaitable to finish before the next note.
+        """``receive_update`` note by note; yields each awaitable to finish before the next note.
 
         ``direct`` is ``(session_id, handler)`` for a session without listeners and a sync application
         handler: its untracked updates go straight to the handler.
@@ -973,7 +1048,7 @@ class ClientConnection:
         for note in notes:
             try:
                 if direct is None or note.session_id != direct[0] or type(note.update) in TRACKED_UPDATES:
-                    outcome = self._on_update(note)
+                    outcome = self.receive_update(note)
                 else:
                     outcome = direct[1](note)
                     if outcome is not None and inspect.isawaitable(outcome):
@@ -1012,7 +1087,7 @@ class ClientConnection:
         while self._update_inflight:
             await self._updates_idle.wait()
 
-    async def _on_permission(self, request: RequestPermissionRequest) -> RequestPermissionResponse:
+    async def decide_permission(self, request: RequestPermissionRequest) -> RequestPermissionResponse:
         subject = request.subject
         tool_call_id: str | None = None
         terminal_id: str | None = None
@@ -1052,12 +1127,12 @@ class ClientConnection:
     def _declines(self, item: Interaction, receipt: int | None) -> bool:
         """Whether ``cancel_active_work`` covers this request: it was read before the cancelled work ended and
         its subject is not background work (which keeps running)."""
-        track = self._tracks.get(item.session_id or "")
+        track = self.session_tracks.get(item.session_id or "")
         if track is None or receipt is None or receipt >= track.cancel_barrier:
             return False
         return not item.subject_in(track.background)
 
-    def _waiting_interactions(self, session_id: str, background: frozenset[tuple[str, str]]) -> int:
+    def waiting_interactions(self, session_id: str, background: frozenset[tuple[str, str]]) -> int:
         """Interactive requests of ``session_id`` read but still waiting for a handler slot (they will be
         declined when they start), for ``cancel_active_work``'s count."""
         count = 0
@@ -1076,7 +1151,7 @@ class ClientConnection:
                 count += 1
         return count
 
-    async def _on_elicitation(self, request: CreateElicitationRequest) -> CreateElicitationResponse:
+    async def decide_elicitation(self, request: CreateElicitationRequest) -> CreateElicitationResponse:
         fn = self.builder._elicitation
         mode = (
             "form"
@@ -1147,3 +1222,9 @@ async def _call_logged(fn: Callable[[Any], Any], arg: Any) -> None:
             await outcome
     except Exception:
         _log.exception("%r failed", fn)
+
+
+if TYPE_CHECKING:
+
+    def _is_session_link(connection: ClientConnection) -> SessionLink:
+        return connection  # checked by mypy: ClientConnection implements SessionLink

@@ -2,16 +2,17 @@
 
 The handle holds only the session id and the connection; what the agent reported (background work, cancel
 capabilities, prompts in flight) lives in the connection's per-session ``SessionTrack``, so every clone agrees.
+All the handle asks of its connection is named by ``SessionLink`` (``ClientConnection`` implements it).
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar, cast
 
 import msgspec
 
@@ -49,9 +50,13 @@ from .schema.types import (
     UpdateSessionNotification,
     UserMessage,
 )
+from .update_kinds import TRACKED_UPDATES
 
 if TYPE_CHECKING:
     from .client import ClientConnection
+    from .interactions import InteractionRegistry
+    from .protocol.base import PromptExchange, ProtocolAdapter
+    from .rpc import Connection
 
 __all__ = [
     "ActiveSession",
@@ -74,16 +79,15 @@ UpdateListener = Callable[[UpdateSessionNotification], None]
 class BatchUpdateListener:
     """An update listener that can also take a run of consecutive updates in one call.
 
-    When it is a session's only listener and no application update handler is set, the connection
-    passes each run of updates one read brought in (any sessions, any types) as
-    ``many(notes, deliver)``. For each note in order, ``many`` either handles it exactly as ``one``
-    would, which it may do only for an update of its own session whose type is not in
-    ``TRACKED_UPDATES``, or calls ``deliver(note)``, which takes the note through the normal per-note
-    path (tracking, then ``one``). That saves several calls per update on long streams of chunks.
+    When it is a session's only listener and no application update handler is set, the connection hands it
+    each run of its session's updates that one read brought in as ``many(notes)``, after tracking them
+    (``SessionTrack.apply``), exactly where it would have called ``one`` for each. ``many`` must give the
+    result ``one`` gives note by note. Nothing flows back: the route is rpc → connection (tracking) →
+    listener. That saves several calls per update on long streams of chunks.
     """
 
     one: UpdateListener
-    many: Callable[[list[UpdateSessionNotification], UpdateListener], None]
+    many: Callable[[list[UpdateSessionNotification]], None]
 
     def __call__(self, note: UpdateSessionNotification) -> None:
         self.one(note)
@@ -315,8 +319,6 @@ class SessionTrack:
 _STATE_UPDATES = (StateUpdate, unstable.StateUpdate)
 FINAL_TOOL_CALL_STATUSES = frozenset({"completed", "failed", "cancelled"})
 """Statuses after which a tool call does not run again; any other value (even an unknown one) is in progress."""
-TRACKED_UPDATES = frozenset({*_STATE_UPDATES, ToolCallUpdated, TerminalUpdate, UserMessage, ConfigOptionUpdate})
-"""Update types ``SessionTrack.apply`` reads; the connection skips the call for everything else."""
 
 
 def _background_key(item: Any) -> tuple[str, str]:
@@ -336,13 +338,83 @@ _CLOSE = decoder(CloseSessionResponse)
 _SET_CONFIG = decoder(SetSessionConfigOptionResponse)
 
 
+class SessionLink(Protocol):
+    """All an ``ActiveSession`` asks of its connection (``ClientConnection`` implements it; internal to the package).
+
+    The handle calls nothing else on the connection (tests/client/test_session_link.py checks both). These names
+    are a contract inside the package, not public API: the API reference leaves them out (mkdocs.yml).
+    """
+
+    @property
+    def rpc(self) -> Connection:
+        """The JSON-RPC peer: a new prompt's cancel barrier is its count of requests received so far."""
+        ...
+
+    @property
+    def interactions(self) -> InteractionRegistry:
+        """The agent's interactive requests in progress: cancelling work or closing answers the session's."""
+        ...
+
+    @property
+    def protocol(self) -> ProtocolAdapter:
+        """The negotiated version's adapter: told when a session closes."""
+        ...
+
+    @property
+    def session_tracks(self) -> Mapping[str, SessionTrack]:
+        """Each session's track by id: read without creating one on every command's open-check."""
+        ...
+
+    def session_track(self, session_id: str, /) -> SessionTrack:
+        """The session's track, made if there is none yet: where every clone of a handle keeps its state."""
+        ...
+
+    def supports(self, method: str, /) -> bool:
+        """Whether the agent offers ``method``: ``close`` sends ``session/close`` only if it does."""
+        ...
+
+    def prompt_capabilities(self) -> PromptCapabilities | None:
+        """The agent's prompt capabilities: which content blocks a prompt may carry (ACP2-084)."""
+        ...
+
+    def prompt_exchange(self, session_id: str, blocks: Sequence[ContentBlock], /) -> PromptExchange:
+        """Send ``session/prompt`` the negotiated version's way (v1 also reports the user message itself)."""
+        ...
+
+    def watch_prompt(self, track: SessionTrack, prompt: TrackedPrompt, after: Callable[[], None], /) -> None:
+        """Settle a tracked prompt when its answer is read, in wire order with the updates around it."""
+        ...
+
+    def auth_error(self, error: AcpError, method: str, /) -> AcpError:
+        """A refusal for lack of login as ``AuthenticationRequired``: how a prompt's failure is reported."""
+        ...
+
+    def run_soon(self, fn: Callable[[Any], Any], arg: Any, /) -> None:
+        """Run ``fn(arg)`` in the connection's task group: an expired prompt's ``session/cancel`` is sent there."""
+        ...
+
+    def rpc_request(
+        self, method: str, params: Any, decode: Callable[[bytes], T], timeout: float | None = None, /
+    ) -> PendingRequest[T]:
+        """Send a request in the model types (the adapter maps it to the wire): the session's commands."""
+        ...
+
+    async def rpc_notify(self, method: str, params: Any, /) -> None:
+        """Send a notification in the model types: ``session/cancel``."""
+        ...
+
+    def waiting_interactions(self, session_id: str, background: frozenset[tuple[str, str]], /) -> int:
+        """Interactive requests read but not yet handled (declined once they start): ``cancel_active_work``'s count."""
+        ...
+
+
 class ActiveSession:
     """Command handle for one session; cheap to copy, every copy talks about the same remote session."""
 
     __slots__ = ("_conn", "_session_id")
 
-    def __init__(self, connection: ClientConnection, session_id: str) -> None:
-        self._conn = connection
+    def __init__(self, connection: SessionLink, session_id: str) -> None:
+        self._conn: SessionLink = connection
         self._session_id = session_id
 
     def __repr__(self) -> str:
@@ -365,11 +437,12 @@ class ActiveSession:
 
     @property
     def connection(self) -> ClientConnection:
-        return self._conn
+        # Handles are made by a ClientConnection (its SessionLink): the connection is that object.
+        return cast("ClientConnection", self._conn)
 
     @property
     def track(self) -> SessionTrack:
-        return self._conn._track(self._session_id)
+        return self._conn.session_track(self._session_id)
 
     @property
     def pending_prompts(self) -> list[TrackedPrompt]:
@@ -382,7 +455,7 @@ class ActiveSession:
         return list(self.track.prompts)
 
     def _check_open(self) -> SessionTrack:
-        track = self._conn._tracks.get(self._session_id) or self.track
+        track = self._conn.session_tracks.get(self._session_id) or self.track
         if track.closed:
             raise SessionClosed(self._session_id)
         return track
@@ -403,25 +476,26 @@ class ActiveSession:
     ) -> SentRequest[PromptResponse]:
         """Send prompt content now. Not gated on the session being idle: the agent holds prompts while busy.
         ``timeout``: see ``send_prompt``."""
-        sent = self._send_tracked(blocks).request
+        sent = self.send_tracked(blocks).request
         if timeout is not None:
             sent._pending.set_timeout(timeout)
         return sent
 
-    def _send_tracked(
+    def send_tracked(
         self,
         blocks: Sequence[ContentBlock],
         on_settle: Callable[[TrackedPrompt], None] | None = None,
         on_tracked: Callable[[TrackedPrompt], None] | None = None,
     ) -> TrackedPrompt:
         """Send a prompt and track it; ``on_tracked`` runs before anything about it can be reported
-        (a protocol that reports the user message itself, v1, does so right after)."""
+        (a protocol that reports the user message itself, v1, does so right after). ``Conversation.chat``'s
+        entry point (internal: the API reference leaves it out); ``send_prompt_blocks`` is the public one."""
         track = self._check_open()
-        prompt = _prepare_blocks(blocks, self._conn._prompt_capabilities())
-        exchange = self._conn._send_prompt(self._session_id, prompt)
+        prompt = _prepare_blocks(blocks, self._conn.prompt_capabilities())
+        exchange = self._conn.prompt_exchange(self._session_id, prompt)
         exchange.request.on_expire(self._prompt_expired)
         conn = self._conn
-        sent = SentRequest(exchange.request, lambda error: conn._auth_error(error, "session/prompt"))
+        sent = SentRequest(exchange.request, lambda error: conn.auth_error(error, "session/prompt"))
         tracked = TrackedPrompt(sent, prompt, on_settle=on_settle)
         if track.cancel_barrier == math.inf:  # new work: requests read from now on are not the cancelled work's
             track.cancel_barrier = conn.rpc.requests_received
@@ -429,13 +503,13 @@ class ActiveSession:
         track.prompts.append(tracked)
         if on_tracked is not None:
             on_tracked(tracked)
-        self._conn._watch_prompt(track, tracked, exchange.end)
+        self._conn.watch_prompt(track, tracked, exchange.end)
         exchange.begin()
         return tracked
 
     def _prompt_expired(self, request: PendingRequest[Any]) -> None:
         """A prompt's time limit passed: stop its turn too, not only the request."""
-        self._conn._run_soon(_cancel_quietly, self)
+        self._conn.run_soon(_cancel_quietly, self)
 
     def add_update_listener(self, listener: UpdateListener) -> Callable[[], None]:
         """Call ``listener`` inline for each of this session's updates (after tracking, before the builder's
@@ -455,10 +529,10 @@ class ActiveSession:
         # cancelled work ends (the agent's idle, or our next prompt) is answered cancelled from now on, whether its
         # handler is running, waiting for a slot, or starts later (ClientConnection.declines).
         track.cancel_barrier = math.inf
-        await self._conn._rpc_notify("session/cancel", CancelSessionNotification(session_id=self._session_id))
+        await self._conn.rpc_notify("session/cancel", CancelSessionNotification(session_id=self._session_id))
         background = track.background
         running = self._conn.interactions.cancel(self._session_id, keep=lambda item: item.subject_in(background))
-        return running + self._conn._waiting_interactions(self._session_id, background)
+        return running + self._conn.waiting_interactions(self._session_id, background)
 
     async def set_config_option(
         self, config_id: str, value: str | bool, *, timeout: float | None = None
@@ -473,7 +547,7 @@ class ActiveSession:
             params = SetSessionConfigOptionValueIdRequest(session_id=self._session_id, config_id=config_id, value=value)
         else:
             raise TypeError(f"config value must be a value id (str) or a bool, not {type(value).__name__}")
-        pending = self._conn._rpc_request("session/set_config_option", params, _SET_CONFIG, timeout)
+        pending = self._conn.rpc_request("session/set_config_option", params, _SET_CONFIG, timeout)
         track = self.track
         # The answer is the complete list (ACP2-033): record it where it sits on the wire, so a later
         # config_option_update still wins, and listeners (a Conversation's state) fold it like an update.
@@ -515,7 +589,7 @@ class ActiveSession:
         if tool_call_id not in track.cancellable_tool_calls:
             raise CapabilityNotSupported("tool_call/cancel", f"capabilities.cancel on tool call {tool_call_id!r}")
         params = CancelToolCallRequest(session_id=self._session_id, tool_call_id=tool_call_id)
-        await self._conn._rpc_request("tool_call/cancel", params, decoder(CancelToolCallResponse), timeout)
+        await self._conn.rpc_request("tool_call/cancel", params, decoder(CancelToolCallResponse), timeout)
 
     async def cancel_terminal(self, terminal_id: str, *, timeout: float | None = None) -> None:
         """Cancel one terminal; only allowed while its latest update advertises ``capabilities.cancel``."""
@@ -523,7 +597,7 @@ class ActiveSession:
         if terminal_id not in track.cancellable_terminals:
             raise CapabilityNotSupported("terminal/cancel", f"capabilities.cancel on terminal {terminal_id!r}")
         params = CancelTerminalRequest(session_id=self._session_id, terminal_id=terminal_id)
-        await self._conn._rpc_request("terminal/cancel", params, decoder(CancelTerminalResponse), timeout)
+        await self._conn.rpc_request("terminal/cancel", params, decoder(CancelTerminalResponse), timeout)
 
     async def close(self, *, timeout: float | None = None) -> None:
         """Close the remote session. Idempotent: closing twice, or a -32002 answer, counts as success."""
@@ -533,10 +607,10 @@ class ActiveSession:
         if self._conn.supports("session/close"):
             with suppress(ResourceNotFound):  # an older agent's answer for an unknown or closed session (ACP2-074)
                 request = CloseSessionRequest(session_id=self._session_id)
-                await self._conn._rpc_request("session/close", request, _CLOSE, timeout)
+                await self._conn.rpc_request("session/close", request, _CLOSE, timeout)
         elif any(p.status in ("pending", "held") for p in track.prompts):
             # A v1 agent without session/close: stop the session's work, then forget it locally.
-            await self._conn._rpc_notify("session/cancel", CancelSessionNotification(session_id=self._session_id))
+            await self._conn.rpc_notify("session/cancel", CancelSessionNotification(session_id=self._session_id))
         track.closed = True
         self._conn.interactions.cancel(self._session_id)
         self._conn.protocol.session_closed(self._session_id)

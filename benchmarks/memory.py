@@ -260,7 +260,7 @@ async def run_scenario(name: str, n: int, top: int) -> dict[str, Any]:
                 "response_text": len(response.text),
                 "cancellable_ids_after": len(track.cancellable_tool_calls),
                 "unknown_session_updates": client.unknown_session_updates,
-                "session_records": len(client._tracks),
+                "session_records": len(client.session_tracks),
                 **extra,
             }
             if mode == "stream":

@@ -32,6 +32,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "acp_session.codec",
             "acp_session._schema_runtime",
             "acp_session._version",
+            "acp_session.update_kinds",
             "acp_session.schema",
         ),
     ),

@@ -27,13 +27,10 @@ import anyio
 from acp_session.client_errors import SessionClosed
 from acp_session.conversation.chat_events import ChatFile, ChatMessage, ChatResponse
 from acp_session.conversation.entities import (
-    TEXT_BLOCK_SIZE,
     Compaction,
     Message,
     TimelineEntry,
     TokenUsage,
-    open_text_block,
-    put_text_block,
 )
 from acp_session.conversation.events import MessageChanged, StateChanged, StateEvent, ToolCallChanged
 from acp_session.conversation.state import SessionState
@@ -58,7 +55,7 @@ from acp_session.schema import (
     TextContent,
     UpdateSessionNotification,
 )
-from acp_session.session import BatchUpdateListener, UpdateListener
+from acp_session.session import BatchUpdateListener
 
 if TYPE_CHECKING:
     from acp_session.client import ClientBuilder, ClientConnection
@@ -100,13 +97,8 @@ class _Segment:
 
     feed_message = feed
 
-    wants_chunks = True
-
-    def note_message(self, message: Message) -> None:
-        pass
-
-    def feed_chunk(self, message: Message, block: ContentBlock) -> None:
-        self.events.append(MessageChanged(message, False, block))
+    def feed_run(self, message: Message, blocks: list[ContentBlock]) -> None:
+        self.events.extend([MessageChanged(message, False, block) for block in blocks])
 
 
 class Conversation:
@@ -164,7 +156,7 @@ class Conversation:
     ) -> Conversation:
         """``session/new`` with this conversation listening from the first update (``start_conversation``)."""
         conversation = cls(max_history_size=max_history_size)
-        session, response = await client._new_session(
+        session, response = await client.open_new_session(
             cwd, mcp_servers, additional_directories, listener=conversation._listener
         )
         conversation._opened(session, response)
@@ -247,7 +239,7 @@ class Conversation:
     ) -> None:
         self.state.begin_resume(replay=replay_from is not None)
         try:
-            session, response = await client._resume_session(
+            session, response = await client.open_resumed_session(
                 session_id, cwd, replay_from, (), (), listener=self._listener
             )
         except BaseException:
@@ -276,7 +268,7 @@ class Conversation:
         self._detach = detach
         self._closed = None
         self._disconnected = False
-        session.connection._tg.start_soon(self._watch_connection, session.connection)
+        session.connection.start_soon(self._watch_connection, session.connection)
 
     def _unbind(self, error: BaseException) -> None:
         if self._detach is not None:
@@ -463,7 +455,7 @@ class Conversation:
             turn.prompt = prompt
             self._awaiting.append(turn)
 
-        session._send_tracked(blocks, on_settle=lambda prompt: self._on_answer(turn, prompt), on_tracked=tracked)
+        session.send_tracked(blocks, on_settle=lambda prompt: self._on_answer(turn, prompt), on_tracked=tracked)
         self._update_idle()
         return turn
 
@@ -580,87 +572,50 @@ class Conversation:
             return
         self._route(event)
 
-    def _on_notes(self, notes: list[UpdateSessionNotification], deliver: UpdateListener) -> None:
-        """A run of updates (see ``BatchUpdateListener``): chunks of this session's known messages are
-        joined in a short loop, with the result ``_on_note`` would give one by one (``append_chunk``'s
-        rule: plain text grows the open block up to ``TEXT_BLOCK_SIZE``); ``deliver`` takes the rest."""
+    def _on_notes(self, notes: list[UpdateSessionNotification]) -> None:
+        """A run of this session's updates, already tracked by the connection (see ``BatchUpdateListener``).
+
+        A stretch of chunks of one known message is collected and folded at once (``SessionState.append_chunks``),
+        then reported to the turn and the streams as one run; every other update takes ``_on_note``. The result
+        is what ``_on_note`` gives one by one (``tests/conversation/test_batch_delivery.py``).
+        """
         state = self.state
-        session_id = state.session_id
         targets = state.chunk_targets() or {}
-        streams = self._streams  # None unless a receive_steps() / receive_chunks() stream is open
-        receiver = self._receiver
-        feed = receiver.feed_chunk if receiver is not None and receiver.wants_chunks else None
-        appended_to: Message | None = None  # the message of the current stretch of chunks
-        content: list[Any] = []  # its content
-        pieces: list[str] = []  # texts of the open text block, written at ``slot`` when it closes
-        push = pieces.append
-        size = 0
-        first: Any = None  # the open block's first block (None: no block open)
-        slot = 0
-        run: list[Any] | None = None  # the stretch's chunk blocks, kept only for the streams
+        message: Message | None = None  # the message of the current stretch of chunks
+        blocks: list[Any] = []
+        push: Any = None
         stretch_type: Any = None  # the stretch's update type and message id: its chunks skip the lookups
         stretch_id = ""
         for note in notes:
             update: Any = note.update
             kind = type(update)
-            if kind is not stretch_type or update.message_id != stretch_id or note.session_id != session_id:
-                store = targets.get(kind)
-                message = None if store is None or note.session_id != session_id else store.get(update.message_id)
-                if appended_to is not None:
-                    if first is not None:
-                        put_text_block(content, slot, pieces, first)
-                    if run is not None and streams is not None:
-                        streams.chunk_run(appended_to, run)
-                    appended_to = None
-                if message is None:
-                    stretch_type = None
-                    deliver(note)
-                    # The full path may have started a turn or replaced the stores.
-                    targets = state.chunk_targets() or {}
-                    receiver = self._receiver
-                    feed = receiver.feed_chunk if receiver is not None and receiver.wants_chunks else None
-                    continue
-                # A new stretch of chunks: later ones of the same message skip the lookups above.
-                appended_to = message
-                stretch_type, stretch_id = kind, update.message_id
-                content = message.content
-                first = open_text_block(content)
-                if first is None:
-                    pieces, size, slot = [], 0, len(content)
-                else:
-                    pieces, size, slot = [first.text], len(first.text), len(content) - 1
-                push = pieces.append
-                run = [] if streams is not None else None
-                if receiver is not None:
-                    receiver.note_message(message)
-            block = update.content
-            if type(block) is TextContent and not block.annotations and not block.meta:
-                # is_plain_text, inlined: this is the per-chunk cost of a streamed reply
-                if first is None:
-                    first = block
-                text = block.text
-                push(text)
-                size += len(text)
-                if size >= TEXT_BLOCK_SIZE:
-                    put_text_block(content, slot, pieces, first)
-                    pieces, size, first, slot = [], 0, None, len(content)
-                    push = pieces.append
-            else:
-                if first is not None:
-                    put_text_block(content, slot, pieces, first)
-                    pieces, size, first = [], 0, None
-                    push = pieces.append
-                content.append(block)
-                slot = len(content)
-            if run is not None:
-                run.append(block)
-            if feed is not None:
-                feed(appended_to, block)
-        if appended_to is not None:
-            if first is not None:
-                put_text_block(content, slot, pieces, first)
-            if run is not None and streams is not None:
-                streams.chunk_run(appended_to, run)
+            if kind is stretch_type and update.message_id == stretch_id:
+                push(update.content)
+                continue
+            if message is not None:
+                self._end_stretch(message, blocks)
+            store = targets.get(kind)
+            message = None if store is None else store.get(update.message_id)
+            if message is None:
+                stretch_type = None
+                self._on_note(note)
+                targets = state.chunk_targets() or {}  # the update may have started a replay window
+                continue
+            stretch_type, stretch_id = kind, update.message_id
+            blocks = [update.content]
+            push = blocks.append
+        if message is not None:
+            self._end_stretch(message, blocks)
+
+    def _end_stretch(self, message: Message, blocks: list[ContentBlock]) -> None:
+        """Fold a stretch of chunks of ``message``, then report it to the turn and the streams as one run."""
+        self.state.append_chunks(message, blocks)
+        receiver = self._receiver  # None during a resume: every turn ended before it started
+        if receiver is not None:
+            receiver.feed_run(message, blocks)
+        streams = self._streams  # None unless a receive_steps() / receive_chunks() stream is open
+        if streams is not None:
+            streams.chunk_run(message, blocks)
 
     def _route(self, event: StateEvent) -> None:
         kind = type(event)

@@ -106,7 +106,8 @@ def open_text_block(content: list[ContentBlock]) -> TextContent | None:
 
 def append_chunk(content: list[ContentBlock], block: ContentBlock) -> None:
     """Append one chunk's block under the joining rule: a plain text block joins an open last block
-    (a new block replaces it; blocks handed out are never mutated), anything else is appended as is."""
+    (a new block replaces it; blocks handed out are never mutated), anything else is appended as is.
+    ``join_chunks`` applies the same rule to a run of chunks."""
     if is_plain_text(block):
         last = open_text_block(content)
         if last is not None:
@@ -116,10 +117,43 @@ def append_chunk(content: list[ContentBlock], block: ContentBlock) -> None:
     content.append(block)
 
 
-def put_text_block(content: list[ContentBlock], slot: int, pieces: list[str], first: TextContent) -> None:
+def join_chunks(content: list[ContentBlock], blocks: list[ContentBlock]) -> None:
+    """Append a run of chunks' blocks under ``append_chunk``'s rule, with the same result as one by one: the
+    texts of a joined block are collected and joined once, when it closes or the run ends."""
+    first = open_text_block(content)  # the block the next plain chunk joins, if any
+    if first is None:
+        pieces: list[str] = []
+        size, slot = 0, len(content)
+    else:
+        pieces, size, slot = [first.text], len(first.text), len(content) - 1
+    push = pieces.append
+    for block in blocks:
+        if type(block) is TextContent and not block.annotations and not block.meta:  # is_plain_text, inlined
+            if first is None:
+                first = block
+            text = block.text
+            push(text)
+            size += len(text)
+            if size < TEXT_BLOCK_SIZE:
+                continue
+            _put_joined(content, slot, pieces, first)
+            pieces, size, first = [], 0, None
+            push = pieces.append
+            slot = len(content)
+        else:
+            if first is not None:
+                _put_joined(content, slot, pieces, first)
+                pieces, size, first = [], 0, None
+                push = pieces.append
+            content.append(block)
+            slot = len(content)
+    if first is not None:
+        _put_joined(content, slot, pieces, first)
+
+
+def _put_joined(content: list[ContentBlock], slot: int, pieces: list[str], first: TextContent) -> None:
     """Write the joined block of ``pieces`` (whose first block is ``first``) at ``slot``: replace the open
-    last block, or append. A block of one piece is ``first`` itself. ``Conversation._on_notes`` joins a run
-    of chunks this way, with the result ``append_chunk`` gives one by one."""
+    last block, or append. A block of one piece is ``first`` itself."""
     if len(pieces) == 1 and pieces[0] is first.text:
         block: TextContent = first
     else:

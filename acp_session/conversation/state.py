@@ -17,7 +17,6 @@ from typing import Any
 
 import msgspec
 
-from acp_session._schema_runtime import MODEL_SUBTYPES
 from acp_session.conversation.content import meta_patched
 from acp_session.conversation.entities import (
     Compaction,
@@ -32,6 +31,7 @@ from acp_session.conversation.entities import (
     ToolCall,
     UnknownEntry,
     append_chunk,
+    join_chunks,
 )
 from acp_session.conversation.events import (
     CommandsChanged,
@@ -49,25 +49,20 @@ from acp_session.conversation.events import (
     UsageChanged,
 )
 from acp_session.schema import (
-    AgentMessage,
-    AgentMessageChunk,
-    AgentThought,
-    AgentThoughtChunk,
     AvailableCommand,
     AvailableCommandsUpdate,
     BackgroundWork,
     CompactionSummaryChunk,
     CompactionUpdate,
     ConfigOptionUpdate,
+    ContentBlock,
     Error,
     NewSessionResponse,
     Notice,
-    PlanUpdate,
     ResumeSessionResponse,
     SessionConfigOption,
     SessionInfoUpdate,
     SetSessionConfigOptionResponse,
-    StateUpdate,
     TerminalOutput,
     TerminalOutputChunk,
     TerminalUpdate,
@@ -76,11 +71,9 @@ from acp_session.schema import (
     UnknownSessionUpdate,
     UpdateSessionNotification,
     UsageUpdate,
-    UserMessage,
-    UserMessageChunk,
 )
-from acp_session.schema import unstable as _unstable
 from acp_session.session import current_of_category
+from acp_session.update_kinds import KINDS, chunk_types, kind_of
 
 __all__ = ["KNOWN_STATES", "SessionState"]
 
@@ -101,6 +94,7 @@ class SessionState:
         self._timeline: list[TimelineEntry] = []
         # One message store per role, indexed like _ROLES, so ids of different roles never collide.
         self._messages: tuple[dict[str, Message], dict[str, Message], dict[str, Message]] = ({}, {}, {})
+        self._chunk_targets: tuple[Any, Any, dict[type, dict[str, Message]]] | None = None  # chunk_targets' cache
         self._tool_calls: dict[str, ToolCall] = {}
         self._terminals: dict[str, Terminal] = {}
         self._plans: dict[str, Plan] = {}
@@ -130,11 +124,9 @@ class SessionState:
 
     def apply(self, update: Any) -> StateEvent:
         """Fold one ``SessionUpdate`` (stable or unstable) and return what changed."""
-        handler = _HANDLERS.get(type(update))
+        handler = _HANDLERS.get(type(update)) or _handler_of(type(update))
         if handler is None:
-            handler = _HANDLERS.get(MODEL_SUBTYPES.get(type(update)))  # type: ignore[arg-type]
-            if handler is None:
-                return self._on_other(update)
+            return self._on_other(update)
         return handler(self, update)
 
     def chunk_targets(self) -> dict[type, dict[str, Message]] | None:
@@ -147,17 +139,17 @@ class SessionState:
         """
         if self._replay_seen is not None:
             return None
-        user, agent, thought = self._messages
-        targets: dict[type, dict[str, Message]] = {
-            UserMessageChunk: user,
-            AgentMessageChunk: agent,
-            AgentThoughtChunk: thought,
-        }
-        for subtype, model in MODEL_SUBTYPES.items():
-            store = targets.get(model)
-            if store is not None:
-                targets[subtype] = store
-        return targets
+        stores = self._messages
+        targets = self._chunk_targets
+        if targets is None or targets[0] is not stores or targets[1] is not chunk_types():
+            roles = chunk_types()
+            targets = self._chunk_targets = (stores, roles, {t: stores[_ROLES.index(r)] for t, r in roles})
+        return targets[2]
+
+    def append_chunks(self, message: Message, blocks: list[ContentBlock]) -> None:
+        """Fold a run of chunks of ``message`` (an existing message, found through ``chunk_targets``): what
+        ``apply`` does for each, without an event per chunk (the caller reports the run)."""
+        join_chunks(message.content, blocks)
 
     def apply_notification(self, notification: UpdateSessionNotification) -> StateEvent:
         """Fold the update carried by a ``session/update`` notification."""
@@ -731,31 +723,45 @@ _user_chunk, _user_upsert = _message_handlers(0)
 _agent_chunk, _agent_upsert = _message_handlers(1)
 _thought_chunk, _thought_upsert = _message_handlers(2)
 
-_HANDLERS: dict[type, _Handler] = {
-    UserMessageChunk: _user_chunk,
-    UserMessage: _user_upsert,
-    AgentMessageChunk: _agent_chunk,
-    AgentMessage: _agent_upsert,
-    AgentThoughtChunk: _thought_chunk,
-    AgentThought: _thought_upsert,
-    StateUpdate: SessionState._on_state,
-    _unstable.StateUpdate: SessionState._on_state,
-    ToolCallUpdated: SessionState._on_tool_call,
-    ToolCallContentChunk: SessionState._on_tool_call_chunk,
-    TerminalUpdate: SessionState._on_terminal,
-    TerminalOutputChunk: SessionState._on_terminal_chunk,
-    PlanUpdate: SessionState._on_plan,
-    _unstable.PlanUpdate: SessionState._on_plan,
-    _unstable.PlanRemoved: SessionState._on_plan_removed,
-    AvailableCommandsUpdate: SessionState._on_commands,
-    ConfigOptionUpdate: SessionState._on_config,
-    SessionInfoUpdate: SessionState._on_session_info,
-    UsageUpdate: SessionState._on_usage,
-    Notice: SessionState._on_notice,
-    CompactionUpdate: SessionState._on_compaction,
-    CompactionSummaryChunk: SessionState._on_compaction_chunk,
-    UnknownSessionUpdate: SessionState._on_unknown,
+_BY_TAG: dict[str, _Handler] = {
+    "user_message_chunk": _user_chunk,
+    "user_message": _user_upsert,
+    "agent_message_chunk": _agent_chunk,
+    "agent_message": _agent_upsert,
+    "agent_thought_chunk": _thought_chunk,
+    "agent_thought": _thought_upsert,
+    "state_update": SessionState._on_state,
+    "tool_call_update": SessionState._on_tool_call,
+    "tool_call_content_chunk": SessionState._on_tool_call_chunk,
+    "terminal_update": SessionState._on_terminal,
+    "terminal_output_chunk": SessionState._on_terminal_chunk,
+    "plan_update": SessionState._on_plan,
+    "plan_removed": SessionState._on_plan_removed,
+    "available_commands_update": SessionState._on_commands,
+    "config_option_update": SessionState._on_config,
+    "session_info_update": SessionState._on_session_info,
+    "usage_update": SessionState._on_usage,
+    "notice": SessionState._on_notice,
+    "compaction_update": SessionState._on_compaction,
+    "compaction_summary_chunk": SessionState._on_compaction_chunk,
 }
+"""The fold's rule for each update kind of ``update_kinds.KINDS`` (the one registry of kinds), by tag."""
+
+_missing = {kind.tag for kind in KINDS} ^ set(_BY_TAG)
+if _missing:  # pragma: no cover - a kind added to one table and not the other
+    raise RuntimeError(f"update kinds and fold handlers disagree: {sorted(_missing)}")
+
+_HANDLERS: dict[type, _Handler] = {t: _BY_TAG[kind.tag] for kind in KINDS for t in kind.types}
+_HANDLERS[UnknownSessionUpdate] = SessionState._on_unknown
+
+
+def _handler_of(update_type: type) -> _Handler | None:
+    """A registered subtype's handler (its kind's), cached by type; None for a type of no known kind."""
+    kind = kind_of(update_type)
+    if kind is None:
+        return None
+    handler = _HANDLERS[update_type] = _BY_TAG[kind.tag]
+    return handler
 
 
 def _copy_set_fields(update: Any, target: Any, names: tuple[str, ...]) -> None:

@@ -33,7 +33,7 @@ from acp_session.conversation.chat_events import (
     ChatToolEnd,
     ChatToolUpdate,
 )
-from acp_session.conversation.content import diff_patch_text, join_messages
+from acp_session.conversation.content import diff_patch_text, join_messages, text_of
 from acp_session.conversation.entities import Message, TimelineEntry, ToolCall
 from acp_session.conversation.events import (
     MessageChanged,
@@ -209,15 +209,6 @@ class ChatTurn:
             self._mode = "await"
             self._queue.clear()
 
-    @property
-    def wants_chunks(self) -> bool:
-        """Whether each chunk matters (events for a reader); an awaited turn only needs its steps."""
-        return self._mode != "await"
-
-    def note_message(self, message: Message) -> None:
-        """A stretch of chunks of ``message`` follows (``feed_chunk`` is skipped when chunks are not wanted)."""
-        self._step(message)
-
     def feed_chunk(self, message: Message, block: Any) -> None:
         """``feed_message`` of ``MessageChanged(message, False, block)``, without building the event."""
         if message is not self._last:
@@ -226,6 +217,15 @@ class ChatTurn:
             role = message.role
             if role != "user":
                 self._fragment(ChatText if role == "agent" else ChatThought, message.message_id, block.text)
+
+    def feed_run(self, message: Message, blocks: list[Any]) -> None:
+        """A stretch of chunks of ``message`` (``Conversation._on_notes``): what ``feed_chunk`` gives for each
+        (the fragments of one message merge), with one step and one fragment for the stretch."""
+        if message is not self._last:
+            self._step(message)
+        if self._mode != "await" and message.role != "user":
+            text = text_of(blocks)
+            self._fragment(ChatText if message.role == "agent" else ChatThought, message.message_id, text)
 
     def _on_tool(self, call: ToolCall) -> None:
         tool_call_id = call.tool_call_id

@@ -23,6 +23,7 @@ from ..schema.types import (
     RequestPermissionResponse,
     UpdateSessionNotification,
 )
+from .routes import ClientOffer, Route, install_routes
 
 if TYPE_CHECKING:
     from ..providers import FileSystemProvider, TerminalProvider
@@ -35,19 +36,24 @@ T = TypeVar("T")
 class ClientSide(Protocol):
     """What an adapter hands incoming traffic to (``ClientConnection`` implements it), in model types."""
 
-    def _on_update(self, note: UpdateSessionNotification) -> Any: ...
+    def receive_update(self, note: UpdateSessionNotification) -> Any: ...
 
-    def _on_updates(self, notes: list[UpdateSessionNotification]) -> Any: ...
+    def receive_updates(self, notes: list[UpdateSessionNotification]) -> Any: ...
 
-    def _deliver_synthetic(self, note: UpdateSessionNotification) -> None: ...
+    def deliver_synthetic(self, note: UpdateSessionNotification) -> None: ...
 
-    def _run_soon(self, fn: Callable[[Any], Any], arg: Any) -> None: ...
+    def run_soon(self, fn: Callable[[Any], Any], arg: Any) -> None: ...
 
-    def _file_written(self, session_id: str, path: str, content: str) -> None: ...
+    def file_written(self, session_id: str, path: str, content: str) -> None: ...
 
-    async def _on_permission(self, request: RequestPermissionRequest) -> RequestPermissionResponse: ...
+    async def decide_permission(self, request: RequestPermissionRequest) -> RequestPermissionResponse: ...
 
-    async def _on_elicitation(self, request: CreateElicitationRequest) -> CreateElicitationResponse: ...
+    async def decide_elicitation(self, request: CreateElicitationRequest) -> CreateElicitationResponse: ...
+
+    @property
+    def offer(self) -> ClientOffer:
+        """What the client offers: the conditions of the adapters' routes."""
+        ...
 
     @property
     def elicitation_complete(self) -> Callable[[Any], Any] | None: ...
@@ -96,6 +102,8 @@ class ProtocolAdapter(ABC):
     """One protocol version's wire, behind the model the client speaks."""
 
     version: ClassVar[int]
+    routes: ClassVar[tuple[Route, ...]]
+    """This version's incoming methods (``routes.Route``): ``install`` registers those the client's offer meets."""
 
     def __init__(self, rpc: Connection, initialize_response: InitializeResponse) -> None:
         self.rpc = rpc
@@ -121,9 +129,10 @@ class ProtocolAdapter(ABC):
     def prompt(self, session_id: str, blocks: Sequence[ContentBlock]) -> PromptExchange:
         """Send ``session/prompt``."""
 
-    @abstractmethod
     def install(self, client: ClientSide) -> None:
-        """Register this version's incoming methods on the rpc connection."""
+        """Register this version's incoming methods on the rpc connection: the rows of ``routes`` whose
+        condition the client's offer meets."""
+        install_routes(self.rpc, self.routes, self, client, client.offer)
 
     def session_opened(self, session_id: str, cwd: str, additional_directories: Sequence[str]) -> None:  # noqa: B027
         """A session was created or resumed on this connection (its roots, for the client-side providers)."""

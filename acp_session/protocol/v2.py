@@ -16,7 +16,8 @@ from ..schema.types import (
     RequestPermissionRequest,
     UpdateSessionNotification,
 )
-from .base import ClientSide, PromptExchange, ProtocolAdapter
+from .base import PromptExchange, ProtocolAdapter
+from .routes import Route, Target
 
 __all__ = ["V2Protocol"]
 
@@ -31,6 +32,31 @@ _BASELINE = frozenset(
 
 class V2Protocol(ProtocolAdapter):
     version: ClassVar[int] = 2
+    routes: ClassVar[tuple[Route, ...]] = (
+        Route(
+            "session/update",
+            "notification",
+            decoder(UpdateSessionNotification),
+            Target("client", "receive_update"),
+            batch=Target("client", "receive_updates"),
+        ),
+        Route(
+            "session/request_permission",
+            "request",
+            decoder(RequestPermissionRequest),
+            Target("client", "decide_permission"),
+        ),
+        Route(
+            "elicitation/create", "request", decoder(CreateElicitationRequest), Target("client", "decide_elicitation")
+        ),
+        Route(
+            "elicitation/complete",
+            "notification",
+            decoder(CompleteElicitationNotification),
+            Target("client", "elicitation_complete"),
+            when="elicitation_complete",
+        ),
+    )
 
     def request(self, method: str, params: Any, decode: Callable[[bytes], T]) -> PendingRequest[T]:
         return self.rpc.request(method, params, decode=decode)
@@ -44,14 +70,3 @@ class V2Protocol(ProtocolAdapter):
     def prompt(self, session_id: str, blocks: Sequence[ContentBlock]) -> PromptExchange:
         params = PromptRequest(session_id=session_id, prompt=list(blocks))
         return PromptExchange(self.rpc.request("session/prompt", params, decode=_PROMPT))
-
-    def install(self, client: ClientSide) -> None:
-        rpc = self.rpc
-        rpc.on_notification(
-            "session/update", client._on_update, decoder(UpdateSessionNotification), batch=client._on_updates
-        )
-        rpc.on_request("session/request_permission", client._on_permission, decoder(RequestPermissionRequest))
-        rpc.on_request("elicitation/create", client._on_elicitation, decoder(CreateElicitationRequest))
-        complete = client.elicitation_complete
-        if complete is not None:
-            rpc.on_notification("elicitation/complete", complete, decoder(CompleteElicitationNotification))

@@ -1,9 +1,10 @@
 """Runs of updates delivered in one call (``BatchUpdateListener``) fold exactly like one update at a time.
 
-The connection hands a Conversation each run of ``session/update`` notifications that one read brought in;
-the Conversation appends chunks of its known messages itself and passes every other note back through the
-per-note path. These tests check that both routes give the same history and the same chat events, in
-process (property test) and over a real pipe with two sessions and an application handler.
+The connection tracks each run of ``session/update`` notifications that one read brought in and hands
+each stretch of a session's updates to its Conversation in one call; the Conversation folds stretches of
+chunks of its known messages at once and every other note as ``_on_note`` does. These tests check that both
+routes give the same history and the same chat events, in process (property test) and over a real pipe with
+two sessions and an application handler.
 """
 
 from __future__ import annotations
@@ -84,7 +85,8 @@ def listening(mode: str) -> tuple[Conversation, ChatTurn]:
 def snapshot(conversation: Conversation, turn: ChatTurn) -> tuple[Any, ...]:
     history = [msgspec.to_builtins(entry) for entry in conversation.history()]
     events = [
-        ("text", event.cls.__name__, event.message_id, event.parts) if hasattr(event, "parts") else repr(event)
+        # A fragment's text, not how it was cut: a run feeds a stretch of chunks as one piece.
+        ("text", event.cls.__name__, event.message_id, "".join(event.parts)) if hasattr(event, "parts") else repr(event)
         for event in turn._queue
     ]
     steps = [(type(step).__name__, getattr(step, "message_id", None)) for step in turn._steps.values()]
@@ -101,19 +103,18 @@ def test_a_run_folds_like_each_note_on_its_own(ops: list[tuple[str, str, str, st
             one._on_note(note)
 
     many, many_turn = listening(mode)
-    handed_back: list[UpdateSessionNotification] = []
-
-    def deliver(note: UpdateSessionNotification) -> None:  # what the client's per-note path does
-        handed_back.append(note)
+    # What the connection does (ClientConnection._track_runs): each stretch of the session's own updates is
+    # handed on in one call; other sessions' updates never reach this listener.
+    stretch: list[UpdateSessionNotification] = []
+    for note in notes:
         if note.session_id == "s1":
-            many._on_note(note)
-
-    many._on_notes(notes, deliver)
+            stretch.append(note)
+        elif stretch:
+            many._on_notes(stretch)
+            stretch = []
+    if stretch:
+        many._on_notes(stretch)
     assert snapshot(many, many_turn) == snapshot(one, one_turn)
-    # Only chunks of this session's messages that already existed skip the per-note path.
-    skipped = [note for note in notes if not any(note is other for other in handed_back)]
-    assert all(note.session_id == "s1" and type(note.update).__name__.endswith("Chunk") for note in skipped)
-    assert all(any(note is other for other in handed_back) for note in notes if note.session_id == "s2")
 
 
 AGENT = r"""

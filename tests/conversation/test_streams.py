@@ -62,14 +62,11 @@ async def buffered(stream: StepStream | ChunkStream) -> list[Any]:
 
 
 def run_batch(target: Conversation, notes: list[UpdateSessionNotification]) -> None:
-    """What the connection does with one read's run of updates (see BatchUpdateListener): what the listener
-    hands back takes the per-note path, which calls the listener of the note's own session."""
-
-    def deliver(item: UpdateSessionNotification) -> None:
-        if item.session_id == target.state.session_id:
-            target._on_note(item)
-
-    target._on_notes(notes, deliver)
+    """What the connection does with one read's run of updates (see BatchUpdateListener): each stretch of the
+    listener's own session goes to it in one call; other sessions' updates go elsewhere."""
+    own = [item for item in notes if item.session_id == target.state.session_id]
+    if own:
+        target._on_notes(own)
 
 
 def compaction(compaction_id: str, status: str = "completed") -> Any:

@@ -16,8 +16,8 @@ The mapping, row by row, is documented in docs/protocol-versions.md. In short:
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar, TypeVar, cast
 
 import msgspec
 from msgspec import UNSET
@@ -31,12 +31,10 @@ from ...schema import unstable as mu
 from ...schema.v1 import types as v1
 from ...schema.v1 import unstable as v1u
 from ..base import ClientSide, PromptExchange, ProtocolAdapter
+from ..routes import Route, Target
 from . import convert as cv
 from .chunks import MODEL_CONTENT_CHUNKS, ChunkNotification, decode_notification
 from .sessions import V1Session, read_models
-
-if TYPE_CHECKING:
-    from ...providers import FileSystemProvider
 
 __all__ = ["V1Protocol"]
 
@@ -75,6 +73,61 @@ class _SetModel(msgspec.Struct, rename="camel", kw_only=True):
 
 class V1Protocol(ProtocolAdapter):
     version: ClassVar[int] = 1
+    routes: ClassVar[tuple[Route, ...]] = (
+        Route(
+            "session/update",
+            "notification",
+            decode_notification,
+            Target("adapter", "_on_update"),
+            batch=Target("adapter", "_on_updates"),
+        ),
+        Route(
+            "session/request_permission",
+            "request",
+            decoder(v1.RequestPermissionRequest),
+            Target("adapter", "_on_permission"),
+        ),
+        Route(
+            "elicitation/create", "request", decoder(v1.CreateElicitationRequest), Target("adapter", "_on_elicitation")
+        ),
+        Route(  # the same shape in both versions
+            "elicitation/complete",
+            "notification",
+            decoder(m.CompleteElicitationNotification),
+            Target("client", "elicitation_complete"),
+            when="elicitation_complete",
+        ),
+        Route(
+            "fs/read_text_file",
+            "request",
+            decoder(v1.ReadTextFileRequest),
+            Target("file_system", "read_text_file"),
+            when="read_files",
+            advertises="fs.readTextFile",
+        ),
+        Route(
+            "fs/write_text_file",
+            "request",
+            decoder(v1.WriteTextFileRequest),
+            Target("adapter", "_write_text_file"),
+            when="write_files",
+            advertises="fs.writeTextFile",
+        ),
+        *(
+            Route(
+                method, "request", decoder(params), Target("terminals", name), when="terminals", advertises="terminal"
+            )
+            for method, params, name in (
+                ("terminal/create", v1.CreateTerminalRequest, "create_terminal"),
+                ("terminal/output", v1.TerminalOutputRequest, "terminal_output"),
+                ("terminal/wait_for_exit", v1.WaitForTerminalExitRequest, "wait_for_terminal_exit"),
+                ("terminal/kill", v1.KillTerminalRequest, "kill_terminal"),
+                ("terminal/release", v1.ReleaseTerminalRequest, "release_terminal"),
+            )
+        ),
+    )
+    """The agent's calls into a v1 client; ``fs/*`` and ``terminal/*`` exist only with their provider (and, for
+    ``fs/*``, the access the builder allowed), and the ``fs`` / ``terminal`` capabilities are derived from them."""
 
     def __init__(self, rpc: Connection, response: v1.InitializeResponse) -> None:
         super().__init__(rpc, cv.initialize_response(response))
@@ -312,34 +365,13 @@ class V1Protocol(ProtocolAdapter):
     def _emit(self, session_id: str, update: Any) -> None:
         client = self._client
         if client is not None:
-            client._deliver_synthetic(m.UpdateSessionNotification(session_id=session_id, update=update))
+            client.deliver_synthetic(m.UpdateSessionNotification(session_id=session_id, update=update))
 
     # -- incoming --------------------------------------------------------------------------------------------
 
     def install(self, client: ClientSide) -> None:
         self._client = client
-        rpc = self.rpc
-        rpc.on_notification("session/update", self._on_update, decode_notification, batch=self._on_updates)
-        rpc.on_request("session/request_permission", self._on_permission, decoder(v1.RequestPermissionRequest))
-        rpc.on_request("elicitation/create", self._on_elicitation, decoder(v1.CreateElicitationRequest))
-        complete = client.elicitation_complete
-        if complete is not None:
-            rpc.on_notification(
-                "elicitation/complete", complete, decoder(m.CompleteElicitationNotification)
-            )  # the same shape in both versions
-        files = client.file_system
-        if files is not None:
-            rpc.on_request("fs/read_text_file", files.read_text_file, decoder(v1.ReadTextFileRequest))
-            rpc.on_request("fs/write_text_file", _reporting_writes(client, files), decoder(v1.WriteTextFileRequest))
-        terminals = client.terminals
-        if terminals is not None:
-            rpc.on_request("terminal/create", terminals.create_terminal, decoder(v1.CreateTerminalRequest))
-            rpc.on_request("terminal/output", terminals.terminal_output, decoder(v1.TerminalOutputRequest))
-            rpc.on_request(
-                "terminal/wait_for_exit", terminals.wait_for_terminal_exit, decoder(v1.WaitForTerminalExitRequest)
-            )
-            rpc.on_request("terminal/kill", terminals.kill_terminal, decoder(v1.KillTerminalRequest))
-            rpc.on_request("terminal/release", terminals.release_terminal, decoder(v1.ReleaseTerminalRequest))
+        super().install(client)
 
     def _to_model(self, note: v1.SessionNotification) -> m.UpdateSessionNotification | None:
         update = note.update
@@ -383,7 +415,7 @@ class V1Protocol(ProtocolAdapter):
         model = self._to_model(note)
         if model is None or self._client is None:
             return None
-        return self._client._on_update(model)
+        return self._client.receive_update(model)
 
     def _on_updates(self, notes: list[v1.SessionNotification]) -> Any:
         """``_on_update`` for a run of updates one read brought in: the hot path of a streamed v1 turn.
@@ -425,17 +457,30 @@ class V1Protocol(ProtocolAdapter):
                 stretch_kind = None
         if not models or self._client is None:
             return None
-        return self._client._on_updates(models)
+        return self._client.receive_updates(models)
 
     async def _on_permission(self, request: v1.RequestPermissionRequest) -> Any:
         assert self._client is not None
-        answer = await self._client._on_permission(cv.permission_request(request))
+        answer = await self._client.decide_permission(cv.permission_request(request))
         return cv.permission_response_to_v1(answer)
 
     async def _on_elicitation(self, request: Any) -> Any:
         assert self._client is not None
         model = convert(to_builtins(request), m.CreateElicitationRequest)
-        return to_builtins(await self._client._on_elicitation(model))
+        return to_builtins(await self._client.decide_elicitation(model))
+
+    async def _write_text_file(self, request: v1.WriteTextFileRequest) -> v1.WriteTextFileResponse:
+        """The provider's ``write_text_file`` (built-in or the embedder's), then, only once it returned, the
+        session's file listeners (``SessionTrack.wrote_file``: a ``Conversation`` reports a ``ChatFile``) before
+        the agent gets its answer. A failing listener is logged; the write succeeded and the agent is told so."""
+        client = self._client
+        assert client is not None and client.file_system is not None  # the route exists only with a provider
+        response = await client.file_system.write_text_file(request)
+        try:
+            client.file_written(request.session_id, request.path, request.content)
+        except Exception:
+            _log.exception("a file-written listener failed for %s", request.path)
+        return response
 
     # -- sessions for the providers ------------------------------------------------------------------------
 
@@ -456,26 +501,7 @@ class V1Protocol(ProtocolAdapter):
         for provider in (client.file_system, client.terminals):
             closed = getattr(provider, "close_session", None)
             if closed is not None:
-                client._run_soon(closed, session_id)
-
-
-def _reporting_writes(
-    client: ClientSide, files: FileSystemProvider
-) -> Callable[[v1.WriteTextFileRequest], Awaitable[v1.WriteTextFileResponse]]:
-    """The provider's ``write_text_file`` (built-in or the embedder's), then, only once it returned, the session's
-    file listeners (``SessionTrack.wrote_file``: a ``Conversation`` reports a ``ChatFile``) before the agent gets
-    its answer. A failing listener is logged; the write succeeded and the agent is told so."""
-    write = files.write_text_file
-
-    async def write_text_file(request: v1.WriteTextFileRequest) -> v1.WriteTextFileResponse:
-        response = await write(request)
-        try:
-            client._file_written(request.session_id, request.path, request.content)
-        except Exception:
-            _log.exception("a file-written listener failed for %s", request.path)
-        return response
-
-    return write_text_file
+                client.run_soon(closed, session_id)
 
 
 def _empty(tp: type[T]) -> Callable[[bytes], T]:

@@ -3,7 +3,7 @@
 The five content block types have the same shape in v1 and v2, and a v1 chunk is a v2 chunk without its
 ``messageId``. So a v1 chunk is decoded straight into a subtype of the model's chunk type whose ``messageId``
 is optional; the adapter assigns the id in place and passes the very object on (the fold treats the subtype
-as its model type through ``MODEL_SUBTYPES``). A frame that is not one of these chunks (any other update, or
+as its model type: ``update_kinds.register_subtype``). A frame that is not one of these chunks (any other update, or
 anything these types reject) is decoded by the generated v1 types as usual. Nothing of a streamed chunk is
 built twice.
 """
@@ -14,10 +14,10 @@ from typing import Any, Union
 
 import msgspec
 
-from ..._schema_runtime import MODEL_SUBTYPES
 from ...codec import decoder
 from ...schema import types as m
 from ...schema.v1 import types as v1
+from ...update_kinds import register_subtype
 
 __all__ = ["MODEL_CONTENT_CHUNKS", "decode_notification"]
 
@@ -34,7 +34,7 @@ def _model_subtype(model: type[msgspec.Struct], generated: type[msgspec.Struct])
         tag=config.tag,
         module=__name__,
     )
-    MODEL_SUBTYPES[subtype] = model
+    register_subtype(subtype, model)
     return subtype
 
 
@@ -43,7 +43,7 @@ MODEL_CONTENT_CHUNKS: dict[type, type] = {
     _model_subtype(m.AgentThoughtChunk, v1.AgentThoughtChunk): v1.AgentThoughtChunk,
     _model_subtype(m.UserMessageChunk, v1.UserMessageChunk): v1.UserMessageChunk,
 }
-"""Model chunk subtype (registered in ``MODEL_SUBTYPES``) -> the generated v1 chunk type it stands for."""
+"""Model chunk subtype (``update_kinds.register_subtype``) -> the generated v1 chunk type it stands for."""
 
 _ChunkUpdate = Union[tuple(MODEL_CONTENT_CHUNKS)]  # type: ignore[valid-type]  # noqa: UP007
 
