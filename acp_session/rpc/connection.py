@@ -22,6 +22,7 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Sized
 from contextvars import ContextVar
+from operator import attrgetter
 from types import TracebackType
 from typing import Any, TypeVar, overload
 
@@ -87,6 +88,7 @@ _AWAIT = object()  # queue marker: the item is an awaitable left by a sync handl
 _CALL = object()  # queue marker: the item is (method, handler, params already decoded by the fast path)
 _RECEIPT: ContextVar[int | None] = ContextVar("acp_session_request_receipt", default=None)
 _SETTLE = object()  # queue marker: the item is an answered request whose done callbacks must follow the queued items
+_PARAMS_OF = attrgetter("params")
 
 
 DEFAULT_NOTIFICATION_QUEUE_SIZE = 16_384
@@ -399,12 +401,12 @@ class Connection:
                     for event in receive_block(frames):
                         if type(event) is TypedNotifications:
                             # Hottest path: a run of typed notifications, each frame decoded in one msgspec pass.
-                            params = event.params
+                            messages = event.messages
                             handler = event.handler
                             batch = handler.batch
-                            if batch is not None and not self._backlog and len(params) > 1:
+                            if batch is not None and not self._backlog and len(messages) > 1:
                                 try:
-                                    outcome = batch(params)
+                                    outcome = batch(list(map(_PARAMS_OF, messages)))
                                 except Exception:
                                     _log.exception("batch notification handler for %r failed", event.method)
                                     continue
@@ -415,15 +417,15 @@ class Connection:
                             typed = core.typed
                             inline_fn = None if handler.is_async else handler.fn
                             done = 0
-                            for param in params:
+                            for message in messages:
                                 if core.typed is not typed:
                                     break  # a handler registered another method: the rest is decoded again
                                 done += 1
                                 if inline_fn is None or self._backlog:
-                                    await self._enqueue(_CALL, (event.method, handler, param))
+                                    await self._enqueue(_CALL, (event.method, handler, message.params))
                                     continue
                                 try:
-                                    outcome = inline_fn(param)
+                                    outcome = inline_fn(message.params)
                                 except Exception:
                                     _log.exception("notification handler for %r failed", event.method)
                                     continue
@@ -431,7 +433,7 @@ class Connection:
                                     await self._enqueue(_AWAIT, outcome)
                             else:
                                 continue
-                            frames = frames[event.end - len(params) + done :]
+                            frames = frames[event.end - len(messages) + done :]
                             break
                         if type(event) is NotificationReceived:
                             # Kept free of awaits: a sync notification handler with nothing queued.

@@ -10,7 +10,7 @@ more: how messages are delimited on the wire (newlines on stdio) is the transpor
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from itertools import groupby, islice
 from operator import attrgetter
 from typing import Any, Generic, TypeVar
@@ -110,16 +110,22 @@ class ProtocolViolation(msgspec.Struct, gc=False):
 class TypedNotifications(msgspec.Struct, gc=False):
     """A maximal run of consecutive notifications of one typed method, each frame decoded in one pass.
 
-    ``params`` are the decoded params in wire order, ``handler`` the ``Handler`` registered for ``method``
-    (see ``RpcCore.set_notification_handlers``). ``end`` is the index in the block just after the run's last
-    frame: a driver that stops after delivering ``k`` of the params (a handler was registered meanwhile)
-    resumes with ``receive_block(frames[end - len(params) + k:])``, which decodes the rest with the new table.
+    ``messages`` are the decoded frames in wire order, each with its decoded ``.params`` (the list is not
+    copied into a list of params: a driver calling a handler per message takes ``.params`` as it goes);
+    ``params`` is that list of params. ``handler`` is the ``Handler`` registered for ``method`` (see
+    ``RpcCore.set_notification_handlers``). ``end`` is the index in the block just after the run's last
+    frame: a driver that stops after delivering ``k`` messages (a handler was registered meanwhile) resumes
+    with ``receive_block(frames[end - len(messages) + k:])``, which decodes the rest with the new table.
     """
 
     method: str
     handler: Handler
-    params: list[Any]
+    messages: list[Any]
     end: int
+
+    @property
+    def params(self) -> list[Any]:
+        return list(map(_PARAMS_OF, self.messages))
 
 
 class FrameTooLarge(msgspec.Struct, gc=False):
@@ -277,7 +283,7 @@ class RpcCore(Generic[S]):
 
     # -- incoming ---------------------------------------------------------------------------------------
 
-    def receive_block(self, frames: list[Frame]) -> Iterator[BlockEvent[S]]:
+    def receive_block(self, frames: list[Frame]) -> Iterable[BlockEvent[S]]:
         """Classify the frames of one read, lazily and in wire order: one decoder for every incoming frame.
 
         Frames are classified only as the events are consumed, so what the driver does with an event (answer
@@ -290,6 +296,30 @@ class RpcCore(Generic[S]):
         ``-32700`` violation. Byte frames must be UTF-8 (the transport's promise): what decodes on the typed
         path is then exactly what ``receive`` would have classified as that notification.
         """
+        if len(frames) != 1:
+            return self._receive_frames(frames)
+        # A read of one frame (a trickle): the same classification, without a generator.
+        frame = frames[0]
+        if type(frame) is not bytes:
+            return tuple(self._receive_frames(frames))
+        typed = self.typed
+        decode = typed.decode
+        if decode is not None and frame.find(_METHOD_KEY, 0, PEEK_WINDOW) >= 0:
+            try:
+                message = decode(frame)
+            except Exception:
+                pass
+            else:
+                method, handler = typed.handlers[type(message)]
+                return (TypedNotifications(method, handler, [message], 1),)
+        event = self.receive(frame)
+        if event is None:
+            return ()
+        if type(event) is ProtocolViolation:
+            event.frame = frame
+        return (event,)
+
+    def _receive_frames(self, frames: list[Frame]) -> Iterator[BlockEvent[S]]:
         receive = self.receive
         index = 0
         count = len(frames)
@@ -311,15 +341,15 @@ class RpcCore(Generic[S]):
                         if len(handlers) == 1:  # one typed method (the usual case): the messages are one run
                             method, handler = handlers[type(messages[0])]
                             index += len(messages)
-                            yield TypedNotifications(method, handler, list(map(_PARAMS_OF, messages)), index)
+                            yield TypedNotifications(method, handler, messages, index)
                         else:
                             for frame_type, run in groupby(messages, type):
                                 if self.typed is not typed:
                                     break  # a handler was registered meanwhile: decode the rest again
                                 method, handler = handlers[frame_type]
-                                params = list(map(_PARAMS_OF, run))
-                                index += len(params)
-                                yield TypedNotifications(method, handler, params, index)
+                                messages = list(run)
+                                index += len(messages)
+                                yield TypedNotifications(method, handler, messages, index)
                         # The frame that stopped the decode goes to receive, unless the table changed.
                         retry = self.typed is not typed
                         continue
