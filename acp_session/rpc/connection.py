@@ -199,7 +199,7 @@ class Connection:
         ``Struct`` type, well-formed frames of ``method`` are decoded in one pass, envelope and params
         together (see ``fastpath.py``); anything that fails that pass takes the generic path unchanged.
 
-        ``batch`` (sync ``handler`` only) takes a list of consecutive params of ``method`` that arrived in
+        ``batch`` (sync ``handler`` only) takes a list of two or more consecutive params of ``method`` that arrived in
         one read and were decoded in one pass, while nothing is queued ahead of them. It must do what
         ``handler`` does on each, in order (it may return an awaitable, finished before anything later);
         it saves a call per notification on streams of updates. An exception it raises is logged.
