@@ -2,13 +2,16 @@
 
 from .connection import Connection, FallbackNotificationHandler, FallbackRequestHandler, FrameErrorCallback
 from .core import (
+    BlockEvent,
     CancelRequested,
     Event,
+    FrameTooLarge,
     NotificationReceived,
     ProtocolViolation,
     RequestReceived,
     ResponseReceived,
     RpcCore,
+    TypedNotifications,
 )
 from .handlers import Decoder, invalid_params, json_decode
 from .messages import CANCEL_REQUEST_METHOD, RequestId
@@ -16,6 +19,7 @@ from .pending import PendingRequest
 
 __all__ = [
     "CANCEL_REQUEST_METHOD",
+    "BlockEvent",
     "CancelRequested",
     "Connection",
     "Decoder",
@@ -23,6 +27,7 @@ __all__ = [
     "FallbackNotificationHandler",
     "FallbackRequestHandler",
     "FrameErrorCallback",
+    "FrameTooLarge",
     "NotificationReceived",
     "PendingRequest",
     "ProtocolViolation",
@@ -30,6 +35,7 @@ __all__ = [
     "RequestReceived",
     "ResponseReceived",
     "RpcCore",
+    "TypedNotifications",
     "invalid_params",
     "json_decode",
 ]

@@ -21,9 +21,7 @@ import logging
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Sized
-from contextlib import suppress
 from contextvars import ContextVar
-from itertools import groupby
 from operator import attrgetter
 from types import TracebackType
 from typing import Any, TypeVar, overload
@@ -46,19 +44,20 @@ from ..errors import (
 )
 from ..transport.backend import Flag, Waiter, current_backend
 from ..transport.base import FastPathTransport, FrameTransport, Transport
-from ..transport.framing import DEFAULT_MAX_FRAME_SIZE, Frame, InvalidUtf8Frame, OversizedFrame
+from ..transport.framing import DEFAULT_MAX_FRAME_SIZE
 from ..transport.lines import STREAM_END, frame_transport
 from .core import (
     NOT_A_RESPONSE,
     TOO_DEEP,
     CancelRequested,
+    FrameTooLarge,
     NotificationReceived,
     ProtocolViolation,
     RequestReceived,
     ResponseReceived,
     RpcCore,
+    TypedNotifications,
 )
-from .fastpath import PEEK_WINDOW, FastNotifications
 from .handlers import DECODE_ERRORS, Decoder, Handler, as_decoder, invalid_params, json_decode
 from .messages import RequestId
 from .outbox import Outbox
@@ -89,7 +88,6 @@ _AWAIT = object()  # queue marker: the item is an awaitable left by a sync handl
 _CALL = object()  # queue marker: the item is (method, handler, params already decoded by the fast path)
 _RECEIPT: ContextVar[int | None] = ContextVar("acp_session_request_receipt", default=None)
 _SETTLE = object()  # queue marker: the item is an answered request whose done callbacks must follow the queued items
-_METHOD_KEY = b'"method"'
 _PARAMS_OF = attrgetter("params")
 
 
@@ -154,7 +152,6 @@ class Connection:
         self._outbox = Outbox(write_high_water)
         self._requests: dict[str, Handler] = {}
         self._notifications: dict[str, Handler] = {}
-        self._fast = FastNotifications(self._notifications)
         self._fallback_request: FallbackRequestHandler | None = None
         self._fallback_notification: FallbackNotificationHandler | None = None
         self._queue_size = notification_queue_size
@@ -202,13 +199,13 @@ class Connection:
         ``Struct`` type, well-formed frames of ``method`` are decoded in one pass, envelope and params
         together (see ``fastpath.py``); anything that fails that pass takes the generic path unchanged.
 
-        ``batch`` (sync ``handler`` only) takes a list of consecutive params of ``method`` that arrived in
+        ``batch`` (sync ``handler`` only) takes a list of two or more consecutive params of ``method`` that arrived in
         one read and were decoded in one pass, while nothing is queued ahead of them. It must do what
         ``handler`` does on each, in order (it may return an awaitable, finished before anything later);
         it saves a call per notification on streams of updates. An exception it raises is logged.
         """
         self._notifications[method] = Handler.of(handler, as_decoder(decode), batch)
-        self._fast = FastNotifications(self._notifications)
+        self._core.set_notification_handlers(self._notifications)
 
     def set_fallback_request_handler(self, handler: FallbackRequestHandler | None) -> None:
         """Handle requests for unregistered methods (default: ``-32601``)."""
@@ -390,7 +387,8 @@ class Connection:
     async def _read_loop(self) -> None:
         receive = self._frames.receive_frames
         outbox = self._outbox
-        core_receive = self._core.receive
+        core = self._core
+        receive_block = core.receive_block
         notification_handlers = self._notifications
         try:
             while True:
@@ -398,39 +396,56 @@ class Connection:
                     frames = await receive()
                 except STREAM_END:
                     break
-                fast = self._fast
-                if len(frames) > 1 and fast.decode is not None:
-                    # Hottest path: a run of typed notifications, each frame decoded in one msgspec pass.
-                    messages = _decode_run(fast, frames)
-                    if messages:
-                        frames = await self._run_typed_block(fast, messages, frames)
-                for frame in frames:
-                    if type(frame) is bytes:
-                        fast = self._fast
-                        # Frames are UTF-8 (the transport's promise), so a frame that decodes is a valid one.
-                        if fast.decode is not None and frame.find(_METHOD_KEY, 0, PEEK_WINDOW) >= 0:
-                            # Hot path: a notification of a typed method, decoded in one msgspec pass.
-                            try:
-                                message = fast.decode(frame)
-                            except Exception:
-                                pass  # anything unusual: the generic path below decides, as it always did
-                            else:
-                                deferred = self._run_typed(fast, message)
-                                if deferred is not None:
-                                    await self._enqueue(*deferred)
+                while True:
+                    # The core classifies (one decoder for every frame); this loop only dispatches, in wire order.
+                    for event in receive_block(frames):
+                        if type(event) is TypedNotifications:
+                            # Hottest path: a run of typed notifications, each frame decoded in one msgspec pass.
+                            messages = event.messages
+                            handler = event.handler
+                            batch = handler.batch
+                            if batch is not None and not self._backlog and len(messages) > 1:
+                                try:
+                                    outcome = batch(list(map(_PARAMS_OF, messages)))
+                                except Exception:
+                                    _log.exception("batch notification handler for %r failed", event.method)
+                                    continue
+                                if outcome is not None and inspect.isawaitable(outcome):
+                                    await self._enqueue(_AWAIT, outcome)
                                 continue
-                        # Kept free of awaits: a sync notification handler with nothing queued.
-                        event = core_receive(frame)
+                            # One at a time: per message, only a call of the handler when it can run inline.
+                            typed = core.typed
+                            inline_fn = None if handler.is_async else handler.fn
+                            done = 0
+                            for message in messages:
+                                if core.typed is not typed:
+                                    break  # a handler registered another method: the rest is decoded again
+                                done += 1
+                                if inline_fn is None or self._backlog:
+                                    await self._enqueue(_CALL, (event.method, handler, message.params))
+                                    continue
+                                try:
+                                    outcome = inline_fn(message.params)
+                                except Exception:
+                                    _log.exception("notification handler for %r failed", event.method)
+                                    continue
+                                if outcome is not None and inspect.isawaitable(outcome):
+                                    await self._enqueue(_AWAIT, outcome)
+                            else:
+                                continue
+                            frames = frames[event.end - len(messages) + done :]
+                            break
                         if type(event) is NotificationReceived:
-                            handler = notification_handlers.get(event.method)
-                            if handler is not None and not handler.is_async and self._backlog == 0:
-                                outcome = self._run_sync_notification(handler, event)
+                            # Kept free of awaits: a sync notification handler with nothing queued.
+                            sync = notification_handlers.get(event.method)
+                            if sync is not None and not sync.is_async and self._backlog == 0:
+                                outcome = self._run_sync_notification(sync, event)
                                 if outcome is not None:
                                     await self._enqueue(_AWAIT, outcome)
                                 continue
-                        await self._dispatch_event(event, frame)
+                        await self._dispatch_event(event)
                     else:
-                        await self._dispatch(frame)
+                        break
                 if self._answered:
                     # Let the callers just answered run before this task reads (and likely waits) again:
                     # their wake-up is the round trip's critical path.
@@ -453,76 +468,7 @@ class Connection:
                 if self._notify_send is not None:
                     self._notify_send.close()  # the consumer finishes what was already received
 
-    def _run_typed(self, fast: FastNotifications, message: Any) -> tuple[Any, Any] | None:
-        """Run a one-pass-decoded notification inline when nothing is queued ahead; else return what to enqueue."""
-        typed_method, typed = fast.handlers[type(message)]
-        if self._backlog or typed.is_async:
-            return _CALL, (typed_method, typed, message.params)
-        try:
-            outcome = typed.fn(message.params)
-        except Exception:
-            _log.exception("notification handler for %r failed", typed_method)
-            return None
-        if outcome is not None and inspect.isawaitable(outcome):
-            return _AWAIT, outcome
-        return None
-
-    async def _run_typed_block(self, fast: FastNotifications, messages: list[Any], frames: list[Frame]) -> list[Frame]:
-        """Deliver ``messages``, decoded from the first frames, in order; returns the frames left for the
-        per-frame path (those after the first that did not decode, or all after a handler change).
-
-        Consecutive messages of one method form a run: a handler with a ``batch`` function gets the whole
-        run in one call; otherwise the per-message work is kept to a call of the handler. Anything that
-        cannot run inline (something is queued ahead, an async handler) goes through ``_run_typed``.
-        """
-        handlers = fast.handlers
-        index = 0
-        # One typed method (the usual case: session/update) makes the whole block one run.
-        runs: Any = ((type(messages[0]), messages),) if len(handlers) == 1 else groupby(messages, type)
-        for frame_type, run in runs:
-            if self._fast is not fast:  # a handler registered another method meanwhile
-                return frames[index:]
-            typed_method, typed = handlers[frame_type]
-            batch = typed.batch
-            if batch is not None and not self._backlog:
-                params = list(map(_PARAMS_OF, run))
-                index += len(params)
-                try:
-                    outcome = batch(params)
-                except Exception:
-                    _log.exception("batch notification handler for %r failed", typed_method)
-                    continue
-                if outcome is not None and inspect.isawaitable(outcome):
-                    await self._enqueue(_AWAIT, outcome)
-                continue
-            inline_fn = None if typed.is_async else typed.fn
-            for message in run:
-                if self._fast is not fast:
-                    return frames[index:]
-                index += 1
-                if inline_fn is None or self._backlog:
-                    deferred = self._run_typed(fast, message)
-                    if deferred is not None:
-                        await self._enqueue(*deferred)
-                    continue
-                try:
-                    outcome = inline_fn(message.params)
-                except Exception:
-                    _log.exception("notification handler for %r failed", typed_method)
-                    continue
-                if outcome is not None and inspect.isawaitable(outcome):
-                    await self._enqueue(_AWAIT, outcome)
-        return frames[index:]
-
-    async def _dispatch(self, frame: Frame) -> None:
-        if isinstance(frame, OversizedFrame):
-            self._report(MessageTooLarge(frame.size, self.max_frame_size))
-            return
-        if isinstance(frame, InvalidUtf8Frame):
-            frame = frame.data  # the core answers it as it answers any text that is not UTF-8
-        await self._dispatch_event(self._core.receive(frame), frame)
-
-    async def _dispatch_event(self, event: Any, frame: bytes | None = None) -> None:
+    async def _dispatch_event(self, event: Any) -> None:
         kind = type(event)
         if kind is NotificationReceived:
             await self._notification(event)
@@ -548,7 +494,10 @@ class Connection:
                 self._withdraw_waiting(event.id)
         elif kind is ProtocolViolation:
             assert isinstance(event, ProtocolViolation)
-            self._violation(event, frame)
+            self._violation(event, event.frame)
+        elif kind is FrameTooLarge:
+            assert isinstance(event, FrameTooLarge)
+            self._report(MessageTooLarge(event.size, self.max_frame_size))
 
     def _settle(self, event: ResponseReceived[PendingRequest[Any]], *, callbacks: bool = True) -> None:
         """Hand an answer to its waiting request (a malformed answer also gets its -32600 reply)."""
@@ -778,23 +727,6 @@ class Connection:
         for handle in self._core.close():
             handle._resolve(None, error)
         self._closed.set()
-
-
-def _decode_run(fast: FastNotifications, frames: list[Frame]) -> list[Any]:
-    """The typed notifications that the leading frames decode to, in one C-level loop (maybe none).
-
-    Each frame is decoded on its own, exactly as the per-frame path would, so a frame that holds two
-    messages, half a message or anything else (a marker) fails here and takes the per-frame path with all
-    after it. Frames are UTF-8 already (the transport checks), so what decodes is what the generic path
-    would have delivered.
-    """
-    first = frames[0]
-    if type(first) is not bytes or first.find(_METHOD_KEY, 0, PEEK_WINDOW) < 0:
-        return []  # a response or request leads: the per-frame path is the right one
-    messages: list[Any] = []
-    with suppress(Exception):  # extend keeps the messages decoded before a frame that fails
-        messages.extend(map(fast.decode, frames))  # type: ignore[arg-type]
-    return messages
 
 
 def _excerpt(frame: bytes, limit: int = 120) -> str:

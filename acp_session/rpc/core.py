@@ -1,20 +1,27 @@
 """Sans-IO JSON-RPC 2.0 peer state: classify frames, allocate ids, match responses, build replies.
 
-No awaits and no I/O: ``RpcCore.receive(frame)`` turns one frame into one event, the ``*_frame`` methods
-turn outgoing messages into bytes. A frame is the bytes of one JSON message, nothing more: how messages are
-delimited on the wire (newlines on stdio) is the transport's business. The anyio ``Connection`` drives it;
-tests can drive it directly.
+No awaits and no I/O: ``RpcCore.receive_block(frames)`` turns the frames of one read into events in wire
+order (a run of typed notifications is one event), ``RpcCore.receive(frame)`` turns one frame into one event,
+the ``*_frame`` methods turn outgoing messages into bytes. A frame is the bytes of one JSON message, nothing
+more: how messages are delimited on the wire (newlines on stdio) is the transport's business. The anyio
+``Connection`` drives it; tests can drive it directly.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable, Iterator
+from itertools import groupby, islice
+from operator import attrgetter
 from typing import Any, Generic, TypeVar
 
 import msgspec
 from msgspec import UNSET, Raw
 
 from ..errors import InternalError, InvalidRequest, InvalidResponse, ParseError, RpcError
+from ..transport.framing import Frame, InvalidUtf8Frame, OversizedFrame
+from .fastpath import PEEK_WINDOW, FastNotifications
+from .handlers import Handler
 from .messages import (
     CANCEL_REQUEST_METHOD,
     CancelRequestParams,
@@ -34,13 +41,16 @@ from .messages import (
 __all__ = [
     "NOT_A_RESPONSE",
     "NotAResponse",
+    "BlockEvent",
     "CancelRequested",
     "Event",
+    "FrameTooLarge",
     "NotificationReceived",
     "ProtocolViolation",
     "RequestReceived",
     "ResponseReceived",
     "RpcCore",
+    "TypedNotifications",
 ]
 
 _log = logging.getLogger("acp_session.rpc")
@@ -50,6 +60,8 @@ _JSON_WS = b" \t\r\n"
 _SCALARS = (str, int, float, bytes)
 _encode = encoder.encode
 _decode_envelope = envelope_decoder.decode
+_METHOD_KEY = b'"method"'
+_PARAMS_OF = attrgetter("params")
 
 
 # Events are msgspec structs rather than dataclasses: built in C, with no Python ``__init__`` frame (one is
@@ -86,13 +98,44 @@ class ResponseReceived(msgspec.Struct, Generic[S], gc=False):
 
 
 class ProtocolViolation(msgspec.Struct, gc=False):
-    """The frame broke a rule; ``reply`` (if any) is the error response to send back."""
+    """The frame broke a rule; ``reply`` (if any) is the error response to send back.
+
+    ``frame`` is the offending frame when the event came from ``receive_block`` (for a log excerpt)."""
 
     problem: str
     reply: bytes | None = None
+    frame: bytes | None = None
+
+
+class TypedNotifications(msgspec.Struct, gc=False):
+    """A maximal run of consecutive notifications of one typed method, each frame decoded in one pass.
+
+    ``messages`` are the decoded frames in wire order, each with its decoded ``.params`` (the list is not
+    copied into a list of params: a driver calling a handler per message takes ``.params`` as it goes);
+    ``params`` is that list of params. ``handler`` is the ``Handler`` registered for ``method`` (see
+    ``RpcCore.set_notification_handlers``). ``end`` is the index in the block just after the run's last
+    frame: a driver that stops after delivering ``k`` messages (a handler was registered meanwhile) resumes
+    with ``receive_block(frames[end - len(messages) + k:])``, which decodes the rest with the new table.
+    """
+
+    method: str
+    handler: Handler
+    messages: list[Any]
+    end: int
+
+    @property
+    def params(self) -> list[Any]:
+        return list(map(_PARAMS_OF, self.messages))
+
+
+class FrameTooLarge(msgspec.Struct, gc=False):
+    """The transport skipped a frame of ``size`` bytes, over its limit; nothing is answered."""
+
+    size: int
 
 
 Event = RequestReceived | NotificationReceived | CancelRequested | ResponseReceived[S] | ProtocolViolation
+BlockEvent = Event[S] | TypedNotifications | FrameTooLarge
 
 
 def error_frame_for(id: RequestId | None, error: RpcError) -> bytes:
@@ -145,6 +188,14 @@ class RpcCore(Generic[S]):
         self._next_id = 1
         self._pending: dict[RequestId, S] = {}
         self._in_flight: set[RequestId] = set()
+        self.typed = FastNotifications({})
+        """The one-pass decoders of the typed notification methods (``fastpath.py``); replaced, never changed
+        in place, by ``set_notification_handlers``, so a driver can tell a change by identity."""
+
+    def set_notification_handlers(self, handlers: dict[str, Handler]) -> None:
+        """The notification handlers changed: rebuild the typed table. A block being received decodes the
+        frames not yet classified with the new table."""
+        self.typed = FastNotifications(handlers)
 
     # -- outgoing -------------------------------------------------------------------------------------
 
@@ -231,6 +282,97 @@ class RpcCore(Generic[S]):
         return error_frame_for(id, error)
 
     # -- incoming ---------------------------------------------------------------------------------------
+
+    def receive_block(self, frames: list[Frame]) -> Iterable[BlockEvent[S]]:
+        """Classify the frames of one read, lazily and in wire order: one decoder for every incoming frame.
+
+        Frames are classified only as the events are consumed, so what the driver does with an event (answer
+        a request, register a handler) is seen by the frames after it, as with ``receive`` frame by frame.
+        A frame of a typed method (``self.typed``) starts a run: the frames from it on are decoded with
+        ``list.extend(map(decode, frames))``, one C-level loop, each frame on its own, which stops at the first
+        frame that does not decode; the decoded messages come out as one ``TypedNotifications`` per maximal
+        run of one method, and that frame goes to ``receive``. Every other frame is one ``receive`` event
+        (blank frames none); an ``OversizedFrame`` marker is a ``FrameTooLarge``, an ``InvalidUtf8Frame`` the
+        ``-32700`` violation. Byte frames must be UTF-8 (the transport's promise): what decodes on the typed
+        path is then exactly what ``receive`` would have classified as that notification.
+        """
+        if len(frames) != 1:
+            return self._receive_frames(frames)
+        # A read of one frame (a trickle): the same classification, without a generator.
+        frame = frames[0]
+        if type(frame) is not bytes:
+            return tuple(self._receive_frames(frames))
+        typed = self.typed
+        decode = typed.decode
+        if decode is not None and frame.find(_METHOD_KEY, 0, PEEK_WINDOW) >= 0:
+            try:
+                message = decode(frame)
+            except Exception:
+                pass
+            else:
+                method, handler = typed.handlers[type(message)]
+                return (TypedNotifications(method, handler, [message], 1),)
+        event = self.receive(frame)
+        if event is None:
+            return ()
+        if type(event) is ProtocolViolation:
+            event.frame = frame
+        return (event,)
+
+    def _receive_frames(self, frames: list[Frame]) -> Iterator[BlockEvent[S]]:
+        receive = self.receive
+        index = 0
+        count = len(frames)
+        retry = True  # False: frames[index] already failed the typed decode with the current table
+        while index < count:
+            frame = frames[index]
+            if type(frame) is bytes:
+                typed = self.typed
+                decode = typed.decode
+                if decode is not None and retry and frame.find(_METHOD_KEY, 0, PEEK_WINDOW) >= 0:
+                    messages: list[Any] = []
+                    # extend keeps the messages decoded before a frame that fails (try: free in 3.11, unlike suppress)
+                    try:  # noqa: SIM105
+                        messages.extend(map(decode, islice(frames, index, None) if index else frames))  # type: ignore[arg-type]
+                    except Exception:
+                        pass
+                    if messages:
+                        handlers = typed.handlers
+                        if len(handlers) == 1:  # one typed method (the usual case): the messages are one run
+                            method, handler = handlers[type(messages[0])]
+                            index += len(messages)
+                            yield TypedNotifications(method, handler, messages, index)
+                        else:
+                            for frame_type, run in groupby(messages, type):
+                                if self.typed is not typed:
+                                    break  # a handler was registered meanwhile: decode the rest again
+                                method, handler = handlers[frame_type]
+                                messages = list(run)
+                                index += len(messages)
+                                yield TypedNotifications(method, handler, messages, index)
+                        # The frame that stopped the decode goes to receive, unless the table changed.
+                        retry = self.typed is not typed
+                        continue
+                retry = True
+                index += 1
+                event = receive(frame)
+                if event is not None:
+                    if type(event) is ProtocolViolation:
+                        event.frame = frame
+                    yield event
+            else:
+                retry = True
+                index += 1
+                if type(frame) is OversizedFrame:
+                    yield FrameTooLarge(frame.size)
+                else:
+                    assert type(frame) is InvalidUtf8Frame
+                    data = frame.data
+                    event = receive(data)  # answered as any text that is not UTF-8
+                    if event is not None:
+                        if type(event) is ProtocolViolation:
+                            event.frame = data
+                        yield event
 
     def receive(self, frame: bytes) -> Event[S] | None:
         """Classify one frame. None means: nothing to do (a blank frame, ignored)."""
