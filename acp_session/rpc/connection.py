@@ -85,6 +85,9 @@ Without one, the first bad frame of each kind is logged as a warning naming the 
 of the line; later ones are only counted (``Connection.bad_frames``) and logged at debug level."""
 
 _AWAIT = object()  # queue marker: the item is an awaitable left by a sync handler; finish it in order
+FAIR_SHARE_FRAMES = 1024
+"""After this many frames read without a pause, the reader lets the event loop run once before reading on."""
+
 _CALL = object()  # queue marker: the item is (method, handler, params already decoded by the fast path)
 _RECEIPT: ContextVar[int | None] = ContextVar("acp_session_request_receipt", default=None)
 _SETTLE = object()  # queue marker: the item is an answered request whose done callbacks must follow the queued items
@@ -390,12 +393,14 @@ class Connection:
         core = self._core
         receive_block = core.receive_block
         notification_handlers = self._notifications
+        unyielded = 0  # frames read since this task last let others run
         try:
             while True:
                 try:
                     frames = await receive()
                 except STREAM_END:
                     break
+                unyielded += len(frames)
                 while True:
                     # The core classifies (one decoder for every frame); this loop only dispatches, in wire order.
                     for event in receive_block(frames):
@@ -450,6 +455,14 @@ class Connection:
                     # Let the callers just answered run before this task reads (and likely waits) again:
                     # their wake-up is the round trip's critical path.
                     self._answered = False
+                    unyielded = 0
+                    await self._yield_to_callers()
+                elif unyielded >= FAIR_SHARE_FRAMES:
+                    # Many frames read without a pause: let the tasks they woke (a reader of chat events, a UI) run
+                    # before the next read, or an agent that writes without pause would have them wait, and their
+                    # queues grow, until it stops. One pass of the event loop per this many frames costs nothing
+                    # measurable.
+                    unyielded = 0
                     await self._yield_to_callers()
                 if outbox.size > outbox.high_water:
                     await outbox.wait_writable()

@@ -10,6 +10,7 @@ import anyio
 import pytest
 
 from acp_session import ClientBuilder, Limits
+from acp_session.rpc.connection import FAIR_SHARE_FRAMES
 from acp_session.schema import (
     BackgroundToolCall,
     StateUpdate,
@@ -163,3 +164,52 @@ async def test_a_turn_flooded_with_tool_calls_keeps_no_more_than_the_history(tmp
     assert response.tool_calls[-1].tool_call_id == "t29999"
     assert begins == ends == 30000
     assert len(conversation.history()) <= 1000
+
+
+# The same flood, but written as fast as the pipe takes it: the lines are built before the prompt comes.
+FAST_FLOOD_AGENT = r"""
+import json, sys
+def line(obj):
+    return json.dumps(obj).encode() + b"\n"
+def update(body):
+    return line({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s", "update": body}})
+flood = b"".join(
+    update({"sessionUpdate": "tool_call_update", "toolCallId": f"t{i}", "title": "x", "status": "completed"})
+    for i in range(30000)
+)
+out = sys.stdout.buffer
+for raw in sys.stdin.buffer:
+    msg = json.loads(raw)
+    method, rid = msg.get("method"), msg.get("id")
+    if method == "initialize":
+        result = {"protocolVersion": 2, "info": {"name": "flood", "version": "1"}, "capabilities": {"session": {}}}
+        out.write(line({"jsonrpc": "2.0", "id": rid, "result": result}))
+    elif method == "session/new":
+        out.write(line({"jsonrpc": "2.0", "id": rid, "result": {"sessionId": "s"}}))
+    elif method == "session/prompt":
+        out.write(line({"jsonrpc": "2.0", "id": rid, "result": {"messageId": "u"}}))
+        out.write(update({"sessionUpdate": "state_update", "state": "running"}))
+        out.write(flood)
+        out.write(update({"sessionUpdate": "state_update", "state": "idle", "stopReason": "end_turn"}))
+    out.flush()
+"""
+
+
+@pytest.mark.anyio
+async def test_a_reader_of_chat_events_runs_while_an_agent_floods(tmp_path: Path) -> None:
+    """The connection's reader lets other tasks run after every ``FAIR_SHARE_FRAMES`` frames it read without a
+    pause: a reader of the turn's events gets them during a flood, not only once the agent stops writing, so the
+    events waiting for it stay few (benchmarks/memory.py row 2i: 54 MiB peak before, 8 MiB after)."""
+    script = tmp_path / "fast_flood_agent.py"
+    script.write_text(FAST_FLOOD_AGENT)
+    with anyio.fail_after(60):
+        async with ClientBuilder().spawn([sys.executable, str(script)]) as client:
+            conversation = await client.start_conversation(str(tmp_path), max_history_size=1000)
+            turn = conversation.chat("go")
+            most_waiting = begins = 0
+            async for event in turn:
+                most_waiting = max(most_waiting, len(turn._queue))
+                begins += event.kind == "tool_begin"
+    assert begins == 30000
+    # Without the reader's pauses all 60 000 begin and end events waited for the first read of them.
+    assert most_waiting < 8 * FAIR_SHARE_FRAMES
