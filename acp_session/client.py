@@ -911,7 +911,7 @@ class ClientConnection:
                 track.settle(prompt, None, self.auth_error(exc, "session/prompt"))
             after()
 
-        prompt.request._pending.add_done_callback(answered)
+        prompt.request.add_done_callback(answered)
 
     # -- incoming --------------------------------------------------------------------------------------------
 

@@ -146,6 +146,11 @@ class SentRequest(Generic[T]):
     def method(self) -> str:
         return self._pending.method
 
+    def add_done_callback(self, fn: Callable[[PendingRequest[T]], None]) -> None:
+        """Call ``fn`` with the rpc request the moment its answer is read, in wire order (the connection settles
+        a prompt this way: ``ClientConnection.watch_prompt``)."""
+        self._pending.add_done_callback(fn)
+
     @property
     def done(self) -> bool:
         return self._pending.done
