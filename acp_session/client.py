@@ -934,10 +934,8 @@ class ClientConnection:
         track = self.session_tracks.get(note.session_id) or self._arrival_track(note.session_id)
         if track is None:
             return self._to_application(note)  # a session this connection never opened or resumed
-        if type(note.update) in TRACKED_UPDATES:  # a dict probe instead of four isinstance calls per chunk
-            track.apply(note)
-            if track.cancel_barrier == math.inf and track.state == "idle":
-                track.cancel_barrier = self.rpc.requests_received  # the cancelled work ended here
+        if type(note.update) in TRACKED_UPDATES:  # a set probe instead of four isinstance calls per chunk
+            self._apply_tracked(track, note)
         listeners = track.listeners
         if listeners:
             try:
@@ -1001,12 +999,16 @@ class ClientConnection:
             if track is None:
                 if index > start:
                     self.unknown_session_updates += 1
-            elif type(note.update) in tracked:  # a dict probe instead of four isinstance calls per chunk
-                track.apply(note)
-                if track.cancel_barrier == math.inf and track.state == "idle":
-                    track.cancel_barrier = self.rpc.requests_received  # the cancelled work ended here
+            elif type(note.update) in tracked:  # a set probe instead of four isinstance calls per chunk
+                self._apply_tracked(track, note)
         if track is not None:
             self._hand_run(track, notes if start == 0 else notes[start:])
+
+    def _apply_tracked(self, track: SessionTrack, note: UpdateSessionNotification) -> None:
+        """An update of a tracked kind changes the session's track; an idle after a cancel closes the barrier."""
+        track.apply(note)
+        if track.cancel_barrier == math.inf and track.state == "idle":
+            track.cancel_barrier = self.rpc.requests_received  # the cancelled work ended here
 
     def _hand_run(self, track: SessionTrack, run: list[UpdateSessionNotification]) -> None:
         """A tracked stretch of one session's updates to its listeners: in one call to a lone

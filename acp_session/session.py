@@ -112,8 +112,6 @@ class Limits:
 
 
 DEFAULT_LIMITS = Limits()
-EARLY_LIMIT = DEFAULT_LIMITS.early_updates
-MAX_EARLY_SESSIONS = DEFAULT_LIMITS.early_sessions
 PromptStatus = Literal["pending", "held", "inserted", "cancelled", "failed"]
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")  # every C0 control and DEL except tab and newline

@@ -26,12 +26,7 @@ import anyio
 
 from acp_session.client_errors import SessionClosed
 from acp_session.conversation.chat_events import ChatFile, ChatMessage, ChatResponse
-from acp_session.conversation.entities import (
-    Compaction,
-    Message,
-    TimelineEntry,
-    TokenUsage,
-)
+from acp_session.conversation.entities import Compaction, Message, TimelineEntry, TokenUsage
 from acp_session.conversation.events import MessageChanged, StateChanged, StateEvent, ToolCallChanged
 from acp_session.conversation.state import SessionState
 from acp_session.conversation.streams import (

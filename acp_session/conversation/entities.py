@@ -65,7 +65,7 @@ class _Entity(msgspec.Struct, kw_only=True, tag_field="entity"):
 class Message(_Entity, tag="message"):
     """A user, agent or thought message keyed by its ``messageId`` (one store per role).
 
-    Streamed text chunks are joined as they arrive (``append_chunk``): consecutive plain text blocks
+    Streamed text chunks are joined as they arrive (``join_chunks``): consecutive plain text blocks
     grow one block up to ``TEXT_BLOCK_SIZE`` characters before the next chunk starts another, so a
     long reply costs about its text, not a struct per chunk, and ``text`` joins few blocks.
     """
@@ -104,22 +104,11 @@ def open_text_block(content: list[ContentBlock]) -> TextContent | None:
     return None
 
 
-def append_chunk(content: list[ContentBlock], block: ContentBlock) -> None:
-    """Append one chunk's block under the joining rule: a plain text block joins an open last block
-    (a new block replaces it; blocks handed out are never mutated), anything else is appended as is.
-    ``join_chunks`` applies the same rule to a run of chunks."""
-    if is_plain_text(block):
-        last = open_text_block(content)
-        if last is not None:
-            text = last.text + block.text  # type: ignore[union-attr]
-            content[-1] = TextContent(text=text, annotations=last.annotations, meta=last.meta)
-            return
-    content.append(block)
-
-
 def join_chunks(content: list[ContentBlock], blocks: list[ContentBlock]) -> None:
-    """Append a run of chunks' blocks under ``append_chunk``'s rule, with the same result as one by one: the
-    texts of a joined block are collected and joined once, when it closes or the run ends."""
+    """Append chunks' blocks (one, or a run) under the joining rule: a plain text block joins an open last
+    block, anything else is appended as is. A joined block is a new block (blocks handed out are never
+    mutated); its texts are collected and joined once, when it closes or the run ends, so a run gives what
+    one chunk at a time gives."""
     first = open_text_block(content)  # the block the next plain chunk joins, if any
     if first is None:
         pieces: list[str] = []

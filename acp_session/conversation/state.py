@@ -30,7 +30,6 @@ from acp_session.conversation.entities import (
     TokenUsage,
     ToolCall,
     UnknownEntry,
-    append_chunk,
     join_chunks,
 )
 from acp_session.conversation.events import (
@@ -696,7 +695,7 @@ def _message_handlers(role_index: int) -> tuple[_Handler, _Handler]:
             return MessageChanged(message, True, update.content)
         if state._replay_seen is not None:
             state._touch(message)
-        append_chunk(message.content, update.content)
+        join_chunks(message.content, [update.content])
         return MessageChanged(message, False, update.content)
 
     def on_upsert(state: SessionState, update: Any) -> StateEvent:

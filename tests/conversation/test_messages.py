@@ -15,7 +15,7 @@ def texts(message: Message | None) -> list[str]:
 
 def test_schema_example_upsert_then_chunk_then_replacement() -> None:
     """[A], then chunk B -> A then B; then [C] -> [C]; later chunks append to [C]. Plain text chunks are
-    joined into the block before them (``append_chunk``), so the content reads as one text block."""
+    joined into the block before them (``join_chunks``), so the content reads as one text block."""
     state = fold([upsert("m", ["A"]), chunk("m", "B")])
     assert texts(state.message("m")) == ["AB"]
     state.apply(upsert("m", ["C"]))

@@ -30,7 +30,7 @@ def text(value: str) -> dict[str, Any]:
 
 
 def joined(blocks: list[str], chunk_text: str, limit: int = 1024) -> list[str]:
-    """Reference model of the fold's joining rule for plain text chunks (``entities.append_chunk``): a chunk
+    """Reference model of the fold's joining rule for plain text chunks (``entities.join_chunks``): a chunk
     joins the last block while that block is shorter than ``limit``, else it starts a new block."""
     if blocks and len(blocks[-1]) < limit:
         return [*blocks[:-1], blocks[-1] + chunk_text]
