@@ -51,6 +51,7 @@ from .common import (
     allow_option,
     config_option_problems,
     first_problem,
+    invalid_params_common,
     known_or_custom,
     late_output,
     patch_problems,
@@ -61,6 +62,7 @@ from .common import (
     texts,
     tool_call_completed,
     unknown_method_common,
+    update_schema_problem,
     wait_permission,
     write_readme,
 )
@@ -95,11 +97,7 @@ def V2(id: str, title: str, area: str, rules: tuple[str, ...], **kwargs: Any) ->
 
 
 def _decode_update(frame: Frame) -> str | None:
-    try:
-        _update_decode(msgspec.json.encode(frame.message.get("params") if frame.message else None))
-    except msgspec.ValidationError as exc:
-        return f"line {frame.index + 1}: session/update does not match the schema: {exc}"
-    return None
+    return update_schema_problem(frame, _update_decode, "the schema")
 
 
 # -- transport -------------------------------------------------------------------------------------------
@@ -519,7 +517,6 @@ async def permission_flow(ctx: CheckContext) -> str | None:
         ("unknown-outcome", "ACP2-088"),
     ]
     for answer, refused_rule in answers:
-        p.auto_answer_permissions = False
         start, _rid, ask = await wait_permission(ctx, scenario, sid)
         assert ask.message is not None
         offered = [o.get("optionId") for o in ask.params.get("options") or [] if isinstance(o, dict)]
@@ -749,7 +746,6 @@ async def cancel_turn(ctx: CheckContext) -> str | None:
 async def cancel_permission(ctx: CheckContext) -> str | None:
     p = ctx.probe
     scenario = ctx.scenario("permission")
-    p.auto_answer_permissions = False
     sid = await p.new_session(ctx.cwd)
     start, _rid, ask = await wait_permission(ctx, scenario, sid)
     assert ask.message is not None
@@ -1110,12 +1106,7 @@ async def unknown_method(ctx: CheckContext) -> str | None:
     prompts=False,
 )
 async def invalid_params(ctx: CheckContext) -> str | None:
-    p = ctx.probe
-    frame = await p.call("session/new", {"cwd": 42}, rule="schema:ErrorCode(-32602)")
-    if frame.error_code == AUTH_REQUIRED:
-        raise LoginRequired("session/new", frame.error)
-    require(frame.error_code == -32602, "schema:ErrorCode(-32602)", f"session/new with cwd 42: got {frame.message}")
-    return None
+    return await invalid_params_common(ctx, {"cwd": 42})
 
 
 # -- background work -------------------------------------------------------------------------------------

@@ -24,11 +24,13 @@ from .common import (
     HELLO,
     allow_option,
     first_problem,
+    invalid_params_common,
     scenario_turn_start,
     session_delete_common,
     session_list_common,
     texts,
     unknown_method_common,
+    update_schema_problem,
     wait_permission,
     write_readme,
 )
@@ -55,11 +57,7 @@ def V1(id: str, title: str, area: str, rules: tuple[str, ...], **kwargs: Any) ->
 
 
 def decode_problem(frame: Frame) -> str | None:
-    try:
-        _notification(msgspec.json.encode(frame.message.get("params") if frame.message else None))
-    except msgspec.ValidationError as exc:
-        return f"line {frame.index + 1}: session/update does not match the v1 schema: {exc}"
-    return None
+    return update_schema_problem(frame, _notification, "the v1 schema")
 
 
 def stop_reason_of(frame: Frame) -> Any:
@@ -476,7 +474,6 @@ async def unsupported_content(ctx: CheckContext) -> str | None:
 async def permission_request(ctx: CheckContext) -> str | None:
     p = ctx.probe
     scenario = ctx.scenario("permission")
-    p.auto_answer_permissions = False
     sid = await p.new_session(ctx.cwd)
     start, rid, ask = await wait_permission(ctx, scenario, sid)
     assert ask.message is not None
@@ -739,7 +736,6 @@ async def cancel_turn(ctx: CheckContext) -> str | None:
 async def cancel_permission(ctx: CheckContext) -> str | None:
     p = ctx.probe
     scenario = ctx.scenario("permission")
-    p.auto_answer_permissions = False
     sid = await p.new_session(ctx.cwd)
     start, rid, ask = await wait_permission(ctx, scenario, sid)
     assert ask.message is not None
@@ -837,9 +833,4 @@ async def unknown_method(ctx: CheckContext) -> str | None:
     prompts=False,
 )
 async def invalid_params(ctx: CheckContext) -> str | None:
-    p = ctx.probe
-    frame = await p.call("session/new", {"cwd": 42, "mcpServers": []}, rule="schema:ErrorCode(-32602)")
-    if frame.error_code == AUTH_REQUIRED:
-        raise LoginRequired("session/new", frame.error)
-    require(frame.error_code == -32602, "schema:ErrorCode(-32602)", f"session/new with cwd 42: got {frame.message}")
-    return None
+    return await invalid_params_common(ctx, {"cwd": 42, "mcpServers": []})

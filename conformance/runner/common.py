@@ -81,7 +81,9 @@ async def scenario_turn_start(ctx: CheckContext, scenario: Scenario, sid: str) -
 
 
 async def wait_permission(ctx: CheckContext, scenario: Scenario, sid: str) -> tuple[int, int, Frame]:
-    """Send the scenario's prompt and wait for its permission request: ``(start, prompt id, request)``."""
+    """Send the scenario's prompt and wait for its permission request, which the probe leaves unanswered for
+    the check to answer: ``(start, prompt id, request)``."""
+    ctx.probe.auto_answer_permissions = False
     return await start_scenario(
         ctx, scenario, sid, ctx.probe.is_request_for("session/request_permission"), "no session/request_permission"
     )
@@ -263,4 +265,22 @@ async def unknown_method_common(ctx: CheckContext) -> str | None:
         # The docs say implementations SHOULD ignore unrecognized notifications (JSON-RPC 2.0 says a server
         # MUST NOT reply to one): a warning, as the ACP text is the yardstick here.
         ctx.warn("extensibility.mdx", f"an unknown notification was answered: {stray[0].raw[:120]!r}")
+    return None
+
+
+def update_schema_problem(frame: Frame, decode: Callable[[bytes], Any], schema: str) -> str | None:
+    """Why a ``session/update`` frame's params do not decode with ``decode`` (the ``schema``'s type), or None."""
+    try:
+        decode(msgspec.json.encode(frame.message.get("params") if frame.message else None))
+    except msgspec.ValidationError as exc:
+        return f"line {frame.index + 1}: session/update does not match {schema}: {exc}"
+    return None
+
+
+async def invalid_params_common(ctx: CheckContext, params: dict[str, Any]) -> str | None:
+    """``session/new`` with a number for ``cwd`` (otherwise the version's valid ``params``) must get -32602."""
+    frame = await ctx.probe.call("session/new", params, rule="schema:ErrorCode(-32602)")
+    if frame.error_code == AUTH_REQUIRED:
+        raise LoginRequired("session/new", frame.error)
+    require(frame.error_code == -32602, "schema:ErrorCode(-32602)", f"session/new with cwd 42: got {frame.message}")
     return None
