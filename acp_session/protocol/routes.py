@@ -14,7 +14,7 @@ application's fallback handler, exactly as any unregistered method does in ``rpc
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..rpc import Connection
@@ -41,18 +41,6 @@ class ClientOffer:
     """A terminal provider is set."""
     elicitation_complete: bool = False
     """The application handles ``elicitation/complete``."""
-
-    @classmethod
-    def every(cls) -> list[ClientOffer]:
-        """Every combination of the flags that a builder can produce (for tests that check the table)."""
-        offers = []
-        names = [f.name for f in fields(cls)]
-        for bits in range(1 << len(names)):
-            flags = {name: bool(bits >> i & 1) for i, name in enumerate(names)}
-            if (flags["read_files"] or flags["write_files"]) and not flags["file_system"]:
-                continue
-            offers.append(cls(**flags))
-        return offers
 
 
 Owner = Literal["client", "adapter", "file_system", "terminals"]
