@@ -36,7 +36,7 @@ from . import convert as cv
 from .chunks import MODEL_CONTENT_CHUNKS, ChunkNotification, decode_notification
 from .sessions import V1Session, read_models
 
-__all__ = ["V1Protocol"]
+__all__ = ["MAX_UNOPENED_SESSIONS", "V1Protocol"]
 
 T = TypeVar("T")
 _log = logging.getLogger("acp_session.protocol")
@@ -48,6 +48,10 @@ _LIST = decoder(v1.ListSessionsResponse)
 _SET_CONFIG = decoder(v1.SetSessionConfigOptionResponse)
 _PROMPT = decoder(v1u.PromptResponse)
 _IGNORE = msgspec.json.Decoder()
+
+MAX_UNOPENED_SESSIONS = 64
+"""Session ids seen only in updates for which the adapter keeps message-id bookkeeping (the newest); the
+client keeps fewer of their updates anyway (``Limits.early_sessions``). Sessions the client opened are not counted."""
 
 # v1 chunk type (generated, or derived with model content: chunks.py) ->
 # (model chunk type, role used in synthesised message ids, the generated v1 type, content already a model block)
@@ -137,8 +141,12 @@ class V1Protocol(ProtocolAdapter):
         self._caps = caps if isinstance(caps, v1.AgentCapabilities) else v1.AgentCapabilities()
         sc = self._caps.session_capabilities
         self._session_caps = sc if isinstance(sc, v1.SessionCapabilities) else v1.SessionCapabilities()
-        self._sessions: dict[str, V1Session] = {}
+        self._sessions: dict[str, V1Session] = {}  # sessions the client opened, loaded, resumed or used: kept
+        self._unopened: dict[str, V1Session] = {}  # ids seen only in updates: at most MAX_UNOPENED_SESSIONS
         self._client: ClientSide | None = None
+        self.ignored_updates = 0
+        """``session/update``s of a kind only protocol version 2 has, which a v1 agent sent and the adapter ignored."""
+        self._warned: set[str] = set()  # v2-only kinds already logged (a bounded set: the model's kinds)
 
     # -- what the agent offers -------------------------------------------------------------------------------
 
@@ -160,11 +168,30 @@ class V1Protocol(ProtocolAdapter):
         return method.startswith("_")
 
     def session(self, session_id: str) -> V1Session:
+        """The record of a session the client opened, loaded, resumed or sends to: kept until it is closed,
+        whatever the agent sends (a record made for its updates before, e.g. while ``session/new`` was in
+        flight, is taken over, so the message ids it gave go on)."""
         state = self._sessions.get(session_id)
         if state is None:
-            state = self._sessions[session_id] = V1Session(session_id)
-            while len(self._sessions) > 4096:  # updates naming sessions we never opened must not grow this
-                self._sessions.pop(next(iter(self._sessions)))
+            state = self._unopened.pop(session_id, None) or V1Session(session_id)
+            self._sessions[session_id] = state
+        return state
+
+    @property
+    def unopened_session_records(self) -> int:
+        """How many records this adapter keeps for session ids it saw only in updates (at most
+        ``MAX_UNOPENED_SESSIONS``; docs/robustness.md)."""
+        return len(self._unopened)
+
+    def _record_for_update(self, session_id: str) -> V1Session:
+        """The record an update's session id names. An id the client never opened gets one of a bounded set,
+        the oldest of which goes first: an agent inventing ids can neither grow memory nor push out the
+        record of a session the client opened."""
+        state = self._sessions.get(session_id) or self._unopened.get(session_id)
+        if state is None:
+            state = self._unopened[session_id] = V1Session(session_id)
+            if len(self._unopened) > MAX_UNOPENED_SESSIONS:
+                del self._unopened[next(iter(self._unopened))]
         return state
 
     # -- outgoing --------------------------------------------------------------------------------------------
@@ -376,7 +403,7 @@ class V1Protocol(ProtocolAdapter):
     def _to_model(self, note: v1.SessionNotification) -> m.UpdateSessionNotification | None:
         update = note.update
         kind = type(update)
-        state = self._sessions.get(note.session_id) or self.session(note.session_id)
+        state = self._record_for_update(note.session_id)
         chunk = _CHUNKS.get(kind)
         if chunk is not None:
             model_kind, role, run_kind, model_content = chunk
@@ -392,6 +419,8 @@ class V1Protocol(ProtocolAdapter):
                 update=model_kind(message_id=message_id, content=block, meta=update.meta),  # type: ignore[union-attr]
                 meta=note.meta,
             )
+        if kind is v1.UnknownSessionUpdate and self._v2_only(note):
+            return None
         if kind not in _NEUTRAL:
             state.end_message()
         try:
@@ -410,6 +439,19 @@ class V1Protocol(ProtocolAdapter):
             _log.warning("v1 session/update dropped, it has no model form: %s", exc)
             return None
         return m.UpdateSessionNotification(session_id=note.session_id, update=model, meta=note.meta)
+
+    def _v2_only(self, note: v1.SessionNotification) -> bool:
+        """Whether ``note`` is an update only v2 has (``state_update``, ``user_message``, ...): ignored, as if it
+        had not come (it neither ends the message being streamed nor reaches the fold), with a warning the
+        first time each kind comes on this connection; ``ignored_updates`` counts them all."""
+        tag = cv.v2_only_kind(note.update)
+        if tag is None:
+            return False
+        self.ignored_updates += 1
+        if tag not in self._warned:
+            self._warned.add(tag)
+            _log.warning("a v1 agent sent the v2-only session/update %r; ignored (and any more of this kind)", tag)
+        return True
 
     def _on_update(self, note: v1.SessionNotification) -> Any:
         model = self._to_model(note)
@@ -495,6 +537,7 @@ class V1Protocol(ProtocolAdapter):
 
     def session_closed(self, session_id: str) -> None:
         self._sessions.pop(session_id, None)
+        self._unopened.pop(session_id, None)
         client = self._client
         if client is None:
             return

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, get_args
 
 import msgspec
 from msgspec import UNSET
@@ -18,9 +18,12 @@ from msgspec import UNSET
 from ...codec import convert, to_builtins
 from ...schema import types as m
 from ...schema.v1 import types as v1
+from ...schema.v1 import unstable as v1u
+from ...update_kinds import KINDS
 
 __all__ = [
     "V1_DIFF_META",
+    "V2_ONLY_UPDATES",
     "agent_capabilities",
     "auth_methods",
     "config_options",
@@ -35,6 +38,7 @@ __all__ = [
     "tool_call",
     "tool_call_update_fields",
     "update_plain",
+    "v2_only_kind",
 ]
 
 V1_DIFF_META = "acpSession/v1Diff"
@@ -228,6 +232,26 @@ def config_options(options: Any) -> list[Any]:
         return []
     converted = convert([_config_option(o) for o in _plain(options)], list[m.SessionConfigOption])
     return list(converted)
+
+
+def _tags(union: Any) -> frozenset[str]:
+    return frozenset(str(t.__struct_config__.tag) for t in get_args(union) if hasattr(t, "__struct_config__"))
+
+
+V2_ONLY_UPDATES: frozenset[str] = (
+    frozenset(kind.tag for kind in KINDS) - _tags(v1.SessionUpdate) - _tags(v1u.SessionUpdate)
+)
+"""Update kinds the model folds that neither v1 schema (stable or unstable) has: ``user_message``,
+``state_update``, ``agent_message``, ... A v1 turn's user message and states are the adapter's to report
+(from the prompt and its answer), so a v1 agent sending them is ignored rather than folded."""
+
+
+def v2_only_kind(update: Any) -> str | None:
+    """The tag of a v1 update that only v2 has (the v1 decoder kept it raw), else None."""
+    if type(update) is v1.UnknownSessionUpdate:
+        tag = update.tag
+        return tag if tag in V2_ONLY_UPDATES else None
+    return None
 
 
 def update_plain(plain: dict[str, Any], plan_id: str) -> dict[str, Any] | None:

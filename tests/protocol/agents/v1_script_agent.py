@@ -9,7 +9,11 @@ argv: LOGFILE SCRIPT_JSON. Every line received is appended to LOGFILE. SCRIPT_JS
 * ``prompts``: a list, one per ``session/prompt`` in order: ``{"updates": [...], "result": {...}}`` or
   ``{"updates": [...], "error": {...}}``; ``"numbered": N`` adds N numbered agent chunks;
   ``"ask": {method, params}`` sends a request to the client after the updates and waits for its answer
-  before finishing (the answer is logged);
+  before finishing (the answer is logged); ``"others": N`` then sends N ``agent_message_chunk`` updates
+  naming sessions it never opened (``other-0`` ... ``other-N-1``) after the answer;
+  ``"hold": true`` leaves the prompt unanswered until the next ``session/prompt`` arrives, which answers it
+  (``result``) before anything else (an agent that cancels a running prompt when a new one comes), or, with
+  ``"held": "after"`` on that next step, right after the next prompt's own answer;
 * ``answers``: method -> result for any other method (default: ``{}``); ``errors``: method -> error.
 """
 
@@ -21,6 +25,7 @@ SCRIPT = json.loads(sys.argv[2]) if len(sys.argv) > 2 else {}
 DEFAULT_INIT = {"protocolVersion": 1, "agentCapabilities": {}, "agentInfo": {"name": "v1-script", "version": "1"}}
 prompts = list(SCRIPT.get("prompts", []))
 state = {"session": 0, "asked": 0}
+held = []  # (prompt request id, step) of prompts answered only when the next prompt arrives
 waiting = {}  # our request id -> (prompt request id, step)
 
 
@@ -48,6 +53,14 @@ def finish(rid, step):
         answer(rid, error=step["error"])
     else:
         answer(rid, step.get("result", {"stopReason": "end_turn"}))
+    others = step.get("others", 0)
+    for n in range(others):  # sessions nobody opened, one id each
+        updates(f"other-{n}", [{"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "x"}}])
+
+
+def release_held():
+    while held:
+        finish(*held.pop(0))
 
 
 def handle(msg):
@@ -60,6 +73,7 @@ def handle(msg):
             prompt_id, sid, step = pending
             updates(sid, step.get("after", []))
             finish(prompt_id, step)
+            release_held()
         return
     if rid is None:
         return  # notifications (session/cancel) are only logged
@@ -79,6 +93,8 @@ def handle(msg):
     elif method == "session/prompt":
         step = prompts.pop(0) if prompts else {"updates": []}
         sid = params.get("sessionId")
+        if step.get("held") != "after":
+            release_held()
         updates(sid, step.get("updates", []))
         numbered = step.get("numbered", 0)  # that many agent_message_chunk updates: "0000", "0001", ...
         updates(
@@ -93,8 +109,11 @@ def handle(msg):
             ours = f"q{state['asked']}"
             waiting[json.dumps(ours)] = (rid, sid, step)
             write({"jsonrpc": "2.0", "id": ours, "method": step["ask"]["method"], "params": step["ask"]["params"]})
+        elif step.get("hold"):
+            held.append((rid, step))
         else:
             finish(rid, step)
+            release_held()
     else:
         answer(rid, SCRIPT.get("answers", {}).get(method, {}))
 

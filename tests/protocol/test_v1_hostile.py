@@ -1,0 +1,114 @@
+"""A hostile or unusual v1 agent (scripted, over real pipes) cannot corrupt a session's history (issue 26).
+
+Each test names the issue's item it covers: 1 (a flood of session ids), 3 (v2-only updates from a v1 agent),
+4 (one prompt answer ends its own turn only), 8 (``wait_for_idle`` after the agent is killed).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import pytest
+
+from acp_session.conversation import Conversation
+from acp_session.conversation.entities import Message, UnknownEntry
+from acp_session.protocol.v1.adapter import MAX_UNOPENED_SESSIONS, V1Protocol
+from tests.protocol.support import chunk, sent, text, v1_agent
+
+pytestmark = pytest.mark.anyio
+
+MODES = {
+    "modes": {
+        "currentModeId": "ask",
+        "availableModes": [{"id": "ask", "name": "Ask"}, {"id": "code", "name": "Code"}],
+    }
+}
+
+
+def said(conversation: Conversation) -> list[tuple[str, str, str]]:
+    """(role, message id, text) of every message in history, in order."""
+    return [(e.role, e.message_id, e.text) for e in conversation.history() if isinstance(e, Message)]
+
+
+# -- item 1: a flood of session ids ---------------------------------------------------------------------------
+
+
+async def test_a_flood_of_unknown_session_ids_leaves_the_open_session_intact(tmp_path: Path) -> None:
+    """5 000 updates naming sessions nobody opened, between two turns: the open session keeps its message ids
+    (turn 2's prompt is a new message, its reply is its own), its modes (``set_mode`` still sends v1's
+    ``session/set_mode``), and the records kept for the invented ids stay bounded (ACP1-012: ``session/update``)."""
+    flood = 5000
+    prompts = [
+        {"updates": [chunk("agent_message_chunk", "reply one")], "others": flood},
+        {"updates": [chunk("agent_message_chunk", "reply two")]},
+    ]
+    with anyio.fail_after(30):
+        async with v1_agent(tmp_path, prompts=prompts, new=MODES) as (client, log):
+            conversation = await client.start_conversation(str(tmp_path))
+            first = await conversation.chat_to_completion("one")
+            while client.unknown_session_updates < flood:  # every invented id was read before turn 2
+                await anyio.sleep(0.01)
+            protocol = client.protocol
+            assert isinstance(protocol, V1Protocol)
+            assert protocol.unopened_session_records <= MAX_UNOPENED_SESSIONS
+            second = await conversation.chat_to_completion("two")
+            await conversation.session.set_mode("code")
+    assert (first.text, second.text) == ("reply one", "reply two")
+    assert second.stop_reason == "end_turn" and conversation.turn_count == 2
+    assert first.message_id != second.message_id
+    assert [(role, text) for role, _, text in said(conversation)] == [
+        ("user", "one"),
+        ("agent", "reply one"),
+        ("user", "two"),
+        ("agent", "reply two"),
+    ]
+    assert len({message_id for _, message_id, _ in said(conversation)}) == 4
+    set_mode = [m for m in sent(log) if m.get("method", "").startswith("session/set_")]
+    assert [(m["method"], m["params"]) for m in set_mode] == [
+        ("session/set_mode", {"sessionId": "s1", "modeId": "code"})
+    ]
+
+
+# -- item 3: updates only v2 has ----------------------------------------------------------------------------
+
+V2_ONLY = [
+    {"sessionUpdate": "state_update", "state": "idle", "stopReason": "end_turn"},
+    {"sessionUpdate": "user_message", "messageId": "user-1", "content": [text("not what the user said")]},
+    {"sessionUpdate": "agent_message", "messageId": "agent-9", "content": [text("a whole message")]},
+    {"sessionUpdate": "agent_thought", "messageId": "thought-9", "content": [text("a whole thought")]},
+    {"sessionUpdate": "terminal_update", "terminalId": "term-1", "command": "rm -rf /"},
+    {"sessionUpdate": "terminal_output_chunk", "terminalId": "term-1", "data": "out"},
+    {"sessionUpdate": "tool_call_content_chunk", "toolCallId": "t1", "content": text("x")},
+]
+
+
+async def test_updates_only_v2_has_are_ignored_not_folded(tmp_path: Path) -> None:
+    """A v1 agent sending ``state_update`` (idle) and ``user_message`` (with the id of the user's prompt) in the
+    middle of a turn neither ends the turn early nor rewrites the prompt: v1's turn is its ``session/prompt``
+    (ACP1-017: the stop reason comes with the answer) and v1 has neither kind. Each is ignored without ending the
+    message being streamed; an update v2 does not know either is still kept raw."""
+    vendor = {"sessionUpdate": "_vendor_progress", "percent": 50}
+    prompts = [
+        {"updates": [chunk("agent_message_chunk", "first "), *V2_ONLY, chunk("agent_message_chunk", "half"), vendor]},
+        {"updates": [*V2_ONLY, chunk("agent_message_chunk", "second")]},
+    ]
+    with anyio.fail_after(10):
+        async with v1_agent(tmp_path, prompts=prompts) as (client, _):
+            conversation = await client.start_conversation(str(tmp_path))
+            first = await conversation.chat_to_completion("one")
+            second = await conversation.chat_to_completion("two")
+            await conversation.wait_for_idle()
+            protocol = client.protocol
+            assert isinstance(protocol, V1Protocol) and protocol.ignored_updates == 2 * len(V2_ONLY)
+    assert (first.text, second.text) == ("first half", "second")
+    assert (first.stop_reason, second.stop_reason) == ("end_turn", "end_turn")
+    assert [(role, text) for role, _, text in said(conversation)] == [
+        ("user", "one"),
+        ("agent", "first half"),
+        ("user", "two"),
+        ("agent", "second"),
+    ]
+    assert conversation.turn_count == 2 and not conversation.state.terminals
+    unknown = [e for e in conversation.history() if isinstance(e, UnknownEntry)]
+    assert [u.tag for u in unknown] == ["_vendor_progress"]
