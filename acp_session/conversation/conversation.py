@@ -4,9 +4,10 @@ The fold runs inline in the connection's reader through a session-scoped listene
 update). Each fold event is routed to the chat turn that owns it:
 
 * a turn starts when its prompt is inserted: the ``session/prompt`` answer or its ``user_message``,
-  whichever is seen first. If a user message arrives before any answer names it while our prompts
-  are unanswered, the events after it are held in a segment until an answer claims it (ours) or
-  every prompt is answered (someone else's);
+  whichever is seen first (only the ``user_message`` when the protocol reports it itself, as the v1 adapter
+  does when the turn starts: ``ChatTurn.reported_start``). If a user message arrives before any answer
+  names it while our prompts are unanswered, the events after it are held in a segment until an answer
+  claims it (ours) or every prompt is answered (someone else's);
 * events go to the most recently started unfinished turn; tool calls in the reported background
   list never belong to a turn;
 * a new idle completion (``StateChanged.completed``) finishes every started turn; prompts still
@@ -448,6 +449,7 @@ class Conversation:
         def tracked(prompt: TrackedPrompt) -> None:
             # Before the protocol may report the user message (v1 does so as the prompt is sent).
             turn.prompt = prompt
+            turn.reported_start = prompt.message_id is not None
             self._awaiting.append(turn)
 
         session.send_tracked(blocks, on_settle=lambda prompt: self._on_answer(turn, prompt), on_tracked=tracked)
@@ -725,6 +727,8 @@ class Conversation:
             self._drain()
             self._update_idle()
             return
+        if turn.reported_start:
+            return  # accepted; its user message, reported when its turn starts, starts it
         turn.message_id = message_id
         for segment in self._segments:
             if segment.message_id in (message_id, None) and segment.owner is None:

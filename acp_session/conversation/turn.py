@@ -83,6 +83,10 @@ class ChatTurn:
         with distinct tool calls never holds more than the history does."""
         self.status: TurnStatus = "sent"
         self.prompt: TrackedPrompt | None = None  # the prompt as the session tracks it
+        self.reported_start = False
+        """The protocol reports this turn's user message itself when the turn starts (v1: the id is assigned as
+        the prompt is sent), so its answer does not start it: a v1 prompt held behind an earlier one starts
+        when that one ends."""
         self.message_id: str | None = None
         self.response = ChatResponse(message_id=None)
         self.error: BaseException | None = None

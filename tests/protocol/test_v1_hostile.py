@@ -7,13 +7,17 @@ Each test names the issue's item it covers: 1 (a flood of session ids), 3 (v2-on
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
 
+from acp_session import ClientBuilder
 from acp_session.conversation import Conversation
 from acp_session.conversation.entities import Message, UnknownEntry
+from acp_session.errors import AcpError
 from acp_session.protocol.v1.adapter import MAX_UNOPENED_SESSIONS, V1Protocol
+from acp_session.schema import RequestPermissionRequest
 from tests.protocol.support import chunk, sent, text, v1_agent
 
 pytestmark = pytest.mark.anyio
@@ -112,3 +116,108 @@ async def test_updates_only_v2_has_are_ignored_not_folded(tmp_path: Path) -> Non
     assert conversation.turn_count == 2 and not conversation.state.terminals
     unknown = [e for e in conversation.history() if isinstance(e, UnknownEntry)]
     assert [u.tag for u in unknown] == ["_vendor_progress"]
+
+
+# -- item 4: each prompt answer ends its own turn only ------------------------------------------------------
+
+PERMISSION = {
+    "sessionId": "s1",
+    "toolCall": {"toolCallId": "t1", "title": "Run it"},
+    "options": [{"optionId": "yes", "name": "Yes", "kind": "allow_once"}],
+}
+
+
+async def test_an_agent_that_cancels_a_prompt_when_the_next_comes(tmp_path: Path) -> None:
+    """Prompt A runs; B is sent; the agent answers A ``cancelled`` (ACP1-017) and later B ``end_turn`` (as
+    gemini-cli does). A's turn ends with A's text and stop reason, B's with B's; while B is pending (the agent
+    asks a permission in the middle of it) the conversation is not idle, and history is A, its reply, B, its reply."""
+    seen: dict[str, Any] = {}
+    release = anyio.Event()
+
+    async def on_permission(request: RequestPermissionRequest) -> str:
+        seen["idle"] = conversation.is_idle
+        seen["a"], seen["b"] = turn_a.status, turn_b.status
+        waiter = anyio.Event()
+
+        async def wait() -> None:
+            await conversation.wait_for_idle()
+            waiter.set()
+
+        conversation.session.connection.start_soon(wait)
+        await anyio.sleep(0.05)
+        seen["waited"] = waiter.is_set()
+        await release.wait()
+        return "yes"
+
+    prompts = [
+        {"updates": [chunk("agent_message_chunk", "A text")], "hold": True, "result": {"stopReason": "cancelled"}},
+        {
+            "updates": [chunk("agent_message_chunk", "B ")],
+            "ask": {"method": "session/request_permission", "params": PERMISSION},
+            "after": [chunk("agent_message_chunk", "text")],
+        },
+    ]
+    builder = ClientBuilder().on_request_permission(on_permission)
+    with anyio.fail_after(10):
+        async with v1_agent(tmp_path, builder, prompts=prompts) as (client, _):
+            conversation = await client.start_conversation(str(tmp_path))
+            turn_a = conversation.chat("A")
+            turn_b = conversation.chat("B")
+            response_a = await turn_a
+            assert not conversation.is_idle and turn_b.status != "finished"
+            while "waited" not in seen:
+                await anyio.sleep(0.01)
+            release.set()
+            response_b = await turn_b
+            await conversation.wait_for_idle()
+    assert (response_a.text, response_a.stop_reason) == ("A text", "cancelled")
+    assert (response_b.text, response_b.stop_reason) == ("B text", "end_turn")
+    assert seen == {"idle": False, "a": "finished", "b": "started", "waited": False}
+    assert [(role, text) for role, _, text in said(conversation)] == [
+        ("user", "A"),
+        ("agent", "A text"),
+        ("user", "B"),
+        ("agent", "B text"),
+    ]
+    assert conversation.turn_count == 2 and conversation.is_idle
+
+
+async def test_a_later_prompt_answered_first_still_ends_only_its_own_turn(tmp_path: Path) -> None:
+    """The agent answers B before A (both ``end_turn``): B's turn starts and ends after A's, with B's stop
+    reason; A's turn is not ended by B's answer. (What B's agent streamed while A was unanswered is A's: the
+    v1 wire does not say which prompt a chunk belongs to, docs/protocol-versions.md.)"""
+    prompts = [
+        {"updates": [chunk("agent_message_chunk", "A text")], "hold": True, "result": {"stopReason": "end_turn"}},
+        {"updates": [], "held": "after", "result": {"stopReason": "max_tokens"}},
+    ]
+    with anyio.fail_after(10):
+        async with v1_agent(tmp_path, prompts=prompts) as (client, _):
+            conversation = await client.start_conversation(str(tmp_path))
+            turn_a = conversation.chat("A")
+            turn_b = conversation.chat("B")
+            response_a, response_b = await turn_a, await turn_b
+            await conversation.wait_for_idle()
+    assert (response_a.text, response_a.stop_reason) == ("A text", "end_turn")
+    assert (response_b.text, response_b.stop_reason) == ("", "max_tokens")
+    assert [(role, text) for role, _, text in said(conversation)] == [("user", "A"), ("agent", "A text"), ("user", "B")]
+
+
+async def test_a_held_prompt_refused_never_starts(tmp_path: Path) -> None:
+    """An agent that refuses B while A runs (an error answer, before A's): B fails, A goes on and ends with its
+    own answer, and B never appears in history."""
+    prompts = [
+        {"updates": [chunk("agent_message_chunk", "A text")], "hold": True, "result": {"stopReason": "end_turn"}},
+        {"held": "after", "error": {"code": -32000, "message": "busy"}},
+    ]
+    with anyio.fail_after(10):
+        async with v1_agent(tmp_path, prompts=prompts) as (client, _):
+            conversation = await client.start_conversation(str(tmp_path))
+            turn_a = conversation.chat("A")
+            turn_b = conversation.chat("B")
+            with pytest.raises(AcpError, match="busy"):
+                await turn_b
+            response_a = await turn_a
+            await conversation.wait_for_idle()
+    assert (response_a.text, response_a.stop_reason) == ("A text", "end_turn")
+    assert [(role, text) for role, _, text in said(conversation)] == [("user", "A"), ("agent", "A text")]
+    assert conversation.turn_count == 1

@@ -6,7 +6,8 @@ The mapping, row by row, is documented in docs/protocol-versions.md. In short:
   ``auth/login`` becomes ``authenticate``, the ``mode`` / ``model`` options become ``session/set_mode`` /
   ``session/set_model``) and v1 results become model results;
 * a v1 turn is the pending ``session/prompt``: the adapter reports the user message and ``running``
-  when the prompt is sent and ``idle`` with the stop reason when it is answered, as v2 agents do;
+  when the prompt is sent (or, while an earlier prompt of the session is unanswered, once that one's turn
+  ended: ``turns.py``) and ``idle`` with the stop reason when it is answered, as v2 agents do;
 * v1 updates become model updates: chunks get message ids (a run of chunks of one kind is one message),
   ``tool_call`` becomes the first ``tool_call_update``, ``plan`` a ``plan_update``, ``current_mode_update``
   a ``config_option_update``;
@@ -35,6 +36,7 @@ from ..routes import Route, Target
 from . import convert as cv
 from .chunks import MODEL_CONTENT_CHUNKS, ChunkNotification, decode_notification
 from .sessions import V1Session, read_models
+from .turns import V1Turn
 
 __all__ = ["MAX_UNOPENED_SESSIONS", "V1Protocol"]
 
@@ -360,14 +362,18 @@ class V1Protocol(ProtocolAdapter):
             return m.PromptResponse(message_id=message_id)
 
         request: PendingRequest[m.PromptResponse] = self._send("session/prompt", wire, result)
+        turn: list[V1Turn] = []
 
-        def begin() -> None:
+        def start() -> None:
             state.end_message()
             self._emit(session_id, m.UserMessage(message_id=message_id, content=list(blocks)))
             self._emit(session_id, m.StateUpdate(state="running"))
 
+        def begin() -> None:
+            # The turn starts now, or once the session's earlier prompts are answered (turns.py).
+            turn.append(state.turns.add(start))
+
         def end() -> None:
-            state.end_message()
             try:
                 if not answer:  # the client's settle decoded it already, unless it failed
                     request.outcome()
@@ -375,17 +381,23 @@ class V1Protocol(ProtocolAdapter):
                 error = m.Error(
                     code=getattr(exc, "code", -32603), message=getattr(exc, "message", str(exc)), data=_error_data(exc)
                 )
-                self._emit(session_id, m.StateUpdate(state="idle", error=error))
-                return
-            response = answer[0]
-            usage = response.usage
-            if usage not in (UNSET, None):
-                idle: Any = mu.StateUpdate(
-                    state="idle", stop_reason=response.stop_reason, usage=convert(to_builtins(usage), mu.Usage)
-                )
+                idle: Any = m.StateUpdate(state="idle", error=error)
             else:
-                idle = m.StateUpdate(state="idle", stop_reason=response.stop_reason)
-            self._emit(session_id, idle)
+                response = answer[0]
+                usage = response.usage
+                if usage not in (UNSET, None):
+                    idle = mu.StateUpdate(
+                        state="idle", stop_reason=response.stop_reason, usage=convert(to_builtins(usage), mu.Usage)
+                    )
+                else:
+                    idle = m.StateUpdate(state="idle", stop_reason=response.stop_reason)
+
+            def finish() -> None:
+                state.end_message()
+                self._emit(session_id, idle)
+
+            if turn:
+                state.turns.answered(turn[0], finish, inserted=bool(answer), go_on=not self.rpc.closed)
 
         return PromptExchange(request, message_id, begin, end)
 

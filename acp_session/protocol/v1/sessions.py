@@ -12,6 +12,7 @@ import msgspec
 from msgspec import UNSET
 
 from ...schema import types as m
+from .turns import TurnOrder
 
 __all__ = ["ModelChoice", "ModelState", "V1Session"]
 
@@ -61,6 +62,7 @@ class V1Session:
         "modes",
         "next_id",
         "session_id",
+        "turns",
     )
 
     plan_id = "plan"
@@ -76,6 +78,7 @@ class V1Session:
         self.models: ModelState | None = None
         self.mode_option_id = "mode"
         self.model_option_id = "model"
+        self.turns = TurnOrder()  # prompts not answered yet: each answer ends its own turn only
 
     # -- message ids ---------------------------------------------------------------------------------------
 
