@@ -417,16 +417,29 @@ class Conversation:
     async def wait_for_idle(self, timeout: float | None = None) -> None:
         """Return once the session is idle and none of this conversation's prompts is pending (at once if so).
 
-        Raises ``ConnectionClosed`` if the connection is lost while waiting, and ``IdleTimeout`` when
-        ``timeout`` seconds pass first (nothing is cancelled: the work goes on).
+        Raises ``ConnectionClosed`` if the connection is lost while waiting (or was lost before, unless this
+        conversation ``disconnect()``-ed), and ``IdleTimeout`` when ``timeout`` seconds pass first (nothing is
+        cancelled: the work goes on).
         """
         with anyio.move_on_after(timeout) as scope:
             while not self._idle.is_set():
                 await self._idle.wait()
         if scope.cancelled_caught:
             raise IdleTimeout(f"the session was still busy after {timeout} s")
-        if self._closed is not None and self._session is not None:
-            raise self._closed
+        closed = self._lost_connection()
+        if closed is not None:
+            raise closed
+
+    def _lost_connection(self) -> ConnectionClosed | None:
+        """Why the session's connection ended, unless this conversation left it (``disconnect()``).
+
+        Read from the connection itself, not only from ``_watch_connection``: the prompt answers that the end
+        fails (and so the idle they make) are settled before that task runs, and a waiter woken by them may run
+        first."""
+        session = self._session
+        if session is None or self._closed is not None:
+            return self._closed if session is not None else None
+        return None if self._disconnected else session.connection.rpc.close_reason
 
     # ------------------------------------------------------------------ chatting
 

@@ -6,6 +6,8 @@ Each test names the issue's item it covers: 1 (a flood of session ids), 3 (v2-on
 
 from __future__ import annotations
 
+import os
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +17,7 @@ import pytest
 from acp_session import ClientBuilder
 from acp_session.conversation import Conversation
 from acp_session.conversation.entities import Message, UnknownEntry
-from acp_session.errors import AcpError
+from acp_session.errors import AcpError, ConnectionClosed
 from acp_session.protocol.v1.adapter import MAX_UNOPENED_SESSIONS, V1Protocol
 from acp_session.schema import RequestPermissionRequest
 from tests.protocol.support import chunk, sent, text, v1_agent
@@ -221,3 +223,41 @@ async def test_a_held_prompt_refused_never_starts(tmp_path: Path) -> None:
     assert (response_a.text, response_a.stop_reason) == ("A text", "end_turn")
     assert [(role, text) for role, _, text in said(conversation)] == [("user", "A"), ("agent", "A text")]
     assert conversation.turn_count == 1
+
+
+# -- item 8: wait_for_idle when the agent is killed ---------------------------------------------------------
+
+KILLS = 10
+
+
+async def outcome_of_waiting(conversation: Conversation, outcome: list[BaseException | None]) -> None:
+    try:
+        await conversation.wait_for_idle()
+    except ConnectionClosed as exc:
+        outcome.append(exc)
+    else:
+        outcome.append(None)
+
+
+async def test_wait_for_idle_raises_connection_closed_every_time_the_agent_is_killed(tmp_path: Path) -> None:
+    """A v1 agent killed in the middle of a turn: a ``wait_for_idle()`` already waiting and one called afterwards
+    both raise ``ConnectionClosed``, and the turn fails with it, every time (the prompt's answer and the connection's
+    end are both read from the one closed pipe; which the event loop runs first must not matter)."""
+    prompts = [{"updates": [chunk("agent_message_chunk", "working")], "hold": True}]
+    for attempt in range(KILLS):
+        outcome: list[BaseException | None] = []
+        with anyio.fail_after(10):
+            async with v1_agent(tmp_path, prompts=prompts) as (client, _):
+                conversation = await client.start_conversation(str(tmp_path))
+                turn = conversation.chat("go")
+                while not any(isinstance(e, Message) and e.text == "working" for e in conversation.history()):
+                    await anyio.sleep(0.005)
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(outcome_of_waiting, conversation, outcome)
+                    await anyio.sleep(0.01)
+                    os.kill(client.rpc.transport.pid, signal.SIGKILL)  # type: ignore[attr-defined]
+                with pytest.raises(ConnectionClosed):
+                    await conversation.wait_for_idle()
+                with pytest.raises(ConnectionClosed):
+                    await turn
+        assert len(outcome) == 1 and isinstance(outcome[0], ConnectionClosed), (attempt, outcome)
