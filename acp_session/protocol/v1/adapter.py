@@ -415,7 +415,7 @@ class V1Protocol(ProtocolAdapter):
     def _to_model(self, note: v1.SessionNotification) -> m.UpdateSessionNotification | None:
         update = note.update
         kind = type(update)
-        state = self._record_for_update(note.session_id)
+        state = self._sessions.get(note.session_id) or self._record_for_update(note.session_id)
         chunk = _CHUNKS.get(kind)
         if chunk is not None:
             model_kind, role, run_kind, model_content = chunk
