@@ -40,18 +40,32 @@ def said(conversation: Conversation) -> list[tuple[str, str, str]]:
 # -- item 1: a flood of session ids ---------------------------------------------------------------------------
 
 
-async def test_a_flood_of_unknown_session_ids_leaves_the_open_session_intact(tmp_path: Path) -> None:
-    """5 000 updates naming sessions nobody opened, between two turns: the open session keeps its message ids
-    (turn 2's prompt is a new message, its reply is its own), its modes (``set_mode`` still sends v1's
-    ``session/set_mode``), and the records kept for the invented ids stay bounded (ACP1-012: ``session/update``)."""
+LOADABLE = {"protocolVersion": 1, "agentCapabilities": {"loadSession": True}}
+REPLAY = [chunk("user_message_chunk", "before"), chunk("agent_message_chunk", "earlier answer")]
+
+
+@pytest.mark.parametrize("opened_by", ["session/new", "session/load"])
+async def test_a_flood_of_unknown_session_ids_leaves_the_open_session_intact(tmp_path: Path, opened_by: str) -> None:
+    """5 000 updates naming sessions nobody opened, between two turns of a session the client created or
+    loaded: the session keeps its message ids (turn 2's prompt is a new message, its reply is its own), its modes
+    (``set_mode`` still sends v1's ``session/set_mode``), and the records kept for the invented ids stay bounded
+    (ACP1-012: ``session/update``)."""
     flood = 5000
     prompts = [
         {"updates": [chunk("agent_message_chunk", "reply one")], "others": flood},
         {"updates": [chunk("agent_message_chunk", "reply two")]},
     ]
+    script: dict[str, Any] = {"prompts": prompts, "new": MODES}
+    before: list[tuple[str, str]] = []
+    if opened_by == "session/load":
+        script.update(initialize=LOADABLE, load=REPLAY, load_result=MODES)
+        before = [("user", "before"), ("agent", "earlier answer")]
     with anyio.fail_after(30):
-        async with v1_agent(tmp_path, prompts=prompts, new=MODES) as (client, log):
-            conversation = await client.start_conversation(str(tmp_path))
+        async with v1_agent(tmp_path, **script) as (client, log):
+            if opened_by == "session/new":
+                conversation = await client.start_conversation(str(tmp_path))
+            else:
+                conversation = await Conversation.resume(client, "s1", str(tmp_path))
             first = await conversation.chat_to_completion("one")
             while client.unknown_session_updates < flood:  # every invented id was read before turn 2
                 await anyio.sleep(0.01)
@@ -61,15 +75,16 @@ async def test_a_flood_of_unknown_session_ids_leaves_the_open_session_intact(tmp
             second = await conversation.chat_to_completion("two")
             await conversation.session.set_mode("code")
     assert (first.text, second.text) == ("reply one", "reply two")
-    assert second.stop_reason == "end_turn" and conversation.turn_count == 2
+    assert second.stop_reason == "end_turn" and conversation.turn_count == 2 + len(before) // 2
     assert first.message_id != second.message_id
     assert [(role, text) for role, _, text in said(conversation)] == [
+        *before,
         ("user", "one"),
         ("agent", "reply one"),
         ("user", "two"),
         ("agent", "reply two"),
     ]
-    assert len({message_id for _, message_id, _ in said(conversation)}) == 4
+    assert len({message_id for _, message_id, _ in said(conversation)}) == 4 + len(before)
     set_mode = [m for m in sent(log) if m.get("method", "").startswith("session/set_")]
     assert [(m["method"], m["params"]) for m in set_mode] == [
         ("session/set_mode", {"sessionId": "s1", "modeId": "code"})
