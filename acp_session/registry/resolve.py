@@ -30,6 +30,7 @@ __all__ = [
     "AgentCommand",
     "current_platform",
     "find_agent",
+    "named_agent",
     "pinned_command",
     "resolve_agent",
     "resolve_command",
@@ -250,3 +251,24 @@ def pinned_command(
         raise NoDistribution(agent.id, f"version {version}", [f"version {agent.version}"])
     at_version = msgspec.structs.replace(agent, version=version, distribution=pinned, preview=None)
     return resolve_command(at_version, install=install, progress=progress)
+
+
+def named_agent(
+    value: str,
+    *,
+    registry: Registry | str | os.PathLike[str] | None = None,
+    channel: str = "stable",
+    install: bool = True,
+    progress: Progress | None = None,
+) -> AgentCommand | None:
+    """What a command-line ``--agent VALUE`` names, when it names a registry agent; None for a command line.
+
+    A friendly alias (``ALIASES``) is always the registry's agent. Another single word is a program when one of
+    that name is on PATH (as before registry ids existed), else a registry id (``UnknownAgent``, with close
+    matches, when it is none). Anything with a space or a path separator is a command line."""
+    word = value.strip()
+    if not word or any(c.isspace() for c in word) or "/" in word or os.sep in word:
+        return None
+    if word not in ALIASES and shutil.which(word) is not None:
+        return None
+    return resolve_agent(word, registry=registry, channel=channel, install=install, progress=progress)
