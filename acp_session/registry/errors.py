@@ -35,12 +35,19 @@ class InvalidRegistry(RegistryError):
 class UnknownAgent(RegistryError):
     """No agent has this id (nor is it an alias); ``close_matches`` are the ids it may have meant."""
 
-    def __init__(self, agent_id: str, close_matches: Sequence[str], origin: str = "") -> None:
+    def __init__(
+        self, agent_id: str, close_matches: Sequence[str], origin: str = "", *, not_a_command: bool = False
+    ) -> None:
         self.agent_id = agent_id
         self.close_matches = list(close_matches)
+        self.origin = origin
         hint = f"; did you mean {', '.join(self.close_matches)}?" if self.close_matches else ""
         where = f" in {origin}" if origin else ""
-        super().__init__(f"no agent {agent_id!r}{where}{hint} (`acp-session agents` lists them)")
+        if not_a_command:  # an --agent word: neither a program on PATH nor a registry id
+            text = f"agent command not found: {agent_id} (nor is it an agent id{where}{hint})"
+        else:
+            text = f"no agent {agent_id!r}{where}{hint} (`acp-session agents` lists them)"
+        super().__init__(text)
 
 
 class NoDistribution(RegistryError):

@@ -211,6 +211,7 @@ def resolve_agent(
     return resolve_command(find_agent(loaded, name), channel=channel, install=install, progress=progress)
 
 
+_ID = re.compile(r"[a-z][a-z0-9-]*")  # the registry's id pattern
 _NPM_SPEC = re.compile(r"^(@[^/@]+/[^@]+|[^@]+)(?:@.*)?$")
 
 
@@ -267,8 +268,11 @@ def named_agent(
     that name is on PATH (as before registry ids existed), else a registry id (``UnknownAgent``, with close
     matches, when it is none). Anything with a space or a path separator is a command line."""
     word = value.strip()
-    if not word or any(c.isspace() for c in word) or "/" in word or os.sep in word:
+    if not _ID.fullmatch(word):  # a space, a path separator, a quote...: a command line
         return None
     if word not in ALIASES and shutil.which(word) is not None:
         return None
-    return resolve_agent(word, registry=registry, channel=channel, install=install, progress=progress)
+    try:
+        return resolve_agent(word, registry=registry, channel=channel, install=install, progress=progress)
+    except UnknownAgent as exc:
+        raise UnknownAgent(word, exc.close_matches, exc.origin, not_a_command=True) from None

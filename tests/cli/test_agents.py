@@ -37,6 +37,7 @@ def test_agents_info_and_unknown_ids(tmp_path: Path) -> None:
     assert unknown.returncode == 1 and "did you mean codex-acp?" in unknown.stderr
     chat = run(tmp_path, "chat", "--agent", "cladue", "hi")
     assert chat.returncode == 1 and "did you mean claude-acp" in chat.stderr, chat.stderr
+    assert "agent command not found: cladue (nor is it an agent id in bundled snapshot" in chat.stderr
 
 
 def test_install_then_chat_with_a_registry_binary(tmp_path: Path) -> None:

@@ -17,6 +17,7 @@ from acp_session.registry import (
     bundled_registry,
     find_agent,
     load_registry,
+    named_agent,
     pinned_command,
     resolve_agent,
     sanitize_env,
@@ -142,3 +143,20 @@ def test_registry_sources(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
     with pytest.raises(InvalidRegistry, match="No such file"):
         load_registry(tmp_path / "missing.json")
     assert os.path.basename(str(path)) == "r.json"
+
+
+@pytest.mark.usefixtures("launchers")
+def test_which_agent_option_values_are_registry_agents(tmp_path: Path) -> None:
+    registry = bundled_registry()
+    (tmp_path / "bin" / "codex").write_text("#!/bin/sh\n")  # a program called like an alias: the alias wins
+    (tmp_path / "bin" / "codex").chmod(0o755)
+    (tmp_path / "bin" / "codex-acp").write_text("#!/bin/sh\n")  # a program called like an id: the program wins
+    (tmp_path / "bin" / "codex-acp").chmod(0o755)
+    named = named_agent("codex", registry=registry)
+    assert named is not None and named.agent_id == "codex-acp"
+    assert named_agent("codex-acp", registry=registry) is None
+    assert named_agent("gemini", registry=registry) is not None
+    for command_line in ("npx -y x", "./agent", "/usr/bin/agent", "'x", "Agent"):
+        assert named_agent(command_line, registry=registry) is None
+    with pytest.raises(UnknownAgent, match=r"agent command not found: gemni .*did you mean gemini"):
+        named_agent("gemni", registry=registry)
