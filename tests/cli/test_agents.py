@@ -55,3 +55,7 @@ def test_install_then_chat_with_a_registry_binary(tmp_path: Path) -> None:
     assert chat.returncode == 0, chat.stderr
     done = json.loads(chat.stdout.splitlines()[-1])
     assert done["event"] == "done" and done["stop_reason"] == "end_turn"
+    # The conformance checker takes the id too.
+    checked = run(tmp_path, "conformance", "--agent", "local-agent", "--registry", registry, "--check", "framing")
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert "framing" in checked.stdout
