@@ -3,10 +3,12 @@ from 127.0.0.1 with the reference agent inside."""
 
 from __future__ import annotations
 
+import io
 import json
 import subprocess
 from pathlib import Path
 
+from acp_session.cli.agents import ProgressBar
 from acp_session.registry import current_platform
 from tests.cli.support import CLI, cli_env
 from tests.registry.support import agent_tar, binary_entry, serve, sha256, write_registry
@@ -59,3 +61,20 @@ def test_install_then_chat_with_a_registry_binary(tmp_path: Path) -> None:
     checked = run(tmp_path, "conformance", "--agent", "local-agent", "--registry", registry, "--check", "framing")
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert "framing" in checked.stdout
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_bar_on_a_terminal() -> None:
+    out = _Terminal()
+    bar = ProgressBar("goose", out, width=10)
+    bar(0, 4_000_000)
+    bar(4_000_000, 4_000_000)
+    bar.finish()
+    text = out.getvalue()
+    assert "downloading goose 0.0/4.0 MB [----------] 0%" in text
+    assert "downloading goose 4.0/4.0 MB [##########] 100%" in text
+    assert text.endswith("\r\x1b[Kdownloaded goose (4.0 MB)\n")
