@@ -1,9 +1,9 @@
 """Safe extraction of an agent's archive: every member must stay inside the target folder.
 
 Refused, for the whole archive: absolute paths (``/x``, ``C:\\x``), paths with a ``..`` part, symbolic links
-whose target is absolute or leaves the folder, hard links to anything outside it, and device or FIFO
-entries. Members are checked before anything is written; the caller extracts into a fresh temporary folder
-and only moves it into place when everything succeeded.
+whose target is absolute or leaves the folder, members written through a symbolic link, hard links to anything
+outside it, and device or FIFO entries. Members are checked before anything is written; the caller extracts
+into a fresh temporary folder and only moves it into place when everything succeeded.
 """
 
 from __future__ import annotations
@@ -65,15 +65,35 @@ def _check_link(name: str, where: PurePosixPath, target: str) -> None:
             raise UnsafeArchive(name, f"symbolic link out of the install folder ({target})")
 
 
+class _Links:
+    """The symbolic links met so far: nothing may be written through one (a link to ``.`` followed by a
+    link ``that/..`` would otherwise climb out one level at a time)."""
+
+    def __init__(self) -> None:
+        self.paths: set[PurePosixPath] = set()
+
+    def check(self, name: str, where: PurePosixPath, link_target: str | None = None) -> None:
+        for parent in where.parents:
+            if parent in self.paths:
+                raise UnsafeArchive(name, f"written through the symbolic link {parent}")
+        if link_target is not None:
+            _check_link(name, where, link_target)
+            self.paths.add(where)
+
+
 def _check_tar(tar: tarfile.TarFile) -> list[tarfile.TarInfo]:
     members = tar.getmembers()
+    links = _Links()
     for member in members:
         where = _checked_name(member.name)
         if member.issym():
-            _check_link(member.name, where, member.linkname)
+            links.check(member.name, where, member.linkname)
         elif member.islnk():
-            _checked_name(member.linkname)  # a hard link names another member by its path in the archive
-        elif not (member.isfile() or member.isdir()):
+            links.check(member.name, where)
+            links.check(member.name, _checked_name(member.linkname))  # another member, by its archive path
+        elif member.isfile() or member.isdir():
+            links.check(member.name, where)
+        else:
             raise UnsafeArchive(member.name, "device, FIFO or other special file")
     return members
 
@@ -90,13 +110,23 @@ def _extract_tar(path: Path, dest: Path) -> None:
 def _extract_zip(path: Path, dest: Path) -> None:
     with zipfile.ZipFile(path) as archive:
         infos = archive.infolist()
+        links = _Links()
+        link_targets: dict[str, str] = {}
         for info in infos:
-            _checked_name(info.filename)
-            mode = info.external_attr >> 16
-            if stat.S_ISLNK(mode):
-                raise UnsafeArchive(info.filename, "symbolic link in a zip archive")
+            where = _checked_name(info.filename)
+            if stat.S_ISLNK(info.external_attr >> 16):  # a symbolic link: its target is the member's content
+                if info.file_size > 4096:
+                    raise UnsafeArchive(info.filename, "symbolic link with an oversized target")
+                link_targets[info.filename] = archive.read(info).decode("utf-8", "replace")
+                links.check(info.filename, where, link_targets[info.filename])
+            else:
+                links.check(info.filename, where)
         for info in infos:
             target = dest / _checked_name(info.filename)
+            if info.filename in link_targets:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                os.symlink(link_targets[info.filename], target)
+                continue
             if info.is_dir():
                 target.mkdir(parents=True, exist_ok=True)
                 continue

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from .archive import archive_kind, extract
-from .errors import ChecksumMismatch, DownloadFailed, RegistryOffline
+from .errors import ChecksumMismatch, DownloadFailed, InvalidRegistry, RegistryOffline
 from .model import BinaryTarget
 from .source import cache_dir
 
@@ -99,10 +99,17 @@ def install_binary(
         tree.mkdir()
         raw_name = posixpath.basename(target.cmd.replace("\\", "/")) or "agent"
         extract(download, tree, archive_kind(target.archive), raw_name)
+        command = tree.joinpath(*[p for p in target.cmd.replace("\\", "/").split("/") if p not in ("", ".")])
+        if not command.is_file():
+            raise InvalidRegistry(f"{agent_id} {version}", f"its archive for {platform} has no {target.cmd}")
         (tree / MARKER).write_text(json.dumps({"archive": target.archive, "sha256": target.sha256, "got": actual}))
         if folder.exists():
             shutil.rmtree(folder)
-        os.replace(tree, folder)
+        try:
+            os.replace(tree, folder)
+        except OSError:
+            if not _is_installed(folder, target):  # else another process installed it meanwhile
+                raise
     finally:
         shutil.rmtree(work, ignore_errors=True)
     _remove_other_versions(folder)

@@ -51,6 +51,13 @@ def link_member(name: str, target: str, *, hard: bool = False) -> tuple[tarfile.
     return info, None
 
 
+def device_member(name: str) -> tuple[tarfile.TarInfo, None]:
+    info = tarfile.TarInfo(name)
+    info.type = tarfile.CHRTYPE
+    info.devmajor, info.devminor = 1, 3
+    return info, None
+
+
 def agent_tar() -> bytes:
     """``pkg/bin/agent`` (executable) in a .tar.gz, as real agents ship."""
     return _tar_bytes([file_member("pkg/bin/agent", AGENT_SCRIPT.encode(), 0o755)])
@@ -60,7 +67,8 @@ def hostile_tar(*members: tuple[tarfile.TarInfo, bytes | None]) -> bytes:
     return _tar_bytes([file_member("pkg/bin/agent", AGENT_SCRIPT.encode(), 0o755), *members])
 
 
-def agent_zip(extra: dict[str, bytes] | None = None) -> bytes:
+def agent_zip(extra: dict[str, bytes] | None = None, links: dict[str, str] | None = None) -> bytes:
+    """``pkg/bin/agent`` in a zip, plus ``extra`` files and symbolic ``links`` (name -> target)."""
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as archive:
         info = zipfile.ZipInfo("pkg/bin/agent")
@@ -68,6 +76,10 @@ def agent_zip(extra: dict[str, bytes] | None = None) -> bytes:
         archive.writestr(info, AGENT_SCRIPT)
         for name, data in (extra or {}).items():
             archive.writestr(zipfile.ZipInfo(name), data)
+        for name, target in (links or {}).items():
+            link = zipfile.ZipInfo(name)
+            link.external_attr = (0o120777 & 0xFFFF) << 16
+            archive.writestr(link, target)
     return buffer.getvalue()
 
 

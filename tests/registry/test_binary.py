@@ -12,6 +12,7 @@ import pytest
 from acp_session import ClientBuilder
 from acp_session.registry import (
     ChecksumMismatch,
+    InvalidRegistry,
     NoDistribution,
     RegistryOffline,
     UnsafeArchive,
@@ -25,6 +26,7 @@ from tests.registry.support import (
     agent_zip,
     binary_entry,
     closed_port_url,
+    device_member,
     file_member,
     hostile_tar,
     link_member,
@@ -132,8 +134,12 @@ HOSTILE = {
     "symlink out": hostile_tar(link_member("pkg/out", "../../escaped")),
     "absolute symlink": hostile_tar(link_member("pkg/passwd", "/etc/passwd")),
     "hard link out": hostile_tar(link_member("pkg/hard", "../escaped", hard=True)),
+    "a link to . then a link .. through it": hostile_tar(link_member("pkg/l1", "."), link_member("pkg/l1/l2", "../..")),
+    "a file written through a link": hostile_tar(link_member("pkg/d", "."), file_member("pkg/d/x", b"x")),
+    "device": hostile_tar(device_member("pkg/null")),
     "zip parent path": agent_zip({"../escaped": b"owned"}),
     "zip absolute path": agent_zip({"/tmp/acp-session-test-escaped": b"owned"}),
+    "zip symlink out": agent_zip(links={"pkg/out": "../../escaped"}),
 }
 
 
@@ -174,3 +180,29 @@ def test_the_default_registry_falls_back_to_the_bundled_snapshot(monkeypatch: py
     monkeypatch.setattr("acp_session.registry.source.DEFAULT_REGISTRY_URL", closed_port_url() + "/registry.json")
     registry = load_registry()
     assert registry.origin.startswith("bundled snapshot of ") and len(registry.agents) > 20
+
+
+def test_links_inside_the_folder_are_kept(tmp_path: Path) -> None:
+    tarred = hostile_tar(link_member("pkg/current", "bin"), link_member("pkg/bin/run", "agent"))
+    zipped = agent_zip(links={"pkg/current": "bin", "pkg/bin/run": "agent"})
+    with serve(tmp_path / "www") as www:
+        entries = [
+            binary_entry(f"linked-{kind}", PLATFORM, www.put(f"a.{kind}", data), sha256(data), cmd="./pkg/current/run")
+            for kind, data in (("tar.gz", tarred), ("zip", zipped))
+        ]
+        registry = write_registry(tmp_path / "registry.json", *entries)
+        for entry in entries:
+            command = resolve_agent(entry["id"], registry=registry)
+            folder = Path(command.argv[0]).parent.parent
+            assert os.readlink(folder / "current") == "bin" and os.readlink(folder / "bin" / "run") == "agent"
+            assert os.access(command.argv[0], os.X_OK)
+
+
+def test_an_archive_without_the_command_is_not_installed(tmp_path: Path) -> None:
+    archive = agent_tar()
+    with serve(tmp_path / "www") as www:
+        entry = binary_entry("wrong", PLATFORM, www.put("a.tar.gz", archive), sha256(archive), cmd="./bin/missing")
+        registry = write_registry(tmp_path / "registry.json", entry)
+        with pytest.raises(InvalidRegistry, match=r"has no \./bin/missing"):
+            resolve_agent("wrong", registry=registry)
+    assert not installed_folder("wrong", "1.0.0", PLATFORM).exists()
