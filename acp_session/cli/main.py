@@ -272,7 +272,8 @@ class ChatApp:
         self.renderer.break_line()
         if isinstance(self.renderer, JsonRenderer):
             self.renderer.emit(auth_record(error))
-        print(auth_message(error, argv), file=sys.stderr)
+        named = self.args.agent if getattr(self.args, "agent_command", None) else None  # a registry id
+        print(auth_message(error, argv, named), file=sys.stderr)
         return EXIT_AUTH
 
     async def _watch_signals(self, signals: Any) -> None:
