@@ -97,7 +97,10 @@ def sanitize_env(env: Mapping[str, str]) -> dict[str, str]:
 @dataclass(frozen=True)
 class AgentCommand:
     """How to start an agent: ``argv``, variables to set over the caller's environment, working directory
-    (None: the caller's). ``agent_id``, ``version`` and ``kind`` (binary, npx, uvx) say where it came from."""
+    (None: the caller's). ``agent_id``, ``version`` and ``kind`` (binary, npx, uvx) say where it came from;
+    for npx and uvx, ``package`` is the package spec (``@scope/name@1.2.3``, ``name==1.2.3``), ``program`` the
+    entry's ``cmd`` (None: the package's own) and ``args`` the entry's arguments, for callers that install the
+    package themselves (``make real-agents``)."""
 
     argv: list[str]
     env: dict[str, str] = field(default_factory=dict)
@@ -105,6 +108,9 @@ class AgentCommand:
     agent_id: str = ""
     version: str = ""
     kind: str = ""
+    package: str = ""
+    program: str | None = None
+    args: list[str] = field(default_factory=list)
 
     def environment(self, base: Mapping[str, str] | None) -> dict[str, str] | None:
         """The agent's environment: ``base`` (None: this process's) with ``env`` merged over it."""
@@ -181,7 +187,7 @@ def resolve_command(
         else:
             folder = installed_folder(agent.id, version, platform)
         argv = _binary_argv(str(folder), target)
-        return AgentCommand(argv, sanitize_env(target.env), None, agent.id, version, "binary")
+        return AgentCommand(argv, sanitize_env(target.env), None, agent.id, version, "binary", args=target.args)
     missing: list[str] = []
     for launcher, package in (("npx", dist.npx), ("uvx", dist.uvx)):
         if package is None:
@@ -190,7 +196,8 @@ def resolve_command(
             missing.append(launcher)
             continue
         argv = _package_argv(launcher, package)
-        return AgentCommand(argv, sanitize_env(package.env), None, agent.id, version, launcher)
+        env = sanitize_env(package.env)
+        return AgentCommand(argv, env, None, agent.id, version, launcher, package.package, package.cmd, package.args)
     if missing:
         raise LauncherMissing(agent.id, missing[0])
     available = [f"binary for {key}" for key in dist.binary] + [k for k in dist.kinds if k != "binary"]

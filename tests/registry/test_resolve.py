@@ -124,6 +124,9 @@ def test_pinned_versions_for_real_agent_runs() -> None:
     registry = bundled_registry()
     codex = pinned_command("codex-acp", "2.6.0", registry=registry)
     assert codex.argv == ["npx", "--yes", "@agentclientprotocol/codex-acp@2.6.0"] and codex.version == "2.6.0"
+    assert codex.package == "@agentclientprotocol/codex-acp@2.6.0" and codex.program is None and codex.args == []
+    gemini = pinned_command("gemini", "0.61.0", registry=registry)
+    assert (gemini.package, gemini.args) == ("@google/gemini-cli@0.61.0", ["--acp"])
     claude = pinned_command("claude", "0.101.0", registry=registry)
     assert claude.argv == ["npx", "--yes", "@agentclientprotocol/claude-agent-acp@0.101.0"]
     assert pinned_command("fast-agent", "0.11.0", registry=registry).argv[:2] == ["uvx", "fast-agent-acp==0.11.0"]
