@@ -136,8 +136,9 @@ def find_agent(registry: Registry, name: str) -> RegistryAgent:
     ids = [agent.id for agent in registry.agents]
     by_name = {agent.name.lower(): agent.id for agent in registry.agents}
     close = difflib.get_close_matches(name, ids + list(ALIASES), n=3, cutoff=0.6)
-    close += [by_name[n] for n in difflib.get_close_matches(name.lower(), list(by_name), n=2, cutoff=0.6)]
     close += [agent_id for agent_id in ids if name in agent_id and len(name) >= 3]
+    if not close:  # then the display names ("Claude Agent" for "claude-agent")
+        close = [by_name[n] for n in difflib.get_close_matches(name.lower(), list(by_name), n=2, cutoff=0.6)]
     unique = list(dict.fromkeys(ALIASES.get(c, c) for c in close))[:4]
     raise UnknownAgent(name, unique, registry.origin)
 

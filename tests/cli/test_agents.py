@@ -36,7 +36,7 @@ def test_agents_info_and_unknown_ids(tmp_path: Path) -> None:
     assert info.returncode == 0, info.stderr
     assert "Claude Agent (claude-acp)" in info.stdout and "preview:       0.85.2-preview.22" in info.stdout
     unknown = run(tmp_path, "agents", "info", "codx")
-    assert unknown.returncode == 1 and "did you mean codex-acp?" in unknown.stderr
+    assert unknown.returncode == 1 and "did you mean codex-acp" in unknown.stderr
     chat = run(tmp_path, "chat", "--agent", "cladue", "hi")
     assert chat.returncode == 1 and "did you mean claude-acp" in chat.stderr, chat.stderr
     assert "agent command not found: cladue (nor is it an agent id in bundled snapshot" in chat.stderr
