@@ -98,6 +98,7 @@ from .transport.environment import EnvPolicy, agent_environment
 if TYPE_CHECKING:
     from .conversation.conversation import Conversation
     from .providers import FileSystemProvider, TerminalProvider
+    from .registry import AgentCommand, Registry
     from .session import SessionLink
 
 __all__ = ["PROTOCOL_VERSION", "ClientBuilder", "ClientConnection", "ElicitationMode"]
@@ -385,7 +386,7 @@ class ClientBuilder:
     @asynccontextmanager
     async def spawn(
         self,
-        argv: Sequence[str],
+        argv: str | Sequence[str] | AgentCommand,
         cwd: str | None = None,
         env: Mapping[str, str] | None = None,
         *,
@@ -395,9 +396,18 @@ class ClientBuilder:
         grace_period: float = 2.0,
         terminate_timeout: float = 2.0,
         initialize_timeout: float | None = DEFAULT_INITIALIZE_TIMEOUT,
+        registry: Registry | str | os.PathLike[str] | None = None,
+        channel: str = "stable",
         **options: Any,
     ) -> AsyncIterator[ClientConnection]:
         """Start an agent subprocess and connect to it; leaving the block shuts the process down.
+
+        ``argv`` is the command: a list (or any sequence) of strings is run as it is; a single string is an
+        agent id of the ACP registry (``"codex-acp"``) or an alias (``"codex"``), resolved for this machine
+        through ``registry`` (default: ``acp_session.registry.load_registry()``) and its ``channel``
+        (``"stable"`` or ``"preview"``), a binary being downloaded into the per-user cache first (in a worker
+        thread); an ``AgentCommand`` is run with its ``env`` merged over the environment chosen below. (A
+        string was never run as a command: it would have been split into characters.)
 
         The agent runs in its own session and process group (``own_process_group``, the default), which is
         ours: leaving the block closes its stdin, waits ``grace_period`` for every process of the group to
@@ -411,10 +421,20 @@ class ClientBuilder:
         default: all of this process's environment, which real agents need for their keys and settings) or
         ``"minimal"`` (PATH, HOME, user, locale, terminal, temp dir, and the variables named in ``pass_env``;
         see ``acp_session.transport.environment``)."""
+        base_env = env if env is not None else agent_environment(env_policy, pass_env)
+        if isinstance(argv, str):
+            from .registry import resolve_agent
+
+            name = argv
+            argv = await anyio.to_thread.run_sync(lambda: resolve_agent(name, registry=registry, channel=channel))
+        if not isinstance(argv, (str, Sequence)):  # an AgentCommand
+            base_env = argv.environment(base_env)
+            cwd = cwd if cwd is not None else argv.cwd
+            argv = argv.argv
         process = stdio_agent(
             argv,
             cwd,
-            env if env is not None else agent_environment(env_policy, pass_env),
+            base_env,
             own_process_group=own_process_group,
             grace_period=grace_period,
             terminate_timeout=terminate_timeout,

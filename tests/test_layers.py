@@ -38,6 +38,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ),
     # Bytes and frames; knows no JSON-RPC.
     ("transport", ("acp_session.transport",)),
+    # Agents by name: a registry id resolved to a command (argv, env) for this machine; knows no protocol.
+    ("registry", ("acp_session.registry",)),
     # The JSON-RPC 2.0 peer; knows no ACP method and no generated type.
     ("rpc", ("acp_session.rpc",)),
     # One adapter per protocol version: wire ⇄ model (the v2 types).

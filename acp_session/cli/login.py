@@ -23,9 +23,10 @@ def _command(argv: Sequence[str]) -> str:
     return shlex.join(argv)
 
 
-def auth_message(error: AuthenticationRequired, agent_argv: Sequence[str]) -> str:
-    """One short paragraph: what the agent refused, then one line per way to log in."""
-    agent = _command(agent_argv)
+def auth_message(error: AuthenticationRequired, agent_argv: Sequence[str], agent_option: str | None = None) -> str:
+    """One short paragraph: what the agent refused, then one line per way to log in (``agent_option``: what to
+    give ``--agent`` in the hint, e.g. a registry id; default: the command line)."""
+    agent = agent_option or _command(agent_argv)
     reason = error.message if error.message and error.message != "Authentication required" else ""
     refused = error.method or "the request"
     ways: list[str] = []

@@ -36,6 +36,9 @@ from acp_session.schema import (
 )
 
 from ..auth import AuthenticationRequired
+from ..registry import RegistryError
+from .agents import add_registry_options, agent_from_args
+from .agents import main as agents_main
 from .attach import attachment, check_attachment
 from .login import EXIT_AUTH, auth_message, auth_record, pick_method
 from .prompts import LineReader, choose_option, permission_question
@@ -230,7 +233,7 @@ class ChatApp:
                             # Its own process group: the terminal's Ctrl-C reaches only this CLI, which turns it
                             # into session/cancel instead of killing the agent.
                             async with self.builder().spawn(
-                                argv,
+                                getattr(self.args, "agent_command", None) or argv,  # registry: cli/agents.py
                                 own_process_group=True,
                                 initialize_timeout=limit,
                                 env_policy=getattr(self.args, "env", "inherit"),
@@ -269,7 +272,8 @@ class ChatApp:
         self.renderer.break_line()
         if isinstance(self.renderer, JsonRenderer):
             self.renderer.emit(auth_record(error))
-        print(auth_message(error, argv), file=sys.stderr)
+        named = self.args.agent if getattr(self.args, "agent_command", None) else None  # a registry id
+        print(auth_message(error, argv, named), file=sys.stderr)
         return EXIT_AUTH
 
     async def _watch_signals(self, signals: Any) -> None:
@@ -541,11 +545,13 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
     def common(p: argparse.ArgumentParser, *, chatty: bool = True) -> None:
         p.add_argument(
             "--agent",
-            metavar="COMMAND",
+            metavar="ID|COMMAND",
             default=None,
-            help='the agent command line, e.g. "acp-reference-agent" (default: the bundled reference agent, '
-            f"sessions kept in {default_store()})",
+            help="an ACP registry agent id or alias (codex, claude, gemini, opencode, copilot; `acp-session agents` "
+            'lists them) or the agent command line, e.g. "acp-reference-agent" (default: the bundled reference '
+            f"agent, sessions kept in {default_store()})",
         )
+        add_registry_options(p)  # --registry, --preview (cli/agents.py)
         p.add_argument("--cwd", metavar="DIR", default=None, help="the session's working directory (default: .)")
         p.add_argument("--json", action="store_true", help="print one JSON object per line instead of text")
         p.add_argument(
@@ -631,6 +637,11 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
     login.add_argument("method", nargs="?", metavar="METHOD", help="the login method's id (default: the only one)")
     common(login, chatty=False)
 
+    sub.add_parser(  # acp-session agents ...: cli/agents.py (see its --help)
+        "agents",
+        help="the ACP registry's agents: list (--json), info ID, install ID; start one with --agent ID",
+        add_help=False,
+    )
     sub.add_parser(
         "conformance",
         help="check an agent: the same as acp-conformance (see its --help); default agent: the reference agent",
@@ -677,10 +688,11 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     if not os.path.isdir(args.cwd):
         command.error(f"--cwd is not a directory: {args.cwd}")
     try:
-        args.agent_argv = _agent_argv(args.agent)
+        args.agent_command = agent_from_args(args)  # --agent ID: an ACP registry agent (cli/agents.py)
+        args.agent_argv = args.agent_command.argv if args.agent_command else _agent_argv(args.agent)
     except _UsageError as exc:
         command.error(str(exc))
-    except _Failure as exc:
+    except (_Failure, RegistryError) as exc:
         print(f"acp-session: {exc}", file=sys.stderr)
         sys.exit(EXIT_ERROR)
     return args
@@ -688,6 +700,8 @@ def _parse(argv: list[str]) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> None:
     args_list = list(sys.argv[1:] if argv is None else argv)
+    if args_list and args_list[0] == "agents":  # cli/agents.py
+        sys.exit(agents_main(args_list[1:]))
     if args_list and args_list[0] == "conformance":
         from conformance.runner.__main__ import main as conformance_main
 

@@ -55,6 +55,7 @@ from acp_session.session import BatchUpdateListener
 
 if TYPE_CHECKING:
     from acp_session.client import ClientBuilder, ClientConnection
+    from acp_session.registry import AgentCommand
     from acp_session.session import ActiveSession, TrackedPrompt
 
 __all__ = ["DEFAULT_MAX_HISTORY", "Conversation", "IdleTimeout", "TurnTimeout"]
@@ -166,7 +167,7 @@ class Conversation:
     @asynccontextmanager
     async def spawn(
         cls,
-        argv: Sequence[str],
+        argv: str | Sequence[str] | AgentCommand,
         cwd: str | os.PathLike[str],
         *,
         builder: ClientBuilder | None = None,
@@ -177,12 +178,13 @@ class Conversation:
         env: Mapping[str, str] | None = None,
         **spawn_options: Any,
     ) -> AsyncIterator[Conversation]:
-        """Start the agent ``argv`` and a session in ``cwd`` on a connection this conversation owns
-        (``owns_connection``): ``disconnect()``, and leaving the block, close the session and then the
-        connection, which shuts the agent down as ``ClientBuilder.spawn`` does. (A conversation that
-        ``reconnect()`` moved to another connection owns none: leaving the block closes only the one it made.)
-        ``builder`` configures the client (default ``ClientBuilder()``); ``agent_cwd`` (the agent process's working
-        directory), ``env`` and ``spawn_options`` go to ``ClientBuilder.spawn``."""
+        """Start the agent ``argv`` (a command, or a registry id: see ``ClientBuilder.spawn``) and a session in
+        ``cwd`` on a connection this conversation owns (``owns_connection``): ``disconnect()``, and leaving the
+        block, close the session and then the connection, which shuts the agent down as ``ClientBuilder.spawn``
+        does. (A conversation that ``reconnect()`` moved to another connection owns none: leaving the block
+        closes only the one it made.) ``builder`` configures the client (default ``ClientBuilder()``);
+        ``agent_cwd`` (the agent process's working directory), ``env`` and ``spawn_options`` go to
+        ``ClientBuilder.spawn``."""
         from acp_session.client import ClientBuilder
 
         async with (builder or ClientBuilder()).spawn(argv, agent_cwd, env, **spawn_options) as client:

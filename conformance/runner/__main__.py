@@ -13,6 +13,8 @@ from pathlib import Path
 
 import anyio
 
+from acp_session.registry import RegistryError, named_agent
+
 from .registry import CHECK_SETS, in_report_order
 from .report import junit, table, to_json
 from .run import RunOptions, run
@@ -46,7 +48,12 @@ def _parser() -> argparse.ArgumentParser:
         epilog=_epilog(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--agent", required=True, help='the agent command line, e.g. "acp-reference-agent"')
+    parser.add_argument(
+        "--agent",
+        required=True,
+        help='the agent command line, e.g. "acp-reference-agent", or an ACP registry agent id (e.g. codex-acp)',
+    )
+    parser.add_argument("--registry", metavar="FILE|URL", help="the ACP agent registry for --agent ID")
     parser.add_argument(
         "--scenarios",
         metavar="FILE",
@@ -128,6 +135,13 @@ def main(argv: list[str] | None = None) -> None:
     if not command:
         parser.error("--agent is empty")
     env = _environment(args, parser)
+    try:
+        named = named_agent(args.agent, registry=args.registry)  # --agent ID: through the ACP agent registry
+    except RegistryError as exc:
+        sys.exit(f"acp-conformance: {exc}")
+    if named is not None:
+        command = named.argv
+        env.update(named.env)
     if shutil.which(command[0], path=env.get("PATH")) is None:
         sys.exit(f"acp-conformance: agent command not found: {command[0]}")
     try:

@@ -16,6 +16,7 @@ RUN_BY = {
     "protocol-versions.md": ("tests/protocol/test_docs_protocol_versions.py", {"versions"}),
     "providers.md": ("tests/providers/test_docs.py", {"buffers"}),
     "embedding.md": ("tests/client/test_docs_embedding.py", {"editor"}),
+    "registry.md": ("tests/registry/test_docs_registry.py", {"registry"}),
 }
 # Blocks that show a signature, not something to run (the doc's name, the block's first line).
 SIGNATURES = {

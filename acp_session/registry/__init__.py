@@ -1,0 +1,69 @@
+"""The ACP agent registry: start agents by id (``codex-acp``, ``claude-acp``, ...) instead of a command line.
+
+``load_registry`` reads a registry (the official one through a daily cache, a file, a URL, or the snapshot
+bundled with the package), ``find_agent`` looks an id or alias up, and ``resolve_command`` /
+``resolve_agent`` turn it into an ``AgentCommand`` for this platform, installing a binary distribution into
+the per-user cache first. See docs/registry.md.
+"""
+
+from .errors import (
+    ChecksumMismatch,
+    DownloadFailed,
+    InvalidRegistry,
+    LauncherMissing,
+    NoDistribution,
+    RegistryError,
+    RegistryOffline,
+    UnknownAgent,
+    UnsafeArchive,
+)
+from .install import Progress, install_binary, installed_folder
+from .model import PLATFORMS, BinaryTarget, Distribution, PackageDistribution, Preview, Registry, RegistryAgent
+from .resolve import (
+    ALIASES,
+    AgentCommand,
+    current_platform,
+    find_agent,
+    named_agent,
+    pinned_command,
+    resolve_agent,
+    resolve_command,
+    sanitize_env,
+)
+from .source import DEFAULT_REGISTRY_URL, REGISTRY_ENV, bundled_registry, cache_dir, load_registry
+
+__all__ = [
+    "ALIASES",
+    "DEFAULT_REGISTRY_URL",
+    "PLATFORMS",
+    "REGISTRY_ENV",
+    "AgentCommand",
+    "BinaryTarget",
+    "ChecksumMismatch",
+    "Distribution",
+    "DownloadFailed",
+    "InvalidRegistry",
+    "LauncherMissing",
+    "NoDistribution",
+    "PackageDistribution",
+    "Preview",
+    "Progress",
+    "Registry",
+    "RegistryAgent",
+    "RegistryError",
+    "RegistryOffline",
+    "UnknownAgent",
+    "UnsafeArchive",
+    "bundled_registry",
+    "cache_dir",
+    "current_platform",
+    "find_agent",
+    "install_binary",
+    "installed_folder",
+    "load_registry",
+    "named_agent",
+    "pinned_command",
+    "resolve_agent",
+    "resolve_command",
+    "sanitize_env",
+]
