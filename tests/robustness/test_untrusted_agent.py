@@ -143,7 +143,7 @@ async def test_a_pile_of_wait_for_exit_requests_does_not_stop_the_reader(tmp_pat
         },
     ]
     builder = ClientBuilder("test", "1").with_terminals(kill_grace=0.2).with_file_system(write=False)
-    async with v1_requests_agent(tmp_path, builder, prompts) as (client, conversation, log):
+    async with v1_requests_agent(tmp_path, builder, prompts) as (_client, conversation, log):
         await conversation.chat_to_completion("start a command")
         with anyio.fail_after(15):
             response = await conversation.chat_to_completion("wait for it 1 300 times")
@@ -193,7 +193,7 @@ async def test_a_prompt_over_the_frame_limit_is_refused_before_sending(tmp_path:
     builder = ClientBuilder("test", "1")
     prompts = [{"text": "small one answered"}]
     with anyio.fail_after(20):
-        async with v1_requests_agent(tmp_path, builder, prompts, max_frame_size=MiB) as (client, conversation, log):
+        async with v1_requests_agent(tmp_path, builder, prompts, max_frame_size=MiB) as (_client, conversation, log):
             with pytest.raises(MessageTooLarge) as raised:
                 conversation.chat("x" * (2 * MiB))
             assert raised.value.outgoing and raised.value.limit == MiB
