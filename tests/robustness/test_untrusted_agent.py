@@ -19,7 +19,7 @@ from typing import Any
 import anyio
 import pytest
 
-from acp_session import ClientBuilder, ClientConnection
+from acp_session import ClientBuilder, ClientConnection, Limits
 from acp_session.conversation import Conversation
 from acp_session.errors import MessageTooLarge
 from acp_session.providers.files import select_lines
@@ -79,6 +79,19 @@ def test_large_answers_in_flight_stay_under_the_cap(backend: str, scenario: str,
     cap = 2 * (budget + run["largest_answer"])
     assert 0 < run["rss_growth"] <= cap
     assert run["rss_growth"] < run["answer_bytes"] / 3  # bounded by the budget, not by what was asked
+
+
+@pytest.mark.anyio
+async def test_the_connection_bounds_are_limits_set_on_the_builder(tmp_path: Path) -> None:
+    assert (Limits().answer_bytes, Limits().parked_requests) == (64 * MiB, 4096)
+    with pytest.raises(ValueError, match="answer_bytes"):
+        ClientBuilder().limits(answer_bytes=0)
+    with pytest.raises(ValueError, match="parked_requests"):
+        ClientBuilder().limits(parked_requests=-1)
+    builder = ClientBuilder("test", "1").limits(answer_bytes=5 * MiB, parked_requests=7)
+    async with v1_requests_agent(tmp_path, builder, []) as (client, _conversation, _log):
+        assert client.rpc.answer_budget.capacity == 5 * MiB and client.rpc._max_parked == 7
+        assert client.limits.answer_bytes == 5 * MiB
 
 
 # -- 5. lone surrogate escapes ----------------------------------------------------------------------------------
