@@ -5,7 +5,8 @@ Ordering and concurrency rules:
   when nothing is queued ahead of it (cheap: no task, no queue hop); otherwise, and for async handlers, the
   notification goes through a bounded queue to one consumer task. The reader therefore keeps reading
   responses while an async notification handler awaits a request on this same connection;
-- each incoming request runs in its own task (at most ``max_concurrent_requests`` at once);
+- each incoming request runs in its own task (at most ``max_concurrent_requests`` at once; a request that only
+  waits, ``on_request(waits=True)``, takes no slot); large answers share a byte budget (``budget.py``);
 - outgoing frames go through one ordered write queue, so ``request()`` and ``cancel()`` need no await.
 
 The connection works on frames (whole messages) from a ``FrameTransport``: a byte stream gets its newline
@@ -118,12 +119,12 @@ costs at most this much CPU time per request. While it polls, nothing else on th
 timer waits too), hence the small value and ``MAX_BUSY_POLL``. ``Connection(busy_poll=0)`` (or the same
 option to ``ClientBuilder.connect``/``spawn``) turns it off."""
 MAX_BUSY_POLL = 0.01
+"""The largest ``busy_poll`` accepted: it is meant for microseconds, not for holding the event loop."""
 DEFAULT_MAX_PARKED_REQUESTS = 4096
 """Requests of a waiting kind (``on_request(waits=True)``: ``terminal/wait_for_exit``) that run at once, each
 holding no concurrency slot, so a peer's pile of them never stops the reader; past this many they queue for a
 slot like any other request."""
 _TRACKED_ANSWER = 64 * 1024  # an answer frame at least this large counts against the budget until written
-"""The largest ``busy_poll`` accepted: it is meant for microseconds, not for holding the event loop."""
 
 
 class Connection:
