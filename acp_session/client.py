@@ -155,10 +155,18 @@ class ClientBuilder:
         early_sessions: int | None = None,
         early_updates: int | None = None,
         cancellable: int | None = None,
+        answer_bytes: int | None = None,
+        parked_requests: int | None = None,
     ) -> ClientBuilder:
-        """Change what a connection keeps at most per session (``Limits``; the defaults are documented there
-        and in docs/robustness.md). Omitted ones keep their value."""
-        changes = {"early_sessions": early_sessions, "early_updates": early_updates, "cancellable": cancellable}
+        """Change what a connection keeps at most (``Limits``; the defaults are documented there and in
+        docs/robustness.md). Omitted ones keep their value."""
+        changes = {
+            "early_sessions": early_sessions,
+            "early_updates": early_updates,
+            "cancellable": cancellable,
+            "answer_bytes": answer_bytes,
+            "parked_requests": parked_requests,
+        }
         self._limits = dataclasses.replace(self._limits, **{k: v for k, v in changes.items() if v is not None})
         return self
 
@@ -356,6 +364,8 @@ class ClientBuilder:
             from .transcript import RecordingTransport
 
             transport = RecordingTransport(transport, self._transcript)
+        for name, value in self._limits.connection_options().items():
+            options.setdefault(name, value)
         rpc = Connection(transport, **options)
         await rpc.__aenter__()
         try:

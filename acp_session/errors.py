@@ -159,9 +159,16 @@ class ConnectionClosed(AcpError, TransportError):
 
 
 class MessageTooLarge(AcpError, TransportError):
-    """An incoming frame exceeded the size limit; it was skipped and the connection kept working."""
+    """A frame exceeded the size limit. Incoming (``outgoing`` false): it was skipped and the connection kept
+    working. Outgoing: the message was refused before anything was sent (a peer with the same limit would
+    have skipped it and never answered)."""
 
-    def __init__(self, size: int, limit: int) -> None:
+    def __init__(self, size: int, limit: int, *, outgoing: bool = False) -> None:
         self.size = size
         self.limit = limit
-        super().__init__(f"frame of at least {size} bytes exceeds the {limit}-byte limit")
+        self.outgoing = outgoing
+        if outgoing:
+            message = f"message of {size} bytes exceeds the {limit}-byte frame limit; it was not sent"
+        else:
+            message = f"frame of at least {size} bytes exceeds the {limit}-byte limit"
+        super().__init__(message)

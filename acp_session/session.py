@@ -20,6 +20,8 @@ from .client_errors import CapabilityNotSupported, SessionClosed
 from .codec import decoder
 from .errors import AcpError, RequestCancelled, ResourceNotFound
 from .rpc import PendingRequest
+from .rpc.budget import DEFAULT_ANSWER_BUDGET
+from .rpc.connection import DEFAULT_MAX_PARKED_REQUESTS
 from .schema import unstable
 from .schema.types import (
     AudioContent,
@@ -95,8 +97,9 @@ class BatchUpdateListener:
 
 @dataclass(frozen=True)
 class Limits:
-    """What one connection keeps at most for each session, whatever the agent sends (``ClientBuilder.limits``;
-    docs/robustness.md). Past a limit the oldest go; nothing the application asked for is dropped."""
+    """What one connection keeps at most, whatever the agent sends (``ClientBuilder.limits``; docs/robustness.md).
+    Per session: past a limit the oldest go; nothing the application asked for is dropped. Per connection
+    (``answer_bytes``, ``parked_requests``): past a limit the client waits, nothing is dropped."""
 
     early_sessions: int = 16
     """Unknown sessions whose updates are kept while a ``session/new`` is in flight (one may be the new one)."""
@@ -104,11 +107,24 @@ class Limits:
     """Updates kept for each of those sessions until a listener takes them."""
     cancellable: int = 10_000
     """Tool calls (and, apart, terminals) of a session remembered as cancellable at once (the newest)."""
+    answer_bytes: int = DEFAULT_ANSWER_BUDGET
+    """Bytes of large answers to the agent's requests (file contents, terminal output) built or queued at once,
+    counted as encoded JSON (64 MiB). More waits until earlier ones are written; one larger than this is sent
+    alone (``acp_session.rpc.budget``)."""
+    parked_requests: int = DEFAULT_MAX_PARKED_REQUESTS
+    """Requests that only wait for an event (``terminal/wait_for_exit``) run at once without a concurrency slot,
+    up to this many (4 096), so a pile of them never stops the client reading the agent's other messages."""
 
     def __post_init__(self) -> None:
-        for name in ("early_sessions", "early_updates", "cancellable"):
+        for name in ("early_sessions", "early_updates", "cancellable", "parked_requests"):
             if getattr(self, name) < 0:
                 raise ValueError(f"Limits.{name} must not be negative")
+        if self.answer_bytes < 1:
+            raise ValueError("Limits.answer_bytes must be at least 1")
+
+    def connection_options(self) -> dict[str, int]:
+        """The ``rpc.Connection`` options these limits set."""
+        return {"answer_budget": self.answer_bytes, "max_parked_requests": self.parked_requests}
 
 
 DEFAULT_LIMITS = Limits()

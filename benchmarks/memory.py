@@ -36,6 +36,15 @@ Scenarios (N = 100 000, ``--quick`` 10 000; the stream 1 000 000 chunks, ``--qui
    ``chat_to_completion``: retained and peak beside the text size (the response's ``text`` is part of what is
    retained). Target: retained at most 3-4x the text (checked as <= 4x); the peak has no target.
 
+6. ``answers_files`` / ``answers_terminal`` (a second table): a protocol-v1 agent
+   (``tests/robustness/agents/v1_requests_agent.py``) asks for many large answers at once and reads none of them
+   for a second: 48 concurrent ``fs/read_text_file`` of a 16 MiB text file, 24 of a 4 MiB file of 0x01 bytes
+   (6x larger as JSON) and 100 ``terminal/output`` of 1 MiB of 0x01 output (``--quick``: a quarter of the
+   counts). Measured as the client process's peak RSS growth (VmHWM) during that turn, beside the bytes
+   requested and the encoded answers the agent read. Target: at most ``ANSWER_CAP_FACTOR`` (2) x (the answer budget,
+   ``Limits.answer_bytes``, 64 MiB, + the largest single answer), whatever the agent asks (before the budget:
+   1.5 GiB, 792 MiB and 639 MiB).
+
 For 2-4 the target is "bounded by the history limit": retained at N at most 1.5x what the same flood retains at
 N = 10 000 (the history limit). Not 1x: the history is trimmed in batches of 1/8 of the limit (it can hold 11 250
 entries), and the dicts and sets that had entries removed (the fold's id maps, a turn's steps and open tool calls)
@@ -65,7 +74,7 @@ from typing import Any
 
 import anyio
 
-from acp_session import ClientBuilder
+from acp_session import ClientBuilder, Limits
 from acp_session.conversation import DEFAULT_MAX_HISTORY, ChatDone, Conversation
 
 AGENT = r"""
@@ -133,10 +142,28 @@ for raw in sys.stdin.buffer:
 """
 
 SCENARIOS = ("unknown", "tool_calls", "tool_calls_iterated", "message_ids", "cancellable", "stream")
+ANSWER_SCENARIOS = ("answers_text_files", "answers_files", "answers_terminal")
+REQUESTS_AGENT = Path(__file__).resolve().parent.parent / "tests" / "robustness" / "agents" / "v1_requests_agent.py"
+ANSWER_CAP_FACTOR = 2
+"""Peak RSS growth while large answers are in flight: at most this times (the answer budget + the largest single
+answer). The budget counts the encoded frames in flight; one more may be being built past it (a single answer larger
+than the budget goes alone), and the text it is built from, the encoder's growing buffer, the copy being written
+and the allocator's slack come on top."""
+ANSWER_PAUSE = 1.0  # seconds the agent reads nothing after asking: whatever the client builds meanwhile piles up
+ANSWER_LOADS = {  # scenario: (requests, bytes each, byte the content is made of), the issue's sizes
+    "answers_text_files": (48, 16 << 20, b"x"),
+    "answers_files": (24, 4 << 20, b"\x01"),
+    "answers_terminal": (100, 1 << 20, b"\x01"),
+}
 AGENT_MODE = {"tool_calls_iterated": "tool_calls"}  # the agent's flood, where the scenario's name is not it
 ID_BASE = {"unknown": "ghost-", "tool_calls": "call-", "message_ids": "msg-", "cancellable": "call-", "stream": "r"}
 WARM_COUNT = 20
 MiB = 1 << 20
+ANSWER_LABELS = {
+    "answers_text_files": "6a. concurrent fs/read_text_file, a text file",
+    "answers_files": "6b. concurrent fs/read_text_file, 0x01 bytes",
+    "answers_terminal": "6c. concurrent terminal/output, 0x01 bytes",
+}
 BOUND_SLACK = 1.5
 STREAM_TARGET = 4.0
 
@@ -220,6 +247,73 @@ async def iterated_turn(conversation: Conversation) -> Any:
     return response
 
 
+def answer_cap(run: dict[str, Any]) -> float:
+    """The documented bound on a run's peak RSS growth (``ANSWER_CAP_FACTOR``)."""
+    return float(ANSWER_CAP_FACTOR * (run["budget"] + run["largest_answer"]))
+
+
+def peak_rss() -> int:
+    """This process's peak RSS in bytes (VmHWM: unlike ``ru_maxrss`` it does not carry a forking parent's peak)."""
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    raise RuntimeError("no VmHWM in /proc/self/status (Linux only)")
+
+
+def answer_steps(name: str, count: int, size: int, content: bytes, tmp: str) -> list[dict[str, Any]]:
+    """The agent's script: setup prompts, then the measured one (its requests all at once, then a pause)."""
+    if name != "answers_terminal":
+        path = Path(tmp) / "big.txt"
+        path.write_bytes(content * size)
+        read = {"method": "fs/read_text_file", "params": {"sessionId": "s1", "path": str(path)}, "count": count}
+        return [{"send": [read], "pause": ANSWER_PAUSE, "wait": count}]
+    program = f"import sys; sys.stdout.buffer.write({content!r} * {size})"
+    create = {"sessionId": "s1", "command": sys.executable, "args": ["-c", program]}
+    terminal = {"sessionId": "s1", "terminalId": "$terminal"}
+    output = {"method": "terminal/output", "params": terminal, "count": count}
+    return [
+        {"send": [{"method": "terminal/create", "params": create}], "wait": 1},
+        {"send": [{"method": "terminal/wait_for_exit", "params": terminal}], "wait": 1},
+        {"send": [output], "pause": ANSWER_PAUSE, "wait": count},
+    ]
+
+
+async def run_answers(name: str, count: int, size: int, budget: int) -> dict[str, Any]:
+    """Peak RSS growth of this process while the agent's ``count`` requests for ``size``-byte answers are in flight."""
+    content = ANSWER_LOADS[name][2]
+    with tempfile.TemporaryDirectory() as tmp, anyio.fail_after(600):
+        builder = ClientBuilder("memory-bench", "1").limits(answer_bytes=budget)
+        builder.with_file_system(write=False, max_read_bytes=max(size, 1 << 20))
+        builder.with_terminals(output_byte_limit=size)
+        steps = answer_steps(name, count, size, content, tmp)
+        log = Path(tmp) / "agent.log"
+        argv = [sys.executable, str(REQUESTS_AGENT), str(log), json.dumps({"prompts": steps})]
+        async with builder.spawn(argv) as client:
+            session = await client.new_session(tmp)
+            for _ in steps[:-1]:
+                await session.send_prompt("set up")
+            gc.collect()
+            before = peak_rss()
+            started = time.perf_counter()
+            await session.send_prompt("go")
+            seconds = time.perf_counter() - started
+            growth = peak_rss() - before
+        read = [json.loads(line) for line in log.read_text().splitlines()]
+        answers = [entry["size"] for entry in read if "size" in entry]
+    return {
+        "scenario": name,
+        "requests": count,
+        "bytes_requested": count * size,
+        "answers": len(answers),
+        "answer_bytes": sum(answers),
+        "largest_answer": max(answers, default=0),
+        "budget": budget,
+        "rss_growth": growth,
+        "seconds": seconds,
+    }
+
+
 async def run_scenario(name: str, n: int, top: int) -> dict[str, Any]:
     meter = Meter(top)
     extra: dict[str, Any] = {}
@@ -281,6 +375,10 @@ def run_child(name: str, n: int, args: argparse.Namespace) -> dict[str, Any]:
     argv = [sys.executable, __file__, "--scenario", name, "--n", str(n), "--backend", args.backend]
     if args.top:
         argv += ["--top", str(args.top)]
+    if name in ANSWER_SCENARIOS:
+        argv += ["--budget", str(args.budget)]
+        if args.answer_size is not None:
+            argv += ["--answer-size", str(args.answer_size)]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=1800)
     if done.returncode != 0:
         raise RuntimeError(f"scenario {name} (n={n}) failed:\n{done.stderr.strip()}")
@@ -363,10 +461,30 @@ def build_report(args: argparse.Namespace) -> dict[str, Any]:
             "met": stream["retained"] <= STREAM_TARGET * text,
         }
     )
+    answer_rows = []
+    for name in ANSWER_SCENARIOS:
+        requests = ANSWER_LOADS[name][0]
+        if args.quick:
+            requests = max(requests // 4, 2)
+        run = runs[name] = run_child(name, requests if args.answer_size is None else 4, args)
+        cap = answer_cap(run)
+        answer_rows.append(
+            {
+                "scenario": ANSWER_LABELS[name],
+                "size": f"{run['requests']} x {mib(run['bytes_requested'] / run['requests'])}",
+                "bytes_requested": run["bytes_requested"],
+                "answer_bytes": run["answer_bytes"],
+                "peak": run["rss_growth"],
+                "cap": cap,
+                "target": f"<= {ANSWER_CAP_FACTOR:g}x (budget + largest answer) = {mib(cap)}",
+                "met": run["answers"] == run["requests"] and run["rss_growth"] <= cap,
+            }
+        )
     return {
         "backend": args.backend,
         "n": n,
         "chunks": chunks,
+        "answer_rows": answer_rows,
         "history_limit": limit,
         "reference_history": {"entries": reference_n + 1, "retained": history},
         "rows": rows,
@@ -412,6 +530,15 @@ def print_report(report: dict[str, Any]) -> None:
     )
     stream = runs["stream"]
     print(f"stream: {count(stream['response_text'])} characters in the response; {stream['seconds']:.1f} s traced")
+    print()
+    print(f"answers in flight, peak RSS growth of the client (answer budget {mib(runs['answers_files']['budget'])}):")
+    print()
+    print("| scenario | requests | bytes requested | encoded answers | peak RSS growth | target | met |")
+    print("|---|---|---|---|---|---|---|")
+    for row in report["answer_rows"]:
+        met = "yes" if row["met"] else "**no**"
+        requested, answers, peak = mib(row["bytes_requested"]), mib(row["answer_bytes"]), mib(row["peak"])
+        print(f"| {row['scenario']} | {row['size']} | {requested} | {answers} | {peak} | {row['target']} | {met} |")
     for name, run in runs.items():
         for label, sites in run.get("sites", {}).items():
             print(f"\ntop allocation sites, {name} ({label}):")
@@ -432,12 +559,19 @@ def main() -> None:
     )
     parser.add_argument("--n", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--chunks", type=int, default=None, help=argparse.SUPPRESS)
-    parser.add_argument("--scenario", choices=SCENARIOS, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--scenario", choices=SCENARIOS + ANSWER_SCENARIOS, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--answer-size", type=int, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--budget", type=int, default=Limits().answer_bytes, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.n is None:
         args.n = 10_000 if args.quick else 100_000
     if args.chunks is None:
         args.chunks = 100_000 if args.quick else 1_000_000
+    if args.scenario in ANSWER_SCENARIOS:  # a child: N requests of the scenario's size (or --answer-size)
+        size = args.answer_size or ANSWER_LOADS[args.scenario][1]
+        answers = anyio.run(run_answers, args.scenario, args.n, size, args.budget, backend=args.backend)
+        print(json.dumps(answers))
+        return
     if args.scenario is not None:  # a child: one scenario, one JSON line
         result = anyio.run(run_scenario, args.scenario, args.n, args.top, backend=args.backend)
         print(json.dumps(result))

@@ -49,7 +49,10 @@ class LineReader:
         self.editing = can_edit(self.fd) if editing is None else editing
         self.history_file = history_file
         self.prompt_out = prompt_out if prompt_out is not None else sys.stderr
-        self._buffer = b""
+        # Raw input not yet returned; a bytearray grows in place and ``_scanned`` bytes of it hold no newline,
+        # so a line of many megabytes costs one pass instead of a copy and a search per 64 KiB read.
+        self._buffer = bytearray()
+        self._scanned = 0
         self._eof = False
         self._done: anyio.Event | None = None
         self._chunk = b""
@@ -120,13 +123,16 @@ class LineReader:
         self._pending_prompt = prompt
         try:
             while True:
-                index = self._buffer.find(b"\n")
+                index = self._buffer.find(b"\n", self._scanned)
                 if index >= 0:
-                    line, self._buffer = self._buffer[:index], self._buffer[index + 1 :]
+                    line = self._buffer[:index]
+                    del self._buffer[: index + 1]
+                    self._scanned = 0
                     return line.decode("utf-8", "replace").rstrip("\r")
+                self._scanned = len(self._buffer)
                 if self._eof:
                     if self._buffer:
-                        rest, self._buffer = self._buffer, b""
+                        rest, self._buffer, self._scanned = self._buffer, bytearray(), 0
                         return rest.decode("utf-8", "replace")
                     if prompt and os.isatty(self.fd):  # Ctrl-D after the prompt: the shell starts a new line
                         self.prompt_out.write("\n")

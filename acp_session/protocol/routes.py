@@ -84,6 +84,10 @@ class Route:
     advertises: str | None = None
     """The client capability (a dotted path of wire names, e.g. ``fs.readTextFile``) that is true exactly when
     this route is registered."""
+    waits: bool = False
+    """A request whose handler only waits for an event (``Connection.on_request(waits=True)``)."""
+    lossless: bool = False
+    """A request refused with -32602 when its text had to be repaired (``Connection.on_request(lossless=True)``)."""
 
     def applies(self, offer: ClientOffer) -> bool:
         return self.when is None or bool(getattr(offer, self.when))
@@ -99,7 +103,7 @@ def install_routes(
             continue
         fn = route.handler.resolve(adapter, client)
         if route.kind == "request":
-            rpc.on_request(route.method, fn, route.decode)
+            rpc.on_request(route.method, fn, route.decode, waits=route.waits, lossless=route.lossless)
         else:
             batch = None if route.batch is None else route.batch.resolve(adapter, client)
             rpc.on_notification(route.method, fn, route.decode, batch=batch)

@@ -19,6 +19,7 @@ from typing import NoReturn, Protocol, runtime_checkable
 import anyio.to_thread
 
 from acp_session.errors import InternalError, InvalidParams, MethodNotFound, ResourceNotFound
+from acp_session.rpc.budget import answer_bound, reserve_answer
 from acp_session.schema import v1
 
 from ._roots import SessionRoots, root_of
@@ -91,7 +92,13 @@ class LocalFileSystem:
         path = _absolute(request.path)
         line = request.line if isinstance(request.line, int) else None
         limit = request.limit if isinstance(request.limit, int) else None
-        content = await anyio.to_thread.run_sync(_read_text, path, roots, self.max_read_bytes, line, limit)
+        fd, size = await anyio.to_thread.run_sync(_open_regular, path, roots, self.max_read_bytes)
+        try:
+            # Room in the connection's answer budget first: many large reads at once go a few at a time.
+            await reserve_answer(answer_bound(size))
+            content = await anyio.to_thread.run_sync(_read_text, fd, path, self.max_read_bytes, line, limit)
+        finally:
+            os.close(fd)
         return v1.ReadTextFileResponse(content=content)
 
     async def write_text_file(self, request: v1.WriteTextFileRequest) -> v1.WriteTextFileResponse:
@@ -112,23 +119,40 @@ class LocalFileSystem:
 def select_lines(text: str, line: int | None, limit: int | None) -> str:
     """Lines ``line`` (1-based; 0 or None means 1) to ``line + limit - 1`` of ``text``, line endings kept.
 
-    Only ``\\n`` ends a line (``\\r\\n`` stays whole); a start past the end gives an empty string.
+    Only ``\\n`` ends a line (``\\r\\n`` stays whole); a start past the end gives an empty string. The work is
+    bounded by the text, whatever the numbers (``line = 2**32`` on a file of newlines costs one scan).
     """
-    start = 0
-    for _ in range(max(line or 1, 1) - 1):
-        newline = text.find("\n", start)
-        if newline < 0:
-            return ""
-        start = newline + 1
+    start = _after_newlines(text, 0, max(line or 1, 1) - 1)
+    if start < 0:
+        return ""
     if limit is None:
         return text[start:] if start else text
-    end = start
-    for _ in range(limit):
-        newline = text.find("\n", end)
-        if newline < 0:
-            return text[start:]
-        end = newline + 1
-    return text[start:end]
+    end = _after_newlines(text, start, limit)
+    return text[start:] if end < 0 else text[start:end]
+
+
+_LINE_BLOCK = 8192
+
+
+def _after_newlines(text: str, start: int, count: int) -> int:
+    """The index just after the ``count``-th newline from ``start`` (``start`` if ``count`` <= 0); -1 if fewer.
+
+    Whole blocks are skipped by counting their newlines (C speed); only the block holding the one sought is
+    searched newline by newline, so the Python loop runs at most ``_LINE_BLOCK`` times."""
+    if count <= 0:
+        return start
+    size = len(text)
+    while start < size:
+        end = min(start + _LINE_BLOCK, size)
+        found = text.count("\n", start, end)
+        if found < count:
+            count -= found
+            start = end
+            continue
+        for _ in range(count):
+            start = text.index("\n", start) + 1
+        return start
+    return -1
 
 
 def _absolute(path: str) -> str:
@@ -191,8 +215,8 @@ def _too_large(path: str, size: int, limit: int) -> InvalidParams:
     )
 
 
-def _read_text(path: str, roots: Sequence[str], max_bytes: int, line: int | None, limit: int | None) -> str:
-    data = _read_bytes(path, roots, max_bytes)
+def _read_text(fd: int, path: str, max_bytes: int, line: int | None, limit: int | None) -> str:
+    data = _read_fd(fd, path, max_bytes)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -203,7 +227,8 @@ def _read_text(path: str, roots: Sequence[str], max_bytes: int, line: int | None
     return select_lines(text, line, limit)
 
 
-def _read_bytes(path: str, roots: Sequence[str], limit: int) -> bytes:
+def _open_regular(path: str, roots: Sequence[str], limit: int) -> tuple[int, int]:
+    """A descriptor of the regular file at ``path`` (inside ``roots``, at most ``limit`` bytes) and its size."""
     root, parts = _locate(path, roots)
     try:
         parent = _open_parent(root, parts, create=False)
@@ -221,6 +246,15 @@ def _read_bytes(path: str, roots: Sequence[str], limit: int) -> bytes:
             raise InvalidParams(message=f"{path} is not a regular file", data={"path": path})
         if info.st_size > limit:
             raise _too_large(path, info.st_size, limit)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, info.st_size
+
+
+def _read_fd(fd: int, path: str, limit: int) -> bytes:
+    """The content of the open file ``fd``, at most ``limit`` bytes (the caller closes it)."""
+    try:
         chunks: list[bytes] = []
         size = 0
         while size <= limit:  # the file may grow while it is read: never read more than the limit and a byte
@@ -234,8 +268,6 @@ def _read_bytes(path: str, roots: Sequence[str], limit: int) -> bytes:
         return b"".join(chunks)
     except OSError as exc:
         _fail(exc, path, "read")
-    finally:
-        os.close(fd)
 
 
 def _write_bytes(path: str, roots: Sequence[str], data: bytes) -> None:

@@ -23,6 +23,7 @@ import msgspec
 from anyio.abc import Process, TaskGroup
 
 from acp_session.errors import InternalError, InvalidParams, RequestCancelled, ResourceNotFound
+from acp_session.rpc.budget import answer_bound, reserve_answer
 from acp_session.schema import v1
 from acp_session.transport.subprocess import group_running
 
@@ -294,6 +295,7 @@ class LocalTerminals:
 
     async def terminal_output(self, request: v1.TerminalOutputRequest) -> v1.TerminalOutputResponse:
         term = self._find(request.session_id, request.terminal_id)
+        await reserve_answer(answer_bound(len(term.output)))  # many large outputs at once go a few at a time
         status: v1.TerminalExitStatus | msgspec.UnsetType = msgspec.UNSET  # "present only if the command has exited"
         if term.returncode is not None:
             code, name = exit_status(term.returncode)

@@ -1,5 +1,6 @@
 """Method-agnostic JSON-RPC 2.0 peer: a sans-IO core (``RpcCore``) and its anyio driver (``Connection``)."""
 
+from .budget import answer_bound, reserve_answer
 from .connection import Connection, FallbackNotificationHandler, FallbackRequestHandler, FrameErrorCallback
 from .core import (
     BlockEvent,
@@ -36,6 +37,8 @@ __all__ = [
     "ResponseReceived",
     "RpcCore",
     "TypedNotifications",
+    "answer_bound",
     "invalid_params",
     "json_decode",
+    "reserve_answer",
 ]

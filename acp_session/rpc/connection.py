@@ -5,7 +5,8 @@ Ordering and concurrency rules:
   when nothing is queued ahead of it (cheap: no task, no queue hop); otherwise, and for async handlers, the
   notification goes through a bounded queue to one consumer task. The reader therefore keeps reading
   responses while an async notification handler awaits a request on this same connection;
-- each incoming request runs in its own task (at most ``max_concurrent_requests`` at once);
+- each incoming request runs in its own task (at most ``max_concurrent_requests`` at once; a request that only
+  waits, ``on_request(waits=True)``, takes no slot); large answers share a byte budget (``budget.py``);
 - outgoing frames go through one ordered write queue, so ``request()`` and ``cancel()`` need no await.
 
 The connection works on frames (whole messages) from a ``FrameTransport``: a byte stream gets its newline
@@ -35,6 +36,7 @@ from ..errors import (
     AcpError,
     ConnectionClosed,
     InternalError,
+    InvalidParams,
     InvalidRequest,
     MessageTooLarge,
     MethodNotFound,
@@ -46,6 +48,7 @@ from ..transport.backend import Flag, Waiter, current_backend
 from ..transport.base import FastPathTransport, FrameTransport, Transport
 from ..transport.framing import DEFAULT_MAX_FRAME_SIZE
 from ..transport.lines import STREAM_END, frame_transport
+from .budget import CURRENT_ANSWER, DEFAULT_ANSWER_BUDGET, AnswerBudget, AnswerTicket
 from .core import (
     NOT_A_RESPONSE,
     TOO_DEEP,
@@ -64,7 +67,9 @@ from .outbox import Outbox
 from .pending import PendingRequest
 
 __all__ = [
+    "DEFAULT_ANSWER_BUDGET",
     "DEFAULT_BUSY_POLL",
+    "DEFAULT_MAX_PARKED_REQUESTS",
     "MAX_BUSY_POLL",
     "Connection",
     "FallbackNotificationHandler",
@@ -115,6 +120,11 @@ timer waits too), hence the small value and ``MAX_BUSY_POLL``. ``Connection(busy
 option to ``ClientBuilder.connect``/``spawn``) turns it off."""
 MAX_BUSY_POLL = 0.01
 """The largest ``busy_poll`` accepted: it is meant for microseconds, not for holding the event loop."""
+DEFAULT_MAX_PARKED_REQUESTS = 4096
+"""Requests of a waiting kind (``on_request(waits=True)``: ``terminal/wait_for_exit``) that run at once, each
+holding no concurrency slot, so a peer's pile of them never stops the reader; past this many they queue for a
+slot like any other request."""
+_TRACKED_ANSWER = 64 * 1024  # an answer frame at least this large counts against the budget until written
 
 
 class Connection:
@@ -136,6 +146,8 @@ class Connection:
         on_frame_error: FrameErrorCallback | None = None,
         busy_poll: float = DEFAULT_BUSY_POLL,
         peer_name: str | None = None,
+        answer_budget: int = DEFAULT_ANSWER_BUDGET,
+        max_parked_requests: int = DEFAULT_MAX_PARKED_REQUESTS,
     ) -> None:
         if not 0 <= busy_poll <= MAX_BUSY_POLL:
             raise ValueError(f"busy_poll must be between 0 and {MAX_BUSY_POLL} seconds, not {busy_poll!r}")
@@ -164,6 +176,10 @@ class Connection:
         self._free_slots = max_concurrent_requests
         self._waiting: deque[tuple[RequestReceived, Handler | None, int]] = deque()
         self._waiting_limit = 4 * max_concurrent_requests
+        self._parked = 0  # requests of a waiting kind running without a slot
+        self._max_parked = max_parked_requests
+        self.answer_budget = AnswerBudget(answer_budget)
+        """Bytes of large answers in flight (``budget.py``; ``reserve_answer`` in a handler waits for room)."""
         self._slot_freed = anyio.Event()
         self._requests_received = 0
         self._scopes: dict[RequestId, anyio.CancelScope] = {}
@@ -179,13 +195,26 @@ class Connection:
 
     # -- registration ----------------------------------------------------------------------------------
 
-    def on_request(self, method: str, handler: Callable[[Any], Any], decode: Decoder = json_decode) -> None:
+    def on_request(
+        self,
+        method: str,
+        handler: Callable[[Any], Any],
+        decode: Decoder = json_decode,
+        *,
+        waits: bool = False,
+        lossless: bool = False,
+    ) -> None:
         """Answer ``method`` with ``handler(decode(params))`` (sync or async), run in its own task.
 
         Raise an ``RpcError`` subclass to answer with that error; any other exception becomes a generic
         ``-32603`` (details are only logged). Params that fail ``decode`` get ``-32602``.
+
+        ``waits``: the handler only waits for something to happen (an exit), so it runs without taking one of
+        the ``max_concurrent_requests`` slots (up to ``max_parked_requests`` of them). ``lossless``: a frame
+        that decoded only after lone surrogate escapes were replaced is answered ``-32602`` instead of handled
+        (for a handler that must not act on altered text: writing a file).
         """
-        self._requests[method] = Handler.of(handler, decode)
+        self._requests[method] = Handler.of(handler, decode, waits=waits, lossless=lossless)
 
     def on_notification(
         self,
@@ -310,12 +339,16 @@ class Connection:
         """Queue a request now (ids are allocated in call order) and return its awaitable handle.
 
         ``params`` is anything msgspec can encode (a Struct, a dict, None to omit). Raises
-        ``ConnectionClosed`` if the connection is closed, ``TypeError`` if params cannot be encoded.
+        ``ConnectionClosed`` if the connection is closed, ``TypeError`` if params cannot be encoded, and
+        ``MessageTooLarge`` (nothing sent) if the request is larger than ``max_frame_size``: a peer with the
+        same limit would skip it and never answer.
         """
         if self._closed_error is not None or self._tg is None:
             self._check_open()
         core = self._core
         id, frame = core.request_frame(method, params)
+        if len(frame) > self.max_frame_size:
+            raise MessageTooLarge(len(frame), self.max_frame_size, outgoing=True)
         # Sent before the bookkeeping: on a pipe it is written right here, and the peer starts on it sooner.
         # Nothing can be received before this returns, so registering the handle afterwards is safe.
         self._outbox.put_request(frame)
@@ -326,7 +359,10 @@ class Connection:
     async def notify(self, method: str, params: Any = None) -> None:
         """Send a notification; waits only when the write queue is over its high-water mark."""
         self._check_open()
-        self._outbox.put(self._core.notification_frame(method, params))
+        frame = self._core.notification_frame(method, params)
+        if len(frame) > self.max_frame_size:
+            raise MessageTooLarge(len(frame), self.max_frame_size, outgoing=True)
+        self._outbox.put(frame)
         if self._outbox.size > self._outbox.high_water:
             await self._outbox.wait_writable()
 
@@ -647,6 +683,10 @@ class Connection:
             return
         receipt = self._requests_received
         self._requests_received += 1
+        if handler is not None and handler.waits and self._parked < self._max_parked:
+            self._parked += 1
+            self._launch(event, handler, receipt, slot=False, parked=True)
+            return
         if self._free_slots > 0:
             self._free_slots -= 1
             self._launch(event, handler, receipt, slot=True)
@@ -657,14 +697,21 @@ class Connection:
         self._waiting.append((event, handler, receipt))
 
     def _launch(
-        self, event: RequestReceived, handler: Handler | None, receipt: int, *, slot: bool, cancelled: bool = False
+        self,
+        event: RequestReceived,
+        handler: Handler | None,
+        receipt: int,
+        *,
+        slot: bool,
+        cancelled: bool = False,
+        parked: bool = False,
     ) -> None:
         scope = anyio.CancelScope()
         if cancelled:
             scope.cancel()  # withdrawn (or closing) before it started: the handler answers as for a withdrawal
         self._scopes[event.id] = scope
         assert self._tg is not None
-        self._tg.start_soon(self._run_request, event, handler, scope, receipt, slot)
+        self._tg.start_soon(self._run_request, event, handler, scope, receipt, slot, parked)
 
     def _withdraw_waiting(self, id: RequestId) -> None:
         """``$/cancel_request`` for a request still waiting for a slot: start it at once, already cancelled."""
@@ -690,9 +737,17 @@ class Connection:
             self._free_slots += 1
 
     async def _run_request(
-        self, event: RequestReceived, handler: Handler | None, scope: anyio.CancelScope, receipt: int, slot: bool
+        self,
+        event: RequestReceived,
+        handler: Handler | None,
+        scope: anyio.CancelScope,
+        receipt: int,
+        slot: bool,
+        parked: bool = False,
     ) -> None:
         _RECEIPT.set(receipt)
+        ticket = AnswerTicket(self.answer_budget)
+        CURRENT_ANSWER.set(ticket)
         core = self._core
         id = event.id
         reply: bytes | None = None
@@ -708,11 +763,21 @@ class Connection:
             self._scopes.pop(id, None)
             if slot:
                 self._release_slot()
+            if parked:
+                self._parked -= 1
             if reply is None and core.is_in_flight(id):
                 # Cancelled by the peer, by aclose() or because the peer went away: still answer (ACP2-001).
                 reply = core.error_frame(id, RequestCancelled())
             if reply is not None:
                 self._outbox.put(reply)
+            if ticket.held or (reply is not None and len(reply) >= _TRACKED_ANSWER):
+                # A large answer counts against the budget until the transport has taken it.
+                ticket.resize(0 if reply is None else len(reply))
+                outbox = self._outbox
+                if outbox.written_total < outbox.queued_total:
+                    with anyio.CancelScope(shield=True):
+                        await outbox.wait_written(outbox.queued_total)
+                ticket.release()
 
     async def _call_handler(self, event: RequestReceived, handler: Handler | None) -> Any:
         if handler is None:
@@ -720,6 +785,11 @@ class Connection:
             params_json = b"null" if event.params is None else bytes(event.params)
             outcome = self._fallback_request(event.method, params_json)
         else:
+            if event.lossy and handler.lossless:
+                raise InvalidParams(
+                    message="a string in the params holds a lone UTF-16 surrogate escape (half of a character)",
+                    data={"path": "$", "reason": "lone surrogate escape"},
+                )
             try:
                 params = handler.decode_params(event.params)
             except DECODE_ERRORS as exc:

@@ -37,6 +37,7 @@ from .messages import (
     envelope_decoder,
     error_decoder,
 )
+from .repair import repair_lone_surrogates
 
 __all__ = [
     "NOT_A_RESPONSE",
@@ -74,6 +75,8 @@ class RequestReceived(msgspec.Struct, gc=False):
     id: RequestId
     method: str
     params: Raw | None
+    lossy: bool = False
+    """The frame decoded only after lone surrogate escapes in it were replaced (``repair.py``)."""
 
 
 class NotificationReceived(msgspec.Struct, gc=False):
@@ -390,6 +393,12 @@ class RpcCore(Generic[S]):
         except msgspec.DecodeError:
             if not frame.strip(_JSON_WS):
                 return None
+            fixed = repair_lone_surrogates(frame)
+            if fixed is not None:  # decoded again once: what is left has no lone escape to repair
+                event = self.receive(fixed)
+                if type(event) is RequestReceived:
+                    event.lossy = True
+                return event
             return ProtocolViolation("malformed JSON", error_frame_for(None, ParseError()))
 
         method = env.method

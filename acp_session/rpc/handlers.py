@@ -120,11 +120,24 @@ class Handler:
     buffer_ok: bool
     batch: Callable[[list[Any]], Any] | None = None
     """Optional sync handler for a run of consecutive params, equivalent to ``fn`` on each in order."""
+    waits: bool = False
+    """A request handler that only waits for an event (no work): it runs without a concurrency slot."""
+    lossless: bool = False
+    """A request handler that must see its params exactly as sent: a frame whose text had to be repaired
+    (``repair.py``) gets ``-32602`` instead."""
 
     @classmethod
-    def of(cls, fn: Callable[[Any], Any], decode: Decoder, batch: Callable[[list[Any]], Any] | None = None) -> Handler:
+    def of(
+        cls,
+        fn: Callable[[Any], Any],
+        decode: Decoder,
+        batch: Callable[[list[Any]], Any] | None = None,
+        *,
+        waits: bool = False,
+        lossless: bool = False,
+    ) -> Handler:
         is_async = inspect.iscoroutinefunction(fn)
-        return cls(fn, decode, is_async, accepts_buffer(decode), None if is_async else batch)
+        return cls(fn, decode, is_async, accepts_buffer(decode), None if is_async else batch, waits, lossless)
 
     def decode_params(self, params: msgspec.Raw | None) -> Any:
         if params is None:

@@ -34,6 +34,10 @@ class Outbox:
         self._frames: deque[bytes] = deque()
         self.size = 0
         """Bytes queued and not yet handed to the transport (a plain attribute: read on every await)."""
+        self.queued_total = 0
+        """Bytes ever queued (not written on the spot); with ``written_total``, tells when a frame has left."""
+        self.written_total = 0
+        """Bytes of queued frames ever handed to the transport (or dropped when writing failed)."""
         self._wakeup: Flag | None = None
         self._progress: Flag | None = None
         self._failed = False
@@ -73,7 +77,9 @@ class Outbox:
                 self.fail()
                 return
         frames.append(frame)
-        self.size += len(frame)
+        size = len(frame)
+        self.size += size
+        self.queued_total += size
         if self._wakeup is not None:
             self._wakeup.set()
 
@@ -94,7 +100,9 @@ class Outbox:
                 return
         call_soon = self._call_soon
         frames.append(frame)
-        self.size += len(frame)
+        size = len(frame)
+        self.size += size
+        self.queued_total += size
         if call_soon is None:
             if self._wakeup is not None:
                 self._wakeup.set()
@@ -110,6 +118,11 @@ class Outbox:
     async def wait_writable(self) -> None:
         """Wait while more than ``high_water`` bytes are queued (backpressure)."""
         while self.size > self.high_water and not self._failed:
+            await self._wait_progress()
+
+    async def wait_written(self, mark: int) -> None:
+        """Wait until the frames queued up to ``mark`` (a ``queued_total`` taken after a ``put``) have left."""
+        while self.written_total < mark and not self._failed:
             await self._wait_progress()
 
     async def wait_flushed(self) -> None:
@@ -142,6 +155,7 @@ class Outbox:
                     await send(batch)
                 finally:
                     self.size -= total
+                    self.written_total += total
                 if self._progress is not None:
                     self._progress.set()
                     self._progress = None
@@ -166,6 +180,7 @@ class Outbox:
         self._failed = True
         self._frames.clear()
         self.size = 0
+        self.written_total = self.queued_total
         if self._progress is not None:
             self._progress.set()
             self._progress = None

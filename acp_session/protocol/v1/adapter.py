@@ -118,10 +118,17 @@ class V1Protocol(ProtocolAdapter):
             Target("adapter", "_write_text_file"),
             when="write_files",
             advertises="fs.writeTextFile",
+            lossless=True,  # never write a replacement character where the agent sent half an emoji
         ),
         *(
             Route(
-                method, "request", decoder(params), Target("terminals", name), when="terminals", advertises="terminal"
+                method,
+                "request",
+                decoder(params),
+                Target("terminals", name),
+                when="terminals",
+                advertises="terminal",
+                waits=method == "terminal/wait_for_exit",  # holds no slot while the command runs
             )
             for method, params, name in (
                 ("terminal/create", v1.CreateTerminalRequest, "create_terminal"),
