@@ -40,6 +40,7 @@ class RequestLog:
     scenario: str | None = None
     step: int = 0
     tool: str | None = None
+    offered: tuple[str, ...] = ()
     system: str = ""
     stream: bool = False
     hung_up: bool = False
@@ -258,6 +259,7 @@ class _Handler(BaseHTTPRequestHandler):
             scenario=reply.scenario,
             step=reply.step,
             tool=reply.tool.name if reply.tool else None,
+            offered=tuple(turn.tools),
             system=_system_text(api, body),
             stream=bool(body.get("stream", api == "responses")),
         )

@@ -1,0 +1,81 @@
+"""How to point each agent at the scripted model: environment variables and config files in its fresh HOME.
+
+Found by reading the agents' published code and documentation:
+
+- ``anthropic`` (claude-agent-acp, both builds; they run Claude Code): ``ANTHROPIC_BASE_URL`` and
+  ``ANTHROPIC_API_KEY``; non-essential traffic (telemetry, update checks, error reports) switched off by its
+  documented variables.
+- ``openai-responses`` (codex-acp, both builds; they run codex): a model provider in ``$CODEX_HOME/config.toml``
+  with ``base_url`` and ``wire_api = "responses"``, its key read from the variable ``env_key`` names; the same
+  fake key is also given as ``OPENAI_API_KEY`` / ``CODEX_API_KEY`` for the agents' api-key login.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+__all__ = ["ASKING_MODE", "FAKE_KEY", "WIRINGS", "wire"]
+
+FAKE_KEY = "sk-scripted-local-only"
+# A model codex knows (its bundled catalog): codex offers its file-editing tool (apply_patch) by the model's
+# catalog entry, and offers none to a model it does not know. The scripted server answers any model name.
+CODEX_MODEL = "gpt-5.5"
+
+
+def _anthropic(home: Path, url: str) -> dict[str, str]:
+    return {
+        "ANTHROPIC_BASE_URL": url,
+        "ANTHROPIC_API_KEY": FAKE_KEY,
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "DISABLE_AUTOUPDATER": "1",
+        "DISABLE_TELEMETRY": "1",
+        "DISABLE_ERROR_REPORTING": "1",
+        "DISABLE_COST_WARNINGS": "1",
+    }
+
+
+def _codex(home: Path, url: str) -> dict[str, str]:
+    codex_home = home / ".codex"
+    codex_home.mkdir(parents=True, exist_ok=True)
+    (codex_home / "config.toml").write_text(
+        f'model = "{CODEX_MODEL}"\n'
+        'model_provider = "scripted"\n'
+        'approval_policy = "on-request"\n'
+        'sandbox_mode = "read-only"\n'
+        "\n"
+        "[model_providers.scripted]\n"
+        'name = "Scripted local model"\n'
+        f'base_url = "{url}/v1"\n'
+        'env_key = "SCRIPTED_API_KEY"\n'
+        'wire_api = "responses"\n'
+        "request_max_retries = 0\n"
+        "stream_max_retries = 0\n",
+        encoding="utf-8",
+    )
+    return {
+        "CODEX_HOME": str(codex_home),
+        "SCRIPTED_API_KEY": FAKE_KEY,
+        "OPENAI_API_KEY": FAKE_KEY,
+        "CODEX_API_KEY": FAKE_KEY,
+    }
+
+
+# The session mode in which the agent asks before editing files (set through the public API before the edit
+# checks): the v2 builds start in a mode that asks nothing (claude `auto`: a classifier; codex `agent`: an
+# automatic reviewer), the v1 builds in one that asks (claude `default`; codex `auto` asks outside the workspace).
+ASKING_MODE = {"anthropic": "default", "openai-responses": "read-only"}
+
+WIRINGS: dict[str, Callable[[Path, str], dict[str, str]]] = {
+    "anthropic": _anthropic,
+    "openai-responses": _codex,
+}
+
+
+def wire(kind: str, home: Path, url: str) -> dict[str, str]:
+    """Write ``kind``'s config files into ``home``; returns the variables to add to the agent's environment."""
+    try:
+        how = WIRINGS[kind]
+    except KeyError:
+        raise ValueError(f"unknown model wiring {kind!r}; known: {', '.join(WIRINGS)}") from None
+    return how(home, url)
