@@ -41,6 +41,7 @@ class RequestLog:
     step: int = 0
     tool: str | None = None
     offered: tuple[str, ...] = ()
+    result: str = ""  # the last tool result the request sent back
     system: str = ""
     stream: bool = False
     hung_up: bool = False
@@ -260,6 +261,7 @@ class _Handler(BaseHTTPRequestHandler):
             step=reply.step,
             tool=reply.tool.name if reply.tool else None,
             offered=tuple(turn.tools),
+            result=turn.tool_results[-1] if turn.tool_results else "",
             system=_system_text(api, body),
             stream=bool(body.get("stream", api == "responses")),
         )

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import inspect
+import logging
 import os
 import shutil
 import subprocess
@@ -208,6 +209,11 @@ async def _first_process(run: _Run, report: TurnReport, limit: float) -> None:
             )
             answered = f"answered {', '.join(asked)}" if asked else "no permission request"
             text = f"{answered}; {_tools(response)}; output {'seen' if seen else 'not seen'}"
+            if not seen:
+                results = [r.result for r in run.model.requests if r.scenario == "shell" and r.result]
+                if results:
+                    said = " ".join(results[-1].split("Output:", 1)[-1].split())
+                    text += f"; the tool result the model got: {said[:200]!r}"
             ok = seen and response.stop_reason == "end_turn"
             report.set("shell", "pass" if ok else "fail", f"{text}; {response.stop_reason}")
 
@@ -389,6 +395,8 @@ async def run_turns(
     cwd = Path(tempfile.mkdtemp(prefix=f"acp-turns-{target.name}-cwd-"))
     tracker = ProcessTracker()
     started = time.monotonic()
+    warnings = _Warnings()
+    logging.getLogger("acp_session").addHandler(warnings)
     with ModelServer() as server:
         env = {**_environment(environ, home, ()), **wire(model, home, server.url)}
         run = _Run(target, env, cwd, home / "transcript.jsonl", server, limit)
@@ -410,12 +418,28 @@ async def run_turns(
             if left:
                 report.notes.append("killed what was left: " + ", ".join(map(tracker.describe, left)))
             report.requests = _request_summary(server)
+            logging.getLogger("acp_session").removeHandler(warnings)
+            report.notes += [f"the library logged: {text}" for text in warnings.seen]
             shutil.rmtree(home, ignore_errors=True)
             shutil.rmtree(cwd, ignore_errors=True)
     report.seconds = time.monotonic() - started
     for name in report.checks:
         report.cells.setdefault(name, Cell("n/a", "not reached"))
     return report
+
+
+class _Warnings(logging.Handler):
+    """The library's warnings during a run (a frame that breaks the protocol, ...), each text once."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.seen: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        text = " ".join(record.getMessage().split())
+        text = text.replace(str(DEFAULT_CACHE.parent.parent) + os.sep, "")
+        if text not in self.seen:
+            self.seen.append(text[:300])
 
 
 def _request_summary(server: ModelServer) -> list[str]:
