@@ -40,7 +40,7 @@ class RequestLog:
     scenario: str | None = None
     step: int = 0
     tool: str | None = None
-    offered: tuple[str, ...] = ()
+    offered: dict[str, tuple[str, ...]] = field(default_factory=dict)  # tool name -> its parameter names
     result: str = ""  # the last tool result the request sent back
     system: str = ""
     stream: bool = False
@@ -260,7 +260,7 @@ class _Handler(BaseHTTPRequestHandler):
             scenario=reply.scenario,
             step=reply.step,
             tool=reply.tool.name if reply.tool else None,
-            offered=tuple(turn.tools),
+            offered={name: tuple(params) for name, params in turn.tools.items()},
             result=turn.tool_results[-1] if turn.tool_results else "",
             system=_system_text(api, body),
             stream=bool(body.get("stream", api == "responses")),

@@ -134,10 +134,11 @@ def choose_tool(kind: str, params: Mapping[str, str], tools: Mapping[str, Sequen
     if kind == "write":
         path = params.get("path", "scripted.txt")
         content = params.get("content", "scripted").replace("_", " ") + "\n"
-        name = _find(tools, "Write", "write_file", "write")
+        name = _find(tools, "Write", "write_file", "write", "create")
         if name is not None:
             key = next((k for k in ("file_path", "filePath", "path") if k in tools[name]), "file_path")
-            return ToolChoice(name, {key: path, "content": content})
+            text_key = next((k for k in ("content", "file_text") if k in tools[name]), "content")
+            return ToolChoice(name, {key: path, text_key: content})
         name = _find(tools, "apply_patch")
         if name is not None:
             patch = _patch(path, content)

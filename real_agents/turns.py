@@ -265,7 +265,7 @@ async def _asking_mode(conversation: Conversation, report: TurnReport) -> None:
     """Switch to the mode that asks before edits (``set_mode``), noting the mode the agent started in."""
     wanted = ASKING_MODE.get(report.model)
     option = next((o for o in conversation.state.config_options if o.category == "mode"), None)
-    if wanted is None or option is None:
+    if not wanted or option is None:
         report.notes.append("no mode option: the agent's permission questions as they come")
         return
     current = getattr(option, "current_value", None)

@@ -8,6 +8,9 @@ Found by reading the agents' published code and documentation:
 - ``openai-responses`` (codex-acp, both builds; they run codex): a model provider in ``$CODEX_HOME/config.toml``
   with ``base_url`` and ``wire_api = "responses"``, its key read from the variable ``env_key`` names; the same
   fake key is also given as ``OPENAI_API_KEY`` / ``CODEX_API_KEY`` for the agents' api-key login.
+- ``openai-chat`` (copilot): its documented "bring your own key" variables (``copilot help environment``):
+  ``COPILOT_PROVIDER_BASE_URL``, ``COPILOT_PROVIDER_TYPE=openai`` with the chat-completions wire API,
+  ``COPILOT_PROVIDER_API_KEY``, ``COPILOT_MODEL``, and ``COPILOT_OFFLINE`` (no GitHub login, no other traffic).
 """
 
 from __future__ import annotations
@@ -64,11 +67,25 @@ def _codex(home: Path, url: str) -> dict[str, str]:
 # The session mode in which the agent asks before editing files (set through the public API before the edit
 # checks): the v2 builds start in a mode that asks nothing (claude `auto`: a classifier; codex `agent`: an
 # automatic reviewer), the v1 builds in one that asks (claude `default`; codex `auto` asks outside the workspace).
-ASKING_MODE = {"anthropic": "default", "openai-responses": "read-only"}
+ASKING_MODE = {"anthropic": "default", "openai-responses": "read-only", "openai-chat": ""}
+
+
+def _copilot(home: Path, url: str) -> dict[str, str]:
+    return {
+        "COPILOT_PROVIDER_BASE_URL": f"{url}/v1",
+        "COPILOT_PROVIDER_TYPE": "openai",
+        "COPILOT_PROVIDER_WIRE_API": "completions",
+        "COPILOT_PROVIDER_API_KEY": FAKE_KEY,
+        "COPILOT_MODEL": "gpt-4.1",
+        "COPILOT_OFFLINE": "true",
+        "COPILOT_AUTO_UPDATE": "false",
+    }
+
 
 WIRINGS: dict[str, Callable[[Path, str], dict[str, str]]] = {
     "anthropic": _anthropic,
     "openai-responses": _codex,
+    "openai-chat": _copilot,
 }
 
 

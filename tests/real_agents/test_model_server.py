@@ -57,6 +57,12 @@ def test_requests_without_tools_or_marker_get_the_aux_reply() -> None:
         ({"mcp__acp__Write": ["file_path", "content"]}, "mcp__acp__Write", {"file_path": "/tmp/x/notes.txt"}, False),
         ({"write_file": ["file_path", "content"]}, "write_file", {"file_path": "/tmp/x/notes.txt"}, False),
         ({"write": ["filePath", "content"]}, "write", {"filePath": "/tmp/x/notes.txt"}, False),
+        (
+            {"create": ["path", "file_text"]},
+            "create",
+            {"path": "/tmp/x/notes.txt", "file_text": "hello world\n"},
+            False,
+        ),
         ({"apply_patch": []}, "apply_patch", {}, True),
         ({"apply_patch": ["input"]}, "apply_patch", {}, False),
     ],
@@ -72,7 +78,7 @@ def test_write_maps_onto_the_offered_tool(
         patch = str(choice.arguments["input"])
         assert patch.startswith("*** Begin Patch\n*** Add File: /tmp/x/notes.txt\n+hello world\n")
         assert patch.endswith("*** End Patch\n")
-    else:
+    elif name != "create":
         assert choice.arguments["content"] == "hello world\n"
 
 
