@@ -11,12 +11,18 @@ Found by reading the agents' published code and documentation:
 - ``openai-chat`` (copilot): its documented "bring your own key" variables (``copilot help environment``):
   ``COPILOT_PROVIDER_BASE_URL``, ``COPILOT_PROVIDER_TYPE=openai`` with the chat-completions wire API,
   ``COPILOT_PROVIDER_API_KEY``, ``COPILOT_MODEL``, and ``COPILOT_OFFLINE`` (no GitHub login, no other traffic).
+- ``openai-compatible`` (opencode): a provider in ``~/.config/opencode/opencode.json`` on its bundled
+  ``@ai-sdk/openai-compatible`` (chat completions) with ``baseURL`` and ``apiKey``; ``permission`` set to ask
+  before edits and commands (it asks nothing by default); auto-update and the models fetch switched off.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
+
+from .model_server import MODEL
 
 __all__ = ["ASKING_MODE", "FAKE_KEY", "WIRINGS", "wire"]
 
@@ -67,7 +73,7 @@ def _codex(home: Path, url: str) -> dict[str, str]:
 # The session mode in which the agent asks before editing files (set through the public API before the edit
 # checks): the v2 builds start in a mode that asks nothing (claude `auto`: a classifier; codex `agent`: an
 # automatic reviewer), the v1 builds in one that asks (claude `default`; codex `auto` asks outside the workspace).
-ASKING_MODE = {"anthropic": "default", "openai-responses": "read-only", "openai-chat": ""}
+ASKING_MODE = {"anthropic": "default", "openai-responses": "read-only", "openai-chat": "", "openai-compatible": ""}
 
 
 def _copilot(home: Path, url: str) -> dict[str, str]:
@@ -82,7 +88,31 @@ def _copilot(home: Path, url: str) -> dict[str, str]:
     }
 
 
+def _opencode(home: Path, url: str) -> dict[str, str]:
+    config = {
+        "$schema": "https://opencode.ai/config.json",
+        "autoupdate": False,
+        "share": "disabled",
+        "model": f"scripted/{MODEL}",
+        "provider": {
+            "scripted": {
+                "npm": "@ai-sdk/openai-compatible",
+                "name": "Scripted local model",
+                "options": {"baseURL": f"{url}/v1", "apiKey": FAKE_KEY},
+                "models": {MODEL: {"name": "Scripted model", "tool_call": True}},
+            }
+        },
+        # opencode edits and runs commands without asking by default; the user's config asks instead.
+        "permission": {"edit": "ask", "bash": "ask"},
+    }
+    folder = home / ".config" / "opencode"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "opencode.json").write_text(json.dumps(config, indent=2), encoding="utf-8")
+    return {"OPENCODE_DISABLE_AUTOUPDATE": "1", "OPENCODE_DISABLE_MODELS_FETCH": "1"}
+
+
 WIRINGS: dict[str, Callable[[Path, str], dict[str, str]]] = {
+    "openai-compatible": _opencode,
     "anthropic": _anthropic,
     "openai-responses": _codex,
     "openai-chat": _copilot,

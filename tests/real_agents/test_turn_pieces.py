@@ -60,6 +60,8 @@ def test_wirings_point_the_agents_at_the_url_with_a_fake_key(tmp_path: Path) -> 
         "claude-v2": "anthropic",
         "codex": "openai-responses",
         "codex-v2": "openai-responses",
+        "copilot": "openai-chat",
+        "opencode": "openai-compatible",
     }
     assert all(model in WIRINGS for model in wired.values())
 
