@@ -1,4 +1,4 @@
-"""Scripted model endpoints on 127.0.0.1: OpenAI-compatible and Anthropic-compatible, streaming SSE.
+"""Scripted model endpoints on 127.0.0.1: OpenAI-, Anthropic- and Gemini-compatible, streaming SSE.
 
 One ``ModelServer`` serves, on one port:
 
@@ -6,6 +6,8 @@ One ``ModelServer`` serves, on one port:
 - ``POST /v1/responses`` (the OpenAI Responses API as codex uses it: ``function_call`` and freeform
   ``custom_tool_call`` items, ``response.completed`` with usage),
 - ``POST /v1/messages`` (Anthropic messages; ``stream`` or not) and ``POST /v1/messages/count_tokens``,
+- ``POST /v1beta/models/MODEL:streamGenerateContent`` (SSE), ``:generateContent`` and ``:countTokens`` (the
+  Gemini API, as gemini-cli uses it),
 - ``GET /v1/models`` (a one-model listing),
 
 each replying by the script (``real_agents.script``). Every request is logged (``requests``): the path, the
@@ -26,7 +28,7 @@ from typing import Any
 
 from .script import Reply, ToolChoice, Turn, reply_for
 
-__all__ = ["MODEL", "ModelServer", "RequestLog", "anthropic_turn", "chat_turn", "responses_turn"]
+__all__ = ["MODEL", "ModelServer", "RequestLog", "anthropic_turn", "chat_turn", "gemini_turn", "responses_turn"]
 
 MODEL = "scripted-model"
 
@@ -143,9 +145,33 @@ def responses_turn(body: Mapping[str, Any]) -> Turn:
     return Turn(users, tools, results)
 
 
+def gemini_turn(body: Mapping[str, Any]) -> Turn:
+    """A Gemini API request: ``contents`` with text, ``functionCall`` and ``functionResponse`` parts."""
+    users: list[tuple[str, int]] = []
+    results: list[str] = []
+    for content in body.get("contents") or []:
+        for part in content.get("parts") or []:
+            if content.get("role", "user") == "user" and "text" in part:
+                _add_user(users, str(part["text"]))
+            elif "functionCall" in part:
+                _add_call(users)
+            elif "functionResponse" in part:
+                response = (part["functionResponse"] or {}).get("response")
+                results.append(json.dumps(response) if not isinstance(response, str) else response)
+    tools: dict[str, list[str]] = {}
+    for tool in body.get("tools") or []:
+        for declaration in tool.get("functionDeclarations") or []:
+            if "name" in declaration:
+                schema = declaration.get("parametersJsonSchema") or declaration.get("parameters")
+                tools[declaration["name"]] = _params(schema)
+    return Turn(users, tools, results)
+
+
 def _system_text(api: str, body: Mapping[str, Any]) -> str:
     if api == "anthropic":
         return _text_of(body.get("system"))
+    if api == "gemini":
+        return _text_of((body.get("systemInstruction") or {}).get("parts"))
     if api == "responses":
         parts = [str(body.get("instructions") or "")]
         for item in body.get("input") or []:
@@ -156,6 +182,24 @@ def _system_text(api: str, body: Mapping[str, Any]) -> str:
 
 
 # -- writing a reply ----------------------------------------------------------------------------------------------
+
+
+def value_of_schema(schema: Mapping[str, Any]) -> Any:
+    """A small value that a JSON schema accepts: each required property, the first enum value, an empty list."""
+    if schema.get("enum"):
+        return schema["enum"][0]
+    kind = str(schema.get("type", "object")).lower()
+    if kind == "object":
+        props = schema.get("properties") or {}
+        required = schema.get("required") or list(props)
+        return {name: value_of_schema(props.get(name) or {}) for name in required}
+    if kind == "array":
+        return []
+    if kind in ("integer", "number"):
+        return 0
+    if kind == "boolean":
+        return False
+    return "scripted"
 
 
 def _usage_numbers(body_size: int, reply: Reply) -> tuple[int, int]:
@@ -246,13 +290,24 @@ class _Handler(BaseHTTPRequestHandler):
             self.server.record(RequestLog(self.path, "count_tokens"))
             self._json(200, {"input_tokens": max(1, len(raw) // 4)})
             return
-        apis = {"/chat/completions": "chat", "/responses": "responses", "/messages": "anthropic"}
+        if path.endswith(":countTokens"):
+            self.server.record(RequestLog(self.path, "count_tokens"))
+            self._json(200, {"totalTokens": max(1, len(raw) // 4)})
+            return
+        apis = {
+            "/chat/completions": "chat",
+            "/responses": "responses",
+            "/messages": "anthropic",
+            ":streamGenerateContent": "gemini",
+            ":generateContent": "gemini",
+        }
         api = next((name for suffix, name in apis.items() if path.endswith(suffix)), None)
         if api is None:
             self.server.record(RequestLog(self.path, "unknown", status=404))
             self._json(404, {"error": {"message": f"no such endpoint {self.path}", "type": "not_found"}})
             return
-        turn = {"chat": chat_turn, "responses": responses_turn, "anthropic": anthropic_turn}[api](body)
+        turns = {"chat": chat_turn, "responses": responses_turn, "anthropic": anthropic_turn, "gemini": gemini_turn}
+        turn = turns[api](body)
         reply = reply_for(turn)
         log = RequestLog(
             self.path,
@@ -263,11 +318,17 @@ class _Handler(BaseHTTPRequestHandler):
             offered={name: tuple(params) for name, params in turn.tools.items()},
             result=turn.tool_results[-1] if turn.tool_results else "",
             system=_system_text(api, body),
-            stream=bool(body.get("stream", api == "responses")),
+            stream=path.endswith(":streamGenerateContent") or bool(body.get("stream", api == "responses")),
         )
         self.server.record(log)
         usage = _usage_numbers(len(raw), reply)
-        writer = {"chat": self._chat, "responses": self._responses, "anthropic": self._anthropic}[api]
+        writers = {
+            "chat": self._chat,
+            "responses": self._responses,
+            "anthropic": self._anthropic,
+            "gemini": self._gemini,
+        }
+        writer = writers[api]
         writer(body, reply, usage, log)
 
     # -- OpenAI chat completions --
@@ -431,6 +492,37 @@ class _Handler(BaseHTTPRequestHandler):
         }
         out.send(end, event="message_delta")
         out.send({"type": "message_stop"}, event="message_stop")
+
+    # -- Gemini API --
+
+    def _gemini(self, body: Mapping[str, Any], reply: Reply, usage: tuple[int, int], log: RequestLog) -> None:
+        numbers = {"promptTokenCount": usage[0], "candidatesTokenCount": usage[1], "totalTokenCount": sum(usage)}
+        model = self.path.split("/models/", 1)[-1].split(":", 1)[0] or MODEL
+        config = body.get("generationConfig") or {}
+        schema = config.get("responseJsonSchema") or config.get("responseSchema")
+        if reply.scenario is None and config.get("responseMimeType") == "application/json":
+            # An auxiliary structured request (model routing, next-speaker check): a value of its schema.
+            reply = Reply(None, 0, text=json.dumps(value_of_schema(schema or {})))
+        parts: list[dict[str, Any]] = [{"text": reply.text}] if reply.text else []
+        if reply.tool is not None:
+            parts.append({"functionCall": {"name": reply.tool.name, "args": dict(reply.tool.arguments)}})
+
+        def candidate(content_parts: list[dict[str, Any]], final: bool) -> dict[str, Any]:
+            out: dict[str, Any] = {"content": {"role": "model", "parts": content_parts}, "index": 0}
+            if final:
+                out["finishReason"] = "STOP"
+            return out
+
+        if not log.stream:
+            self._json(200, {"candidates": [candidate(parts, True)], "usageMetadata": numbers, "modelVersion": model})
+            return
+        self._start_stream()
+        out = _Stream(self, log)
+        for piece in _pieces(reply, self.server.stopping):
+            if not out.send({"candidates": [candidate([{"text": piece}], False)], "modelVersion": model}):
+                return
+        tail = [part for part in parts if "functionCall" in part]
+        out.send({"candidates": [candidate(tail, True)], "usageMetadata": numbers, "modelVersion": model})
 
 
 class _Server(ThreadingHTTPServer):

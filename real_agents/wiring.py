@@ -14,6 +14,8 @@ Found by reading the agents' published code and documentation:
 - ``openai-compatible`` (opencode): a provider in ``~/.config/opencode/opencode.json`` on its bundled
   ``@ai-sdk/openai-compatible`` (chat completions) with ``baseURL`` and ``apiKey``; ``permission`` set to ask
   before edits and commands (it asks nothing by default); auto-update and the models fetch switched off.
+- ``gemini`` (gemini-cli): ``GOOGLE_GEMINI_BASE_URL`` (which selects its "gateway" auth) and ``GEMINI_API_KEY``;
+  the Gemini API itself (``streamGenerateContent``), served by the same scripted server.
 """
 
 from __future__ import annotations
@@ -73,7 +75,13 @@ def _codex(home: Path, url: str) -> dict[str, str]:
 # The session mode in which the agent asks before editing files (set through the public API before the edit
 # checks): the v2 builds start in a mode that asks nothing (claude `auto`: a classifier; codex `agent`: an
 # automatic reviewer), the v1 builds in one that asks (claude `default`; codex `auto` asks outside the workspace).
-ASKING_MODE = {"anthropic": "default", "openai-responses": "read-only", "openai-chat": "", "openai-compatible": ""}
+ASKING_MODE = {
+    "anthropic": "default",
+    "openai-responses": "read-only",
+    "openai-chat": "",
+    "openai-compatible": "",
+    "gemini": "default",
+}
 
 
 def _copilot(home: Path, url: str) -> dict[str, str]:
@@ -111,7 +119,12 @@ def _opencode(home: Path, url: str) -> dict[str, str]:
     return {"OPENCODE_DISABLE_AUTOUPDATE": "1", "OPENCODE_DISABLE_MODELS_FETCH": "1"}
 
 
+def _gemini(home: Path, url: str) -> dict[str, str]:
+    return {"GOOGLE_GEMINI_BASE_URL": url, "GEMINI_API_KEY": FAKE_KEY}
+
+
 WIRINGS: dict[str, Callable[[Path, str], dict[str, str]]] = {
+    "gemini": _gemini,
     "openai-compatible": _opencode,
     "anthropic": _anthropic,
     "openai-responses": _codex,

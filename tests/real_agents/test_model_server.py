@@ -294,3 +294,48 @@ def test_models_listing_and_unknown_paths(server: ModelServer) -> None:
     assert status == 404 and "no such endpoint" in text
     status, _, text = post(server, "/v1/messages", [1])  # type: ignore[arg-type]
     assert status == 400
+
+
+def test_gemini_streams_a_function_call_and_answers_structured_requests(server: ModelServer) -> None:
+    declaration = {"name": "run_shell_command", "parametersJsonSchema": {"properties": {"command": {}}}}
+    body = {
+        "systemInstruction": {"parts": [{"text": "You are Gemini CLI."}]},
+        "tools": [{"functionDeclarations": [declaration]}],
+        "contents": [{"role": "user", "parts": [{"text": marker("shell", command="echo_hi")}]}],
+    }
+    status, kind, text = post(server, "/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse", body)
+    chunks = [data for _, data in events(text)]
+    assert status == 200 and kind == "text/event-stream"
+    final = chunks[-1]["candidates"][0]
+    assert final["finishReason"] == "STOP"
+    call = final["content"]["parts"][0]["functionCall"]
+    assert (call["name"], call["args"]["command"]) == ("run_shell_command", "echo hi")
+    assert chunks[-1]["usageMetadata"]["totalTokenCount"] >= 2
+    assert server.requests[-1].system == "You are Gemini CLI."
+
+    body["contents"] += [
+        {"role": "model", "parts": [final["content"]["parts"][0]]},
+        {"role": "user", "parts": [{"functionResponse": {"name": "run_shell_command", "response": {"output": "hi"}}}]},
+    ]
+    _, _, text = post(server, "/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse", body)
+    said = "".join(p.get("text", "") for _, d in events(text) for p in d["candidates"][0]["content"]["parts"])
+    assert said == 'Shell step finished. Tool said: {"output": "hi"}'
+
+    schema = {
+        "type": "OBJECT",
+        "properties": {
+            "reasoning": {"type": "STRING"},
+            "score": {"type": "INTEGER"},
+            "pick": {"enum": ["flash", "pro"]},
+        },
+        "required": ["reasoning", "score", "pick"],
+    }
+    router = {
+        "contents": [{"role": "user", "parts": [{"text": "classify"}]}],
+        "generationConfig": {"responseMimeType": "application/json", "responseJsonSchema": schema},
+    }
+    status, _, text = post(server, "/v1beta/models/flash-lite:generateContent", router)
+    reply = json.loads(json.loads(text)["candidates"][0]["content"]["parts"][0]["text"])
+    assert status == 200 and reply == {"reasoning": "scripted", "score": 0, "pick": "flash"}
+    status, _, text = post(server, "/v1beta/models/flash-lite:countTokens", router)
+    assert status == 200 and json.loads(text)["totalTokens"] >= 1

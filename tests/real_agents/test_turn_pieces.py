@@ -46,6 +46,19 @@ def test_wirings_point_the_agents_at_the_url_with_a_fake_key(tmp_path: Path) -> 
     assert set(ASKING_MODE) == set(WIRINGS)
     env = wire("anthropic", tmp_path, "http://127.0.0.1:5")
     assert env["ANTHROPIC_BASE_URL"] == "http://127.0.0.1:5" and env["ANTHROPIC_API_KEY"] == FAKE_KEY
+    env = wire("gemini", tmp_path, "http://127.0.0.1:5")
+    assert env["GOOGLE_GEMINI_BASE_URL"] == "http://127.0.0.1:5" and env["GEMINI_API_KEY"] == FAKE_KEY
+    env = wire("openai-compatible", tmp_path, "http://127.0.0.1:5")
+    opencode = json.loads((tmp_path / ".config" / "opencode" / "opencode.json").read_text())
+    provider_id, model = opencode["model"].split("/", 1)
+    options = opencode["provider"][provider_id]["options"]
+    assert (
+        options == {"baseURL": "http://127.0.0.1:5/v1", "apiKey": FAKE_KEY}
+        and model in opencode["provider"][provider_id]["models"]
+    )
+    assert opencode["permission"] == {"edit": "ask", "bash": "ask"}
+    env = wire("openai-chat", tmp_path, "http://127.0.0.1:5")
+    assert env["COPILOT_PROVIDER_BASE_URL"] == "http://127.0.0.1:5/v1" and env["COPILOT_PROVIDER_API_KEY"] == FAKE_KEY
     env = wire("openai-responses", tmp_path, "http://127.0.0.1:5")
     assert tomllib is not None
     config = tomllib.loads((tmp_path / ".codex" / "config.toml").read_text())
@@ -53,7 +66,7 @@ def test_wirings_point_the_agents_at_the_url_with_a_fake_key(tmp_path: Path) -> 
     assert provider["base_url"] == "http://127.0.0.1:5/v1" and provider["wire_api"] == "responses"
     assert env[provider["env_key"]] == FAKE_KEY and env["CODEX_HOME"] == str(tmp_path / ".codex")
     with pytest.raises(ValueError, match="unknown model wiring"):
-        wire("gemini", tmp_path, "http://127.0.0.1:5")
+        wire("no-such-api", tmp_path, "http://127.0.0.1:5")
     wired = {spec.name: spec.model for spec in load_agents().values() if spec.model}
     assert wired == {
         "claude": "anthropic",
@@ -62,6 +75,7 @@ def test_wirings_point_the_agents_at_the_url_with_a_fake_key(tmp_path: Path) -> 
         "codex-v2": "openai-responses",
         "copilot": "openai-chat",
         "opencode": "openai-compatible",
+        "gemini": "gemini",
     }
     assert all(model in WIRINGS for model in wired.values())
 
