@@ -46,7 +46,7 @@ from .procs import ProcessTracker
 from .script import marker
 from .table import DEFAULT_CACHE, TableError, load_agents
 from .wire import updates_of, wire_diff
-from .wiring import ASKING_MODE, wire
+from .wiring import ASKING_MODE, HOW, wire
 
 __all__ = ["TURN_CHECKS", "V2_CHECKS", "TurnReport", "render_section", "run_turns"]
 
@@ -501,9 +501,18 @@ def render_section(reports: Sequence[TurnReport], *, command: str, when: str, en
         "field dropped or changed), **fork** / **title** / **system prompt** (where the library has the API and",
         "the agent advertises it; a system prompt must reach the model).",
         "",
+        "The model follows a script (`real_agents/script.py`): each prompt carries a marker",
+        "`[[scripted:NAME key=value]]`, and the reply to a request is step N of that scenario, N being the tool",
+        "calls made since the marker; a tool step (write a file, run a command) becomes a call of whichever",
+        "matching tool the agent offered (`Write`, `apply_patch`, `create`, `write_file`, `Bash`, `exec_command`,",
+        "`run_shell_command`, ...). Requests without tools or without a marker (titles, routing, summaries) get a",
+        "short text, or a value of the JSON schema they ask for. Before the edits, the session is switched",
+        "(`set_mode`) to the mode that asks before editing where the agent starts in one that does not.",
+        "",
     ]
     for report in reports:
         lines += [f"### {report.name} (whole turns)", ""]
+        lines.append(f"- pointed at the model by: {HOW.get(report.model, report.model)}")
         lines.append(f"- {report.seconds:.0f} s; model requests: {', '.join(report.requests) or 'none'}")
         lines += [f"- {_esc(note)}" for note in report.notes]
         lines.append("")

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from .model_server import MODEL
 
-__all__ = ["ASKING_MODE", "FAKE_KEY", "WIRINGS", "wire"]
+__all__ = ["ASKING_MODE", "FAKE_KEY", "HOW", "WIRINGS", "wire"]
 
 FAKE_KEY = "sk-scripted-local-only"
 # A model codex knows (its bundled catalog): codex offers its file-editing tool (apply_patch) by the model's
@@ -71,6 +71,18 @@ def _codex(home: Path, url: str) -> dict[str, str]:
         "CODEX_API_KEY": FAKE_KEY,
     }
 
+
+# How each wiring points its agent at the model, for the report.
+HOW = {
+    "anthropic": "`ANTHROPIC_BASE_URL`, `ANTHROPIC_API_KEY` (Anthropic messages API)",
+    "openai-responses": "a model provider in `$CODEX_HOME/config.toml` (`base_url`, `env_key`, `wire_api = "
+    '"responses"`, model `gpt-5.5` so that codex offers `apply_patch`); the fake key also as `OPENAI_API_KEY`',
+    "openai-chat": "`COPILOT_PROVIDER_BASE_URL`, `COPILOT_PROVIDER_TYPE=openai`, `COPILOT_PROVIDER_API_KEY`, "
+    "`COPILOT_MODEL`, `COPILOT_OFFLINE=true` (chat completions)",
+    "openai-compatible": "a provider on `@ai-sdk/openai-compatible` in `~/.config/opencode/opencode.json` "
+    '(`baseURL`, `apiKey`), with `permission: {edit: "ask", bash: "ask"}` (chat completions)',
+    "gemini": "`GOOGLE_GEMINI_BASE_URL`, `GEMINI_API_KEY` (Gemini API `streamGenerateContent`)",
+}
 
 # The session mode in which the agent asks before editing files (set through the public API before the edit
 # checks): the v2 builds start in a mode that asks nothing (claude `auto`: a classifier; codex `agent`: an
