@@ -247,11 +247,9 @@ async def _first_process(run: _Run, report: TurnReport, limit: float) -> None:
         async def second() -> None:
             response = await _turn(conversation, _prompt("second"), limit)
             ok = "second turn" in response.text and response.stop_reason == "end_turn"
-            report.set(
-                "second turn",
-                "pass" if ok else "fail",
-                f"turns seen {conversation.turn_count}, reply {response.text[:30]!r}",
-            )
+            reply = f"reply {response.text[:30]!r}" if response.text else "no reply"
+            text = f"stop reason {response.stop_reason}, {reply}, turns seen {conversation.turn_count}"
+            report.set("second turn", "pass" if ok else "fail", text)
 
         await _check(report, "text", text, limit)
         await _check(report, "edit approved", lambda: edit("edit approved", "allow"), limit)
@@ -432,6 +430,8 @@ async def run_turns(
     report.seconds = time.monotonic() - started
     for name in report.checks:
         report.cells.setdefault(name, Cell("n/a", "not reached"))
+    for cell in report.cells.values():  # the temporary folder differs between runs
+        cell.text = cell.text.replace(str(cwd), "<cwd>").replace(str(cwd).lstrip("/"), "<cwd>")
     return report
 
 
