@@ -167,7 +167,7 @@ async def _check(report: TurnReport, name: str, fn: Callable[[], Any], limit: fl
     except TimeoutError:
         report.set(name, "fail", f"no end within {limit:.0f} s")
     except Exception as exc:
-        report.set(name, "fail", _short(exc))
+        report.set(name, "fail", _short(_single(exc)))
 
 
 async def _first_process(run: _Run, report: TurnReport, limit: float) -> None:
@@ -234,7 +234,11 @@ async def _first_process(run: _Run, report: TurnReport, limit: float) -> None:
                     await conversation.cancel()
                 if isinstance(event, (ChatDone, ChatError)):
                     end = event.response
-            hung_up = any(r.hung_up for r in run.model.requests if r.scenario == "long")
+            hung_up = False
+            with anyio.move_on_after(2):  # the server notices a closed stream at its next write
+                while not hung_up:
+                    hung_up = any(r.hung_up for r in run.model.requests if r.scenario == "long")
+                    await anyio.sleep(0.05)
             if end is None or sent is None:
                 report.set("cancel", "fail", "no reply text before the turn ended")
                 return
@@ -416,7 +420,7 @@ async def run_turns(
                     tg.cancel_scope.cancel()
         except Exception as exc:
             for name in report.checks:
-                report.cells.setdefault(name, Cell("fail", _short(exc)))
+                report.cells.setdefault(name, Cell("fail", _short(_single(exc))))
         finally:
             tracker.poll()
             left = tracker.kill_all()
@@ -433,6 +437,15 @@ async def run_turns(
     for cell in report.cells.values():  # the temporary folder differs between runs
         cell.text = cell.text.replace(str(cwd), "<cwd>").replace(str(cwd).lstrip("/"), "<cwd>")
     return report
+
+
+def _single(exc: BaseException) -> BaseException:
+    """The one error inside (nested) exception groups of one error each; else ``exc``."""
+    inner = getattr(exc, "exceptions", None)
+    while isinstance(inner, (list, tuple)) and len(inner) == 1:
+        exc = inner[0]
+        inner = getattr(exc, "exceptions", None)
+    return exc
 
 
 class _Warnings(logging.Handler):
