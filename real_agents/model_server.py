@@ -467,7 +467,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._start_stream()
         out = _Stream(self, log)
         start_usage = {"input_tokens": usage[0], "output_tokens": 1, "cache_read_input_tokens": 0}
-        opening = {**message, "content": [], "stop_reason": None, "usage": start_usage}
+        opening: dict[str, Any] = {**message, "content": [], "stop_reason": None, "usage": start_usage}
         out.send({"type": "message_start", "message": opening}, event="message_start")
         for index, block in enumerate(blocks):
             empty = {"type": "text", "text": ""} if block["type"] == "text" else {**block, "input": {}}

@@ -18,6 +18,7 @@ interface exists, so the agents reach 127.0.0.1 and nothing else; ``--no-isolate
 from __future__ import annotations
 
 import argparse
+import functools
 import inspect
 import logging
 import os
@@ -34,7 +35,7 @@ from typing import Any
 import anyio
 
 import acp_session
-from acp_session import CapabilityNotSupported, ClientBuilder, Conversation
+from acp_session import CapabilityNotSupported, ClientBuilder, ClientConnection, Conversation
 from acp_session.codec import to_builtins
 from acp_session.conversation import ChatDone, ChatError, ChatText
 from acp_session.errors import AuthRequired
@@ -128,7 +129,7 @@ def _builder(run: _Run, transcript: Path | None) -> ClientBuilder:
     return builder.record_transcript(transcript) if transcript is not None else builder
 
 
-async def _open(client: Any, run: _Run) -> Conversation:
+async def _open(client: ClientConnection, run: _Run) -> Conversation:
     """A new conversation, logging in with the fake key's method when the agent asks for a login."""
     try:
         return await client.start_conversation(run.cwd)
@@ -273,7 +274,8 @@ async def _first_process(run: _Run, report: TurnReport, limit: float) -> None:
 async def _asking_mode(conversation: Conversation, report: TurnReport) -> None:
     """Switch to the mode that asks before edits (``set_mode``), noting the mode the agent started in."""
     wanted = ASKING_MODE.get(report.model)
-    option = next((o for o in conversation.state.config_options if o.category == "mode"), None)
+    options = conversation.state.config_options
+    option = next((o for o in options if getattr(o, "category", None) == "mode"), None)
     if not wanted or option is None:
         report.notes.append("no mode option: the agent's permission questions as they come")
         return
@@ -590,7 +592,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
         target = Target.from_spec(spec, args.cache)
         print(f"{spec.name}: whole turns against the scripted model ({spec.model})", file=sys.stderr, flush=True)
-        report = anyio.run(lambda t=target, m=spec.model: run_turns(t, m, limit=args.turn_timeout))
+        report = anyio.run(functools.partial(run_turns, target, spec.model, limit=args.turn_timeout))
         for name in report.checks:
             print(f"  {name}: {report.cell(name).render()}", file=sys.stderr)
         for note in report.notes:
