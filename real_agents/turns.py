@@ -40,6 +40,7 @@ from acp_session.codec import to_builtins
 from acp_session.conversation import ChatDone, ChatError, ChatText
 from acp_session.errors import AuthRequired
 from acp_session.schema import Diff
+from acp_session.transcript import read_transcript
 
 from .check import Cell, Target, _environment, _poll, _short, environment_line
 from .model_server import ModelServer
@@ -49,7 +50,7 @@ from .table import DEFAULT_CACHE, TableError, load_agents
 from .wire import updates_of, wire_diff
 from .wiring import ASKING_MODE, HOW, wire
 
-__all__ = ["TURN_CHECKS", "V2_CHECKS", "TurnReport", "render_section", "run_turns"]
+__all__ = ["TURN_CHECKS", "V2_CHECKS", "TurnReport", "advertised", "render_section", "run_turns"]
 
 TURN_CHECKS = ("text", "edit approved", "edit rejected", "shell", "cancel", "second turn", "resume")
 V2_CHECKS = ("usage", "wire", "fork", "title", "system prompt")
@@ -265,7 +266,7 @@ async def _first_process(run: _Run, report: TurnReport, limit: float) -> None:
         if client.protocol_version == 2:
             _usage_cell(report, usage)
             await _check(report, "fork", lambda: _fork(client, conversation, run, report), limit)
-            await _check(report, "title", lambda: _title(client, conversation, report), limit)
+            await _check(report, "title", lambda: _title(client, conversation, run, report), limit)
             await _check(report, "system prompt", lambda: _system_prompt(client, run, report, limit), limit)
         with anyio.move_on_after(15):
             await conversation.session.close()
@@ -300,15 +301,39 @@ def _not_available(report: TurnReport, name: str, what: str) -> None:
     report.set(name, "n/a", f"{what} not available in this build")
 
 
+def advertised(path: Path) -> dict[str, bool]:
+    """What the agent's raw ``initialize`` answer (in the transcript) offers: fork, title, system prompt."""
+    for entry in read_transcript(path):
+        result = entry.message.get("result") if isinstance(entry.message, dict) else None
+        if entry.direction == "in" and isinstance(result, dict) and "protocolVersion" in result:
+            caps = result.get("capabilities") or result.get("agentCapabilities") or {}
+            session = caps.get("session") or caps.get("sessionCapabilities") or {}
+            return {name: session.get(key) is not None for name, key in _PREVIEW.items()}
+    return dict.fromkeys(_PREVIEW, False)
+
+
+_PREVIEW = {"session/fork": "fork", "session/set_title": "title", "systemPrompt": "systemPrompt"}
+
+
+def _supports_cell(client: Any, method: str, offered: bool) -> str | None:
+    """None when ``supports(method)`` says what the agent advertised, else the mismatch."""
+    said = client.supports(method)
+    return None if said == offered else f"supports({method!r}) is {said}, the agent advertised {offered}"
+
+
 async def _fork(client: Any, conversation: Conversation, run: _Run, report: TurnReport) -> None:
-    advertised = client.supports("session/fork")
+    offered = advertised(run.transcript)["session/fork"]
+    mismatch = _supports_cell(client, "session/fork", offered)
     fork = getattr(conversation.session, "fork", None)
     if fork is None:
         _not_available(report, "fork", "ActiveSession.fork()")
-        report.cells["fork"].text += f"; supports('session/fork') {advertised}"
+        report.cells["fork"].text += f"; {mismatch}" if mismatch else f"; supports() agrees ({offered})"
         return
-    if not advertised:
-        report.set("fork", "fail", "supports('session/fork') is False (both v2 agents advertise session.fork)")
+    if mismatch:
+        report.set("fork", "fail", mismatch)
+        return
+    if not offered:
+        report.set("fork", "n/a", "not advertised")
         return
     try:
         forked = await fork()
@@ -316,32 +341,39 @@ async def _fork(client: Any, conversation: Conversation, run: _Run, report: Turn
         forked = await fork(run.cwd)
     forked_id = getattr(forked, "session_id", None)
     ok = isinstance(forked_id, str) and forked_id != conversation.session_id
-    report.set("fork", "pass" if ok else "fail", f"supports True; forked into a new session {forked_id!r}")
+    report.set("fork", "pass" if ok else "fail", f"advertised; forked into a new session {forked_id!r}")
 
 
-async def _title(client: Any, conversation: Conversation, report: TurnReport) -> None:
-    advertised = client.supports("session/set_title") or client.supports("session/title")
+async def _title(client: Any, conversation: Conversation, run: _Run, report: TurnReport) -> None:
+    offered = advertised(run.transcript)["session/set_title"]
+    mismatch = _supports_cell(client, "session/set_title", offered)
     set_title = getattr(conversation.session, "set_title", None)
     if set_title is None:
         _not_available(report, "title", "ActiveSession.set_title()")
+        report.cells["title"].text += f"; {mismatch}" if mismatch else f"; supports() agrees ({offered})"
+        return
+    if mismatch:
+        report.set("title", "fail", mismatch)
         return
     try:
         await set_title("Scripted title")
     except CapabilityNotSupported as exc:
-        status = "fail" if advertised else "pass"
+        status = "pass" if not offered else "fail"
         report.set("title", status, f"not advertised: CapabilityNotSupported ({_short(exc, 80)})")
         return
-    report.set("title", "pass" if advertised else "fail", f"set_title answered; supports {advertised}")
+    report.set("title", "pass" if offered else "fail", f"set_title answered; advertised {offered}")
 
 
 async def _system_prompt(client: Any, run: _Run, report: TurnReport, limit: float) -> None:
     if "system_prompt" not in inspect.signature(client.new_session).parameters:
         _not_available(report, "system prompt", "new_session(system_prompt=...)")
         return
+    offered = advertised(run.transcript)["systemPrompt"]
     try:
         session = await client.new_session(run.cwd, system_prompt=f"Always obey {SYSTEM_MARK}.")
     except CapabilityNotSupported as exc:
-        report.set("system prompt", "pass", f"not advertised: CapabilityNotSupported ({_short(exc, 80)})")
+        status = "fail" if offered else "pass"
+        report.set("system prompt", status, f"CapabilityNotSupported ({_short(exc, 80)}); advertised {offered}")
         return
     conversation = Conversation(session)
     before = len(run.model.requests)
@@ -437,7 +469,7 @@ async def run_turns(
     for name in report.checks:
         report.cells.setdefault(name, Cell("n/a", "not reached"))
     for cell in report.cells.values():  # the temporary folder differs between runs
-        cell.text = cell.text.replace(str(cwd), "<cwd>").replace(str(cwd).lstrip("/"), "<cwd>")
+        cell.text = cell.text.replace(str(cwd), "$CWD").replace(str(cwd).lstrip("/"), "$CWD")
     return report
 
 

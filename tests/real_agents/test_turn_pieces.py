@@ -10,7 +10,15 @@ import pytest
 
 from real_agents.check import Cell
 from real_agents.table import load_agents, tomllib
-from real_agents.turns import SECTION, V2_CHECKS, Permissions, TurnReport, render_section, replace_section
+from real_agents.turns import (
+    SECTION,
+    V2_CHECKS,
+    Permissions,
+    TurnReport,
+    advertised,
+    render_section,
+    replace_section,
+)
 from real_agents.wire import updates_of, wire_diff
 from real_agents.wiring import ASKING_MODE, FAKE_KEY, WIRINGS, wire
 
@@ -116,3 +124,20 @@ def test_the_section_renders_and_replaces_only_itself() -> None:
     assert replace_section(once, section.replace("today", "tomorrow")).count(SECTION) == 1
     with_more = once + "\n## Later\n\nkept\n"
     assert replace_section(with_more, SECTION + "\n\nnew\n").endswith("new\n\n## Later\n\nkept\n")
+
+
+def test_advertised_reads_the_raw_initialize_answer(tmp_path: Path) -> None:
+    path = tmp_path / "wire.jsonl"
+    session = {"fork": {}, "systemPrompt": {"mode": {"override": {}}}, "title": None}
+    answer = {"protocolVersion": 2, "capabilities": {"session": session}}
+    rows = [
+        {"t": 1.0, "dir": "out", "msg": {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}},
+        {"t": 1.1, "dir": "in", "msg": {"jsonrpc": "2.0", "id": 1, "result": answer}},
+    ]
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    assert advertised(path) == {"session/fork": True, "session/set_title": False, "systemPrompt": True}
+    v1 = {"protocolVersion": 1, "agentCapabilities": {"sessionCapabilities": {"fork": {}}}}
+    path.write_text(json.dumps({"t": 1.0, "dir": "in", "msg": {"jsonrpc": "2.0", "id": 1, "result": v1}}) + "\n")
+    assert advertised(path) == {"session/fork": True, "session/set_title": False, "systemPrompt": False}
+    path.write_text("")
+    assert advertised(path) == {"session/fork": False, "session/set_title": False, "systemPrompt": False}

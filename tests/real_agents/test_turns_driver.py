@@ -33,7 +33,7 @@ async def test_every_turn_check_passes_against_an_agent_asking_the_scripted_mode
     assert report.cell("cancel").text.startswith("stop reason cancelled")
     assert "model stream closed by the agent" in report.cell("cancel").text  # it stopped reading: the server saw it
     assert report.cell("resume").text.startswith("new process:")
-    assert not any("acp-turns-model-agent-cwd" in cell.text for cell in report.cells.values())  # shown as <cwd>
+    assert not any("acp-turns-model-agent-cwd" in cell.text for cell in report.cells.values())  # shown as $CWD
     assert any(line.startswith("anthropic /v1/messages x") for line in report.requests)
     assert "no mode option: the agent's permission questions as they come" in report.notes
 
