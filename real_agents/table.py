@@ -24,7 +24,7 @@ REPO = Path(__file__).resolve().parent.parent
 TABLE = Path(__file__).resolve().parent / "agents.toml"
 DEFAULT_CACHE = REPO / ".cache" / "real-agents"
 
-_KEYS = {"package", "version", "bin", "script", "args", "credentials", "login", "prompt", "note"}
+_KEYS = {"package", "version", "bin", "script", "args", "credentials", "login", "prompt", "model", "note"}
 
 
 class TableError(ValueError):
@@ -42,6 +42,7 @@ class AgentSpec:
     credentials: tuple[str, ...] = ()
     login: Mapping[str, str] = field(default_factory=dict)
     prompt: str = "credentials"
+    model: str | None = None
     note: str = ""
 
     def package_dir(self, cache: Path) -> Path:
@@ -99,6 +100,9 @@ def _one(name: str, raw: Any) -> AgentSpec:
     prompt = raw.get("prompt", "credentials")
     if prompt not in ("credentials", "always"):
         raise TableError(f"agents.{name}.prompt: 'credentials' or 'always'")
+    model = raw.get("model")
+    if model is not None and not isinstance(model, str):
+        raise TableError(f"agents.{name}.model: the name of a model wiring (real_agents/wiring.py)")
     return AgentSpec(
         name=name,
         package=raw["package"],
@@ -109,6 +113,7 @@ def _one(name: str, raw: Any) -> AgentSpec:
         credentials=credentials,
         login=dict(login),
         prompt=prompt,
+        model=model,
         note=str(raw.get("note", "")),
     )
 

@@ -43,7 +43,7 @@ def assert_all_gone(report: AgentReport) -> None:
 
 def test_agents_table_parses_and_pins_every_version() -> None:
     agents = load_agents()
-    assert set(agents) == {"claude", "codex", "gemini", "opencode", "copilot", "sdk-example"}
+    assert set(agents) == {"claude", "codex", "claude-v2", "codex-v2", "gemini", "opencode", "copilot", "sdk-example"}
     for agent in agents.values():
         major, minor, patch = agent.version.split(".")
         assert major.isdigit() and minor.isdigit() and patch.isdigit(), agent
@@ -52,6 +52,14 @@ def test_agents_table_parses_and_pins_every_version() -> None:
         assert agent.spec == f"{agent.package}@{agent.version}"
     assert agents["claude"].credentials[0] == "ANTHROPIC_API_KEY"
     assert set(agents["codex"].credentials) == {"CODEX_API_KEY", "OPENAI_API_KEY"}
+    assert (agents["claude-v2"].package, agents["claude-v2"].version) == (
+        "@agentclientprotocol/claude-agent-acp",
+        "0.101.0",
+    )
+    assert (agents["codex-v2"].package, agents["codex-v2"].version) == ("@agentclientprotocol/codex-acp", "2.6.0")
+    assert agents["codex-v2"].login == {"CODEX_API_KEY": "api-key", "OPENAI_API_KEY": "api-key"}
+    # Both builds of each ship the same command name: every one of them runs by its script, so none shadows another.
+    assert all(agents[name].script and not agents[name].bin for name in ("claude", "codex", "claude-v2", "codex-v2"))
     assert agents["gemini"].credentials == ("GEMINI_API_KEY",)
     assert agents["opencode"].credentials == ()  # none known: the note says so
     assert "No credential variable known" in agents["opencode"].note
