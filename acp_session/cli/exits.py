@@ -6,6 +6,7 @@ __all__ = [
     "EXIT_CODES",
     "EXIT_ERROR",
     "EXIT_HELP",
+    "EXIT_HELP_OTHER",
     "EXIT_INTERRUPTED",
     "EXIT_OK",
     "EXIT_OTHER",
@@ -46,3 +47,13 @@ def exit_code(stop_reason: str | None) -> int:
     if stop_reason is None:
         return EXIT_ERROR
     return EXIT_CODES.get(stop_reason, EXIT_OTHER)
+
+
+EXIT_HELP_OTHER = """\
+exit codes:
+  0    done
+  1    the agent failed or could not be run (the message says why)
+  2    usage error
+  8    the agent needs a login first (the message says how)
+  130  interrupted (Ctrl-C)
+"""

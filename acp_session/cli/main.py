@@ -10,6 +10,7 @@ earlier chats. The parts: ``parser`` (arguments), ``app`` (one run), ``commands`
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import sys
 from collections.abc import Sequence
@@ -19,7 +20,8 @@ import anyio
 from . import commands
 from .app import ChatApp
 from .exits import EXIT_CODES, EXIT_ERROR, exit_code
-from .parser import conformance_args, default_agent, parse
+from .messages import describe, error_record
+from .parser import conformance_agent, default_agent, parse
 
 __all__ = ["EXIT_CODES", "default_agent", "exit_code", "main"]
 
@@ -29,7 +31,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args_list and args_list[0] == "conformance":
         from conformance.runner.__main__ import main as conformance_main
 
-        conformance_main(conformance_args(args_list[1:]))
+        conformance_main(args_list[1:], prog="acp-session conformance", default_agent=conformance_agent())
         return
     args = parse(args_list)
     app = ChatApp(args)
@@ -51,10 +53,13 @@ def main(argv: Sequence[str] | None = None) -> None:
             with contextlib.suppress(OSError):
                 os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             sys.exit(EXIT_ERROR)
-        print(f"acp-session: {type(leaf).__name__}: {leaf} (ACP_SESSION_DEBUG=1 shows the traceback)", file=sys.stderr)
+        failure = describe(leaf)
+        if args.json:
+            print(json.dumps(error_record(failure)), flush=True)
+        print(f"acp-session: {failure.message} (ACP_SESSION_DEBUG=1 shows the traceback)", file=sys.stderr)
         code = EXIT_ERROR
     finally:
-        app.reader.close()
+        app.close()
     sys.exit(code)
 
 

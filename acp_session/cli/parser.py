@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shlex
 import shutil
@@ -14,9 +15,9 @@ from acp_session import __version__
 from acp_session.protocol.negotiate import DEFAULT_INITIALIZE_TIMEOUT
 
 from .attach import check_attachment
-from .exits import EXIT_ERROR, EXIT_HELP, EXIT_USAGE
+from .exits import EXIT_ERROR, EXIT_HELP, EXIT_HELP_OTHER, EXIT_USAGE
 
-__all__ = ["conformance_args", "default_agent", "default_store", "history_file", "parse"]
+__all__ = ["conformance_agent", "default_agent", "default_store", "history_file", "parse"]
 
 
 def default_store() -> Path:
@@ -78,6 +79,8 @@ class _Parser(argparse.ArgumentParser):
     exit code 2."""
 
     def error(self, message: str) -> NoReturn:
+        if message.startswith("the following arguments are required: ID"):
+            message = "the session ID is required (`acp-session sessions` lists them)"
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message}; see {self.prog} --help\n")
 
 
@@ -148,19 +151,33 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
     chat = sub.add_parser(
         "chat",
         help="chat: one turn with PROMPT, an interactive prompt loop without one",
-        description="Send PROMPT and stream the turn, or without PROMPT read prompts line by line. Thoughts are "
-        "dimmed, tool calls show their status, plans and notices appear as they arrive; permission questions "
-        "are asked at the terminal. Ctrl-C cancels the active work; a second Ctrl-C exits.",
+        description="Send PROMPT and stream the turn. Without PROMPT: piped stdin is read whole as one prompt, "
+        "and at a terminal prompts are typed one after another (Enter sends, Alt-Enter starts a new line, a "
+        "paste stays one prompt; /exit or Ctrl-D leaves). The reply is rendered as Markdown on a terminal; "
+        "thoughts are dimmed, tool calls show their status and output, plans and notices appear as they "
+        "arrive; permission questions are asked at the terminal. Ctrl-C cancels the active work; a second "
+        "Ctrl-C exits.",
         epilog=EXIT_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    chat.add_argument("prompt", nargs="*", metavar="PROMPT", help="the prompt (several words are joined)")
+    chat.add_argument(
+        "prompt", nargs="*", metavar="PROMPT", help="the prompt (several words are joined; - reads it from stdin)"
+    )
+    chat.add_argument(
+        "-c",
+        "--continue",
+        dest="continue_",
+        action="store_true",
+        help="continue the latest session of this agent in this directory (--cwd) instead of starting one",
+    )
     common(chat)
 
     sessions = sub.add_parser(
         "sessions",
         help="list the agent's sessions in --cwd (default: .), or all of them with --all",
-        epilog=EXIT_HELP,
+        description="List the agent's sessions (session/list): id, last update (local time), directory and "
+        "title (the first prompt when the agent gives no title and this CLI started the session).",
+        epilog=EXIT_HELP_OTHER,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sessions.add_argument("--all", action="store_true", help="every session of the agent, whatever its directory")
@@ -169,17 +186,23 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
     resume = sub.add_parser(
         "resume",
         help="resume a session: replay its history, then continue (one turn with PROMPT, else interactive)",
+        description="Resume session ID (session/resume): replay its history, then continue like chat: one turn "
+        "with PROMPT, else prompts from stdin or the terminal. `acp-session chat -c` continues the latest one.",
         epilog=EXIT_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    resume.add_argument("session_id", nargs="?", metavar="ID", help="the session's id (see acp-session sessions)")
-    resume.add_argument("prompt", nargs="*", metavar="PROMPT", help="a prompt for one turn (several words are joined)")
+    resume.add_argument("session_id", metavar="ID", help="the session's id (see acp-session sessions)")
+    resume.add_argument(
+        "prompt", nargs="*", metavar="PROMPT", help="a prompt for one turn (several words are joined; - reads stdin)"
+    )
     common(resume)
 
     login = sub.add_parser(
         "login",
         help="log in to the agent: run one of its login methods (over ACP, or its own terminal login)",
-        epilog=EXIT_HELP,
+        description="Run one of the agent's login methods: a protocol login over ACP (authenticate), or the "
+        "agent's own login command in this terminal. Without METHOD the only one is used, or they are listed.",
+        epilog=EXIT_HELP_OTHER,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     login.add_argument("method", nargs="?", metavar="METHOD", help="the login method's id (default: the only one)")
@@ -187,17 +210,16 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
 
     sub.add_parser(
         "conformance",
-        help="check an agent: the same as acp-conformance (see its --help); default agent: the reference agent",
+        help="check an agent against the protocol's rules (see acp-session conformance --help); default agent: "
+        "the reference agent",
         add_help=False,
     )
     return parser, {"chat": chat, "sessions": sessions, "resume": resume, "login": login}
 
 
-def conformance_args(args: list[str]) -> list[str]:
+def conformance_agent() -> str:
     """``acp-session conformance`` checks the bundled reference agent unless ``--agent`` names another."""
-    if any(a in ("-h", "--help") or a == "--agent" or a.startswith("--agent=") for a in args):
-        return args
-    return ["--agent", shlex.join([sys.executable, "-m", "conformance.agent"]), *args]
+    return shlex.join([sys.executable, "-m", "conformance.agent"])
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
@@ -214,8 +236,6 @@ def parse(argv: list[str]) -> argparse.Namespace:
         if options or not hasattr(args, "prompt"):
             command.error(f"unrecognized arguments: {' '.join(options or extra)}")
         args.prompt = [*args.prompt, *extra]
-    if args.command == "resume" and args.session_id is None:
-        command.error("the session ID is required (`acp-session sessions` lists them)")
     if getattr(args, "prompt", None) and not " ".join(args.prompt).strip():
         command.error("the prompt is empty (without PROMPT, prompts are read line by line)")
     for path in getattr(args, "attach", []):
@@ -224,17 +244,43 @@ def parse(argv: list[str]) -> argparse.Namespace:
             command.error(problem)
     if args.command == "sessions" and args.all and args.cwd is not None:
         command.error("--all and --cwd do not go together")
+    if args.cwd is not None and not _is_utf8(args.cwd):
+        command.error("--cwd is not valid UTF-8 (ACP sends paths as JSON text); use a directory with a UTF-8 name")
+    if getattr(args, "prompt", None) and not all(_is_utf8(word) for word in args.prompt):
+        args.prompt = [word.encode("utf-8", "surrogateescape").decode("utf-8", "replace") for word in args.prompt]
+        print("acp-session: the prompt had bytes that are not UTF-8; they were replaced by \ufffd", file=sys.stderr)
+    if getattr(args, "pass_env", None) and args.env != "minimal":
+        print(
+            "acp-session: --pass-env does nothing without --env minimal (the agent already gets all of "
+            "your environment)",
+            file=sys.stderr,
+        )
     args.cwd_given = os.path.abspath(args.cwd) if args.cwd is not None else None
     args.cwd = args.cwd_given or os.getcwd()
     if not hasattr(args, "yes"):
         args.yes = False
     if not os.path.isdir(args.cwd):
         command.error(f"--cwd is not a directory: {args.cwd}")
+    if not hasattr(args, "continue_"):
+        args.continue_ = False
     try:
         args.agent_argv = _agent_argv(args.agent)
     except _UsageError as exc:
         command.error(str(exc))
     except _Failure as exc:
+        if args.json:
+            record = {"event": "error", "error": str(exc), "error_type": "AgentNotFound"}
+            print(json.dumps(record), flush=True)
         print(f"acp-session: {exc}", file=sys.stderr)
         sys.exit(EXIT_ERROR)
+    args.agent_key = args.agent if args.agent is not None else "(the bundled reference agent)"
     return args
+
+
+def _is_utf8(text: str) -> bool:
+    """Command-line text that had bytes that are not UTF-8 holds surrogates (Python's surrogateescape)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
