@@ -416,7 +416,7 @@ class ChatApp:
         if announce:
             self.announce(conversation)
         if prompt is None and (from_stdin or not self.interactive):
-            prompt = await self.read_stdin()
+            prompt = (await self.read_stdin()).rstrip("\r\n")
             if not prompt.strip():
                 self.report(Failure("stdin was empty: there is no prompt to send", "EmptyPrompt"))
                 return EXIT_ERROR

@@ -88,9 +88,9 @@ def describe(exc: BaseException, *, session_id: str | None = None, stderr_tail: 
     kind = type(exc).__name__
     code = exc.code if isinstance(exc, RpcError) else None
     if isinstance(exc, InitializeTimeout):
+        who = f"the agent `{exc.agent}`" if exc.agent else "the agent"
         return Failure(
-            f"the agent did not answer initialize within {exc.timeout:g} s; "
-            "it may still be starting (--init-timeout SECONDS waits longer) or it may not speak ACP",
+            f"{who} did not answer initialize within {exc.timeout:g} s (--init-timeout SECONDS to wait longer)",
             kind,
             tail,
         )

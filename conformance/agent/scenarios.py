@@ -184,19 +184,43 @@ async def slow(ctx: TurnContext) -> str | None:
     return "end_turn"
 
 
-@scenario("tool", "Run a tool call with streamed content and a diff")
+TOOL_FILE = "example.txt"
+"""What ``/tool`` edits in the session's cwd: its first line becomes ``new`` (``old`` when it already was)."""
+
+
+def _edit_example(path: str) -> tuple[str | None, str]:
+    """Change the first line of ``path`` (creating the file when missing); (old text or None, new text)."""
+    try:
+        with open(path, encoding="utf-8") as file:
+            old: str | None = file.read()
+    except FileNotFoundError:
+        old = None
+    lines = (old or "").splitlines(keepends=True)
+    first = "old\n" if lines and lines[0].rstrip("\r\n") == "new" else "new\n"
+    text = first + "".join(lines[1:])
+    with open(path, "w", encoding="utf-8") as file:
+        file.write(text)
+    return old, text
+
+
+@scenario("tool", f"Run a tool call with streamed content and a diff (changes one line of <cwd>/{TOOL_FILE})")
 async def tool(ctx: TurnContext) -> str | None:
     tc = ctx.session.next_id("tc")
-    path = ctx.session.cwd.rstrip("/") + "/example.txt"
+    path = os.path.join(ctx.session.cwd, TOOL_FILE)
     await ctx.tool(tc, name="edit_file", title="Editing example.txt", kind="edit", status="pending")
     await ctx.tool(tc, status="in_progress")
     for line in ("reading example.txt", "computing the change", "writing example.txt"):
         await ctx.emit(ToolCallContentChunk(tool_call_id=tc, content=Content(content=TextContent(text=line))))
-    patch = DiffPatch(
-        format="git_patch",
-        text=f"diff --git {path} {path}\n--- {path}\n+++ {path}\n@@ -1 +1 @@\n-old\n+new\n",
-    )
-    await ctx.emit(ToolCallContentChunk(tool_call_id=tc, content=Diff(changes=[DiffModify(path=path)], patch=patch)))
+    try:
+        old, text = await anyio.to_thread.run_sync(_edit_example, path)
+    except OSError as exc:
+        await ctx.emit(ToolCallContentChunk(tool_call_id=tc, content=Content(content=TextContent(text=str(exc)))))
+        await ctx.tool(tc, status="failed")
+        await ctx.say(f"I could not write example.txt: {exc}")
+        return "end_turn"
+    change = (DiffAdd if old is None else DiffModify)(path=path, mime_type="text/plain")
+    patch = DiffPatch(format="git_patch", text=_git_patch(path, old, text))
+    await ctx.emit(ToolCallContentChunk(tool_call_id=tc, content=Diff(changes=[change], patch=patch)))
     await ctx.tool(tc, status="completed", raw_output={"changed": 1})
     await ctx.say("I changed one line in example.txt.")
     return "end_turn"
