@@ -227,6 +227,8 @@ class ChatApp:
                     tg.cancel_scope.cancel()
         if self.interrupted:
             self.renderer.break_line()
+            if isinstance(self.renderer, JsonRenderer):
+                self.renderer.emit(error_record(Failure("interrupted (Ctrl-C twice)", "Interrupted")))
             print("acp-session: interrupted", file=sys.stderr)
             return EXIT_INTERRUPTED
         return code

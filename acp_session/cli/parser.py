@@ -51,7 +51,7 @@ def _agent_argv(command: str | None) -> list[str]:
     if not argv:
         raise _UsageError("--agent is empty")
     if shutil.which(argv[0]) is None:
-        raise _Failure(f"agent command not found: {argv[0]}")
+        raise _Failure(f"agent command not found: {argv[0]} (check --agent, or install the agent)")
     return argv
 
 

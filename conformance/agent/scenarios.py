@@ -493,3 +493,26 @@ async def fail(ctx: TurnContext) -> str | None:
 async def echo(ctx: TurnContext) -> str | None:
     await ctx.emit(AgentMessage(message_id=ctx.session.next_id("msg-agent"), content=list(ctx.blocks)))
     return "end_turn"
+
+
+MARKDOWN_REPLY = (
+    "# A Markdown reply\n\n"
+    "Clients may render **Markdown**: a heading, a list and a code block.\n\n"
+    "- first item\n"
+    "- second item with `inline code`\n\n"
+    "```python\n"
+    "def greet(name: str) -> str:\n"
+    '    return f"Hello, {name}!"\n'
+    "```\n"
+)
+"""What ``/markdown`` answers, streamed in small pieces (a front end can render it as it arrives)."""
+
+
+@scenario("markdown", "Answer in Markdown (a heading, a list, a code block), streamed in small pieces")
+async def markdown(ctx: TurnContext) -> str | None:
+    message_id = ctx.session.next_id("msg-agent")
+    for start in range(0, len(MARKDOWN_REPLY), 16):
+        piece = MARKDOWN_REPLY[start : start + 16]
+        await ctx.emit(AgentMessageChunk(message_id=message_id, content=TextContent(text=piece)))
+        await anyio.sleep(0.005)
+    return "end_turn"
