@@ -16,13 +16,16 @@ pexpect = pytest.importorskip("pexpect")
 TIMEOUT = 15
 
 
-def spawn(state: Path, *args: str, color: bool = False) -> pexpect.spawn:
+def spawn(state: Path, *args: str, color: bool = False, pythonpath: str | None = None) -> pexpect.spawn:
     if not os.path.exists(CLI):
         pytest.skip("the acp-session console script is not installed (pip install -e .)")
+    env = cli_env(state, color=color)
+    if pythonpath is not None:
+        env["PYTHONPATH"] = pythonpath
     return pexpect.spawn(
         CLI,
         list(args),
-        env=cli_env(state, color=color),
+        env=env,
         cwd=str(state),
         encoding="utf-8",
         timeout=TIMEOUT,
