@@ -19,7 +19,7 @@ import pytest
 
 from tests.cli.support import PROMPT
 from tests.cli.test_pty import finish, spawn
-from tests.lifecycle.test_cli_time_limits import AGENTS
+from tests.lifecycle.support import AGENTS
 
 pexpect = pytest.importorskip("pexpect")
 
