@@ -399,6 +399,12 @@ class ClientBuilder:
     ) -> AsyncIterator[ClientConnection]:
         """Start an agent subprocess and connect to it; leaving the block shuts the process down.
 
+        Use it with ``async with``::
+
+            async with ClientBuilder("my-editor", "1.0").spawn(["my-agent", "--acp"]) as client:
+                conversation = await client.start_conversation("/path/to/project")
+                reply = await conversation.chat("hello")  # the whole turn: reply.text, reply.stop_reason
+
         The agent runs in its own session and process group (``own_process_group``, the default), which is
         ours: leaving the block closes its stdin, waits ``grace_period`` for every process of the group to
         exit, then sends SIGTERM to the group, waits ``terminate_timeout``, then SIGKILL, so nothing the
@@ -443,7 +449,7 @@ class ClientConnection:
 
     It is the ``SessionLink`` of its ``ActiveSession`` handles (``acp_session.session``). Those members, and the
     few entry points of the conversation layer (``open_new_session``, ``open_resumed_session``, ``start_soon``),
-    are internal to the package: the API reference leaves them out (mkdocs.yml).
+    are internal to the package: the API reference leaves them out (docs/api/client.md).
     """
 
     def __init__(self, rpc: Connection, builder: ClientBuilder, tg: TaskGroup) -> None:
