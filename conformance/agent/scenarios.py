@@ -161,7 +161,7 @@ async def offline_reply(ctx: TurnContext, text: str) -> str | None:
         await ctx.think(f"The user wrote {len(text.split())} word(s); replying in {session.config.mode} mode.")
     lowered = text.lower().rstrip("?!. ")
     if lowered in ("hi", "hello", "hey"):
-        reply = "Hello! I am the ACP reference agent. Type /help to see what I can demonstrate."
+        reply = "Hello! I am the ACP reference agent. Type `/help` to see what I can demonstrate."
     elif lowered == "/help" or lowered == "help":
         reply = "Scenarios: " + ", ".join("/" + name for name in SCENARIOS) + "."
     elif session.config.mode == "review":

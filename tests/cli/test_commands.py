@@ -131,7 +131,7 @@ def test_python_dash_m_acp_session(tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == [
-        "Hello! I am the ACP reference agent. Type /help to see what I can demonstrate.",
+        "Hello! I am the ACP reference agent. Type `/help` to see what I can demonstrate.",
         "[stop: end_turn]",
     ]
 
