@@ -78,6 +78,7 @@ class ChatApp:
         markdown = not self.json and color_enabled(sys.stdout) and markdown_available()
         self.renderer: Renderer = JsonRenderer() if self.json else TerminalRenderer(markdown=markdown)
         self.renderer.before_output = self.status.clear
+        self.renderer.stderr_tail = self._stderr_tail
         if isinstance(self.renderer, TerminalRenderer):
             renderer = self.renderer
             self.status.allowed = lambda: renderer.at_line_start

@@ -203,6 +203,9 @@ class Renderer:
     before_output: Callable[[], None] = staticmethod(lambda: None)
     """Called before anything is written (the CLI erases its status line there)."""
 
+    stderr_tail: Callable[[], tuple[str, ...]] = staticmethod(lambda: ())
+    """The agent's last stderr lines (set by the CLI), shown with a failed turn when its error carries none."""
+
     def event(self, event: ChatEvent) -> None:
         raise NotImplementedError
 
@@ -475,7 +478,7 @@ class TerminalRenderer(Renderer):
             self._line(f"[stop: {reason}]{suffix}", DIM if reason == "end_turn" else YELLOW)
         elif kind is ChatError:
             assert isinstance(event, ChatError)
-            failure = describe(event.error)
+            failure = describe(event.error, stderr_tail=self.stderr_tail())
             self._line(f"[error] {failure.message}", RED)
             for line in failure.stderr_tail[-STDERR_LINES:]:
                 self._line(f"  | {_clean(line)}", DIM)
@@ -612,7 +615,7 @@ class JsonRenderer(Renderer):
             context = self.context()
             record["context"] = context_usage_json(context) if context is not None else None
         elif isinstance(event, ChatError):
-            record = error_record(describe(event.error))
+            record = error_record(describe(event.error, stderr_tail=self.stderr_tail()))
         self.emit(record)
 
     def history(self, entries: list[TimelineEntry]) -> None:

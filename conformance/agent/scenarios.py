@@ -203,6 +203,15 @@ def _edit_example(path: str) -> tuple[str | None, str]:
     return old, text
 
 
+def _absolute_patch(path: str, old: str | None, new: str) -> str:
+    """A git patch whose headers name ``path`` itself (absolute, no ``a/`` ``b/`` prefix: ACP2-014)."""
+    before = "/dev/null" if old is None else path
+    lines = difflib.unified_diff(
+        (old or "").splitlines(keepends=True), new.splitlines(keepends=True), fromfile=before, tofile=path
+    )
+    return f"diff --git {path} {path}\n" + ("new file mode 100644\n" if old is None else "") + "".join(lines)
+
+
 @scenario("tool", f"Run a tool call with streamed content and a diff (changes one line of <cwd>/{TOOL_FILE})")
 async def tool(ctx: TurnContext) -> str | None:
     tc = ctx.session.next_id("tc")
@@ -219,7 +228,7 @@ async def tool(ctx: TurnContext) -> str | None:
         await ctx.say(f"I could not write example.txt: {exc}")
         return "end_turn"
     change = (DiffAdd if old is None else DiffModify)(path=path, mime_type="text/plain")
-    patch = DiffPatch(format="git_patch", text=_git_patch(path, old, text))
+    patch = DiffPatch(format="git_patch", text=_absolute_patch(path, old, text))
     await ctx.emit(ToolCallContentChunk(tool_call_id=tc, content=Diff(changes=[change], patch=patch)))
     await ctx.tool(tc, status="completed", raw_output={"changed": 1})
     await ctx.say("I changed one line in example.txt.")

@@ -4,7 +4,9 @@ help texts (9), a tool call's rawOutput and no ``[usage] 0 tokens`` (10), ``| he
 from __future__ import annotations
 
 import io
+import json
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +21,7 @@ from acp_session.conversation.entities import TokenUsage
 from acp_session.errors import ConnectionClosed, InternalError, ResourceNotFound
 from tests.cli.support import CLI, REPO, cli_env, run_cli
 from tests.interop.conftest import PY_V1_AGENT
+from tests.lifecycle.support import AGENTS
 
 BIN = Path(CLI).parent
 
@@ -150,3 +153,23 @@ def test_a_closed_stdout_ends_quietly(tmp_path: Path, command: list[str]) -> Non
     stderr = process.stderr.read().decode()
     process.wait(timeout=120)
     assert "Traceback" not in stderr and "BrokenPipeError" not in stderr, stderr
+
+
+def test_a_failed_prompt_shows_the_reason_and_the_agents_stderr(tmp_path: Path) -> None:
+    """Issue 30 item 2: ``InternalError: [-32603] Internal error (data: ...)`` said nothing of the agent's stderr."""
+    internal = {"code": -32603, "message": "Internal error", "data": {"details": "Query closed"}}
+    config = {
+        "errors": {"session/prompt": internal},
+        "errors_stderr": ["rate limit reached, retry in 20 s"],
+    }
+    agent = shlex.join([sys.executable, str(AGENTS / "slow_agent.py"), json.dumps(config)])
+    result = run_cli(tmp_path, "chat", "--agent", agent, "hi")
+    assert result.returncode == 1
+    assert result.stdout.splitlines()[-2:] == [
+        "[error] the agent failed: Query closed; its last stderr lines may say more",
+        "  | rate limit reached, retry in 20 s",
+    ]
+    records = run_cli(tmp_path, "chat", "--json", "--agent", agent, "hi").stdout.splitlines()
+    error = json.loads(records[-1])
+    assert error["event"] == "error" and error["code"] == -32603
+    assert error["stderr_tail"] == ["rate limit reached, retry in 20 s"]

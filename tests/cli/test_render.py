@@ -31,7 +31,7 @@ from acp_session.schema import (
 from tests.cli.support import run_cli
 from tests.cli.test_pty import finish, spawn
 
-DIFF_LINES = ["  --- a{p}", "  +++ b{p}", "  @@ -1 +1 @@", "  -old", "  +new"]
+DIFF_LINES = ["  --- {p}", "  +++ {p}", "  @@ -1 +1 @@", "  -old", "  +new"]
 
 
 def test_a_tool_call_shows_its_content_chunks_and_diff_plain_when_piped(tmp_path: Path) -> None:
@@ -44,7 +44,7 @@ def test_a_tool_call_shows_its_content_chunks_and_diff_plain_when_piped(tmp_path
     assert lines.index("[tool] Editing example.txt (edit): completed") > start
     shown = [line for line in lines[start + 1 :] if not line.startswith("[tool]")]
     expected = ["  reading example.txt", "  computing the change", "  writing example.txt"]
-    expected += [f"  diff --git a{path} b{path}"] + [line.format(p=path) for line in DIFF_LINES]
+    expected += [f"  diff --git {path} {path}"] + [line.format(p=path) for line in DIFF_LINES]
     assert shown[: len(expected)] == expected
     assert lines.index(f"[file] {path}") > start + len(expected)
     assert "\x1b" not in result.stdout
