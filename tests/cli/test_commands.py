@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -140,3 +141,17 @@ def test_python_dash_m_acp_session(tmp_path: Path) -> None:
 def test_exit_code_table_is_in_docs(reason: str) -> None:
     docs = (REPO / "docs" / "cli.md").read_text(encoding="utf-8")
     assert f"| {EXIT_CODES[reason]} | `{reason}`" in docs
+
+
+def test_sessions_fall_back_to_the_first_prompt_and_show_local_times(tmp_path: Path) -> None:
+    """Issue 30 item 4: a session the agent gave no title is listed by the first prompt this CLI sent."""
+    assert run_cli(tmp_path, "chat", "fix the flaky test\nin tests/test_io.py").returncode == 0
+    store = tmp_path / "acp-session" / "reference-agent-sessions.json"
+    data = json.loads(store.read_text(encoding="utf-8"))
+    for session in data["sessions"]:
+        session["title"] = None  # as most agents: no title
+    store.write_text(json.dumps(data), encoding="utf-8")
+    header, row = run_cli(tmp_path, "sessions").stdout.splitlines()
+    assert header.split() == ["ID", "UPDATED", "DIRECTORY", "TITLE"]
+    assert row.startswith("sess-1  ") and row.endswith("  fix the flaky test in tests/test_io.py")
+    assert re.search(r"  \d{4}-\d\d-\d\d \d\d:\d\d  ", row), row  # local time, to the minute
