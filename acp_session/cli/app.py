@@ -83,6 +83,9 @@ class ChatApp:
             renderer = self.renderer
             self.status.allowed = lambda: renderer.at_line_start
         self.recent = RecentSessions()
+        self._hinted: set[str] = set()
+        if not self.json and color_enabled(sys.stdout) and not markdown_available():
+            self.hint_once("extra", EXTRA_HINT)  # Markdown would be rendered with it
         self.client: ClientConnection | None = None
         self.conversation: Conversation | None = None
         self._reader: LineReader | EditorReader | None = None
@@ -92,7 +95,6 @@ class ChatApp:
         self.prompt_interrupted = False
         self.interrupted = False
         self.agent_gone: BaseException | None = None  # the connection closed while nothing was running
-        self._hinted: set[str] = set()
         self._scope: anyio.CancelScope | None = None
         self._read_scope: anyio.CancelScope | None = None
         self._tg: TaskGroup | None = None
