@@ -1,9 +1,9 @@
 """Runtime support for the generated ACP types in :mod:`acp_session.schema`.
 
 The generated structs are decoded by msgspec in one pass when a message holds only
-known variants and well-formed fields. Only when that fails does :func:`lenient_convert`
+known variants and well-formed fields. Only when that fails does ``lenient_convert``
 run: it rebuilds the message from plain JSON values, keeping unknown tagged-union
-variants as :class:`UnknownVariant` dicts and applying the schema's lenient-decoding
+variants as ``UnknownVariant`` dicts and applying the schema's lenient-decoding
 marks (``x-deserialize-default-on-error``, ``-default-on-null``, ``-skip-invalid-items``).
 """
 

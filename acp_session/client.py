@@ -412,6 +412,12 @@ class ClientBuilder:
     ) -> AsyncIterator[ClientConnection]:
         """Start an agent subprocess and connect to it; leaving the block shuts the process down.
 
+        Use it with ``async with``::
+
+            async with ClientBuilder("my-editor", "1.0").spawn(["my-agent", "--acp"]) as client:
+                conversation = await client.start_conversation("/path/to/project")
+                reply = await conversation.chat("hello")  # the whole turn: reply.text, reply.stop_reason
+
         ``argv`` is the command: a list (or any sequence) of strings is run as it is; a single string is an
         agent id of the ACP registry (``"codex-acp"``) or an alias (``"codex"``), resolved for this machine
         through ``registry`` (default: ``acp_session.registry.load_registry()``) and its ``channel``
@@ -473,7 +479,7 @@ class ClientConnection:
 
     It is the ``SessionLink`` of its ``ActiveSession`` handles (``acp_session.session``). Those members, and the
     few entry points of the conversation layer (``open_new_session``, ``open_resumed_session``, ``start_soon``),
-    are internal to the package: the API reference leaves them out (mkdocs.yml).
+    are internal to the package: the API reference leaves them out (docs/api/client.md).
     """
 
     def __init__(self, rpc: Connection, builder: ClientBuilder, tg: TaskGroup) -> None:

@@ -2,7 +2,7 @@
 
 A well-formed message of known variants is decoded by a cached ``msgspec.json.Decoder`` straight
 into the generated structs. If that fails validation, the bytes are decoded once more into plain
-JSON values and rebuilt by :func:`acp_session._schema_runtime.lenient_convert`, which keeps
+JSON values and rebuilt by ``acp_session._schema_runtime.lenient_convert``, which keeps
 unknown variants and applies the schema's lenient-decoding marks. Malformed JSON raises
 ``msgspec.DecodeError``; values that are wrong even leniently raise ``msgspec.ValidationError``
 with the JSON path of the offending field.
@@ -93,5 +93,5 @@ def convert(obj: Any, tp: type[T]) -> T: ...
 @overload
 def convert(obj: Any, tp: Any) -> Any: ...
 def convert(obj: Any, tp: Any) -> Any:
-    """Like :func:`decode`, for a value that is already plain JSON (dicts, lists, scalars)."""
+    """Like ``decode``, for a value that is already plain JSON (dicts, lists, scalars)."""
     return lenient_convert(obj, tp)

@@ -9,13 +9,16 @@ import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import anyio
 import anyio.from_thread
 import anyio.lowlevel
 
 from acp_session.schema import PermissionOption, RequestPermissionRequest
+
+if TYPE_CHECKING:
+    from .editor import EditorReader
 
 __all__ = ["LineReader", "answer_hint", "can_edit", "choose_option", "parse_answer", "permission_question"]
 
@@ -290,7 +293,7 @@ def answer_hint(options: list[PermissionOption]) -> str:
 
 async def permission_question(
     request: RequestPermissionRequest,
-    reader: LineReader,
+    reader: LineReader | EditorReader,
     out: TextIO,
     *,
     bold: bool = False,

@@ -1,4 +1,5 @@
-"""Rendering chat events: a streaming terminal view (plain ANSI escapes) or one JSON object per line."""
+"""Rendering chat events: a streaming terminal view (ANSI escapes; the agent's Markdown rendered with rich when
+it is installed) or one JSON object per line (keys in snake_case; the schema: ``cli_json_schema.json``)."""
 
 from __future__ import annotations
 
@@ -44,7 +45,10 @@ from acp_session.schema import (
 )
 from acp_session.schema import Terminal as TerminalContent
 
-__all__ = ["JsonRenderer", "Renderer", "TerminalRenderer", "color_enabled"]
+from .markdown import MarkdownStream
+from .messages import STDERR_LINES, describe, error_record
+
+__all__ = ["JsonRenderer", "Renderer", "TerminalRenderer", "color_enabled", "raw_output_text"]
 
 RESET = "\x1b[0m"
 BOLD = "\x1b[1m"
@@ -100,6 +104,41 @@ def _block_label(block: Any) -> str:
         return f"[resource] {block.resource.uri}"
     kind = block.get("type") if isinstance(block, dict) else type(block).__name__
     return f"[{kind} content]"
+
+
+RAW_OUTPUT_LINES = 40
+"""At most this many lines of a tool call's ``rawOutput`` are shown (the rest counted)."""
+
+_OUTPUT_KEYS = ("formatted_output", "aggregated_output", "output", "stdout", "result", "text", "content")
+
+
+def raw_output_text(value: Any) -> str | None:
+    """What a person should see of a tool call's ``rawOutput``: a string as it is; for an object its output
+    field (``formatted_output``, ``output``, ``stdout``, ...) and ``stderr``; else compact JSON. None: nothing."""
+    if value is None or value == "" or value == {} or value == []:
+        return None
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict):
+        parts = []
+        for key in _OUTPUT_KEYS:
+            found = value.get(key)
+            if isinstance(found, str) and found.strip():
+                parts.append(found)
+                break
+        stderr = value.get("stderr")
+        if isinstance(stderr, str) and stderr.strip():
+            parts.append(stderr)
+        if parts:
+            return "\n".join(part.rstrip("\n") for part in parts)
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _bounded_lines(text: str, limit: int = RAW_OUTPUT_LINES) -> list[str]:
+    lines = text.rstrip("\n").split("\n")
+    if len(lines) <= limit:
+        return lines
+    return [*lines[:limit], f"\u2026 {len(lines) - limit} more lines"]
 
 
 def format_context_usage(usage: ContextUsage) -> str:
@@ -161,6 +200,12 @@ class _ContentTracker:
 class Renderer:
     """What the chat loop talks to; both renderers implement every method."""
 
+    before_output: Callable[[], None] = staticmethod(lambda: None)
+    """Called before anything is written (the CLI erases its status line there)."""
+
+    stderr_tail: Callable[[], tuple[str, ...]] = staticmethod(lambda: ())
+    """The agent's last stderr lines (set by the CLI), shown with a failed turn when its error carries none."""
+
     def event(self, event: ChatEvent) -> None:
         raise NotImplementedError
 
@@ -191,10 +236,21 @@ class Renderer:
 class TerminalRenderer(Renderer):
     """Streams text as it arrives; thoughts dimmed, tool calls with their status, the plan, notices."""
 
-    def __init__(self, out: TextIO | None = None, *, color: bool | None = None, err: TextIO | None = None) -> None:
+    def __init__(
+        self,
+        out: TextIO | None = None,
+        *,
+        color: bool | None = None,
+        err: TextIO | None = None,
+        markdown: bool = False,
+    ) -> None:
         self.out = out if out is not None else sys.stdout
         self.err = err  # progress and hints (``info``); None: sys.stderr at the time
         self.color = color_enabled(self.out) if color is None else color
+        self.markdown = markdown and self.color
+        """Render the agent's messages as Markdown (rich) instead of streaming them as plain text."""
+        self._md: MarkdownStream | None = None
+        self._raw_shown: dict[str, Any] = {}  # tool call id -> the rawOutput shown
         self._stream: tuple[str, str] | None = None  # (kind, message id) of the fragment stream being written
         self._col0 = True  # the cursor is at the start of a line
         self._tool_status: dict[str, str] = {}
@@ -211,24 +267,39 @@ class TerminalRenderer(Renderer):
             return text
         return "".join(styles) + text + RESET
 
+    def _end_markdown(self) -> None:
+        if self._md is not None and self._md.active:
+            self.before_output()
+            self._md.end()
+            self._col0 = True
+
     def _write(self, text: str) -> None:
         if text:
+            self.before_output()
             self.out.write(text)
             self._col0 = text.endswith("\n")
             self.out.flush()
 
     def break_line(self) -> None:
+        self._end_markdown()
         if not self._col0:
             self._write("\n")
         self._stream = None
 
     def partial_line(self) -> None:
+        self._end_markdown()
         self._col0 = False
         self._stream = None
 
     def line_start(self) -> None:
+        self._end_markdown()
         self._col0 = True
         self._stream = None
+
+    @property
+    def at_line_start(self) -> bool:
+        """Nothing is half written (a status line may be drawn)."""
+        return self._col0 and (self._md is None or not self._md.active)
 
     def _line(self, text: str, *styles: str) -> None:
         self.break_line()
@@ -246,7 +317,13 @@ class TerminalRenderer(Renderer):
             if kind == "thought":
                 self._write(self._style("(thinking) ", DIM))
         text = _clean(text)
-        self._write(self._style(text, DIM) if kind == "thought" else text)
+        if kind == "text" and self.markdown:
+            if self._md is None:
+                self._md = MarkdownStream(self.out)
+            self.before_output()
+            self._md.feed(text)
+        else:
+            self._write(self._style(text, DIM) if kind == "thought" else text)
         self._stream = key
         self._text_ended = kind == "text"
 
@@ -259,6 +336,21 @@ class TerminalRenderer(Renderer):
         self._tool_items(call)
         if call.is_final:
             self._tool_terminals(call)
+            self._raw_output(call)
+
+    def _raw_output(self, call: ToolCall) -> None:
+        """A finished tool call's ``rawOutput`` (some agents put a command's output only there), once."""
+        value = call.raw_output
+        if value is None or self._raw_shown.get(call.tool_call_id, None) == value:
+            return
+        self._raw_shown[call.tool_call_id] = value
+        text = raw_output_text(value)
+        if text is None or any(
+            isinstance(i, Content) and getattr(i.content, "text", None) == text for i in call.content
+        ):
+            return
+        for line in _bounded_lines(plain_text(text)):
+            self._line("  " + line, DIM)
 
     def _tool_items(self, call: ToolCall) -> None:
         items, replaced = self._tool_content.new_items(call)
@@ -377,15 +469,19 @@ class TerminalRenderer(Renderer):
             self._line(_clean(f"[{notice.severity}] {notice.title}{detail}"), YELLOW)
         elif kind is ChatDone:
             assert isinstance(event, ChatDone)
-            if event.response.usage is not None:
-                self._line(f"[usage] {format_token_usage(event.response.usage)}", DIM)
+            usage = event.response.usage
+            if usage is not None and usage.total_tokens > 0:  # (a cancelled turn reports 0: nothing to say)
+                self._line(f"[usage] {format_token_usage(usage)}", DIM)
             reason = event.response.stop_reason or "unknown"
             error = event.response.error
             suffix = f" ({error.message})" if error is not None else ""
             self._line(f"[stop: {reason}]{suffix}", DIM if reason == "end_turn" else YELLOW)
         elif kind is ChatError:
             assert isinstance(event, ChatError)
-            self._line(f"[error] {event.error}", RED)
+            failure = describe(event.error, stderr_tail=self.stderr_tail())
+            self._line(f"[error] {failure.message}", RED)
+            for line in failure.stderr_tail[-STDERR_LINES:]:
+                self._line(f"  | {_clean(line)}", DIM)
         elif kind is ChatStart:
             self._stream = None
             self._text_ended = False
@@ -415,6 +511,7 @@ class TerminalRenderer(Renderer):
     def info(self, text: str) -> None:
         """Progress and hints: on stderr (the terminal), never among the answers on stdout."""
         self.break_line()
+        self.before_output()
         err = self.err if self.err is not None else sys.stderr
         color = self.color and color_enabled(err) if self.err is None else self.color
         err.write((DIM + text + RESET if color else text) + "\n")
@@ -428,21 +525,43 @@ class TerminalRenderer(Renderer):
         self._line(f"[usage] {format_context_usage(usage)}", DIM)
 
 
-def _tool_json(call: ToolCall) -> dict[str, Any]:
-    return {"id": call.tool_call_id, "name": call.name, "title": call.title, "kind": call.kind, "status": call.status}
+def _tool_fields(call: ToolCall) -> dict[str, Any]:
+    """The tool call's fields a record carries besides its content (``raw_input`` / ``raw_output`` as the agent
+    sent them)."""
+    return {
+        "name": call.name,
+        "title": call.title,
+        "kind": call.kind,
+        "status": call.status,
+        "locations": to_builtins(call.locations),
+        "raw_input": call.raw_input,
+        "raw_output": call.raw_output,
+    }
 
 
-def _tool_json_with_content(call: ToolCall, tracker: _ContentTracker) -> dict[str, Any]:
-    """The tool call's fields, ``content``: its content items not reported before (wire JSON), and
-    ``content_replaced`` when an update replaced what was reported."""
-    record = _tool_json(call)
-    items, replaced = tracker.new_items(call)
-    record["content"] = [to_builtins(item) for item in items]
-    if replaced:
-        record["content_replaced"] = True
-    if call.locations:
-        record["locations"] = to_builtins(call.locations)
-    return record
+class _ToolRecords:
+    """A tool call's ``--json`` record: every field in its first record, then only what changed (and content
+    items not reported before)."""
+
+    def __init__(self) -> None:
+        self._content = _ContentTracker()
+        self._sent: dict[str, dict[str, Any]] = {}
+
+    def record(self, call: ToolCall, *, full: bool = False) -> dict[str, Any]:
+        fields = _tool_fields(call)
+        sent = self._sent.get(call.tool_call_id)
+        self._sent[call.tool_call_id] = fields
+        record: dict[str, Any] = {"id": call.tool_call_id}
+        if full or sent is None:
+            record.update(fields)
+        else:
+            record.update({key: value for key, value in fields.items() if sent.get(key) != value})
+        items, replaced = self._content.new_items(call)
+        if items or full or sent is None:
+            record["content"] = [to_builtins(item) for item in items]
+        if replaced:
+            record["content_replaced"] = True
+        return record
 
 
 class JsonRenderer(Renderer):
@@ -451,11 +570,12 @@ class JsonRenderer(Renderer):
 
     def __init__(self, out: TextIO | None = None) -> None:
         self.out = out if out is not None else sys.stdout
-        self._tool_content = _ContentTracker()
+        self._tools = _ToolRecords()
         self.context: Callable[[], ContextUsage | None] = lambda: None
         """The session's latest context usage (set by the CLI), for the ``done`` record's ``context``."""
 
     def emit(self, record: dict[str, Any]) -> None:
+        self.before_output()
         self.out.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
         self.out.flush()
 
@@ -466,9 +586,9 @@ class JsonRenderer(Renderer):
         elif isinstance(event, (ChatText, ChatThought)):
             record.update(text=event.text, message_id=event.message_id, replaced=event.replaced)
         elif isinstance(event, (ChatToolBegin, ChatToolUpdate)):
-            record["tool_call"] = _tool_json_with_content(event.tool_call, self._tool_content)
+            record["tool_call"] = self._tools.record(event.tool_call, full=isinstance(event, ChatToolBegin))
         elif isinstance(event, ChatToolEnd):
-            record.update(tool_call=_tool_json_with_content(event.tool_call, self._tool_content), status=event.status)
+            record.update(tool_call=self._tools.record(event.tool_call), status=event.status)
         elif isinstance(event, ChatProgress):
             record.update(plan_id=event.plan.plan_id, entries=to_builtins(event.entries), removed=event.removed)
         elif isinstance(event, ChatFile):
@@ -495,7 +615,7 @@ class JsonRenderer(Renderer):
             context = self.context()
             record["context"] = context_usage_json(context) if context is not None else None
         elif isinstance(event, ChatError):
-            record.update(error=str(event.error), error_type=type(event.error).__name__)
+            record = error_record(describe(event.error, stderr_tail=self.stderr_tail()))
         self.emit(record)
 
     def history(self, entries: list[TimelineEntry]) -> None:
@@ -503,7 +623,7 @@ class JsonRenderer(Renderer):
             if isinstance(entry, Message):
                 self.emit({"event": "history", "type": "message", "role": entry.role, "text": entry.text})
             elif isinstance(entry, ToolCall):
-                tool_call = _tool_json_with_content(entry, self._tool_content)
+                tool_call = self._tools.record(entry, full=True)
                 self.emit({"event": "history", "type": "tool_call", "tool_call": tool_call})
             elif isinstance(entry, Plan):
                 self.emit({"event": "history", "type": "plan", "entries": to_builtins(entry.entries)})

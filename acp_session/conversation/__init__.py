@@ -1,4 +1,4 @@
-"""Conversation layer: the sans-IO :class:`SessionState` fold, and :class:`Conversation` (chat turns and
+"""Conversation layer: the sans-IO ``SessionState`` fold, and ``Conversation`` (chat turns and
 history over an ``ActiveSession``), its chat events, streams and prompt content builders. Wire transcripts are
 ``acp_session.transcript``."""
 

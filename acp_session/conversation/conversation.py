@@ -327,7 +327,8 @@ class Conversation:
 
     @property
     def conversation_id(self) -> str | None:
-        """The seed's name for ``session_id``."""
+        """``session_id`` under the name used by the conversation designs this layer was built against (listed
+        method by method in docs/conversation.md)."""
         return self.session_id
 
     @property
@@ -486,7 +487,8 @@ class Conversation:
         raise TurnTimeout(f"the turn did not finish within {timeout} s; its work was cancelled", turn)
 
     async def send(self, prompt: str | ContentBlock | Sequence[ContentBlock]) -> ChatTurn:
-        """Send ``prompt`` and register its turn, without a stream of its own (the seed's low-level ``send``).
+        """Send ``prompt`` and register its turn, without a stream of its own (the low-level ``send`` of the
+        conversation designs this layer was built against, listed in docs/conversation.md).
 
         It is a turn like any other (``pending_turns``, ``turn_start_indices``, ``wait_for_idle()``,
         ``last_response``); read its work through ``receive_steps()`` / ``receive_chunks()``, or from history

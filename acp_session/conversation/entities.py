@@ -1,4 +1,4 @@
-"""History entities owned by :class:`~acp_session.conversation.state.SessionState`.
+"""History entities owned by ``SessionState``.
 
 They are mutable msgspec structs so the fold can patch them in place (no copy per update) and
 so ``msgspec.to_builtins`` gives a comparable snapshot for free. Callers read them; only the

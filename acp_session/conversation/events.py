@@ -1,6 +1,6 @@
 """What one fold step changed, so the async chat layer can react without re-deriving it.
 
-Every :meth:`SessionState.apply` returns exactly one event. Events are frozen msgspec structs
+Every ``SessionState.apply`` returns exactly one event. Events are frozen msgspec structs
 (cheap to build on the hot path) that point at the live entity, which the fold keeps updating;
 copy what you need if you hold an event for later. They are not GC-tracked (``gc=False``): an
 event only points at entities and wire values, which never point back at events.

@@ -4,7 +4,7 @@
 one entity; it never awaits and never sends. Patch rules follow the schema (rule ids are cited
 in ``docs/rules.md`` and the tests): omitted keeps, null clears, a value replaces, chunks append.
 
-Resume: :meth:`SessionState.begin_resume` opens a window that :meth:`apply_resume_response`
+Resume: ``SessionState.begin_resume`` opens a window that ``apply_resume_response``
 closes. Inside it no idle snapshot counts as a completion or adds usage, and with ``replay=True``
 every entity that already existed is rebuilt in place from the replayed updates (first touch
 resets it), so replaying a history onto the live state that saw it gives an identical state.

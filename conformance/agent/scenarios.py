@@ -161,7 +161,7 @@ async def offline_reply(ctx: TurnContext, text: str) -> str | None:
         await ctx.think(f"The user wrote {len(text.split())} word(s); replying in {session.config.mode} mode.")
     lowered = text.lower().rstrip("?!. ")
     if lowered in ("hi", "hello", "hey"):
-        reply = "Hello! I am the ACP reference agent. Type /help to see what I can demonstrate."
+        reply = "Hello! I am the ACP reference agent. Type `/help` to see what I can demonstrate."
     elif lowered == "/help" or lowered == "help":
         reply = "Scenarios: " + ", ".join("/" + name for name in SCENARIOS) + "."
     elif session.config.mode == "review":
@@ -184,19 +184,52 @@ async def slow(ctx: TurnContext) -> str | None:
     return "end_turn"
 
 
-@scenario("tool", "Run a tool call with streamed content and a diff")
+TOOL_FILE = "example.txt"
+"""What ``/tool`` edits in the session's cwd: its first line becomes ``new`` (``old`` when it already was)."""
+
+
+def _edit_example(path: str) -> tuple[str | None, str]:
+    """Change the first line of ``path`` (creating the file when missing); (old text or None, new text)."""
+    try:
+        with open(path, encoding="utf-8") as file:
+            old: str | None = file.read()
+    except FileNotFoundError:
+        old = None
+    lines = (old or "").splitlines(keepends=True)
+    first = "old\n" if lines and lines[0].rstrip("\r\n") == "new" else "new\n"
+    text = first + "".join(lines[1:])
+    with open(path, "w", encoding="utf-8") as file:
+        file.write(text)
+    return old, text
+
+
+def _absolute_patch(path: str, old: str | None, new: str) -> str:
+    """A git patch whose headers name ``path`` itself (absolute, no ``a/`` ``b/`` prefix: ACP2-014)."""
+    before = "/dev/null" if old is None else path
+    lines = difflib.unified_diff(
+        (old or "").splitlines(keepends=True), new.splitlines(keepends=True), fromfile=before, tofile=path
+    )
+    return f"diff --git {path} {path}\n" + ("new file mode 100644\n" if old is None else "") + "".join(lines)
+
+
+@scenario("tool", f"Run a tool call with streamed content and a diff (changes one line of <cwd>/{TOOL_FILE})")
 async def tool(ctx: TurnContext) -> str | None:
     tc = ctx.session.next_id("tc")
-    path = ctx.session.cwd.rstrip("/") + "/example.txt"
+    path = os.path.join(ctx.session.cwd, TOOL_FILE)
     await ctx.tool(tc, name="edit_file", title="Editing example.txt", kind="edit", status="pending")
     await ctx.tool(tc, status="in_progress")
     for line in ("reading example.txt", "computing the change", "writing example.txt"):
         await ctx.emit(ToolCallContentChunk(tool_call_id=tc, content=Content(content=TextContent(text=line))))
-    patch = DiffPatch(
-        format="git_patch",
-        text=f"diff --git {path} {path}\n--- {path}\n+++ {path}\n@@ -1 +1 @@\n-old\n+new\n",
-    )
-    await ctx.emit(ToolCallContentChunk(tool_call_id=tc, content=Diff(changes=[DiffModify(path=path)], patch=patch)))
+    try:
+        old, text = await anyio.to_thread.run_sync(_edit_example, path)
+    except OSError as exc:
+        await ctx.emit(ToolCallContentChunk(tool_call_id=tc, content=Content(content=TextContent(text=str(exc)))))
+        await ctx.tool(tc, status="failed")
+        await ctx.say(f"I could not write example.txt: {exc}")
+        return "end_turn"
+    change = (DiffAdd if old is None else DiffModify)(path=path, mime_type="text/plain")
+    patch = DiffPatch(format="git_patch", text=_absolute_patch(path, old, text))
+    await ctx.emit(ToolCallContentChunk(tool_call_id=tc, content=Diff(changes=[change], patch=patch)))
     await ctx.tool(tc, status="completed", raw_output={"changed": 1})
     await ctx.say("I changed one line in example.txt.")
     return "end_turn"
@@ -468,4 +501,27 @@ async def fail(ctx: TurnContext) -> str | None:
 @scenario("echo", "Echo the prompt's blocks back verbatim as one message")
 async def echo(ctx: TurnContext) -> str | None:
     await ctx.emit(AgentMessage(message_id=ctx.session.next_id("msg-agent"), content=list(ctx.blocks)))
+    return "end_turn"
+
+
+MARKDOWN_REPLY = (
+    "# A Markdown reply\n\n"
+    "Clients may render **Markdown**: a heading, a list and a code block.\n\n"
+    "- first item\n"
+    "- second item with `inline code`\n\n"
+    "```python\n"
+    "def greet(name: str) -> str:\n"
+    '    return f"Hello, {name}!"\n'
+    "```\n"
+)
+"""What ``/markdown`` answers, streamed in small pieces (a front end can render it as it arrives)."""
+
+
+@scenario("markdown", "Answer in Markdown (a heading, a list, a code block), streamed in small pieces")
+async def markdown(ctx: TurnContext) -> str | None:
+    message_id = ctx.session.next_id("msg-agent")
+    for start in range(0, len(MARKDOWN_REPLY), 16):
+        piece = MARKDOWN_REPLY[start : start + 16]
+        await ctx.emit(AgentMessageChunk(message_id=message_id, content=TextContent(text=piece)))
+        await anyio.sleep(0.005)
     return "end_turn"

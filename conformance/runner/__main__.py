@@ -40,19 +40,21 @@ def _epilog() -> str:
     return "\n".join(lines)
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(prog: str = "acp-conformance", default_agent: str | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="acp-conformance",
+        prog=prog,
         description="Check an ACP agent (spoken to over stdio) against the rules a client can observe. "
         "The version the agent answers at initialize (1 or 2) selects the check set.",
         epilog=_epilog(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument(
-        "--agent",
-        required=True,
-        help='the agent command line, e.g. "acp-reference-agent", or an ACP registry agent id (e.g. codex-acp)',
-    )
+    agent_help = 'the agent command line, e.g. "acp-reference-agent", or an ACP registry agent id (e.g. codex-acp)'
+    if default_agent is None:
+        parser.add_argument("--agent", required=True, help=agent_help)
+    else:
+        parser.add_argument(
+            "--agent", default=default_agent, help=f"{agent_help} (default: the bundled reference agent)"
+        )
     parser.add_argument("--registry", metavar="FILE|URL", help="the ACP agent registry for --agent ID")
     parser.add_argument(
         "--scenarios",
@@ -123,9 +125,11 @@ def _base_command(argv: list[str]) -> list[str]:
     return base
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(argv: list[str] | None = None, *, prog: str = "acp-conformance", default_agent: str | None = None) -> None:
+    """Run the checks and exit with the status the epilog lists. ``prog`` and ``default_agent``: how
+    ``acp-session conformance`` runs it (``--agent`` optional there, the reference agent by default)."""
     arguments = list(sys.argv[1:] if argv is None else argv)
-    parser = _parser()
+    parser = _parser(prog, default_agent)
     args = parser.parse_args(arguments)
     known = {c.id for checks in CHECK_SETS.values() for c in checks}
     unknown = [c for c in args.check if c not in known]
@@ -143,7 +147,7 @@ def main(argv: list[str] | None = None) -> None:
         command = named.argv
         env.update(named.env)
     if shutil.which(command[0], path=env.get("PATH")) is None:
-        sys.exit(f"acp-conformance: agent command not found: {command[0]}")
+        sys.exit(f"{prog}: agent command not found: {command[0]}")
     try:
         scenarios = load_scenarios(args.scenarios) if args.scenarios else None
     except ScenarioError as exc:
@@ -160,7 +164,10 @@ def main(argv: list[str] | None = None) -> None:
     )
     report = anyio.run(run, options)
     base = _base_command(arguments)
-    print(to_json(report, base) if args.json else table(report, base))
+    try:
+        print(to_json(report, base) if args.json else table(report, base), flush=True)
+    except BrokenPipeError:  # ``| head``: the reader has what it wanted; no traceback, the status still counts
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     if args.junit:
         Path(args.junit).write_text(junit(report), encoding="utf-8")
     statuses = {r.status for r in report.results}

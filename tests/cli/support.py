@@ -14,11 +14,17 @@ CLI = str(BIN / "acp-session")
 REPO = Path(__file__).resolve().parents[2]
 
 
+PROMPT = "\x1b[?2004h"
+"""What the interactive prompt (prompt_toolkit) writes when it is ready for input: bracketed paste switched on."""
+
+
 def cli_env(state: Path, *, color: bool = False) -> dict[str, str]:
-    """The default reference agent keeps its sessions under ``state``; no colour unless asked for."""
+    """The default reference agent keeps its sessions under ``state``; no colour unless asked for. A pseudo-
+    terminal in a test does not answer cursor position requests, so prompt_toolkit is told not to send them."""
     env = {k: v for k, v in os.environ.items() if k not in ("ACP_REFERENCE_AGENT_STORE", "NO_COLOR")}
     env["XDG_STATE_HOME"] = str(state)
     env["TERM"] = "xterm"
+    env["PROMPT_TOOLKIT_NO_CPR"] = "1"
     if not color:
         env["NO_COLOR"] = "1"
     return env

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -24,7 +25,8 @@ def test_json_output_one_event_per_line_ending_with_done(tmp_path: Path) -> None
     assert result.returncode == 0, result.stderr
     records = json_lines(result.stdout)
     kinds = [r["event"] for r in records]
-    assert kinds[0] == "start" and kinds[-1] == "done"
+    assert kinds[:2] == ["session", "start"] and kinds[-1] == "done"
+    assert records[0] == {"event": "session", "session_id": "sess-1", "cwd": str(tmp_path)}
     assert kinds.index("tool_begin") < kinds.index("permission") < kinds.index("tool_end") < kinds.index("done")
     permission = next(r for r in records if r["event"] == "permission")
     assert permission["answer"] == "allow-once"  # --yes approves
@@ -60,8 +62,18 @@ def test_usage_errors_exit_2_and_help_documents_the_exit_codes(tmp_path: Path) -
     assert "6    max_turn_requests" in help_text and "130  interrupted" in help_text
 
 
-def test_piped_stdin_runs_the_interactive_loop_and_rejects_at_end_of_input(tmp_path: Path) -> None:
-    result = run_cli(tmp_path, "chat", stdin="hello\n/permission\n")
+def test_piped_stdin_is_one_prompt_and_questions_are_rejected_at_its_end(tmp_path: Path) -> None:
+    # Issue 30 item 5: stdin read whole as one prompt (and with ``chat -``); no interactive banner.
+    for args in (("chat",), ("chat", "-")):
+        pasted = run_cli(tmp_path, *args, stdin="first line\nsecond line\nthird line\n")
+        assert pasted.returncode == 0, pasted.stderr
+        assert pasted.stdout.count("[stop: end_turn]") == 1, pasted.stdout
+        assert "You said: first line\nsecond line\nthird line\n[stop: end_turn]" in pasted.stdout
+        assert "leaves" not in pasted.stderr and "type a prompt" not in pasted.stderr
+    empty = run_cli(tmp_path, "chat", stdin="\n")
+    assert empty.returncode == 1 and "stdin was empty" in empty.stderr
+
+    result = run_cli(tmp_path, "chat", stdin="/permission\n")
     assert result.returncode == 0, result.stderr
     out = result.stdout
     assert "? Run `rm -rf build/`?" in result.stderr  # questions go to stderr, answers to stdout
@@ -71,13 +83,18 @@ def test_piped_stdin_runs_the_interactive_loop_and_rejects_at_end_of_input(tmp_p
 
 
 def test_sessions_then_resume_replays_and_continues(tmp_path: Path) -> None:
-    assert run_cli(tmp_path, "sessions").stdout.strip() == "no sessions"
-    first = run_cli(tmp_path, "chat", stdin="hello\n/tool\n")
+    assert run_cli(tmp_path, "sessions").stdout.strip() == f"no sessions in {tmp_path}"
+    first = run_cli(tmp_path, "chat", "hello")
     assert first.returncode == 0, first.stderr
+    assert "session sess-1 (continue: acp-session chat -c)" in first.stderr  # issue 30 item 4
+    again = run_cli(tmp_path, "chat", "-c", "/tool")
+    assert again.returncode == 0, again.stderr
+    assert "continuing session sess-1" in again.stderr
 
     listed = run_cli(tmp_path, "sessions")
     assert listed.returncode == 0, listed.stderr
-    (line,) = listed.stdout.splitlines()
+    header, line = listed.stdout.splitlines()
+    assert header.split() == ["ID", "UPDATED", "DIRECTORY", "TITLE"]
     assert line.startswith("sess-1 ") and line.endswith("hello") and str(tmp_path) in line
 
     # A new agent process: the session is replayed from the agent's store, then the prompt continues it.
@@ -91,7 +108,8 @@ def test_sessions_then_resume_replays_and_continues(tmp_path: Path) -> None:
     )
 
     unknown = run_cli(tmp_path, "resume", "sess-99", "hi")
-    assert unknown.returncode == 1 and "ResourceNotFound" in unknown.stderr
+    assert unknown.returncode == 1
+    assert "the agent does not know session sess-99 (`acp-session sessions` lists its sessions)" in unknown.stderr
 
 
 def test_conformance_subcommand_is_acp_conformance(tmp_path: Path) -> None:
@@ -114,7 +132,7 @@ def test_python_dash_m_acp_session(tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == [
-        "Hello! I am the ACP reference agent. Type /help to see what I can demonstrate.",
+        "Hello! I am the ACP reference agent. Type `/help` to see what I can demonstrate.",
         "[stop: end_turn]",
     ]
 
@@ -123,3 +141,17 @@ def test_python_dash_m_acp_session(tmp_path: Path) -> None:
 def test_exit_code_table_is_in_docs(reason: str) -> None:
     docs = (REPO / "docs" / "cli.md").read_text(encoding="utf-8")
     assert f"| {EXIT_CODES[reason]} | `{reason}`" in docs
+
+
+def test_sessions_fall_back_to_the_first_prompt_and_show_local_times(tmp_path: Path) -> None:
+    """Issue 30 item 4: a session the agent gave no title is listed by the first prompt this CLI sent."""
+    assert run_cli(tmp_path, "chat", "fix the flaky test\nin tests/test_io.py").returncode == 0
+    store = tmp_path / "acp-session" / "reference-agent-sessions.json"
+    data = json.loads(store.read_text(encoding="utf-8"))
+    for session in data["sessions"]:
+        session["title"] = None  # as most agents: no title
+    store.write_text(json.dumps(data), encoding="utf-8")
+    header, row = run_cli(tmp_path, "sessions").stdout.splitlines()
+    assert header.split() == ["ID", "UPDATED", "DIRECTORY", "TITLE"]
+    assert row.startswith("sess-1  ") and row.endswith("  fix the flaky test in tests/test_io.py")
+    assert re.search(r"  \d{4}-\d\d-\d\d \d\d:\d\d  ", row), row  # local time, to the minute

@@ -9,20 +9,23 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.support import CLI, cli_env
+from tests.cli.support import CLI, PROMPT, cli_env
 
 pexpect = pytest.importorskip("pexpect")
 
 TIMEOUT = 15
 
 
-def spawn(state: Path, *args: str, color: bool = False) -> pexpect.spawn:
+def spawn(state: Path, *args: str, color: bool = False, pythonpath: str | None = None) -> pexpect.spawn:
     if not os.path.exists(CLI):
         pytest.skip("the acp-session console script is not installed (pip install -e .)")
+    env = cli_env(state, color=color)
+    if pythonpath is not None:
+        env["PYTHONPATH"] = pythonpath
     return pexpect.spawn(
         CLI,
         list(args),
-        env=cli_env(state, color=color),
+        env=env,
         cwd=str(state),
         encoding="utf-8",
         timeout=TIMEOUT,
@@ -39,15 +42,15 @@ def finish(child: pexpect.spawn) -> int:
 
 def test_streaming_order_permission_and_ctrl_c(tmp_path: Path) -> None:
     child = spawn(tmp_path, "chat")
-    child.expect("Ctrl-D or :quit exits")
-    child.expect("> ")
+    child.expect("/exit or Ctrl-D leaves")
+    child.expect_exact(PROMPT)
 
     # A tool call, then the text after it, then the stop reason: in that order.
     child.sendline("/tool")
     child.expect(r"\[tool\] Editing example\.txt \(edit\): ")
     child.expect("I changed one line in example.txt.")
     child.expect(r"\[stop: end_turn\]")
-    child.expect("> ")
+    child.expect_exact(PROMPT)
 
     # The plan appears before the reply that follows it.
     child.sendline("/plan")
@@ -55,7 +58,7 @@ def test_streaming_order_permission_and_ctrl_c(tmp_path: Path) -> None:
     child.expect(r"\[x\] Run the tests")
     child.expect("All three plan steps are done.")
     child.expect(r"\[stop: end_turn\]")
-    child.expect("> ")
+    child.expect_exact(PROMPT)
 
     # The permission question is asked at the terminal and the answer reaches the agent.
     child.sendline("/permission")
@@ -68,7 +71,7 @@ def test_streaming_order_permission_and_ctrl_c(tmp_path: Path) -> None:
     child.expect(r"\[tool\] rm -rf build/ \(execute\): completed")
     child.expect("Done: build/ was removed.")
     child.expect(r"\[stop: end_turn\]")
-    child.expect("> ")
+    child.expect_exact(PROMPT)
 
     # Ctrl-C while the slow answer streams: session/cancel, the turn ends cancelled, the prompt comes back.
     child.sendline("/slow 40")
@@ -78,7 +81,7 @@ def test_streaming_order_permission_and_ctrl_c(tmp_path: Path) -> None:
     child.expect(r"\[stop: cancelled\]")
     before_prompt = child.before
     assert "chunk 40." not in before_prompt
-    child.expect("> ")
+    child.expect_exact(PROMPT)
 
     # Ctrl-D ends the loop; the exit code reflects the last turn's stop reason (cancelled).
     child.sendeof()
@@ -105,11 +108,11 @@ def test_one_shot_ctrl_c_exit_code_and_second_ctrl_c(tmp_path: Path) -> None:
 
 def test_permission_rejected_and_thoughts_dimmed(tmp_path: Path) -> None:
     child = spawn(tmp_path, "chat", color=True)
-    child.expect("> ")
+    child.expect_exact(PROMPT)
     child.sendline("/thought")
     child.expect(re.escape("\x1b[2m(thinking) "))
     child.expect(r"\[stop: end_turn\]")
-    child.expect("> ")
+    child.expect_exact(PROMPT)
     child.sendline("/permission")
     child.expect("answer ")
     child.sendline("maybe")
@@ -117,7 +120,7 @@ def test_permission_rejected_and_thoughts_dimmed(tmp_path: Path) -> None:
     child.expect("answer ")
     child.sendline("r")
     child.expect("Permission was not granted, so I did nothing.")
-    child.expect("> ")
+    child.expect_exact(PROMPT)
 
     # Ctrl-C while the question is open: the work is cancelled and the question withdrawn; the line typed
     # next goes to the next prompt.
@@ -126,9 +129,9 @@ def test_permission_rejected_and_thoughts_dimmed(tmp_path: Path) -> None:
     child.sendintr()
     child.expect(re.escape("(the question was withdrawn)"))
     child.expect(r"\[stop: cancelled\]")
-    child.expect("> ")
+    child.expect_exact(PROMPT)
     child.sendline("hello")
     child.expect("Hello! I am the ACP reference agent.")
-    child.expect("> ")
-    child.sendline(":quit")
+    child.expect_exact(PROMPT)
+    child.sendline("/exit")
     assert finish(child) == 0

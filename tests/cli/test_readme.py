@@ -20,7 +20,7 @@ def main_job_command() -> str:
 def test_readme_main_job_command_runs_the_cli(tmp_path: Path) -> None:
     command = main_job_command()
     assert command == (
-        'python3 -m venv .venv && .venv/bin/pip install -q -e . && .venv/bin/acp-session chat "hello"'
+        "python3 -m venv .venv && .venv/bin/pip install -q -e '.[cli]' && .venv/bin/acp-session chat \"hello\""
     ), "the README's main-job command changed: update this test's expectation"
     # In place, as .ci/run runs the README's test command; the reference agent's store goes to tmp_path.
     result = subprocess.run(
@@ -28,6 +28,6 @@ def test_readme_main_job_command_runs_the_cli(tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.splitlines()[-2:] == [
-        "Hello! I am the ACP reference agent. Type /help to see what I can demonstrate.",
+        "Hello! I am the ACP reference agent. Type `/help` to see what I can demonstrate.",
         "[stop: end_turn]",
     ], result.stdout

@@ -72,13 +72,13 @@ def test_sessions_lists_the_current_directory_unless_all(tmp_path: Path) -> None
 
     listed = run_cli(tmp_path, "sessions", "--cwd", str(here))
     assert listed.returncode == 0, listed.stderr
-    assert [line.split()[0] for line in listed.stdout.splitlines()] == ["sess-1"]
+    assert [line.split()[0] for line in listed.stdout.splitlines()] == ["ID", "sess-1"]
 
     at_root = run_cli(tmp_path, "sessions")  # the CLI runs in tmp_path: no session there
-    assert at_root.returncode == 0 and at_root.stdout.strip() == "no sessions", at_root.stdout
+    assert at_root.returncode == 0 and at_root.stdout.strip() == f"no sessions in {tmp_path}", at_root.stdout
 
     every = run_cli(tmp_path, "sessions", "--all")
-    assert sorted(line.split()[0] for line in every.stdout.splitlines()) == ["sess-1", "sess-2"]
+    assert sorted(line.split()[0] for line in every.stdout.splitlines()[1:]) == ["sess-1", "sess-2"]
     assert_one_line_usage_error(run_cli(tmp_path, "sessions", "--all", "--cwd", str(here)), "--all")
 
 

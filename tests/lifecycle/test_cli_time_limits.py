@@ -38,10 +38,11 @@ def test_a_banner_then_silence_is_reported_once_then_times_out(tmp_path: Path) -
     done = run_cli(tmp_path, "sessions", "--agent", agent, "--init-timeout", "0.5")
     assert done.returncode == 1
     lines = done.stderr.splitlines()
-    assert len(lines) == 2 and "Traceback" not in done.stderr
+    assert len(lines) == 4 and "Traceback" not in done.stderr
     assert "not JSON-RPC" in lines[0] and "'Welcome to Slow Agent'" in lines[0]
     assert lines[1].startswith("acp-session: the agent `") and "slow_agent.py" in lines[1]
-    assert "within 0.5 s; last stderr lines: need a login" in lines[1]
+    assert lines[1].endswith("within 0.5 s (--init-timeout SECONDS to wait longer)")
+    assert lines[2:] == ["  the agent's last stderr lines:", "  | need a login"]
 
 
 @pytest.mark.parametrize("value", ["-1", "soon", "inf"])
@@ -86,14 +87,18 @@ def test_an_initialize_error_shows_the_agents_last_stderr_lines(tmp_path: Path) 
     agent = slow_agent(stderr=["config.toml: bad syntax"], initialize={"code": -32603, "message": "Internal error"})
     done = run_cli(tmp_path, "sessions", "--agent", agent)
     assert done.returncode == 1
-    assert done.stderr.splitlines() == [
-        "acp-session: InternalError: [-32603] Internal error",
-        "acp-session: the agent's last stderr lines: config.toml: bad syntax",
+    assert done.stderr.splitlines() == [  # issue 30 item 2: plain words, then what the agent said
+        "acp-session: the agent failed: Internal error; its last stderr lines may say more",
+        "  the agent's last stderr lines:",
+        "  | config.toml: bad syntax",
     ]
 
 
 def test_an_agent_dying_at_start_shows_why(tmp_path: Path) -> None:
     done = run_cli(tmp_path, "sessions", "--agent", slow_agent(stderr=["error: no API key"], exit=2))
     assert done.returncode == 1
-    (line,) = done.stderr.splitlines()
-    assert "exit code 2" in line and "last stderr lines: error: no API key" in line
+    assert done.stderr.splitlines() == [
+        "acp-session: the agent exited with code 2; its last stderr lines may say why",
+        "  the agent's last stderr lines:",
+        "  | error: no API key",
+    ]

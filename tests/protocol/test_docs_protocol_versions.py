@@ -22,5 +22,5 @@ def test_the_versions_example_runs(tmp_path: Path) -> None:
     ).stdout
     assert out.splitlines() == [
         "protocol version 2",
-        "Hello! I am the ACP reference agent. Type /help to see what I can demonstrate.",
+        "Hello! I am the ACP reference agent. Type `/help` to see what I can demonstrate.",
     ]

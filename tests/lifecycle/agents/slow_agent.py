@@ -2,7 +2,8 @@
 
 argv: CONFIG_JSON. ``stdout`` / ``stderr``: lines written first (a banner, log lines); ``exit``: then exit with
 this code; ``initialize``: false to never answer it, or an error object to answer with; ``hang``: methods
-never answered (``session/prompt`` included); ``log``: a file every received line is appended to. Everything
+never answered (``session/prompt`` included); ``errors``: {method: error object} answered with that error, after
+writing ``errors_stderr`` lines to stderr; ``log``: a file every received line is appended to. Everything
 else is answered at once: session/new (``s1``), session/list, session/set_config_option, session/close.
 """
 
@@ -53,6 +54,12 @@ for line in sys.stdin:
         answer["error"] = CONFIG["initialize"]
     elif method in CONFIG.get("hang", []):
         continue
+    elif method in CONFIG.get("errors", {}):
+        for text in CONFIG.get("errors_stderr", []):
+            sys.stderr.write(text + "\n")
+        sys.stderr.flush()
+        time.sleep(0.2)  # the client has read the lines before the answer arrives
+        answer["error"] = CONFIG["errors"][method]
     elif method in RESULTS:
         answer["result"] = RESULTS[method]
     else:

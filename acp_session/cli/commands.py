@@ -1,0 +1,203 @@
+"""The subcommands run on a ``ChatApp``: ``chat``, ``resume``, ``login``, ``sessions``."""
+
+from __future__ import annotations
+
+import os
+import shlex
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+import anyio
+
+from acp_session.client import ClientConnection
+from acp_session.client_errors import CapabilityNotSupported
+from acp_session.conversation import Conversation
+from acp_session.errors import AcpError
+
+from .app import ChatApp
+from .exits import EXIT_ERROR, EXIT_OK, EXIT_USAGE
+from .login import EXIT_AUTH, pick_method
+from .messages import Failure
+from .render import JsonRenderer, plain_text
+
+__all__ = ["chat", "local_time", "login", "resume", "sessions"]
+
+
+def _prompt_text(words: Sequence[str]) -> str | None:
+    """The prompt from the command line; None: read it (``-``, or no words: stdin or the terminal)."""
+    if not words or list(words) == ["-"]:
+        return None
+    return " ".join(words)
+
+
+async def chat(app: ChatApp) -> int:
+    args = app.args
+
+    async def body(client: ClientConnection) -> int:
+        if args.continue_:
+            session_id = await _latest_session(app, client)
+            if session_id is None:
+                app.report(
+                    Failure(
+                        f"there is no earlier session of this agent in {args.cwd} to continue; "
+                        "start one with `acp-session chat`",
+                        "NoSessionToContinue",
+                    )
+                )
+                return EXIT_ERROR
+            args.session_id = session_id
+            conversation = await Conversation.resume(client, session_id, args.cwd)
+            if not app.json:
+                app.renderer.info(f"continuing session {session_id}")
+        else:
+            conversation = await client.start_conversation(args.cwd)
+        return await app.loop(conversation, _prompt_text(args.prompt), from_stdin=args.prompt == ["-"])
+
+    return await app.run(body)
+
+
+async def _latest_session(app: ChatApp, client: ClientConnection) -> str | None:
+    """The session last updated in this directory by the agent's own list, else the one this CLI last used
+    there with this agent."""
+    try:
+        rows = [info async for info in client.list_sessions(app.args.cwd) if info.cwd == app.args.cwd]
+    except (AcpError, CapabilityNotSupported):
+        rows = []
+    if rows:
+        latest = max(rows, key=lambda info: info.updated_at if isinstance(info.updated_at, str) else "")
+        return latest.session_id
+    return app.recent.latest(app.args.agent_key, app.args.cwd)
+
+
+async def resume(app: ChatApp) -> int:
+    args = app.args
+
+    async def body(client: ClientConnection) -> int:
+        cwd = args.cwd_given
+        if cwd is None:
+            cwd = args.cwd
+            try:
+                async for info in client.list_sessions():
+                    if info.session_id == args.session_id:
+                        cwd = info.cwd
+                        break
+            except AcpError:
+                pass  # no session/list: use --cwd's default
+        args.cwd = cwd
+        conversation = await Conversation.resume(client, args.session_id, cwd)
+        app.announce(conversation)
+        app.renderer.history(conversation.history())
+        return await app.loop(conversation, _prompt_text(args.prompt), from_stdin=args.prompt == ["-"], announce=False)
+
+    return await app.run(body)
+
+
+async def login(app: ChatApp) -> int:
+    """Run one of the agent's login methods: over ACP (``authenticate``), or its own terminal login command."""
+    args = app.args
+    argv = args.agent_argv
+    terminal: list[tuple[str, ...]] = []
+
+    def fail(message: str, kind: str) -> None:
+        app.report(Failure(message, kind))
+
+    async def body(client: ClientConnection) -> int:
+        try:
+            method = pick_method(client.login_methods, args.method)
+        except ValueError as exc:
+            fail(str(exc), "UnknownLoginMethod")
+            return EXIT_USAGE
+        command = method.terminal_command(argv)
+        if command is not None or method.kind == "terminal":  # the agent's own login, in this terminal
+            if command is None:
+                fail(f"{method.method_id} is a terminal login without a command", "NoLoginCommand")
+                return EXIT_ERROR
+            terminal.append(command)  # run once the connection is closed, with this terminal
+            _emit(app, {"event": "login", "method_id": method.method_id, "kind": method.kind, "command": command})
+            return EXIT_OK
+        if method.kind == "env_var" and not any(os.environ.get(v) for v in method.env_vars):
+            fail(f"set {' or '.join(method.env_vars)} in the environment first", "MissingEnvironment")
+            return EXIT_AUTH
+        if not method.is_protocol_login:
+            fail(f"no way to run a {method.kind!r} login ({method.method_id})", "UnsupportedLogin")
+            return EXIT_ERROR
+        await client.authenticate(method.method_id)
+        _emit(app, {"event": "login", "method_id": method.method_id, "kind": method.kind, "command": None})
+        if not app.json:
+            app.renderer.info(f"logged in ({method.name})")
+        return EXIT_OK
+
+    code = await app.run(body)
+    if terminal and code == EXIT_OK:
+        app.renderer.info(f"running: {shlex.join(terminal[0])}")
+        process = await anyio.run_process(list(terminal[0]), stdin=None, stdout=None, stderr=None, check=False)
+        code = process.returncode
+        if code != EXIT_OK:
+            fail(f"the login command exited with code {code}", "LoginFailed")
+            return code
+    if code == EXIT_OK:
+        _emit(app, {"event": "done"})
+    return code
+
+
+def _emit(app: ChatApp, record: dict[str, Any]) -> None:
+    if isinstance(app.renderer, JsonRenderer):
+        app.renderer.emit(record)
+
+
+async def sessions(app: ChatApp) -> int:
+    args = app.args
+
+    async def body(client: ClientConnection) -> int:
+        rows = [info async for info in client.list_sessions(None if args.all else args.cwd)]
+        if app.json:
+            for info in rows:
+                _emit(app, _session_json(info, app.recent.title(info.session_id)))
+            _emit(app, {"event": "done"})
+            return EXIT_OK
+        if not rows:
+            print(f"no sessions{'' if args.all else ' in ' + args.cwd}")
+            return EXIT_OK
+        table = [("ID", "UPDATED", "DIRECTORY", "TITLE")]
+        for info in rows:
+            title = info.title if isinstance(info.title, str) and info.title else app.recent.title(info.session_id)
+            table.append((info.session_id, local_time(info.updated_at), info.cwd, one_line(title or "-")))
+        widths = [max(len(row[i]) for row in table) for i in range(3)]
+        for row in table:
+            print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False)) + "  " + row[3])
+        return EXIT_OK
+
+    return await app.run(body)
+
+
+def one_line(text: str, limit: int = 60) -> str:
+    """A title on one line of the table: whitespace runs as one space, control characters dropped, cut short."""
+    text = " ".join(plain_text(text).split())
+    return text if len(text) <= limit else text[: limit - 1] + "\u2026"
+
+
+def local_time(stamp: Any) -> str:
+    """An ISO 8601 time as ``YYYY-MM-DD HH:MM`` in local time; ``-`` when there is none."""
+    if not isinstance(stamp, str) or not stamp:
+        return "-"
+    try:
+        moment = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    except ValueError:
+        return stamp
+    if moment.tzinfo is not None:
+        moment = moment.astimezone()
+    return moment.strftime("%Y-%m-%d %H:%M")
+
+
+def _session_json(info: Any, first_prompt: str | None) -> dict[str, Any]:
+    title = info.title if isinstance(info.title, str) else None
+    updated = info.updated_at if isinstance(info.updated_at, str) else None
+    return {
+        "event": "session",
+        "session_id": info.session_id,
+        "cwd": info.cwd,
+        "title": title,
+        "first_prompt": first_prompt,
+        "updated_at": updated,
+    }
