@@ -28,6 +28,7 @@ from .client_errors import CapabilityNotSupported
 from .codec import convert, decoder, to_builtins
 from .errors import AcpError, AuthRequired, InitializeTimeout, ResourceNotFound
 from .interactions import Interaction, InteractionRegistry, call_handler
+from .mcp.servers import McpServerConfig, check_transports
 from .protocol.base import PromptExchange, ProtocolAdapter
 from .protocol.negotiate import DEFAULT_INITIALIZE_TIMEOUT, SUPPORTED_VERSIONS, negotiate
 from .protocol.routes import ClientOffer, advertised
@@ -62,9 +63,6 @@ from .schema.types import (
     LoginAuthResponse,
     LogoutAuthRequest,
     LogoutAuthResponse,
-    McpServer,
-    McpServerHttp,
-    McpServerStdio,
     NewSessionRequest,
     NewSessionResponse,
     PromptCapabilities,
@@ -706,7 +704,7 @@ class ClientConnection:
         self,
         method: str,
         cwd: str | os.PathLike[str],
-        mcp_servers: Sequence[McpServer],
+        mcp_servers: Sequence[McpServerConfig],
         additional_directories: Sequence[str | os.PathLike[str]],
     ) -> tuple[str, Any, Any]:
         caps = self._session_caps(method)
@@ -714,19 +712,14 @@ class ClientConnection:
         dirs = [_absolute(d, "additional directory") for d in additional_directories]
         if dirs and caps.additional_directories in (None, msgspec.UNSET):
             raise CapabilityNotSupported(method, "session.additionalDirectories")
-        mcp = caps.mcp if not isinstance(caps.mcp, msgspec.UnsetType) else None
-        for server in mcp_servers:
-            kind = (
-                "stdio" if isinstance(server, McpServerStdio) else "http" if isinstance(server, McpServerHttp) else ""
-            )
-            if not kind or mcp is None or getattr(mcp, kind) in (None, msgspec.UNSET):
-                raise CapabilityNotSupported(method, f"session.mcp.{kind or type(server).__name__}")
+        protocol = self.protocol
+        check_transports(method, mcp_servers, protocol.mcp_transports, protocol.version)
         return cwd_text, dirs or msgspec.UNSET, list(mcp_servers) or msgspec.UNSET
 
     async def new_session(
         self,
         cwd: str | os.PathLike[str],
-        mcp_servers: Sequence[McpServer] = (),
+        mcp_servers: Sequence[McpServerConfig] = (),
         additional_directories: Sequence[str | os.PathLike[str]] = (),
         *,
         timeout: float | None = None,
@@ -742,7 +735,7 @@ class ClientConnection:
     async def open_new_session(
         self,
         cwd: str | os.PathLike[str],
-        mcp_servers: Sequence[McpServer],
+        mcp_servers: Sequence[McpServerConfig],
         additional_directories: Sequence[str | os.PathLike[str]],
         listener: UpdateListener | None = None,
         *,
@@ -774,7 +767,7 @@ class ClientConnection:
         cwd: str | os.PathLike[str],
         *,
         replay_from: ReplayFrom | Literal["start"] | None = None,
-        mcp_servers: Sequence[McpServer] = (),
+        mcp_servers: Sequence[McpServerConfig] = (),
         additional_directories: Sequence[str | os.PathLike[str]] = (),
         timeout: float | None = None,
     ) -> ActiveSession:
@@ -789,7 +782,7 @@ class ClientConnection:
         session_id: str,
         cwd: str | os.PathLike[str],
         replay_from: ReplayFrom | Literal["start"] | None,
-        mcp_servers: Sequence[McpServer],
+        mcp_servers: Sequence[McpServerConfig],
         additional_directories: Sequence[str | os.PathLike[str]],
         listener: UpdateListener | None = None,
         *,
@@ -823,7 +816,7 @@ class ClientConnection:
         self,
         cwd: str | os.PathLike[str],
         *,
-        mcp_servers: Sequence[McpServer] = (),
+        mcp_servers: Sequence[McpServerConfig] = (),
         additional_directories: Sequence[str | os.PathLike[str]] = (),
         max_history_size: int | None = None,
     ) -> Conversation:
