@@ -24,8 +24,11 @@ from anyio.abc import TaskGroup
 
 from acp_session import __version__
 from acp_session.client import ClientBuilder, ClientConnection
+from acp_session.codec import to_builtins
 from acp_session.conversation import ChatDone, ChatError, Conversation
 from acp_session.errors import AcpError, ConnectionClosed, InitializeTimeout
+from acp_session.mcp.config import McpConfigError, mcp_servers_from, split_offered
+from acp_session.mcp.servers import McpServerConfig
 from acp_session.protocol.negotiate import DEFAULT_INITIALIZE_TIMEOUT
 from acp_session.schema import (
     ContentBlock,
@@ -210,6 +213,21 @@ class ChatApp:
         if getattr(self.args, "allow_terminal", False):
             builder.with_terminals()
         return builder
+
+    def mcp_servers(self, client: ClientConnection) -> list[McpServerConfig]:
+        """The ``--mcp-config`` / ``--mcp`` servers the agent takes; each other one is reported, not sent
+        (``--json``: one ``mcp_servers`` record with what was sent and what was refused)."""
+        protocol = client.protocol
+        sent, refused = split_offered(self.args.mcp_servers, protocol.mcp_transports, protocol.version)
+        if self.json and (sent or refused):
+            assert isinstance(self.renderer, JsonRenderer)
+            self.renderer.emit({"event": "mcp_servers", "sent": to_builtins(sent), "refused": refused})
+        for item in refused:
+            print(
+                f"acp-session: MCP server {item['name']!r} not sent: the agent did not advertise {item['capability']}",
+                file=sys.stderr,
+            )
+        return sent
 
     # -- running -----------------------------------------------------------------------------------
 
@@ -423,7 +441,7 @@ async def _chat(app: ChatApp) -> int:
     args = app.args
 
     async def body(client: ClientConnection) -> int:
-        conversation = await client.start_conversation(args.cwd)
+        conversation = await client.start_conversation(args.cwd, mcp_servers=app.mcp_servers(client))
         return await app.loop(conversation, _prompt_text(args.prompt))
 
     return await app.run(body)
@@ -443,7 +461,7 @@ async def _resume(app: ChatApp) -> int:
                         break
             except AcpError:
                 pass  # no session/list: use --cwd's default
-        conversation = await Conversation.resume(client, args.session_id, cwd)
+        conversation = await Conversation.resume(client, args.session_id, cwd, mcp_servers=app.mcp_servers(client))
         app.renderer.history(conversation.history())
         return await app.loop(conversation, _prompt_text(args.prompt))
 
@@ -583,6 +601,21 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
                 help="let a protocol version 1 agent run commands in the session's directory (minimal environment)",
             )
             p.add_argument(
+                "--mcp-config",
+                metavar="FILE",
+                action="append",
+                default=[],
+                help='MCP servers for the session from a .mcp.json-style file ({"mcpServers": {NAME: {command, args, '
+                'env} | {type: "http", url, headers}}}); repeatable',
+            )
+            p.add_argument(
+                "--mcp",
+                metavar="NAME=COMMAND",
+                action="append",
+                default=[],
+                help='one stdio MCP server, e.g. --mcp "fs=npx -y some-server /tmp" (found on PATH); repeatable',
+            )
+            p.add_argument(
                 "--attach",
                 metavar="PATH",
                 action="append",
@@ -664,6 +697,10 @@ def _parse(argv: list[str]) -> argparse.Namespace:
         command.error("the session ID is required (`acp-session sessions` lists them)")
     if getattr(args, "prompt", None) and not " ".join(args.prompt).strip():
         command.error("the prompt is empty (without PROMPT, prompts are read line by line)")
+    try:
+        args.mcp_servers = mcp_servers_from(getattr(args, "mcp_config", []), getattr(args, "mcp", []))
+    except McpConfigError as exc:
+        command.error(str(exc))
     for path in getattr(args, "attach", []):
         problem = check_attachment(path)
         if problem is not None:

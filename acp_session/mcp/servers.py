@@ -27,6 +27,7 @@ __all__ = [
     "McpServerStdio",
     "McpTransportNotSupported",
     "acp_server",
+    "capability_for",
     "check_transports",
     "http_server",
     "resolve_command",
@@ -104,11 +105,15 @@ def transport_of(server: Any) -> str:
     return kind if isinstance(kind, str) else type(server).__name__
 
 
+def capability_for(transport: str, version: int) -> str:
+    """The capability an agent advertises for ``transport`` in protocol ``version``."""
+    return f"session.mcp.{transport}" if version >= 2 else f"agentCapabilities.mcpCapabilities.{transport}"
+
+
 def check_transports(method: str, servers: Iterable[Any], offered: frozenset[str], version: int) -> None:
     """Raise ``McpTransportNotSupported`` for the first server whose transport the agent did not advertise."""
     for server in servers:
         kind = transport_of(server)
         if kind in offered:
             continue
-        capability = f"session.mcp.{kind}" if version >= 2 else f"agentCapabilities.mcpCapabilities.{kind}"
-        raise McpTransportNotSupported(method, capability, str(getattr(server, "name", "?")), kind)
+        raise McpTransportNotSupported(method, capability_for(kind, version), str(getattr(server, "name", "?")), kind)
