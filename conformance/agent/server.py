@@ -95,14 +95,18 @@ class AgentOptions:
     broken: frozenset[str] = frozenset()
     delay: float = 0.0  # seconds between streamed chunks of ordinary replies
     store: str | None = None  # JSON file that keeps sessions across agent processes (None: memory only)
+    mcp: frozenset[str] = frozenset({"stdio", "http", "acp"})  # MCP transports advertised (with the mcp extra)
 
 
-def _mcp_capabilities() -> Any:
+def _mcp_capabilities(offered: frozenset[str]) -> Any:
     """The MCP transports ``/mcp`` can reach (none without the ``mcp`` extra); ``acp`` is unstable."""
-    offered = mcp_client.transports()
     if not offered:
         return UNSET
-    return McpCapabilities(stdio=McpStdioCapabilities(), http=McpHttpCapabilities(), acp=McpAcpCapabilities())
+    return McpCapabilities(
+        stdio=McpStdioCapabilities() if "stdio" in offered else UNSET,
+        http=McpHttpCapabilities() if "http" in offered else UNSET,
+        acp=McpAcpCapabilities() if "acp" in offered else UNSET,
+    )
 
 
 def _now() -> str:
@@ -150,11 +154,13 @@ class ReferenceAgent:
         if not os.path.isabs(path):
             raise InvalidParams(data={"reason": f"{what} must be an absolute path", "path": path})
 
-    @staticmethod
-    def _check_mcp(servers: Any) -> list[dict[str, Any]]:
+    def _mcp_transports(self) -> frozenset[str]:
+        return mcp_client.transports() & self.options.mcp
+
+    def _check_mcp(self, servers: Any) -> list[dict[str, Any]]:
         """The session's MCP servers as plain objects; a transport not advertised is refused (ACP2-066)."""
         plain = msgspec.to_builtins(servers) if isinstance(servers, list) else []
-        offered = mcp_client.transports()
+        offered = self._mcp_transports()
         for server in plain:
             kind = server.get("type") if isinstance(server, dict) else None
             if kind not in offered:
@@ -177,7 +183,7 @@ class ReferenceAgent:
                     prompt=PromptCapabilities(embedded_context=PromptEmbeddedContextCapabilities()),
                     delete=SessionDeleteCapabilities(),
                     additional_directories=SessionAdditionalDirectoriesCapabilities(),
-                    mcp=_mcp_capabilities(),
+                    mcp=_mcp_capabilities(self._mcp_transports()),
                 )
             ),
         )

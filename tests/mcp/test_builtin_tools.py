@@ -1,0 +1,103 @@
+"""The client's own file system and terminals offered to a v2 agent as an MCP server (issue 28): the
+reference agent's /mcp reaches them over MCP-over-ACP (``mcp/message``) and over the stdio relay, with the
+providers' confinement and limits (the v1 provider tests, repeated through MCP)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from acp_session import ClientBuilder, Conversation
+from tests.mcp.support import REFERENCE, mcp_calls, mcp_prompt
+
+pytestmark = pytest.mark.anyio
+
+TRANSPORTS = {"acp": REFERENCE, "stdio": [*REFERENCE, "--mcp", "stdio,http"]}
+FILE_TOOLS = ["read_text_file", "list", "write_text_file"]
+TERMINAL_TOOLS = ["terminal_create", "terminal_output", "terminal_wait", "terminal_kill", "terminal_release"]
+
+
+@pytest.fixture(params=sorted(TRANSPORTS))
+def transport(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+async def call(conversation: Conversation, tool: str, **arguments: Any) -> Any:
+    await conversation.chat_to_completion(mcp_prompt("acp-session", tool, arguments))
+    return mcp_calls(conversation)[-1]
+
+
+async def test_files_through_mcp_with_the_same_confinement(tmp_path: Path, transport: str) -> None:
+    work, outside = tmp_path / "work", tmp_path / "outside"
+    work.mkdir()
+    outside.mkdir()
+    (work / "notes.txt").write_text("one\ntwo\nthree\n")
+    (outside / "secret.txt").write_text("MARKER-OF-THE-CONTENT")
+    (work / "escape").symlink_to(outside)
+    builder = ClientBuilder().with_file_system(max_read_bytes=1000)
+    with anyio.fail_after(90):
+        async with Conversation.spawn(TRANSPORTS[transport], work, builder=builder) as conversation:
+            assert transport in conversation.session.connection.protocol.mcp_transports
+            read = await call(conversation, "read_text_file", path=str(work / "notes.txt"), line=2, limit=1)
+            assert read.status == "completed" and read.raw_output["content"] == ["two\n"]
+            assert read.raw_input["transport"] == transport
+            assert read.raw_output["tools"] == FILE_TOOLS  # no terminal tools without with_terminals()
+            listed = await call(conversation, "list", path=str(work))
+            assert listed.raw_output["structuredContent"] == {
+                "result": ["escape", "notes.txt"]
+            }  # a symlink, not followed
+            wrote = await call(conversation, "write_text_file", path=str(work / "new" / "made.txt"), content="hé")
+            assert wrote.status == "completed" and (work / "new" / "made.txt").read_text() == "hé"
+            # Confinement, as for a v1 agent's fs/* calls: outside, through a symlink, relative, too large.
+            for tool, arguments in (
+                ("read_text_file", {"path": str(outside / "secret.txt")}),
+                ("read_text_file", {"path": str(work / "escape" / "secret.txt")}),
+                ("read_text_file", {"path": "notes.txt"}),
+                ("list", {"path": str(outside)}),
+                ("write_text_file", {"path": str(work / "escape" / "planted.txt"), "content": "x"}),
+                ("write_text_file", {"path": str(outside / "planted.txt"), "content": "x"}),
+            ):
+                refused = await call(conversation, tool, **arguments)
+                assert refused.status == "failed" and refused.raw_output["isError"], (tool, arguments)
+                assert "MARKER" not in " ".join(refused.raw_output["content"])
+            (work / "big.txt").write_text("x" * 2000)
+            big = await call(conversation, "read_text_file", path=str(work / "big.txt"))
+            assert big.status == "failed" and "1000" in " ".join(big.raw_output["content"])
+    assert sorted(os.listdir(outside)) == ["secret.txt"]  # nothing was planted
+
+
+async def test_terminals_through_mcp(tmp_path: Path, transport: str) -> None:
+    builder = ClientBuilder().with_terminals(output_byte_limit=64)
+    with anyio.fail_after(90):
+        async with Conversation.spawn(TRANSPORTS[transport], tmp_path, builder=builder) as conversation:
+            created = await call(
+                conversation, "terminal_create", command="sh", args=["-c", 'echo "${PWD##*/}"; echo done']
+            )
+            assert created.raw_output["tools"] == TERMINAL_TOOLS
+            [terminal_id] = created.raw_output["content"]
+            waited = await call(conversation, "terminal_wait", terminal_id=terminal_id)
+            assert waited.raw_output["structuredContent"] == {"exitCode": 0, "signal": None}
+            output = await call(conversation, "terminal_output", terminal_id=terminal_id)
+            assert output.raw_output["structuredContent"]["output"] == f"{tmp_path.name}\ndone\n"
+            flood = await call(conversation, "terminal_create", command="sh", args=["-c", "yes | head -c 5000"])
+            [flood_id] = flood.raw_output["content"]
+            await call(conversation, "terminal_wait", terminal_id=flood_id)
+            capped = await call(conversation, "terminal_output", terminal_id=flood_id)
+            result = capped.raw_output["structuredContent"]
+            assert result["truncated"] is True and len(result["output"]) <= 64
+            outside = await call(conversation, "terminal_create", command="pwd", cwd="/")
+            assert outside.status == "failed"  # a working directory outside the session is refused
+            sleeper = await call(conversation, "terminal_create", command="sleep", args=["30"])
+            [sleeper_id] = sleeper.raw_output["content"]
+            killed = await call(conversation, "terminal_kill", terminal_id=sleeper_id)
+            assert killed.status == "completed"
+            status = await call(conversation, "terminal_wait", terminal_id=sleeper_id)
+            assert (
+                status.raw_output["structuredContent"]["signal"] == "SIGTERM"
+            )  # the provider stops a process with SIGTERM first
+            unknown = await call(conversation, "terminal_output", terminal_id="nope")
+            assert unknown.status == "failed"
