@@ -864,7 +864,7 @@ class ClientConnection:
             if isinstance(hooks, list):
                 hooks.append(self._builtin_session_closed)
         if self._builtin.mode is None:
-            _log.warning("the agent takes neither acp nor stdio MCP servers: the client's tools are not offered")
+            _log.warning("the agent takes neither acp nor stdio MCP servers: the client's tools are not offered to it")
             return servers, _no_bind
         config, bind_server = await self._builtin.add()
         providers = (self._file_system, self._terminals)

@@ -593,12 +593,12 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
             p.add_argument(
                 "--allow-files",
                 action="store_true",
-                help="let a protocol version 1 agent read and write files inside the session's directory",
+                help="let the agent read and write files inside the session's directory (a v2 agent: as MCP tools)",
             )
             p.add_argument(
                 "--allow-terminal",
                 action="store_true",
-                help="let a protocol version 1 agent run commands in the session's directory (minimal environment)",
+                help="let the agent run commands in the session's directory, minimal environment (v2: as MCP tools)",
             )
             p.add_argument(
                 "--mcp-config",
