@@ -63,9 +63,7 @@ def _fail(exc: AcpError) -> Exception:
 def build_tools_server(binding: ToolsBinding) -> Any:
     """An ``mcp`` ``MCPServer`` with the tools the binding's providers allow."""
     require_mcp()
-    from mcp.server import MCPServer
-
-    server = MCPServer(SERVER_NAME, instructions="Files and commands of the user's machine, confined to the session.")
+    server = _quiet_server()
     files, terminals = binding.file_system, binding.terminals
 
     if files is not None and getattr(files, "can_read", True):
@@ -111,6 +109,21 @@ def build_tools_server(binding: ToolsBinding) -> Any:
     if terminals is not None:
         _terminal_tools(server, binding, terminals)
     return server
+
+
+def _quiet_server() -> MCPServerLike:
+    """An ``MCPServer`` built without its constructor's ``logging.basicConfig`` call, which would configure the
+    embedding application's root logger (an editor's log settings are not a library's to change)."""
+    import mcp.server.mcpserver.server as sdk
+
+    configure = getattr(sdk, "configure_logging", None)
+    if configure is not None:
+        setattr(sdk, "configure_logging", lambda *args, **kwargs: None)  # noqa: B010
+    try:
+        return sdk.MCPServer(SERVER_NAME, instructions="Files and commands of this machine, confined to the session.")
+    finally:
+        if configure is not None:
+            setattr(sdk, "configure_logging", configure)  # noqa: B010
 
 
 def _listing(path: str, roots: tuple[str, ...]) -> list[str]:

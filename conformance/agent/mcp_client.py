@@ -23,7 +23,10 @@ MCP_MODERN_VERSION = "2026-07-28"
 
 def available() -> bool:
     """Whether the ``mcp`` SDK is installed (the agent advertises MCP transports only then)."""
-    return importlib.util.find_spec("mcp") is not None
+    try:
+        return importlib.util.find_spec("mcp") is not None
+    except (ImportError, ValueError):  # a module set to None in sys.modules (blocked): not installed
+        return False
 
 
 def transports() -> frozenset[str]:
