@@ -70,8 +70,7 @@ def build_tools_server(binding: ToolsBinding) -> Any:
 
         @server.tool()
         async def read_text_file(path: str, line: int | None = None, limit: int | None = None) -> str:
-            """Read a UTF-8 text file (absolute path) inside the session's directories; ``line`` (1-based) and
-            ``limit`` select lines."""
+            """Read a UTF-8 text file (absolute path) in the session's directories; line (1-based), limit: lines."""
             request = v1.ReadTextFileRequest(session_id=await binding.session_id(), path=path, line=line, limit=limit)
             try:
                 return (await files.read_text_file(request)).content
@@ -83,7 +82,7 @@ def build_tools_server(binding: ToolsBinding) -> Any:
 
             @server.tool(name="list")
             async def list_directory(path: str) -> list[str]:
-                """List a directory (absolute path) inside the session's directories; directories end in ``/``."""
+                """List a directory (absolute path) in the session's directories; directory names end in /."""
                 import anyio
 
                 try:
@@ -163,8 +162,7 @@ def _terminal_tools(server: MCPServerLike, binding: ToolsBinding, terminals: Ter
         env: dict[str, str] | None = None,
         output_byte_limit: int | None = None,
     ) -> str:
-        """Start a command (no shell; use ``sh -c`` for one) in the session's directory or ``cwd`` inside it;
-        returns the terminal id for terminal_output / terminal_wait / terminal_kill / terminal_release."""
+        """Start a command (no shell: use sh -c) in the session's directory or cwd inside it; returns its id."""
         request = v1.CreateTerminalRequest(
             session_id=await binding.session_id(),
             command=command,

@@ -101,3 +101,80 @@ async def test_terminals_through_mcp(tmp_path: Path, transport: str) -> None:
             )  # the provider stops a process with SIGTERM first
             unknown = await call(conversation, "terminal_output", terminal_id="nope")
             assert unknown.status == "failed"
+
+
+def sent_session_new(transcript: Path) -> dict[str, Any]:
+    import json
+
+    lines = [json.loads(line) for line in transcript.read_text().splitlines()]
+    [params] = [e["msg"]["params"] for e in lines if e["dir"] == "out" and e["msg"].get("method") == "session/new"]
+    return dict(params)
+
+
+async def test_the_stdio_relay_serves_mcp_and_ends_with_its_session(tmp_path: Path) -> None:
+    """What the agent is given is a command it can start; started by hand here, it speaks MCP over stdio (the
+    initialize handshake an MCP stdio client sends), and it ends once the session is closed."""
+    import json
+    import subprocess
+
+    transcript = tmp_path / "wire.jsonl"
+    builder = ClientBuilder().with_file_system().record_transcript(transcript)
+    with anyio.fail_after(60):
+        async with builder.spawn(TRANSPORTS["stdio"]) as client:
+            session = await client.new_session(tmp_path)
+            [server] = sent_session_new(transcript)["mcpServers"]
+            assert server["type"] == "stdio" and server["name"] == "acp-session"
+            assert server["args"][:2] == ["-m", "acp_session.mcp.relay"] and os.path.isabs(server["command"])
+            initialize = {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": {},
+                    "clientInfo": {"name": "by-hand", "version": "1"},
+                },
+            }
+            async with await anyio.open_process(
+                [server["command"], *server["args"]], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+            ) as relay:
+                assert relay.stdin is not None and relay.stdout is not None
+                await relay.stdin.send(json.dumps(initialize).encode() + b"\n")
+                answer = json.loads(await relay.stdout.receive())
+                assert answer["id"] == 1 and answer["result"]["serverInfo"]["name"] == "acp-session"
+                await session.close()
+                with pytest.raises(anyio.EndOfStream):
+                    while True:  # the client ended the server: the relay's stdout closes
+                        await relay.stdout.receive()
+                assert await relay.wait() == 0
+
+
+async def test_mcp_message_on_the_wire_answers_and_refusals(tmp_path: Path) -> None:
+    """``mcp/message`` from a scripted agent: a result carrier for tools/list, an inner MCP tool error (isError)
+    for a read outside the session, -32602 for a server never declared and for the server of a closed session."""
+    import json
+    import sys
+
+    log = tmp_path / "agent.log"
+    agent = [sys.executable, str(Path(__file__).parent / "agents" / "mcp_message_agent.py"), str(log)]
+
+    def answers() -> dict[str, Any]:
+        lines = [json.loads(line) for line in log.read_text().splitlines()]
+        return {m["id"]: m for m in lines if "method" not in m and str(m.get("id")).startswith("m")}
+
+    with anyio.fail_after(60):
+        async with ClientBuilder().with_file_system().spawn(agent) as client:
+            session = await client.new_session(tmp_path)
+            while len(answers()) < 3:
+                await anyio.sleep(0.02)
+            await session.close()
+            await client.request("_poke", {})
+            while len(answers()) < 4:
+                await anyio.sleep(0.02)
+    got = answers()
+    tools = [tool["name"] for tool in got["m1"]["result"]["result"]["tools"]]
+    assert tools == ["read_text_file", "list", "write_text_file"]
+    call = got["m2"]["result"]["result"]
+    assert call["isError"] is True and "outside the directories" in call["content"][0]["text"]
+    assert got["m3"]["error"]["code"] == -32602 and got["m3"]["error"]["data"] == {"serverId": "never-declared"}
+    assert got["m4"]["error"]["code"] == -32602  # the session is closed: its server is gone
