@@ -866,7 +866,8 @@ class ClientConnection:
         if self._builtin.mode is None:
             _log.warning("the agent takes neither acp nor stdio MCP servers: the client's tools are not offered to it")
             return servers, _no_bind
-        config, bind_server = await self._builtin.add()
+        listed = servers if isinstance(servers, list) else []
+        config, bind_server = await self._builtin.add({str(getattr(s, "name", "")) for s in listed})
         providers = (self._file_system, self._terminals)
 
         def bind(session_id: str | None, cwd: str, dirs: list[str]) -> None:
@@ -877,7 +878,7 @@ class ClientConnection:
                         opened(session_id, cwd, dirs)
             bind_server(session_id)
 
-        return [*(servers if isinstance(servers, list) else []), config], bind
+        return [*listed, config], bind
 
     def _builtin_session_closed(self, session_id: str) -> None:
         if self._builtin is not None:

@@ -16,7 +16,7 @@ import os
 import secrets
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from contextlib import AsyncExitStack, suppress
 from dataclasses import dataclass, field
 from typing import Any
@@ -79,9 +79,15 @@ class BuiltinServers:
 
     # -- sessions ------------------------------------------------------------------------------------------
 
-    async def add(self) -> tuple[McpServerConfig, Callable[[str | None], None]]:
-        """A new server for a session being opened: its config for ``mcpServers`` and ``bind(session_id)``
+    async def add(self, taken: Collection[str] = ()) -> tuple[McpServerConfig, Callable[[str | None], None]]:
+        """A new server for a session being opened: its config for ``mcpServers`` (named ``acp-session``, or
+        ``acp-session-2``... when the application's servers use that name: ``taken``) and ``bind(session_id)``
         (``None``: the session did not open, the server goes away)."""
+        name = SERVER_NAME
+        counter = 1
+        while name in taken:
+            counter += 1
+            name = f"{SERVER_NAME}-{counter}"
         if self.mode is None:
             raise RuntimeError("the agent takes neither acp nor stdio MCP servers")
         server_id = f"{SERVER_NAME}-{secrets.token_hex(8)}"
@@ -93,12 +99,12 @@ class BuiltinServers:
         if self.mode == "acp":
             self._start_soon(self._run, served)
             await served.ready.wait()
-            config = acp_server(SERVER_NAME, server_id)
+            config = acp_server(name, server_id)
         else:
             token = secrets.token_hex(16)
             self._by_token[token] = served
             socket_path = await self._listen()
-            config = stdio_server(SERVER_NAME, sys.executable, ["-m", "acp_session.mcp.relay", socket_path, token])
+            config = stdio_server(name, sys.executable, ["-m", "acp_session.mcp.relay", socket_path, token])
 
         def bind(session_id: str | None) -> None:
             served.session_id = session_id

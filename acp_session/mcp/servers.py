@@ -111,8 +111,15 @@ def capability_for(transport: str, version: int) -> str:
 
 
 def check_transports(method: str, servers: Iterable[Any], offered: frozenset[str], version: int) -> None:
-    """Raise ``McpTransportNotSupported`` for the first server whose transport the agent did not advertise."""
+    """Raise ``McpTransportNotSupported`` for the first server whose transport the agent did not advertise, and
+    ``ValueError`` for a name given twice (agents refuse duplicates with -32602; the official SDKs do)."""
+    names: set[str] = set()
     for server in servers:
+        name = getattr(server, "name", None)
+        if isinstance(name, str):
+            if name in names:
+                raise ValueError(f"{method}: two MCP servers are named {name!r}")
+            names.add(name)
         kind = transport_of(server)
         if kind in offered:
             continue

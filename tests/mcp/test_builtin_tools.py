@@ -178,3 +178,15 @@ async def test_mcp_message_on_the_wire_answers_and_refusals(tmp_path: Path) -> N
     assert call["isError"] is True and "outside the directories" in call["content"][0]["text"]
     assert got["m3"]["error"]["code"] == -32602 and got["m3"]["error"]["data"] == {"serverId": "never-declared"}
     assert got["m4"]["error"]["code"] == -32602  # the session is closed: its server is gone
+
+
+async def test_the_builtin_server_takes_another_name_when_the_application_uses_its_own(tmp_path: Path) -> None:
+    from acp_session.mcp import acp_server
+
+    transcript = tmp_path / "wire.jsonl"
+    builder = ClientBuilder().with_file_system().record_transcript(transcript)
+    with anyio.fail_after(60):
+        async with builder.spawn(TRANSPORTS["acp"]) as client:
+            await client.new_session(tmp_path, [acp_server("acp-session", "the-applications-own")])
+    names = [s["name"] for s in sent_session_new(transcript)["mcpServers"]]
+    assert names == ["acp-session", "acp-session-2"]

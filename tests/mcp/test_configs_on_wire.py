@@ -166,3 +166,11 @@ async def test_v1_resume_and_load_send_the_servers_again(tmp_path: Path) -> None
     log1, log2 = sent_v1(first / "agent.log"), sent_v1(second / "agent.log")
     assert params_of(log1, "session/resume") == [{"sessionId": "s1", "cwd": "/w", "mcpServers": [STDIO_V1, HTTP_WIRE]}]
     assert params_of(log2, "session/load") == [{"sessionId": "s1", "cwd": "/w", "mcpServers": [STDIO_V1, HTTP_WIRE]}]
+
+
+async def test_two_servers_of_one_name_raise_before_sending(tmp_path: Path) -> None:
+    with anyio.fail_after(10):
+        async with scripted(tmp_path, capabilities=V2_CAPS) as (client, log):
+            with pytest.raises(ValueError, match="two MCP servers are named 'files'"):
+                await client.new_session("/w", mcp_servers=[STDIO, http_server("files", "http://127.0.0.1:9/")])
+    assert [m.get("method") for m in sent_v2(log)] == ["initialize"]
