@@ -42,7 +42,6 @@ class _Served:
     server: Any
     session_ready: anyio.Event = field(default_factory=anyio.Event)
     session_id: str | None = None
-    closed: bool = False
     caller: Any = None  # the DirectDispatcher side this module sends each inner request through
     scope: anyio.CancelScope | None = None
     ready: anyio.Event = field(default_factory=anyio.Event)
@@ -119,7 +118,6 @@ class BuiltinServers:
             self._drop(served)
 
     def _drop(self, served: _Served) -> None:
-        served.closed = True
         self._served.pop(served.server_id, None)
         for token in [t for t, s in self._by_token.items() if s is served]:
             del self._by_token[token]
