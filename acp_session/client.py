@@ -847,8 +847,7 @@ class ClientConnection:
         """On a v2 connection with a file-system or terminal provider: ``servers`` plus this session's built-in
         MCP server (``acp_session.mcp.host``), and ``bind(session_id, cwd, dirs)`` to call once the agent
         answered (``None``: it refused, the server goes away). Otherwise ``servers`` unchanged and a no-op."""
-        no_providers = self._file_system is None and self._terminals is None
-        if not self._tools_over_mcp or no_providers or self.protocol.version < 2:
+        if not self._tools_offered():
             return servers, _no_bind
         if self._builtin is None:
             from .mcp.host import BuiltinServers
@@ -879,6 +878,20 @@ class ClientConnection:
             bind_server(session_id)
 
         return [*listed, config], bind
+
+    def _tools_offered(self) -> bool:
+        has_provider = self._file_system is not None or self._terminals is not None
+        return self._tools_over_mcp and has_provider and self.protocol.version >= 2
+
+    @property
+    def tools_over_mcp_transport(self) -> str | None:
+        """How each session of this connection gets the client's file system and terminals as an MCP server:
+        ``"acp"`` (MCP-over-ACP), ``"stdio"`` (the relay), or None (protocol version 1, which calls the providers
+        directly; no provider; ``tools_over_mcp(False)``; or an agent that takes neither transport)."""
+        if not self._tools_offered():
+            return None
+        transports = self.protocol.mcp_transports
+        return "acp" if "acp" in transports else "stdio" if "stdio" in transports else None
 
     def _builtin_session_closed(self, session_id: str) -> None:
         if self._builtin is not None:

@@ -219,9 +219,11 @@ class ChatApp:
         (``--json``: one ``mcp_servers`` record with what was sent and what was refused)."""
         protocol = client.protocol
         sent, refused = split_offered(self.args.mcp_servers, protocol.mcp_transports, protocol.version)
-        if self.json and (sent or refused):
+        builtin = client.tools_over_mcp_transport  # --allow-files / --allow-terminal for a v2 agent
+        if self.json and (sent or refused or builtin):
             assert isinstance(self.renderer, JsonRenderer)
-            self.renderer.emit({"event": "mcp_servers", "sent": to_builtins(sent), "refused": refused})
+            record = {"event": "mcp_servers", "sent": to_builtins(sent), "refused": refused, "builtin": builtin}
+            self.renderer.emit(record)
         for item in refused:
             print(
                 f"acp-session: MCP server {item['name']!r} not sent: the agent did not advertise {item['capability']}",

@@ -47,6 +47,7 @@ def test_chat_sends_config_servers_and_reports_what_was_refused(tmp_path: Path) 
     }
     assert Path(sent[1]["command"]).is_absolute()
     assert report["refused"] == [{"name": "old", "transport": "sse", "capability": "session.mcp.sse"}]
+    assert report["builtin"] is None  # no --allow-files / --allow-terminal
     assert "MCP server 'old' not sent" in result.stderr
     assert out[-1]["event"] == "done" and out[-1]["text"] == "echo.whoami: cfg"
 
@@ -79,3 +80,13 @@ def test_bad_config_is_a_usage_error_naming_file_and_server(tmp_path: Path) -> N
     assert str(bad) in result.stderr and "'x'" in result.stderr and "not found on PATH" in result.stderr
     result = run_cli(tmp_path, "chat", "--mcp", "nocommand", "hi")
     assert result.returncode == 2 and "NAME=COMMAND" in result.stderr
+
+
+def test_allow_files_for_a_v2_agent_is_the_builtin_mcp_server(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("on disk\n")
+    arguments = json.dumps({"path": str(tmp_path / "notes.txt")})
+    result = run_cli(tmp_path, "chat", "--json", "--allow-files", f"/mcp acp-session read_text_file {arguments}")
+    assert result.returncode == 0, result.stderr
+    out = records(result.stdout)
+    assert out[0] == {"event": "mcp_servers", "sent": [], "refused": [], "builtin": "acp"}
+    assert out[-1]["text"] == "acp-session.read_text_file: on disk\n"
