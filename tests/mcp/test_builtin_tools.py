@@ -142,6 +142,13 @@ async def test_the_stdio_relay_serves_mcp_and_ends_with_its_session(tmp_path: Pa
                 await relay.stdin.send(json.dumps(initialize).encode() + b"\n")
                 answer = json.loads(await relay.stdout.receive())
                 assert answer["id"] == 1 and answer["result"]["serverInfo"]["name"] == "acp-session"
+                # The same socket with another token reaches nothing: that relay's stdout closes at once.
+                forged = [server["command"], *server["args"][:-1], "0" * 32]
+                async with await anyio.open_process(forged, stdin=subprocess.PIPE, stdout=subprocess.PIPE) as other:
+                    assert other.stdin is not None and other.stdout is not None
+                    await other.stdin.send(json.dumps(initialize).encode() + b"\n")
+                    with pytest.raises(anyio.EndOfStream):
+                        await other.stdout.receive()
                 await session.close()
                 with pytest.raises(anyio.EndOfStream):
                     while True:  # the client ended the server: the relay's stdout closes
