@@ -28,6 +28,7 @@ from .client_errors import CapabilityNotSupported
 from .codec import convert, decoder, to_builtins
 from .errors import AcpError, AuthRequired, InitializeTimeout, ResourceNotFound
 from .interactions import Interaction, InteractionRegistry, call_handler
+from .mcp.servers import McpServerConfig, check_transports
 from .protocol.base import PromptExchange, ProtocolAdapter
 from .protocol.negotiate import DEFAULT_INITIALIZE_TIMEOUT, SUPPORTED_VERSIONS, negotiate
 from .protocol.routes import ClientOffer, advertised
@@ -62,9 +63,6 @@ from .schema.types import (
     LoginAuthResponse,
     LogoutAuthRequest,
     LogoutAuthResponse,
-    McpServer,
-    McpServerHttp,
-    McpServerStdio,
     NewSessionRequest,
     NewSessionResponse,
     PromptCapabilities,
@@ -97,6 +95,7 @@ from .transport.environment import EnvPolicy, agent_environment
 
 if TYPE_CHECKING:
     from .conversation.conversation import Conversation
+    from .mcp.host import BuiltinServers
     from .providers import FileSystemProvider, TerminalProvider
     from .registry import AgentCommand, Registry
     from .session import SessionLink
@@ -116,6 +115,10 @@ def _ext_name(method: str) -> str:
     if not method.startswith("_"):
         raise ValueError(f"extension methods must start with '_' (got {method!r})")
     return method
+
+
+def _no_bind(session_id: str | None, cwd: str, dirs: list[str]) -> None:
+    """``_with_builtin_tools``'s bind when no built-in MCP server was added."""
 
 
 def _absolute(path: str | os.PathLike[str], what: str) -> str:
@@ -147,6 +150,7 @@ class ClientBuilder:
         self._fs_access = (False, False)  # (read, write) advertised with a file-system provider
         self._terminals: Callable[[], TerminalProvider] | None = None
         self._own_terminals = False  # built-in terminals: started and stopped with each connection
+        self._tools_over_mcp = True  # v2 agents get the providers as an MCP server (tools_over_mcp)
         self._limits = DEFAULT_LIMITS
 
     def limits(
@@ -291,6 +295,12 @@ class ClientBuilder:
         self._own_terminals = True
         return self
 
+    def tools_over_mcp(self, enabled: bool = True) -> ClientBuilder:
+        """Whether a protocol version 2 agent gets the file-system and terminal providers as an MCP server in
+        each session it opens or resumes (the default; needs the ``mcp`` extra). See ``docs/mcp.md``."""
+        self._tools_over_mcp = enabled
+        return self
+
     def on_terminals(self, provider: TerminalProvider) -> ClientBuilder:
         """Answer v1 ``terminal/*`` calls with your own provider (you start and stop it)."""
         self._terminals = lambda: provider
@@ -390,7 +400,16 @@ class ClientBuilder:
             finally:
                 tg.cancel_scope.cancel()
                 await tg.__aexit__(None, None, None)
-        finally:
+        except anyio.get_cancelled_exc_class() as exc:
+            # rpc.aclose() (Conversation.disconnect) cancels the rpc task group's scope, which encloses this
+            # task group: a task of it still waiting then ends in that cancellation, which only the rpc task
+            # group may absorb. Any other cancellation comes from outside and goes on.
+            if not await rpc.__aexit__(type(exc), exc, exc.__traceback__):
+                raise
+        except BaseException:
+            await rpc.__aexit__(None, None, None)
+            raise
+        else:
             await rpc.__aexit__(None, None, None)
 
     @asynccontextmanager
@@ -507,6 +526,8 @@ class ClientConnection:
         self._file_system = builder._file_system() if builder._file_system is not None else None
         self._terminals = builder._terminals() if builder._terminals is not None else None
         self._offer = builder.offer()
+        self._tools_over_mcp = builder._tools_over_mcp
+        self._builtin: BuiltinServers | None = None  # the client's tools as MCP servers (v2; first session)
         if builder._update is not None:
             tg.start_soon(self._update_consumer, receive)
         self._install(builder)
@@ -742,7 +763,7 @@ class ClientConnection:
         self,
         method: str,
         cwd: str | os.PathLike[str],
-        mcp_servers: Sequence[McpServer],
+        mcp_servers: Sequence[McpServerConfig],
         additional_directories: Sequence[str | os.PathLike[str]],
     ) -> tuple[str, Any, Any]:
         caps = self._session_caps(method)
@@ -750,19 +771,14 @@ class ClientConnection:
         dirs = [_absolute(d, "additional directory") for d in additional_directories]
         if dirs and caps.additional_directories in (None, msgspec.UNSET):
             raise CapabilityNotSupported(method, "session.additionalDirectories")
-        mcp = caps.mcp if not isinstance(caps.mcp, msgspec.UnsetType) else None
-        for server in mcp_servers:
-            kind = (
-                "stdio" if isinstance(server, McpServerStdio) else "http" if isinstance(server, McpServerHttp) else ""
-            )
-            if not kind or mcp is None or getattr(mcp, kind) in (None, msgspec.UNSET):
-                raise CapabilityNotSupported(method, f"session.mcp.{kind or type(server).__name__}")
+        protocol = self.protocol
+        check_transports(method, mcp_servers, protocol.mcp_transports, protocol.version)
         return cwd_text, dirs or msgspec.UNSET, list(mcp_servers) or msgspec.UNSET
 
     async def new_session(
         self,
         cwd: str | os.PathLike[str],
-        mcp_servers: Sequence[McpServer] = (),
+        mcp_servers: Sequence[McpServerConfig] = (),
         additional_directories: Sequence[str | os.PathLike[str]] = (),
         *,
         timeout: float | None = None,
@@ -778,7 +794,7 @@ class ClientConnection:
     async def open_new_session(
         self,
         cwd: str | os.PathLike[str],
-        mcp_servers: Sequence[McpServer],
+        mcp_servers: Sequence[McpServerConfig],
         additional_directories: Sequence[str | os.PathLike[str]],
         listener: UpdateListener | None = None,
         *,
@@ -787,12 +803,17 @@ class ClientConnection:
         """``new_session`` returning the agent's response too, with ``listener`` on the session before its first
         update is delivered (``Conversation.open``'s entry point; internal)."""
         cwd_text, dirs, servers = self._roots("session/new", cwd, mcp_servers, additional_directories)
+        servers, bind = await self._with_builtin_tools(servers)
         params = NewSessionRequest(cwd=cwd_text, additional_directories=dirs, mcp_servers=servers)
         self._opening += 1
         try:
             response = await self._call_auth("session/new", params, _NEW, timeout)
+        except BaseException:
+            bind(None, "", [])
+            raise
         finally:
             self._opening -= 1
+        bind(response.session_id, cwd_text, dirs or [])
         if not self._opening:
             self._drop_provisional(keep=response.session_id)
         track = self.session_track(response.session_id)
@@ -810,7 +831,7 @@ class ClientConnection:
         cwd: str | os.PathLike[str],
         *,
         replay_from: ReplayFrom | Literal["start"] | None = None,
-        mcp_servers: Sequence[McpServer] = (),
+        mcp_servers: Sequence[McpServerConfig] = (),
         additional_directories: Sequence[str | os.PathLike[str]] = (),
         timeout: float | None = None,
     ) -> ActiveSession:
@@ -825,7 +846,7 @@ class ClientConnection:
         session_id: str,
         cwd: str | os.PathLike[str],
         replay_from: ReplayFrom | Literal["start"] | None,
-        mcp_servers: Sequence[McpServer],
+        mcp_servers: Sequence[McpServerConfig],
         additional_directories: Sequence[str | os.PathLike[str]],
         listener: UpdateListener | None = None,
         *,
@@ -834,6 +855,7 @@ class ClientConnection:
         """``resume_session`` returning the agent's response too, with ``listener`` on the session before the
         replay starts (``Conversation.resume`` and ``reconnect``'s entry point; internal)."""
         cwd_text, dirs, servers = self._roots("session/resume", cwd, mcp_servers, additional_directories)
+        servers, bind = await self._with_builtin_tools(servers)
         replay: Any = (
             ReplayFromStart() if replay_from == "start" else msgspec.UNSET if replay_from is None else replay_from
         )
@@ -845,9 +867,11 @@ class ClientConnection:
         try:
             response = await self._call_auth("session/resume", params, _RESUME, timeout)
         except BaseException:
+            bind(None, "", [])
             if remove is not None:
                 remove()
             raise
+        bind(session_id, cwd_text, dirs or [])
         track.closed = False
         if isinstance(response.config_options, list):
             track.config_options = list(response.config_options)
@@ -855,11 +879,69 @@ class ClientConnection:
         await self._updates_drained()
         return ActiveSession(self, session_id), response
 
+    async def _with_builtin_tools(self, servers: Any) -> tuple[Any, Callable[[str | None, str, list[str]], None]]:
+        """On a v2 connection with a file-system or terminal provider: ``servers`` plus this session's built-in
+        MCP server (``acp_session.mcp.host``), and ``bind(session_id, cwd, dirs)`` to call once the agent
+        answered (``None``: it refused, the server goes away). Otherwise ``servers`` unchanged and a no-op."""
+        if not self._tools_offered():
+            return servers, _no_bind
+        if self._builtin is None:
+            from .mcp.host import BuiltinServers
+
+            self._builtin = BuiltinServers(
+                self.protocol.mcp_transports, self._file_system, self._terminals, self.file_written, self.start_soon
+            )
+            if self._builtin.mode == "acp":  # the agent reaches each session's server with mcp/message requests
+                from .schema.unstable import MessageMcpRequest
+
+                self.rpc.on_request("mcp/message", self._builtin.on_message, decoder(MessageMcpRequest))
+            hooks = getattr(self.protocol, "session_close_hooks", None)
+            if isinstance(hooks, list):
+                hooks.append(self._builtin_session_closed)
+        if self._builtin.mode is None:
+            _log.warning("the agent takes neither acp nor stdio MCP servers: the client's tools are not offered to it")
+            return servers, _no_bind
+        listed = servers if isinstance(servers, list) else []
+        config, bind_server = await self._builtin.add({str(getattr(s, "name", "")) for s in listed})
+        providers = (self._file_system, self._terminals)
+
+        def bind(session_id: str | None, cwd: str, dirs: list[str]) -> None:
+            if session_id is not None:
+                for provider in providers:
+                    opened = getattr(provider, "open_session", None)
+                    if opened is not None:
+                        opened(session_id, cwd, dirs)
+            bind_server(session_id)
+
+        return [*listed, config], bind
+
+    def _tools_offered(self) -> bool:
+        has_provider = self._file_system is not None or self._terminals is not None
+        return self._tools_over_mcp and has_provider and self.protocol.version >= 2
+
+    @property
+    def tools_over_mcp_transport(self) -> str | None:
+        """How each session of this connection gets the client's file system and terminals as an MCP server:
+        ``"acp"`` (MCP-over-ACP), ``"stdio"`` (the relay), or None (protocol version 1, which calls the providers
+        directly; no provider; ``tools_over_mcp(False)``; or an agent that takes neither transport)."""
+        if not self._tools_offered():
+            return None
+        transports = self.protocol.mcp_transports
+        return "acp" if "acp" in transports else "stdio" if "stdio" in transports else None
+
+    def _builtin_session_closed(self, session_id: str) -> None:
+        if self._builtin is not None:
+            self._builtin.session_closed(session_id)
+        for provider in (self._file_system, self._terminals):
+            closed = getattr(provider, "close_session", None)
+            if closed is not None:
+                self.run_soon(closed, session_id)
+
     async def start_conversation(
         self,
         cwd: str | os.PathLike[str],
         *,
-        mcp_servers: Sequence[McpServer] = (),
+        mcp_servers: Sequence[McpServerConfig] = (),
         additional_directories: Sequence[str | os.PathLike[str]] = (),
         max_history_size: int | None = None,
     ) -> Conversation:

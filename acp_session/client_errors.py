@@ -7,7 +7,7 @@ from typing import Any
 
 from .errors import AcpError, UnsupportedProtocolVersion
 
-__all__ = ["CapabilityNotSupported", "ProtocolVersionMismatch", "SessionClosed"]
+__all__ = ["CapabilityNotSupported", "MissingExtra", "ProtocolVersionMismatch", "SessionClosed"]
 
 
 class CapabilityNotSupported(AcpError):
@@ -55,3 +55,11 @@ class ProtocolVersionMismatch(UnsupportedProtocolVersion):
             f"this client speaks {self.accepted})",
             payload,
         )
+
+
+class MissingExtra(AcpError):
+    """A feature needs an optional extra that is not installed (``pip install 'acp-session[NAME]'``)."""
+
+    def __init__(self, extra: str, feature: str) -> None:
+        self.extra = extra
+        super().__init__(f"{feature} needs the optional '{extra}' extra: pip install 'acp-session[{extra}]'")

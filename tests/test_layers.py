@@ -53,6 +53,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "acp_session.interactions",
             "acp_session.auth",
             "acp_session.providers",
+            "acp_session.mcp",
         ),
     ),
     # The folded state, chat events and turns; transcripts replay into a SessionState.

@@ -16,8 +16,11 @@ from anyio.abc import TaskGroup
 
 from acp_session import __version__
 from acp_session.client import ClientBuilder, ClientConnection
+from acp_session.codec import to_builtins
 from acp_session.conversation import ChatDone, ChatError, Conversation
 from acp_session.errors import MethodNotFound
+from acp_session.mcp.config import split_offered
+from acp_session.mcp.servers import McpServerConfig
 from acp_session.protocol.negotiate import DEFAULT_INITIALIZE_TIMEOUT
 from acp_session.schema import (
     Command,
@@ -177,15 +180,22 @@ class ChatApp:
             )
         raise MethodNotFound(data={"method": method})
 
-    def _warn_unused_flags(self, client: ClientConnection) -> None:
-        if client.protocol_version < 2:
-            return
-        for flag, used in (("--allow-files", "allow_files"), ("--allow-terminal", "allow_terminal")):
-            if getattr(self.args, used, False):
-                self.renderer.info(
-                    f"acp-session: {flag} does nothing here: this agent speaks ACP version "
-                    f"{client.protocol_version}, where agents do not call the client for files or commands"
-                )
+    def mcp_servers(self, client: ClientConnection) -> list[McpServerConfig]:
+        """The ``--mcp-config`` / ``--mcp`` servers the agent takes; each other one is reported, not sent
+        (``--json``: one ``mcp_servers`` record with what was sent and what was refused)."""
+        protocol = client.protocol
+        sent, refused = split_offered(getattr(self.args, "mcp_servers", []), protocol.mcp_transports, protocol.version)
+        builtin = client.tools_over_mcp_transport  # --allow-files / --allow-terminal for a v2 agent
+        if self.json and (sent or refused or builtin):
+            assert isinstance(self.renderer, JsonRenderer)
+            record = {"event": "mcp_servers", "sent": to_builtins(sent), "refused": refused, "builtin": builtin}
+            self.renderer.emit(record)
+        for item in refused:
+            print(
+                f"acp-session: MCP server {item['name']!r} not sent: the agent did not advertise {item['capability']}",
+                file=sys.stderr,
+            )
+        return sent
 
     async def run(self, body: Callable[[ClientConnection], Awaitable[int]]) -> int:
         argv = self.args.agent_argv
@@ -211,7 +221,6 @@ class ChatApp:
                         ) as client:
                             self.status.stop()
                             self.client = client
-                            self._warn_unused_flags(client)
                             tg.start_soon(self._watch_agent, client)
                             code = await body(client)
                     except AuthenticationRequired as exc:

@@ -47,11 +47,11 @@ async def chat(app: ChatApp) -> int:
                 )
                 return EXIT_ERROR
             args.session_id = session_id
-            conversation = await Conversation.resume(client, session_id, args.cwd)
+            conversation = await Conversation.resume(client, session_id, args.cwd, mcp_servers=app.mcp_servers(client))
             if not app.json:
                 app.renderer.info(f"continuing session {session_id}")
         else:
-            conversation = await client.start_conversation(args.cwd)
+            conversation = await client.start_conversation(args.cwd, mcp_servers=app.mcp_servers(client))
         return await app.loop(conversation, _prompt_text(args.prompt), from_stdin=args.prompt == ["-"])
 
     return await app.run(body)
@@ -85,7 +85,7 @@ async def resume(app: ChatApp) -> int:
             except AcpError:
                 pass  # no session/list: use --cwd's default
         args.cwd = cwd
-        conversation = await Conversation.resume(client, args.session_id, cwd)
+        conversation = await Conversation.resume(client, args.session_id, cwd, mcp_servers=app.mcp_servers(client))
         app.announce(conversation)
         app.renderer.history(conversation.history())
         return await app.loop(conversation, _prompt_text(args.prompt), from_stdin=args.prompt == ["-"], announce=False)

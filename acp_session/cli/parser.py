@@ -14,6 +14,7 @@ from typing import NoReturn
 from acp_session import __version__
 from acp_session.protocol.negotiate import DEFAULT_INITIALIZE_TIMEOUT
 
+from ..mcp.config import McpConfigError, mcp_servers_from
 from ..registry import RegistryError, UnknownAgent
 from .agents import add_registry_options, agent_from_args
 from .attach import check_attachment
@@ -136,12 +137,27 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
             p.add_argument(
                 "--allow-files",
                 action="store_true",
-                help="let a protocol version 1 agent read and write files inside the session's directory",
+                help="let the agent read and write files inside the session's directory (a v2 agent: as MCP tools)",
             )
             p.add_argument(
                 "--allow-terminal",
                 action="store_true",
-                help="let a protocol version 1 agent run commands in the session's directory (minimal environment)",
+                help="let the agent run commands in the session's directory, minimal environment (v2: as MCP tools)",
+            )
+            p.add_argument(
+                "--mcp-config",
+                metavar="FILE",
+                action="append",
+                default=[],
+                help='MCP servers for the session from a .mcp.json-style file ({"mcpServers": {NAME: {command, args, '
+                'env} | {type: "http", url, headers}}}); repeatable',
+            )
+            p.add_argument(
+                "--mcp",
+                metavar="NAME=COMMAND",
+                action="append",
+                default=[],
+                help='one stdio MCP server, e.g. --mcp "fs=npx -y some-server /tmp" (found on PATH); repeatable',
             )
             p.add_argument(
                 "--attach",
@@ -247,6 +263,10 @@ def parse(argv: list[str]) -> argparse.Namespace:
         args.prompt = [*args.prompt, *extra]
     if getattr(args, "prompt", None) and not " ".join(args.prompt).strip():
         command.error("the prompt is empty (without PROMPT, prompts are read line by line)")
+    try:
+        args.mcp_servers = mcp_servers_from(getattr(args, "mcp_config", []), getattr(args, "mcp", []))
+    except McpConfigError as exc:
+        command.error(str(exc))
     for path in getattr(args, "attach", []):
         problem = check_attachment(path)
         if problem is not None:

@@ -40,10 +40,10 @@ from acp_session.conversation.streams import (
 )
 from acp_session.conversation.turn import ChatTurn
 from acp_session.errors import AcpError, ConnectionClosed
+from acp_session.mcp.servers import McpServerConfig
 from acp_session.schema import (
     BackgroundToolCall,
     ContentBlock,
-    McpServer,
     NewSessionResponse,
     ReplayFrom,
     ResumeSessionResponse,
@@ -135,6 +135,9 @@ class Conversation:
         self._streams: _Hub | None = None  # feeds the open receive_steps() / receive_chunks() streams
         self._owned: ClientConnection | None = None  # the connection Conversation.spawn made for this conversation
         self._disconnected = False
+        # The session's MCP servers and extra roots, sent again by reconnect() (a resume must repeat them).
+        self._mcp_servers: list[McpServerConfig] = []
+        self._additional_directories: list[str | os.PathLike[str]] = []
         if session is not None:
             session.add_update_listener(self._listener)
             self._bind(session)
@@ -147,7 +150,7 @@ class Conversation:
         client: ClientConnection,
         cwd: str | os.PathLike[str],
         *,
-        mcp_servers: Sequence[McpServer] = (),
+        mcp_servers: Sequence[McpServerConfig] = (),
         additional_directories: Sequence[str | os.PathLike[str]] = (),
         max_history_size: int | None = None,
     ) -> Conversation:
@@ -156,6 +159,7 @@ class Conversation:
         session, response = await client.open_new_session(
             cwd, mcp_servers, additional_directories, listener=conversation._listener
         )
+        conversation._remember(mcp_servers, additional_directories)
         conversation._opened(session, response)
         return conversation
 
@@ -171,7 +175,7 @@ class Conversation:
         cwd: str | os.PathLike[str],
         *,
         builder: ClientBuilder | None = None,
-        mcp_servers: Sequence[McpServer] = (),
+        mcp_servers: Sequence[McpServerConfig] = (),
         additional_directories: Sequence[str | os.PathLike[str]] = (),
         max_history_size: int | None = None,
         agent_cwd: str | None = None,
@@ -212,25 +216,55 @@ class Conversation:
         *,
         replay_from: ReplayFrom | str | None = "start",
         max_history_size: int | None = None,
+        mcp_servers: Sequence[McpServerConfig] = (),
+        additional_directories: Sequence[str | os.PathLike[str]] = (),
     ) -> Conversation:
-        """``session/resume`` into a fresh conversation; with replay it holds the agent's history."""
+        """``session/resume`` into a fresh conversation; with replay it holds the agent's history.
+
+        ``mcp_servers`` and ``additional_directories`` are sent with the resume (an agent does not keep a
+        session's MCP servers across connections) and again by each later ``reconnect()``."""
         conversation = cls(max_history_size=max_history_size, state=SessionState(session_id))
+        conversation._remember(mcp_servers, additional_directories)
         await conversation._resume(client, session_id, cwd, replay_from)
         return conversation
 
     async def reconnect(
-        self, client: ClientConnection, cwd: str | os.PathLike[str], *, replay_from: ReplayFrom | str | None = "start"
+        self,
+        client: ClientConnection,
+        cwd: str | os.PathLike[str],
+        *,
+        replay_from: ReplayFrom | str | None = "start",
+        mcp_servers: Sequence[McpServerConfig] | None = None,
+        additional_directories: Sequence[str | os.PathLike[str]] | None = None,
     ) -> None:
         """Continue on a new connection (after the old transport died): resume, replaying onto this state.
 
         Replay rebuilds every entity from what the agent reports, so afterwards the state equals the
-        agent's; turns of the old connection already ended with ``ConnectionClosed``.
+        agent's; turns of the old connection already ended with ``ConnectionClosed``. The session's MCP servers
+        and additional directories (``mcp_servers``), as given when it was opened or last resumed, are sent
+        again; pass either to replace them.
         """
         session_id = self.session_id
         if session_id is None:
             raise AcpError("this conversation has no session to resume")
+        if mcp_servers is not None or additional_directories is not None:
+            self._remember(
+                self._mcp_servers if mcp_servers is None else mcp_servers,
+                self._additional_directories if additional_directories is None else additional_directories,
+            )
         self._unbind(ConnectionClosed("reconnecting on a new connection"))
         await self._resume(client, session_id, cwd, replay_from)
+
+    @property
+    def mcp_servers(self) -> list[McpServerConfig]:
+        """The MCP servers this session was given (opened or last resumed with); ``reconnect()`` re-sends them."""
+        return list(self._mcp_servers)
+
+    def _remember(
+        self, mcp_servers: Sequence[McpServerConfig], additional_directories: Sequence[str | os.PathLike[str]]
+    ) -> None:
+        self._mcp_servers = list(mcp_servers)
+        self._additional_directories = list(additional_directories)
 
     async def _resume(
         self, client: ClientConnection, session_id: str, cwd: str | os.PathLike[str], replay_from: Any
@@ -238,7 +272,12 @@ class Conversation:
         self.state.begin_resume(replay=replay_from is not None)
         try:
             session, response = await client.open_resumed_session(
-                session_id, cwd, replay_from, (), (), listener=self._listener
+                session_id,
+                cwd,
+                replay_from,
+                self._mcp_servers,
+                self._additional_directories,
+                listener=self._listener,
             )
         except BaseException:
             self.state.apply_resume_response(ResumeSessionResponse())  # close the resume window

@@ -104,6 +104,8 @@ class ProtocolAdapter(ABC):
     version: ClassVar[int]
     routes: ClassVar[tuple[Route, ...]]
     """This version's incoming methods (``routes.Route``): ``install`` registers those the client's offer meets."""
+    mcp_transports: frozenset[str] = frozenset()
+    """The MCP server transports the agent advertised (``stdio``, ``http``, ``sse``, ``acp``; set at ``initialize``)."""
 
     def __init__(self, rpc: Connection, initialize_response: InitializeResponse) -> None:
         self.rpc = rpc

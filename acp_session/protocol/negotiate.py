@@ -37,6 +37,7 @@ from ..rpc import Connection
 from ..schema import types as m
 from ..schema.v1 import types as v1
 from .base import ProtocolAdapter
+from .mcp_transports import mcp_transports
 from .v2 import V2Protocol
 
 if TYPE_CHECKING:
@@ -167,15 +168,20 @@ def adapter_for(rpc: Connection, raw: bytes, offered: int, versions: Sequence[in
                 "(agentInfo/agentCapabilities instead of info/capabilities)"
             )
         try:
-            return V2Protocol(rpc, _V2_RESPONSE(raw))
+            return _with_mcp(V2Protocol(rpc, _V2_RESPONSE(raw)), raw)
         except msgspec.ValidationError as exc:
             raise InvalidResponse(f"result of 'initialize' (protocol version 2) did not decode: {exc}") from exc
     from .v1.adapter import V1Protocol  # only when a v1 agent answers: start-up stays light
 
     try:
-        return V1Protocol(rpc, _V1_RESPONSE(raw))
+        return _with_mcp(V1Protocol(rpc, _V1_RESPONSE(raw)), raw)
     except msgspec.ValidationError as exc:
         raise InvalidResponse(f"result of 'initialize' (protocol version 1) did not decode: {exc}") from exc
+
+
+def _with_mcp(adapter: ProtocolAdapter, raw: bytes) -> ProtocolAdapter:
+    adapter.mcp_transports = mcp_transports(raw, adapter.version)
+    return adapter
 
 
 def _supported(data: Any) -> list[int]:

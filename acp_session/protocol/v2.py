@@ -58,11 +58,20 @@ class V2Protocol(ProtocolAdapter):
         ),
     )
 
+    def __init__(self, rpc: Any, initialize_response: Any) -> None:
+        super().__init__(rpc, initialize_response)
+        self.session_close_hooks: list[Callable[[str], None]] = []
+        """Called with a session's id when it is closed here (the client's built-in MCP servers end with it)."""
+
     def request(self, method: str, params: Any, decode: Callable[[bytes], T]) -> PendingRequest[T]:
         return self.rpc.request(method, params, decode=decode)
 
     async def notify(self, method: str, params: Any) -> None:
         await self.rpc.notify(method, params)
+
+    def session_closed(self, session_id: str) -> None:
+        for hook in self.session_close_hooks:
+            hook(session_id)
 
     def supports(self, method: str) -> bool:
         return method in _BASELINE or not method.startswith("session/")

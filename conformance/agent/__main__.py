@@ -59,6 +59,13 @@ def _parser() -> argparse.ArgumentParser:
         help="keep sessions in this JSON file so later agent processes can list and resume them "
         "(default: $ACP_REFERENCE_AGENT_STORE, else memory only)",
     )
+    parser.add_argument(
+        "--mcp",
+        metavar="TRANSPORTS",
+        default="stdio,http,acp",
+        help="the MCP server transports to advertise, comma-separated (default: stdio,http,acp, when the mcp extra "
+        "is installed; '' for none)",
+    )
     parser.add_argument("--log-level", default="WARNING", help="stderr log level (default WARNING)")
     return parser
 
@@ -75,7 +82,8 @@ async def serve(options: AgentOptions) -> None:
 def main(argv: list[str] | None = None) -> None:
     args = _parser().parse_args(argv)
     logging.basicConfig(stream=sys.stderr, level=args.log_level.upper(), format="%(name)s: %(message)s")
-    options = AgentOptions(broken=frozenset(args.broken), delay=args.delay, store=args.store)
+    mcp = frozenset(t for t in args.mcp.split(",") if t)
+    options = AgentOptions(broken=frozenset(args.broken), delay=args.delay, store=args.store, mcp=mcp)
     if "junk-stdout" in options.broken:
         os.write(sys.stdout.fileno(), b"reference agent starting up\n")  # not an ACP message: a framing error
     with contextlib.suppress(KeyboardInterrupt):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import difflib
+import json
 import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -78,6 +79,7 @@ class TurnContext:
     start_background: Callable[[Callable[[], Awaitable[None]]], None]
     open_tool_calls: set[str] = field(default_factory=set)
     delay: float = 0.0
+    connection: Any = None  # the ACP connection (``/mcp`` reaches MCP-over-ACP servers through it)
 
     async def emit(self, update: Any) -> None:
         await self.session.emit(update)
@@ -524,4 +526,64 @@ async def markdown(ctx: TurnContext) -> str | None:
         piece = MARKDOWN_REPLY[start : start + 16]
         await ctx.emit(AgentMessageChunk(message_id=message_id, content=TextContent(text=piece)))
         await anyio.sleep(0.005)
+    return "end_turn"
+
+
+@scenario("mcp", "Use the session's MCP servers: list their tools; with SERVER TOOL [JSON-ARGS], call that tool")
+async def mcp(ctx: TurnContext) -> str | None:
+    from . import mcp_client
+
+    servers = ctx.session.mcp_servers
+    if not servers:
+        await ctx.say("This session has no MCP servers.")
+        return "end_turn"
+    if not mcp_client.available():
+        raise TurnFailed(Error(code=-32603, message="the reference agent's MCP client needs the 'mcp' extra"))
+    words = ctx.args.split(" ", 2)
+    wanted = words[0] if words[0] else None
+    tool_name = words[1] if len(words) > 1 else None
+    try:
+        arguments = json.loads(words[2]) if len(words) > 2 else {}
+    except ValueError as exc:
+        raise TurnFailed(Error(code=-32602, message=f"/mcp: the tool arguments are not JSON: {exc}")) from None
+    chosen = [s for s in servers if wanted is None or s.get("name") == wanted]
+    if not chosen:
+        raise TurnFailed(Error(code=-32602, message=f"/mcp: no MCP server named {wanted!r}"))
+    for server in chosen:
+        name = str(server.get("name"))
+        tc = ctx.session.next_id("tc-mcp")
+        title = f"{name}: {tool_name}" if tool_name else f"{name}: list tools"
+        await ctx.tool(
+            tc,
+            name=tool_name or "tools/list",
+            title=title,
+            kind="other",
+            status="in_progress",
+            raw_input={"server": name, "transport": server.get("type", "stdio"), "arguments": arguments},
+        )
+        try:
+            async with mcp_client.connect(ctx.connection, server) as client:
+                listed = await client.list_tools()
+                tools = [tool.name for tool in listed.tools]
+                if tool_name is None:
+                    await ctx.tool(tc, status="completed", raw_output={"tools": tools})
+                    await ctx.say(f"MCP server {name} offers: {', '.join(tools) or 'no tools'}.")
+                    continue
+                result = await client.call_tool(tool_name, arguments)
+        except Exception as exc:  # a server that cannot be reached fails its tool call, not the agent
+            cause: BaseException = exc
+            while len(getattr(cause, "exceptions", ())) == 1:  # the SDK's task groups wrap the real error
+                cause = cause.exceptions[0]  # type: ignore[attr-defined]
+            await ctx.tool(tc, status="failed", raw_output={"error": f"{type(cause).__name__}: {cause}"})
+            await ctx.say(f"MCP server {name} failed: {type(cause).__name__}: {cause}")
+            continue
+        texts = [block.text for block in result.content if getattr(block, "type", None) == "text"]
+        output = {"tools": tools, "content": texts, "isError": bool(result.is_error)}
+        if result.structured_content is not None:
+            output["structuredContent"] = result.structured_content
+        await ctx.emit(
+            ToolCallContentChunk(tool_call_id=tc, content=Content(content=TextContent(text="\n".join(texts))))
+        )
+        await ctx.tool(tc, status="failed" if result.is_error else "completed", raw_output=output)
+        await ctx.say(f"{name}.{tool_name}: {' '.join(texts)}")
     return "end_turn"

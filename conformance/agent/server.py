@@ -38,6 +38,8 @@ from acp_session.schema.types import (
     InitializeResponse,
     ListSessionsRequest,
     ListSessionsResponse,
+    McpHttpCapabilities,
+    McpStdioCapabilities,
     NewSessionRequest,
     NewSessionResponse,
     PromptCapabilities,
@@ -64,8 +66,9 @@ from acp_session.schema.types import (
     UpdateSessionNotification,
     UserMessage,
 )
+from acp_session.schema.unstable import McpAcpCapabilities, McpCapabilities
 
-from . import AGENT_NAME, AGENT_VERSION, PROTOCOL_VERSION
+from . import AGENT_NAME, AGENT_VERSION, PROTOCOL_VERSION, mcp_client
 from .config import apply_config
 from .scenarios import SCENARIOS, TurnContext, TurnFailed, available_commands, offline_reply, parse_prompt
 from .sessions import HeldPrompt, Session, SessionStore
@@ -92,6 +95,18 @@ class AgentOptions:
     broken: frozenset[str] = frozenset()
     delay: float = 0.0  # seconds between streamed chunks of ordinary replies
     store: str | None = None  # JSON file that keeps sessions across agent processes (None: memory only)
+    mcp: frozenset[str] = frozenset({"stdio", "http", "acp"})  # MCP transports advertised (with the mcp extra)
+
+
+def _mcp_capabilities(offered: frozenset[str]) -> Any:
+    """The MCP transports ``/mcp`` can reach (none without the ``mcp`` extra); ``acp`` is unstable."""
+    if not offered:
+        return UNSET
+    return McpCapabilities(
+        stdio=McpStdioCapabilities() if "stdio" in offered else UNSET,
+        http=McpHttpCapabilities() if "http" in offered else UNSET,
+        acp=McpAcpCapabilities() if "acp" in offered else UNSET,
+    )
 
 
 def _now() -> str:
@@ -139,11 +154,20 @@ class ReferenceAgent:
         if not os.path.isabs(path):
             raise InvalidParams(data={"reason": f"{what} must be an absolute path", "path": path})
 
-    @staticmethod
-    def _check_mcp(servers: Any) -> None:
-        # No MCP transport is advertised, so any server is a transport this agent does not support (ACP2-066).
-        if servers:
-            raise InvalidParams(data={"reason": "MCP servers are not supported by this agent"})
+    def _mcp_transports(self) -> frozenset[str]:
+        return mcp_client.transports() & self.options.mcp
+
+    def _check_mcp(self, servers: Any) -> list[dict[str, Any]]:
+        """The session's MCP servers as plain objects; a transport not advertised is refused (ACP2-066)."""
+        plain = msgspec.to_builtins(servers) if isinstance(servers, list) else []
+        offered = self._mcp_transports()
+        for server in plain:
+            kind = server.get("type") if isinstance(server, dict) else None
+            if kind not in offered:
+                raise InvalidParams(data={"reason": f"MCP transport {kind!r} is not supported by this agent"})
+            if kind == "stdio" and not os.path.isabs(server.get("command", "")):
+                raise InvalidParams(data={"reason": "an MCP server's command must be an absolute path"})
+        return plain
 
     # -- initialize ------------------------------------------------------------------------------------
 
@@ -159,6 +183,7 @@ class ReferenceAgent:
                     prompt=PromptCapabilities(embedded_context=PromptEmbeddedContextCapabilities()),
                     delete=SessionDeleteCapabilities(),
                     additional_directories=SessionAdditionalDirectoriesCapabilities(),
+                    mcp=_mcp_capabilities(self._mcp_transports()),
                 )
             ),
         )
@@ -170,13 +195,14 @@ class ReferenceAgent:
         extra = [] if request.additional_directories is UNSET else list(request.additional_directories)
         for path in extra:
             self._check_path(path, "additionalDirectories entry")
-        self._check_mcp(request.mcp_servers)
+        servers = self._check_mcp(request.mcp_servers)
         session = Session(
             session_id=self.store.new_id(),
             cwd=request.cwd,
             emit_raw=self._send_update,
             additional_directories=extra,
             updated_at=_now(),
+            mcp_servers=servers,
         )
         self.store.add(session)
         return NewSessionResponse(
@@ -217,7 +243,7 @@ class ReferenceAgent:
         self._check_path(request.cwd, "cwd")
         if os.path.normpath(request.cwd) != os.path.normpath(session.cwd):
             raise InvalidParams(data={"reason": "cwd differs from the session's working directory"})
-        self._check_mcp(request.mcp_servers)
+        servers = self._check_mcp(request.mcp_servers)
         replay = request.replay_from
         if replay is not UNSET and replay is not None and not isinstance(replay, ReplayFromStart):
             # Never substitute another cursor or resume without replay (ACP2-070, ACP2-072).
@@ -228,6 +254,7 @@ class ReferenceAgent:
             session.additional_directories = list(request.additional_directories)
         else:
             session.additional_directories = []
+        session.mcp_servers = servers  # a resume gives the session's MCP servers anew
         session.open = True
         if isinstance(replay, ReplayFromStart):
             for update in list(session.history):
@@ -362,6 +389,7 @@ class ReferenceAgent:
             request_permission=lambda request: self._request_permission(session, request),
             start_background=lambda work: self._start_background(session, work),
             delay=self.options.delay,
+            connection=self.conn,
         )
         stop_reason: str | None = "end_turn"
         error = None

@@ -54,6 +54,7 @@ class Session:
     cwd: str
     emit_raw: Emit
     additional_directories: list[str] = field(default_factory=list)
+    mcp_servers: list[dict[str, Any]] = field(default_factory=list)  # as received; not stored across processes
     title: str | None = None
     updated_at: str | None = None
     config: ConfigValues = field(default_factory=ConfigValues)

@@ -304,15 +304,14 @@ async def session_delete(ctx: CheckContext) -> str | None:
 async def unsupported_mcp(ctx: CheckContext) -> str | None:
     p = ctx.probe
     mcp = p.session_capability("mcp")
+    server: Any = McpServerHttp(name="conformance", url="https://example.invalid/mcp")
+    what = "HTTP MCP server without the capability"
     if isinstance(mcp, dict) and mcp.get("http") is not None:
-        raise NotApplicable("the agent advertises MCP over HTTP")
-    server = McpServerHttp(name="conformance", url="https://example.invalid/mcp")
+        # It takes HTTP servers: a transport type no agent knows must be refused the same way.
+        server = {"type": "_acp_conformance_unknown", "name": "conformance"}
+        what = "MCP server of an unknown transport"
     frame = await p.call("session/new", p.new_session_params(ctx.cwd, mcp_servers=[server]), rule="ACP2-066")
-    require(
-        frame.error_code == -32602,
-        "ACP2-066",
-        f"HTTP MCP server without the capability: expected -32602, got {frame.message}",
-    )
+    require(frame.error_code == -32602, "ACP2-066", f"{what}: expected -32602, got {frame.message}")
     return None
 
 

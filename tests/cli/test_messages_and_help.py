@@ -89,10 +89,13 @@ def test_v1_file_calls_without_allow_files_get_a_hint(tmp_path: Path) -> None:
 
 
 def test_flags_that_do_nothing_are_warned_about(tmp_path: Path) -> None:
-    v2 = run_cli(tmp_path, "chat", "--allow-files", "--allow-terminal", "hi")
+    # A v2 agent gets --allow-files / --allow-terminal as the built-in MCP server's tools (docs/mcp.md), so
+    # they do something and are not warned about; --json says how they were offered.
+    v2 = run_cli(tmp_path, "chat", "--allow-files", "--allow-terminal", "--json", "hi")
     assert v2.returncode == 0, v2.stderr
-    assert "--allow-files does nothing here: this agent speaks ACP version 2" in v2.stderr
-    assert "--allow-terminal does nothing here" in v2.stderr
+    assert "does nothing" not in v2.stderr
+    offered = [json.loads(line) for line in v2.stdout.splitlines() if '"mcp_servers"' in line]
+    assert [record["builtin"] for record in offered] == ["acp"]
     pass_env = run_cli(tmp_path, "chat", "--pass-env", "HOME", "hi")
     assert "--pass-env does nothing without --env minimal" in pass_env.stderr
     quiet = run_cli(tmp_path, "chat", "--env", "minimal", "--pass-env", "HOME", "hi")

@@ -199,3 +199,18 @@ async def test_leaving_the_context_stops_the_agent(tmp_path: Path) -> None:
         assert rpc.closed
         with pytest.raises(ConnectionClosed):
             rpc.request("_acme/echo", {})
+
+
+async def test_closing_the_rpc_first_with_a_connection_task_still_waiting(tmp_path: Path) -> None:
+    """``Conversation.disconnect`` closes the rpc connection before the block is left; a task of the connection's
+    task group still waiting then (the built-in MCP server's socket listener) must not make leaving the block
+    raise the rpc scope's cancellation."""
+    finished: list[str] = []
+    with anyio.fail_after(10):
+        async with scripted(tmp_path) as (client, _):
+            client.start_soon(anyio.sleep_forever)
+            await anyio.sleep(0.05)
+            with anyio.CancelScope(shield=True):
+                await client.rpc.aclose()
+        finished.append("left")
+    assert finished == ["left"]

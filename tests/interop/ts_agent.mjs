@@ -1,10 +1,11 @@
 // An ACP v2 agent built on the official TypeScript SDK's v2 agent() app, for interop tests of acp-session.
 //
-//   node tests/interop/ts_agent.mjs [--record FILE]      (or ACP_INTEROP_RECORD=FILE)
+//   node tests/interop/ts_agent.mjs [--record FILE] [--mcp TRANSPORTS]     (or ACP_INTEROP_RECORD=FILE)
 //
 // Speaks newline-delimited JSON-RPC on stdin/stdout; logs go to stderr. With a record file, every message the
 // agent receives is appended to it as one JSON line {"dir": "in", "msg": ...}, and every message it sends as
-// {"dir": "out", "msg": ...}, so tests can assert on what arrived from the client.
+// {"dir": "out", "msg": ...}, so tests can assert on what arrived from the client. With --mcp stdio,http (any of
+// stdio, http, acp) it advertises those MCP server transports; the SDK's assertSupportedMcpServers checks them.
 //
 // Behaviour is chosen by the prompt text's first word (anything else gets "You said: ..." streamed word by word):
 //   /thought      two streamed thought chunks, then the answer "42."
@@ -18,6 +19,7 @@ import { appendFileSync } from "node:fs";
 import { isAbsolute } from "node:path";
 import { Readable, Writable } from "node:stream";
 import { RequestError, agent, assertSupportedMcpServers, ndJsonStream } from "@agentclientprotocol/sdk/experimental/v2";
+import { McpOverAcpCaller } from "@agentclientprotocol/sdk/experimental/v2/unstable";
 
 const AGENT_NAME = "acp-interop-ts-agent";
 const CAPABILITIES = { session: { prompt: { embeddedContext: {} }, delete: {} } };
@@ -27,6 +29,10 @@ const STEP_MS = 50;
 const LIVE_ONLY = new Set(["state_update", "usage_update", "notice", "config_option_update", "available_commands_update"]);
 
 const argv = process.argv.slice(2);
+const mcpIndex = argv.indexOf("--mcp"); // --mcp stdio,http,acp: advertise these MCP server transports
+if (mcpIndex >= 0) {
+  CAPABILITIES.session.mcp = Object.fromEntries(argv[mcpIndex + 1].split(",").filter(Boolean).map((t) => [t, {}]));
+}
 const recordIndex = argv.indexOf("--record");
 const recordPath = recordIndex >= 0 ? argv[recordIndex + 1] : process.env.ACP_INTEROP_RECORD;
 
@@ -165,7 +171,19 @@ function promptText(prompt) {
     .trim();
 }
 
+const mcpCaller = new McpOverAcpCaller({ clientInfo: { name: AGENT_NAME, version: "1.0.0" } });
+
 const SCENARIOS = {
+  // /mcp NAME TOOL [JSON-ARGS]: call TOOL on the session's MCP-over-ACP server NAME with the SDK's caller.
+  async mcp(turn, args) {
+    const [name, tool, ...rest] = args.split(" ");
+    const server = (turn.session.mcpServers ?? []).find((s) => s.type === "acp" && s.name === name);
+    if (!server) throw new Error(`no acp MCP server named ${name}`);
+    const params = { name: tool, arguments: JSON.parse(rest.join(" ") || "{}") };
+    const outcome = await mcpCaller.request(conn.client, server.serverId, "tools/call", params);
+    await turn.say(JSON.stringify(outcome));
+    return "end_turn";
+  },
   async thought(turn) {
     await turn.think("Let me think. ", "The answer is 42.");
     await turn.say("42.");
@@ -328,6 +346,12 @@ function hold(session, signal) {
 
 const ALLOWED_BLOCKS = new Set(["text", "resource_link", "resource"]);
 
+// The stable SDK check knows stdio and http; acp (MCP-over-ACP, unstable) servers pass when advertised.
+function checkMcp(servers) {
+  const acp = CAPABILITIES.session.mcp?.acp != null;
+  assertSupportedMcpServers((servers ?? []).filter((s) => !(acp && s.type === "acp")), CAPABILITIES.session.mcp);
+}
+
 // -- handlers ------------------------------------------------------------------------------------------
 
 const app = agent({ name: AGENT_NAME })
@@ -339,8 +363,9 @@ const app = agent({ name: AGENT_NAME })
   })
   .onRequest("session/new", ({ params }) => {
     if (!isAbsolute(params.cwd)) throw RequestError.invalidParams({ reason: "cwd must be absolute" });
-    assertSupportedMcpServers(params.mcpServers, CAPABILITIES.session.mcp);
+    checkMcp(params.mcpServers);
     const session = {
+      mcpServers: params.mcpServers ?? [],
       sessionId: `ts-sess-${++sessionCount}`,
       cwd: params.cwd,
       open: true,
@@ -365,7 +390,8 @@ const app = agent({ name: AGENT_NAME })
     const session = sessions.get(params.sessionId);
     if (!session) throw notFound(params.sessionId);
     if (params.cwd !== session.cwd) throw RequestError.invalidParams({ reason: "cwd differs from the session's" });
-    assertSupportedMcpServers(params.mcpServers, CAPABILITIES.session.mcp);
+    checkMcp(params.mcpServers);
+    session.mcpServers = params.mcpServers ?? [];
     const replay = params.replayFrom;
     if (replay != null && replay.type !== "start") throw RequestError.invalidParams({ reason: "unsupported replay cursor" });
     session.open = true;

@@ -312,7 +312,7 @@ def session_infos(sessions: Any) -> list[m.SessionInfo]:
 
 def mcp_servers_to_v1(servers: Any) -> list[Any]:
     """Model MCP server configs in v1's shape: stdio has no ``type`` and needs ``args`` and ``env``;
-    http needs ``headers``."""
+    http and sse need ``headers``; ``acp`` (unstable in v1 too) passes as it is."""
     out: list[Any] = []
     for server in servers if isinstance(servers, list) else []:
         plain = _plain(server)
@@ -323,7 +323,7 @@ def mcp_servers_to_v1(servers: Any) -> list[Any]:
             plain.pop("type")
             plain.setdefault("args", [])
             plain.setdefault("env", [])
-        elif kind == "http":
+        elif kind in ("http", "sse"):
             plain.setdefault("headers", [])
         out.append(plain)
     return out

@@ -1,0 +1,126 @@
+"""Typed MCP server configs for a session, and the check of each against the agent's advertised transports.
+
+The configs are the schema's own types: ``McpServerStdio`` / ``McpServerHttp`` (both versions),
+``McpServerAcp`` (MCP-over-ACP, unstable in both) and v1's ``McpServerSse``. The adapters put them in each
+version's wire shape; this module only builds them and says, before anything is sent, when the agent did not
+advertise a server's transport: a server dropped or refused by the agent is the failure users report most.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, TypeAlias
+
+from ..client_errors import CapabilityNotSupported
+from ..schema.types import EnvVariable, HttpHeader, McpServer, McpServerHttp, McpServerStdio
+from ..schema.unstable import McpServerAcp
+from ..schema.v1.types import HttpHeader as V1HttpHeader
+from ..schema.v1.types import McpServerSse
+
+__all__ = [
+    "McpServerAcp",
+    "McpServerConfig",
+    "McpServerHttp",
+    "McpServerSse",
+    "McpServerStdio",
+    "McpTransportNotSupported",
+    "acp_server",
+    "capability_for",
+    "check_transports",
+    "http_server",
+    "resolve_command",
+    "sse_server",
+    "stdio_server",
+    "transport_of",
+]
+
+McpServerConfig: TypeAlias = "McpServer | McpServerSse | McpServerAcp"
+"""One MCP server for ``new_session`` / ``resume_session`` / ``Conversation`` (``mcp_servers=``)."""
+
+
+class McpTransportNotSupported(CapabilityNotSupported):
+    """A session's MCP server uses a transport the agent did not advertise; nothing was sent."""
+
+    def __init__(self, method: str, capability: str, server: str, transport: str) -> None:
+        self.server = server
+        self.transport = transport
+        super().__init__(method, capability)
+        self.args = (f"{method}: MCP server {server!r} uses {transport}, and the agent did not advertise {capability}",)
+
+
+def resolve_command(command: str) -> str:
+    """``command`` as an absolute path (v2 requires one): a bare name (``npx``, ``uvx``) is looked up on PATH."""
+    if os.path.isabs(command):
+        return command
+    if os.sep in command:
+        return os.path.abspath(command)
+    found = shutil.which(command)
+    if found is None:
+        raise ValueError(f"MCP server command {command!r} is not an absolute path and was not found on PATH")
+    return os.path.abspath(found)
+
+
+def stdio_server(
+    name: str, command: str, args: Sequence[str] = (), env: Mapping[str, str] | None = None
+) -> McpServerStdio:
+    """A stdio MCP server the agent starts; ``command`` given by name is resolved on PATH."""
+    return McpServerStdio(
+        name=name,
+        command=resolve_command(command),
+        args=list(args),
+        env=[EnvVariable(name=k, value=v) for k, v in (env or {}).items()],
+    )
+
+
+def http_server(name: str, url: str, headers: Mapping[str, str] | None = None) -> McpServerHttp:
+    """A streamable-HTTP MCP server the agent connects to (needs the agent's ``http`` MCP capability)."""
+    return McpServerHttp(name=name, url=url, headers=[HttpHeader(name=k, value=v) for k, v in (headers or {}).items()])
+
+
+def sse_server(name: str, url: str, headers: Mapping[str, str] | None = None) -> McpServerSse:
+    """An SSE MCP server: protocol version 1 only, for agents advertising ``mcpCapabilities.sse``."""
+    return McpServerSse(name=name, url=url, headers=[V1HttpHeader(name=k, value=v) for k, v in (headers or {}).items()])
+
+
+def acp_server(name: str, server_id: str) -> McpServerAcp:
+    """An MCP server this client serves over the ACP connection itself (``mcp/message``; unstable)."""
+    return McpServerAcp(name=name, server_id=server_id)
+
+
+def transport_of(server: Any) -> str:
+    """``stdio``, ``http``, ``sse``, ``acp``, or the ``type`` of a server this library does not know."""
+    if isinstance(server, McpServerStdio):
+        return "stdio"
+    if isinstance(server, McpServerHttp):
+        return "http"
+    if isinstance(server, McpServerSse):
+        return "sse"
+    if isinstance(server, McpServerAcp):
+        return "acp"
+    kind = getattr(server, "type", None)
+    if kind is None and isinstance(getattr(server, "raw", None), dict):
+        kind = server.raw.get("type")
+    return kind if isinstance(kind, str) else type(server).__name__
+
+
+def capability_for(transport: str, version: int) -> str:
+    """The capability an agent advertises for ``transport`` in protocol ``version``."""
+    return f"session.mcp.{transport}" if version >= 2 else f"agentCapabilities.mcpCapabilities.{transport}"
+
+
+def check_transports(method: str, servers: Iterable[Any], offered: frozenset[str], version: int) -> None:
+    """Raise ``McpTransportNotSupported`` for the first server whose transport the agent did not advertise, and
+    ``ValueError`` for a name given twice (agents refuse duplicates with -32602; the official SDKs do)."""
+    names: set[str] = set()
+    for server in servers:
+        name = getattr(server, "name", None)
+        if isinstance(name, str):
+            if name in names:
+                raise ValueError(f"{method}: two MCP servers are named {name!r}")
+            names.add(name)
+        kind = transport_of(server)
+        if kind in offered:
+            continue
+        raise McpTransportNotSupported(method, capability_for(kind, version), str(getattr(server, "name", "?")), kind)
