@@ -59,19 +59,6 @@ class V2Protocol(ProtocolAdapter):
         ),
     )
 
-    _client: ClientSide | None = None
-
-    def install(self, client: ClientSide) -> None:
-        self._client = client
-        super().install(client)
-
-    def _on_update(self, note: UpdateSessionNotification | None) -> Any:
-        """One update for the client. A run of updates decoded in one pass goes to ``receive_updates`` directly:
-        only a frame that failed that pass comes here, so only here can it be None (usage_quirk.py)."""
-        if note is None or self._client is None:
-            return None
-        return self._client.receive_update(note)
-
     def request(self, method: str, params: Any, decode: Callable[[bytes], T]) -> PendingRequest[T]:
         return self.rpc.request(method, params, decode=decode)
 
@@ -84,3 +71,16 @@ class V2Protocol(ProtocolAdapter):
     def prompt(self, session_id: str, blocks: Sequence[ContentBlock]) -> PromptExchange:
         params = PromptRequest(session_id=session_id, prompt=list(blocks))
         return PromptExchange(self.rpc.request("session/prompt", params, decode=_PROMPT))
+
+    _client: ClientSide | None = None
+
+    def install(self, client: ClientSide) -> None:
+        self._client = client
+        super().install(client)
+
+    def _on_update(self, note: UpdateSessionNotification | None) -> Any:
+        """One update for the client. A run of updates decoded in one pass goes to ``receive_updates`` directly:
+        only a frame that failed that pass comes here, so only here can it be None (usage_quirk.py)."""
+        if note is None or self._client is None:
+            return None
+        return self._client.receive_update(note)
