@@ -3,7 +3,8 @@
     python -m real_agents.install [--cache DIR] [--agent NAME ...]
 
 Runs ``npm install --prefix DIR --no-audit --no-fund --save-exact PACKAGE@VERSION ...`` only for packages that
-are missing or installed at another version; does nothing when every pin is already there.
+are missing or installed at another version; does nothing when every pin is already there. PACKAGE is the one the
+agent's registry entry names (resolved with ``acp_session.registry.pinned_command``; see table.py), or the table's.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from .table import DEFAULT_CACHE, AgentSpec, TableError, load_agents
+from .table import DEFAULT_CACHE, REGISTRY, AgentSpec, TableError, load_agents
 
 __all__ = ["InstallError", "install", "outdated"]
 
@@ -63,9 +64,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m real_agents.install", description=__doc__.split("\n\n")[0])
     parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE, help="install folder (default %(default)s)")
     parser.add_argument("--agent", action="append", default=[], metavar="NAME", help="only this agent (repeatable)")
+    parser.add_argument("--registry", default=REGISTRY, help="where registry ids are looked up (default %(default)s)")
     args = parser.parse_args(argv)
     try:
-        table = load_agents()
+        table = load_agents(registry=args.registry)
         unknown = [name for name in args.agent if name not in table]
         if unknown:
             parser.error(f"unknown agent(s) {unknown}; known: {', '.join(table)}")
@@ -76,7 +78,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     for agent in agents:
         state = "installed" if agent in done else "up to date"
-        print(f"{agent.name}: {agent.spec} {state}", file=sys.stderr)
+        via = f" (registry id {agent.registry})" if agent.registry else ""
+        print(f"{agent.name}: {agent.spec}{via} {state}", file=sys.stderr)
     return 0
 
 

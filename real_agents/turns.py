@@ -46,7 +46,7 @@ from .check import Cell, Target, _environment, _poll, _short, environment_line
 from .model_server import ModelServer
 from .procs import ProcessTracker
 from .script import marker
-from .table import DEFAULT_CACHE, TableError, load_agents
+from .table import DEFAULT_CACHE, REGISTRY, TableError, load_agents
 from .wire import updates_of, wire_diff
 from .wiring import ASKING_MODE, HOW, wire
 
@@ -600,13 +600,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, help="replace the whole-turns section of this markdown file")
     parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE, help="install folder (default %(default)s)")
     parser.add_argument("--turn-timeout", type=float, default=90.0, metavar="S")
+    parser.add_argument("--registry", default=REGISTRY, help="where registry ids are looked up (default %(default)s)")
     parser.add_argument("--no-isolate", action="store_true", help="do not run in a loopback-only network namespace")
     args = parser.parse_args(argv)
     if not args.no_isolate:
         _isolate(argv)
     isolated = "a network namespace with loopback only (`unshare -rn`)" if os.environ.get(_ISOLATED) else "not isolated"
     try:
-        table = load_agents()
+        table = load_agents(registry=args.registry)
     except (OSError, TableError) as exc:
         print(f"real_agents.turns: {exc}", file=sys.stderr)
         return 2

@@ -16,8 +16,9 @@ from ..schema.types import (
     RequestPermissionRequest,
     UpdateSessionNotification,
 )
-from .base import PromptExchange, ProtocolAdapter
+from .base import ClientSide, PromptExchange, ProtocolAdapter
 from .routes import Route, Target
+from .usage_quirk import skip_unknown_usage
 
 __all__ = ["V2Protocol"]
 
@@ -36,8 +37,8 @@ class V2Protocol(ProtocolAdapter):
         Route(
             "session/update",
             "notification",
-            decoder(UpdateSessionNotification),
-            Target("client", "receive_update"),
+            skip_unknown_usage(decoder(UpdateSessionNotification)),
+            Target("adapter", "_on_update"),
             batch=Target("client", "receive_updates"),
         ),
         Route(
@@ -79,3 +80,16 @@ class V2Protocol(ProtocolAdapter):
     def prompt(self, session_id: str, blocks: Sequence[ContentBlock]) -> PromptExchange:
         params = PromptRequest(session_id=session_id, prompt=list(blocks))
         return PromptExchange(self.rpc.request("session/prompt", params, decode=_PROMPT))
+
+    _client: ClientSide | None = None
+
+    def install(self, client: ClientSide) -> None:
+        self._client = client
+        super().install(client)
+
+    def _on_update(self, note: UpdateSessionNotification | None) -> Any:
+        """One update for the client. A run of updates decoded in one pass goes to ``receive_updates`` directly:
+        only a frame that failed that pass comes here, so only here can it be None (usage_quirk.py)."""
+        if note is None or self._client is None:
+            return None
+        return self._client.receive_update(note)

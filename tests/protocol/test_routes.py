@@ -143,11 +143,11 @@ async def test_session_update_keeps_its_typed_decoder_and_batch(version: int) ->
         handler = client.rpc._notifications["session/update"]
         route = next(r for r in TABLES[version] if r.method == "session/update")
         assert handler.decode is route.decode and typed_decoder_of(handler.decode) is not None
-        if version == 2:
-            assert handler.fn == client.receive_update and handler.batch == client.receive_updates
-        else:
-            adapter: Any = client.protocol
-            assert handler.fn == adapter._on_update and handler.batch == adapter._on_updates
+        adapter: Any = client.protocol
+        # One frame goes through the adapter (which skips a usage update without its counts: usage_quirk.py);
+        # a run decoded in one pass holds only well-formed updates, and v2 hands it to the client directly.
+        assert handler.fn == adapter._on_update
+        assert handler.batch == (client.receive_updates if version == 2 else adapter._on_updates)
 
 
 def _capability_flags(builder: ClientBuilder) -> dict[str, bool]:

@@ -14,7 +14,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from real_agents.check import CHECKS, AgentReport, Limits, Target, check_agent, render_markdown
+from real_agents.check import CHECKS, AgentReport, Limits, Target, check_agent, keep_other_sections, render_markdown
 from real_agents.install import InstallError, install, outdated
 from real_agents.procs import scan
 from real_agents.table import DEFAULT_CACHE, AgentSpec, load_agents
@@ -59,8 +59,17 @@ def test_agents_table_parses_and_pins_every_version() -> None:
     )
     assert (agents["codex-v2"].package, agents["codex-v2"].version) == ("@agentclientprotocol/codex-acp", "2.6.0")
     assert agents["codex-v2"].login == {"CODEX_API_KEY": "api-key", "OPENAI_API_KEY": "api-key"}
-    # Both builds of each ship the same command name: every one of them runs by its script, so none shadows another.
-    assert all(agents[name].script and not agents[name].bin for name in ("claude", "codex", "claude-v2", "codex-v2"))
+    # Every agent but the SDK's example runs through its registry id (make real-agents, issue 29).
+    assert {name: agent.registry for name, agent in agents.items()} == {
+        "claude": "claude-acp",
+        "codex": "codex-acp",
+        "claude-v2": "claude-acp",
+        "codex-v2": "codex-acp",
+        "gemini": "gemini",
+        "opencode": "opencode",
+        "copilot": "github-copilot-cli",
+        "sdk-example": None,
+    }
     assert agents["gemini"].credentials == ("GEMINI_API_KEY",)
     assert agents["opencode"].credentials == ()  # none known: the note says so
     assert "No credential variable known" in agents["opencode"].note
@@ -211,3 +220,18 @@ async def test_an_agent_that_never_answers_initialize_is_bounded() -> None:
     assert report.cell("session/new").render() == "n/a: initialize failed"
     assert_all_gone(report)
     assert report.seconds < 10
+
+
+def test_a_rerun_keeps_the_sections_check_does_not_write() -> None:
+    """check writes the table and its Notes; the whole-turns section and hand-written ones survive a rerun."""
+    old = (
+        "# Real agents\n\nold table\n\n## Notes\n\n### claude\n\n- old note\n\n"
+        "## By registry id from the CLI\n\nhand-written\n\n## Whole turns against a scripted model\n\nturns\n"
+    )
+    new = "# Real agents\n\nnew table\n\n## Notes\n\n### claude\n\n- new note\n"
+    text = keep_other_sections(new, old)
+    assert text == (
+        "# Real agents\n\nnew table\n\n## Notes\n\n### claude\n\n- new note\n\n"
+        "## By registry id from the CLI\n\nhand-written\n\n## Whole turns against a scripted model\n\nturns\n"
+    )
+    assert keep_other_sections(new, "") == new

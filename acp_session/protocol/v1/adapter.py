@@ -33,6 +33,7 @@ from ...schema.v1 import types as v1
 from ...schema.v1 import unstable as v1u
 from ..base import ClientSide, PromptExchange, ProtocolAdapter
 from ..routes import Route, Target
+from ..usage_quirk import skip_unknown_usage
 from . import convert as cv
 from .chunks import MODEL_CONTENT_CHUNKS, ChunkNotification, decode_notification
 from .sessions import V1Session, read_models
@@ -83,7 +84,7 @@ class V1Protocol(ProtocolAdapter):
         Route(
             "session/update",
             "notification",
-            decode_notification,
+            skip_unknown_usage(decode_notification),
             Target("adapter", "_on_update"),
             batch=Target("adapter", "_on_updates"),
         ),
@@ -472,7 +473,9 @@ class V1Protocol(ProtocolAdapter):
             _log.warning("a v1 agent sent the v2-only session/update %r; ignored (and any more of this kind)", tag)
         return True
 
-    def _on_update(self, note: v1.SessionNotification) -> Any:
+    def _on_update(self, note: v1.SessionNotification | None) -> Any:
+        if note is None:  # a usage update without its counts (usage_quirk.py)
+            return None
         model = self._to_model(note)
         if model is None or self._client is None:
             return None
