@@ -15,6 +15,7 @@ from acp_session.errors import (
     ConnectionClosed,
     InitializeTimeout,
     InvalidParams,
+    MessageTooLarge,
     MethodNotFound,
     RequestTimeout,
     ResourceNotFound,
@@ -102,6 +103,13 @@ def describe(exc: BaseException, *, session_id: str | None = None, stderr_tail: 
             kind,
             tail,
             exit_code=exc.exit_code,
+        )
+    if isinstance(exc, MessageTooLarge) and exc.outgoing:  # ours, refused before sending: not the agent's fault
+        return Failure(
+            f"the prompt is too large to send: {exc.size} bytes, over the {exc.limit}-byte frame limit "
+            "(send a shorter one)",
+            kind,
+            (),
         )
     if isinstance(exc, ResourceNotFound):
         what = f"session {session_id}" if session_id else "what was asked for"

@@ -30,6 +30,15 @@ def test_the_builtin_example_prints_what_the_doc_shows(tmp_path: Path) -> None:
     assert result.stderr == ""  # the MCP SDK's server leaves the application's logging alone
 
 
+def test_the_configs_example_builds_what_the_doc_says(tmp_path: Path) -> None:
+    example = re.search(r"```python\n# example: configs\n(.*?)```", DOC, re.DOTALL)
+    shown = re.search(r"It prints `(.*?)`", DOC)
+    assert example is not None and shown is not None
+    result = run(example.group(1), tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == shown.group(1) + "\n"
+
+
 def test_without_the_extra_a_v2_session_with_providers_names_the_extra(tmp_path: Path) -> None:
     script = BLOCK_MCP + (
         "import anyio\n"

@@ -22,7 +22,7 @@ import pytest
 from acp_session.registry import pinned_command
 from real_agents.check import CHECKS, Target, check_agent, render_markdown
 from real_agents.install import outdated
-from real_agents.table import DEFAULT_CACHE, REPO, TableError, load_agents
+from real_agents.table import REPO, TableError, load_agents
 from tests.real_agents.test_harness import ENVIRON, LIMITS, assert_all_gone, statuses
 
 LIGHT = {
@@ -102,7 +102,7 @@ runpy.run_module("conformance.agent", run_name="__main__")
 
 
 @pytest.mark.usefixtures("no_network", "npx_on_path")
-def test_the_table_resolves_through_the_bundled_registry() -> None:
+def test_the_table_resolves_through_the_bundled_registry(tmp_path: Path) -> None:
     agents = load_agents()
     for agent in agents.values():
         if agent.registry is None:
@@ -127,7 +127,12 @@ def test_the_table_resolves_through_the_bundled_registry() -> None:
     assert agents["gemini"].args == ("--acp",) and agents["copilot"].args == ("--acp",)
     assert agents["opencode"].args == ("acp",)
     # Both builds of an agent install one command name in .bin: each runs its own package's file.
-    v1, v2 = agents["claude"].argv(DEFAULT_CACHE, node="node"), agents["claude-v2"].argv(DEFAULT_CACHE, node="node")
+    # (A cache of our own, so the answer does not depend on what `make real-agents` left in .cache.)
+    for name in ("claude", "claude-v2"):
+        package = agents[name].package_dir(tmp_path)
+        package.mkdir(parents=True)
+        (package / "package.json").write_text(json.dumps({"bin": {"claude-agent-acp": "dist/index.js"}}))
+    v1, v2 = agents["claude"].argv(tmp_path, node="node"), agents["claude-v2"].argv(tmp_path, node="node")
     assert "@zed-industries/claude-agent-acp" in v1[-1] and "@agentclientprotocol/claude-agent-acp" in v2[-1]
 
 
