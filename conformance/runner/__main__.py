@@ -1,6 +1,8 @@
 """``acp-conformance --agent "<command>"``: check an ACP agent (protocol v1 or v2) against the rules a client
-can observe. Exit status: 0 no check failed, 1 a check failed, 2 usage error, 3 the agent could not be
-started, 8 the agent requires a login (no failure otherwise)."""
+can observe; ``acp-conformance client -- <client command>``: check an ACP client (``conformance.client_mode``).
+Exit status: 0 iff the verdict is conformant (and no baseline entry is stale), 1 non-conformant (a MANDATORY or
+CAPABILITY check failed, or a MANDATORY one could not run) or a stale baseline, 2 usage error, 3 the agent
+could not be checked (not started, or no shared protocol version), 8 the agent requires a login."""
 
 from __future__ import annotations
 
@@ -13,10 +15,12 @@ from pathlib import Path
 
 import anyio
 
+from .baseline import BaselineError, load_baseline, write_baseline
 from .registry import CHECK_SETS, in_report_order
 from .report import junit, table, to_json
 from .run import RunOptions, run
 from .scenarios import SCENARIO_HELP, ScenarioError, load_scenarios
+from .verdict import judge
 
 __all__ = ["main"]
 
@@ -34,7 +38,13 @@ def _epilog() -> str:
         lines.append("")
     lines.append("scenarios (--scenarios FILE, TOML: NAME = PROMPT, or [NAME] prompt = ..., timeout = ...):")
     lines += [f"  {name:<12} {text}" for name, text in SCENARIO_HELP.items()]
-    lines += ["", "exit status: 0 no failure, 1 a check failed, 2 usage, 3 agent not started, 8 login required"]
+    lines += [
+        "",
+        "exit status: 0 conformant, 1 non-conformant or a stale baseline entry, 2 usage, 3 agent not checked "
+        "(not started, no shared protocol version), 8 login required",
+        "",
+        "client mode: acp-conformance client --help",
+    ]
     return "\n".join(lines)
 
 
@@ -81,6 +91,15 @@ def _parser() -> argparse.ArgumentParser:
         help="seconds to wait for one answer, turn or cancellation (default 10; scenarios have their own)",
     )
     parser.add_argument("--strict", action="store_true", help="treat warnings (SHOULDs not followed) as failures")
+    parser.add_argument(
+        "--baseline",
+        metavar="FILE",
+        help='expected failures, JSON {"expectedFailures": {"<check id>": "<reason>"}}: known failures exit 0, '
+        "new ones exit 1, entries that now pass exit 1 (stale)",
+    )
+    parser.add_argument(
+        "--write-baseline", metavar="FILE", help="write this run's failing checks to FILE as a baseline (exit 0)"
+    )
     return parser
 
 
@@ -107,10 +126,10 @@ def _base_command(argv: list[str]) -> list[str]:
         if skip:
             skip = False
             continue
-        if arg in ("--check", "--junit") and index + 1 < len(argv):
+        if arg in ("--check", "--junit", "--write-baseline") and index + 1 < len(argv):
             skip = True
             continue
-        if arg.startswith(("--check=", "--junit=")) or arg == "--json":
+        if arg.startswith(("--check=", "--junit=", "--write-baseline=")) or arg == "--json":
             continue
         base.append(arg)
     return base
@@ -118,6 +137,11 @@ def _base_command(argv: list[str]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> None:
     arguments = list(sys.argv[1:] if argv is None else argv)
+    if arguments[:1] == ["client"]:
+        from conformance.client_mode.cli import main as client_main
+
+        client_main(arguments[1:])
+        return
     parser = _parser()
     args = parser.parse_args(arguments)
     known = {c.id for checks in CHECK_SETS.values() for c in checks}
@@ -132,7 +156,8 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(f"acp-conformance: agent command not found: {command[0]}")
     try:
         scenarios = load_scenarios(args.scenarios) if args.scenarios else None
-    except ScenarioError as exc:
+        baseline = load_baseline(args.baseline) if args.baseline else None
+    except (ScenarioError, BaselineError) as exc:
         parser.error(str(exc))
     options = RunOptions(
         command,
@@ -145,18 +170,27 @@ def main(argv: list[str] | None = None) -> None:
         only=args.check,
     )
     report = anyio.run(run, options)
+    verdict = judge(report, baseline)
     base = _base_command(arguments)
-    print(to_json(report, base) if args.json else table(report, base))
+    print(to_json(report, base, verdict) if args.json else table(report, base, verdict))
     if args.junit:
         Path(args.junit).write_text(junit(report), encoding="utf-8")
-    statuses = {r.status for r in report.results}
-    if "fail" in statuses or (args.strict and "warn" in statuses):
+    if args.write_baseline:
+        failures = {r.id: r.message for r in report.results if r.status == "fail"}
+        write_baseline(args.write_baseline, failures, agent=args.agent)
+        print(f"wrote {len(failures)} expected failure(s) to {args.write_baseline}", file=sys.stderr)
+        sys.exit(0)
+    warned = args.strict and any(r.status == "warn" for r in report.results)
+    failed = [r.id for r in report.results if verdict.statuses[r.id] == "FAIL" and r.id in verdict.deciding]
+    if failed or warned or verdict.baseline.stale:
         sys.exit(EXIT_FAILED)
-    if report.problem is not None:
+    if verdict.conformant:
+        sys.exit(0)
+    if verdict.blocked_by_version_mismatch or report.problem is not None:
         sys.exit(EXIT_NOT_STARTED)
-    if report.login is not None:
+    if verdict.blocked_by_auth:
         sys.exit(EXIT_LOGIN)
-    sys.exit(0)
+    sys.exit(EXIT_FAILED)
 
 
 if __name__ == "__main__":
