@@ -25,7 +25,7 @@ import anyio
 
 from ..runner.baseline import Baseline, BaselineError, apply_baseline, load_baseline
 from ..runner.tiers import Tier
-from .judge import CLIENT_CHECKS, Run, judge_runs
+from .judge import CLIENT_CHECKS, NOT_TESTED, Run, judge_runs
 
 __all__ = ["SCENARIOS", "ClientReport", "main", "run_client"]
 
@@ -42,6 +42,7 @@ SCENARIOS: dict[str, tuple[tuple[int, ...], str]] = {
     "agent-dies": ((1, 2), "the agent exits mid-turn; the client must end (any status), without a traceback"),
 }
 PROMPT = "Hello, scripted agent."
+_STATUS = {"pass": "PASS", "fail": "FAIL", "n/a": "SKIPPED", NOT_TESTED: "NOT_TESTED"}
 AGENT = [sys.executable, "-m", "conformance.client_mode.agent"]
 
 
@@ -97,6 +98,7 @@ async def run_client(
     versions: tuple[int, ...] = (1, 2),
     jobs: int = 4,
     limit: float = 15.0,
+    keep_logs: str | None = None,
 ) -> ClientReport:
     """Run every (scenario, version) against ``client`` and judge the client from the runs."""
     plan = [
@@ -120,6 +122,10 @@ async def run_client(
             for name, version in plan:
                 tg.start_soon(one, name, version)
     finally:
+        if keep_logs is not None:
+            Path(keep_logs).mkdir(parents=True, exist_ok=True)
+            for log in Path(root).glob("*.log"):
+                shutil.copy(log, Path(keep_logs) / log.name)
         shutil.rmtree(root, ignore_errors=True)
     order = {key: i for i, key in enumerate(plan)}
     runs.sort(key=lambda r: order[(r.scenario, r.version)])
@@ -127,12 +133,16 @@ async def run_client(
 
 
 def verdict(report: ClientReport, baseline: Baseline | None) -> dict[str, Any]:
-    statuses = {c.id: {"pass": "PASS", "fail": "FAIL"}.get(status, "SKIPPED") for c, status, _ in report.results}
+    statuses = {c.id: _STATUS[status] for c, status, _ in report.results}
     outcome = apply_baseline(baseline, statuses)
     deciding = [
         c.id
         for c, status, _ in report.results
-        if status == "fail" and c.tier in (Tier.MANDATORY, Tier.CAPABILITY) and c.id not in outcome.known
+        if c.id not in outcome.known
+        and (
+            (status == "fail" and c.tier in (Tier.MANDATORY, Tier.CAPABILITY))
+            or (status == NOT_TESTED and c.tier is Tier.MANDATORY)
+        )
     ]
     counts: dict[str, dict[str, int]] = {
         t.value: dict.fromkeys(("PASS", "FAIL", "SKIPPED", "NOT_TESTED"), 0) for t in Tier
@@ -168,7 +178,7 @@ def to_json(report: ClientReport, judged: dict[str, Any]) -> str:
                 "id": c.id,
                 "title": c.title,
                 "tier": c.tier.value,
-                "status": {"pass": "PASS", "fail": "FAIL"}.get(status, "SKIPPED"),
+                "status": _STATUS[status],
                 "rules": list(c.rules),
                 "message": message,
                 # The transcript is the client's side as the client sees it: "sent" by the client.
@@ -199,7 +209,8 @@ def to_json(report: ClientReport, judged: dict[str, Any]) -> str:
 def table(report: ClientReport, judged: dict[str, Any]) -> str:
     lines = [f"ACP client conformance: {shlex.join(report.client)}", ""]
     for c, status, message in report.results:
-        lines.append(f"  {status.upper():<4}  {c.id:<32} {c.tier.value[:4]}  {', '.join(c.rules)}")
+        mark = {"not tested": "UNTESTED"}.get(status, status.upper())
+        lines.append(f"  {mark:<8}  {c.id:<32} {c.tier.value[:4]}  {', '.join(c.rules)}")
         if message and status != "pass":
             lines.append(f"{'':8}{message}")
     runs = ", ".join(f"{r.scenario}/v{r.version}:{r.exit_code}" for r in report.runs)
@@ -232,6 +243,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--jobs", type=int, default=4)
     parser.add_argument("--timeout", type=float, default=15.0, help="seconds one run of the client may take")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--logs", metavar="DIR", help="keep each run's log (every line both ways) in DIR")
     parser.add_argument("--baseline", metavar="FILE")
     parser.add_argument("--write-baseline", metavar="FILE")
     parser.add_argument("client", nargs=argparse.REMAINDER, help="-- the client's command line")
@@ -259,6 +271,7 @@ def main(argv: list[str]) -> None:
             versions=tuple(args.protocol or (1, 2)),
             jobs=args.jobs,
             limit=args.timeout,
+            keep_logs=args.logs,
         )
     )
     judged = verdict(report, baseline)

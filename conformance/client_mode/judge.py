@@ -129,8 +129,8 @@ class Run:
         return any(TRACEBACK in line for line in self.stderr_tail)
 
     def completed(self) -> bool:
-        """The scenario's turn ended and the client then exited cleanly (status 0, no traceback)."""
-        return "turn-ended" in self.events and self.exit_code == 0 and not self.crashed()
+        """The scenario's turn ended and the client then exited with status 0 (errors it only logged aside)."""
+        return "turn-ended" in self.events and self.exit_code == 0
 
     def how_it_ended(self) -> str:
         if self.exit_code is None:
@@ -180,7 +180,9 @@ def _judge_message(run: Run, line: Line, version: int) -> str | None:
         return f"the answer to {asked} has neither result nor error"
     kind = _RESULTS[version].get(asked)
     if kind is None:
-        return None  # an extension request: any result is the client's business
+        if asked.startswith("_"):
+            return None  # an extension request: any result is the client's business
+        return f"a result for {asked}, which is not a method of protocol v{version}"
     problem = _problem(kind, m["result"])
     return f"the answer to {asked}: {problem}" if problem else None
 
@@ -211,7 +213,34 @@ def _versioned_problems(run: Run) -> tuple[list[str], list[str]]:
     return schema, negotiation
 
 
-Result = tuple[str, str]  # (status, message): "pass" / "fail" / "n/a"
+Result = tuple[str, str]  # (status, message): "pass" / "fail" / "n/a" / "not tested"
+NOT_TESTED = "not tested"  # the scenario ran, but the client never got to the point the check judges
+
+
+def _usable_versions(runs: list[Run]) -> set[int]:
+    """The agent versions at which the client manages a plain turn's prompt (the basic scenario): runs at other
+    versions fail client-negotiation / client-prompt-turn once, not every other check again."""
+    basics = [run for run in runs if run.scenario == "basic"]
+    if not basics:  # the basic scenario was not selected: judge every run
+        return {run.version for run in runs}
+    return {run.version for run in basics if "prompted" in run.events}
+
+
+def _judged(runs: list[Run], scenario: str) -> list[Run]:
+    usable = _usable_versions(runs)
+    return [run for run in runs if run.scenario == scenario and run.version in usable]
+
+
+def _unreached(runs: list[Run], scenario: str) -> Result | None:
+    """NOT_TESTED when no run of ``scenario`` got as far as the prompt; n/a when none ran at all."""
+    if not any(run.scenario == scenario for run in runs):
+        return "n/a", f"the {scenario} scenario did not run"
+    mine = _judged(runs, scenario) or [run for run in runs if run.scenario == scenario]
+    if not mine:
+        return "n/a", f"the {scenario} scenario did not run"
+    if not any("prompted" in run.events for run in mine):
+        return NOT_TESTED, f"the client never prompted in the {scenario} scenario: {mine[0].how_it_ended()}"
+    return None
 
 
 def check_schema(runs: list[Run]) -> Result:
@@ -242,13 +271,20 @@ def check_negotiation(runs: list[Run]) -> Result:
 
 
 def check_prompt_turn(runs: list[Run]) -> Result:
-    for run in runs:
-        if run.scenario == "basic" and not run.completed():
-            return "fail", f"the basic scenario did not complete: {run.how_it_ended()}"
-    return "pass", ""
+    """The plain turn completes wherever the client prompts; a version it does not take at all is
+    client-negotiation's finding, unless it prompts at no version."""
+    basics = [run for run in runs if run.scenario == "basic"]
+    if not basics:
+        return "n/a", "the basic scenario did not run"
+    prompted = [run for run in basics if "prompted" in run.events] or basics
+    failures = [run.how_it_ended() for run in prompted if not run.completed()]
+    return ("fail", "; ".join(failures)) if failures else ("pass", "")
 
 
 def check_answers_requests(runs: list[Run]) -> Result:
+    unreached = _unreached(runs, "permission")
+    if unreached is not None:
+        return unreached
     for run in runs:
         answered = {
             line.message.get("id")
@@ -272,10 +308,11 @@ def _approved(run: Run, result: Any, request: Line) -> bool:
 
 
 def check_no_approval_after_cancel(runs: list[Run]) -> Result:
+    unreached = _unreached(runs, "cancel")
+    if unreached is not None:
+        return unreached
     judged = False
-    for run in runs:
-        if run.scenario != "cancel":
-            continue
+    for run in _judged(runs, "cancel"):
         cancel_at = next(
             (line.t for line in run.client_messages() if (line.message or {}).get("method") == "session/cancel"),
             None,
@@ -293,13 +330,16 @@ def check_no_approval_after_cancel(runs: list[Run]) -> Result:
                 continue
             if line.t >= cancel_at and _approved(run, m.get("result"), request):
                 return "fail", f"{run.label}: approved a permission after sending session/cancel: {line.raw[:200]}"
-    return ("pass", "") if judged else ("n/a", "no cancel scenario ran")
+    return ("pass", "") if judged else (NOT_TESTED, "no cancel run got as far as session/cancel")
 
 
 def check_gates_capabilities(runs: list[Run]) -> Result:
+    unreached = _unreached(runs, "client-methods")
+    if unreached is not None:
+        return unreached
     judged = False
-    for run in runs:
-        if run.scenario != "client-methods" or run.negotiated != 1:
+    for run in _judged(runs, "client-methods"):
+        if run.negotiated != 1:
             continue
         init = next(
             (line.message for line in run.client_messages() if (line.message or {}).get("method") == "initialize"), None
@@ -323,23 +363,32 @@ def check_gates_capabilities(runs: list[Run]) -> Result:
                 continue
             judged = True
             if not advertised[method] and "error" not in answer:
-                return "fail", f"{run.label}: served {method} without advertising it: {json.dumps(answer)[:200]}"
+                return (
+                    "fail",
+                    f"{run.label}: answered {method} with a result, not an error, without advertising it: "
+                    f"{json.dumps(answer)[:200]}",
+                )
     return ("pass", "") if judged else ("n/a", "no protocol v1 client-methods run")
 
 
 def _survives(scenario: str) -> Callable[[list[Run]], Result]:
     def check(runs: list[Run]) -> Result:
-        mine = [run for run in runs if run.scenario == scenario]
-        for run in mine:
-            if not run.completed():
-                return "fail", run.how_it_ended()
-        return ("pass", "") if mine else ("n/a", f"the {scenario} scenario did not run")
+        if not any(run.scenario == scenario for run in runs):
+            return "n/a", f"the {scenario} scenario did not run"
+        mine = _judged(runs, scenario)
+        if not mine:
+            return NOT_TESTED, "the client manages no plain turn at the versions this scenario ran with"
+        failures = [run.how_it_ended() for run in mine if not run.completed()]
+        if failures:
+            return "fail", "; ".join(failures)
+        logged = [f"{run.label}: survived, but logged a traceback" for run in mine if run.crashed()]
+        return "pass", "; ".join(logged)
 
     return check
 
 
 def check_agent_dies(runs: list[Run]) -> Result:
-    mine = [run for run in runs if run.scenario == "agent-dies"]
+    mine = _judged(runs, "agent-dies")
     for run in mine:
         if run.exit_code is None:
             return "fail", f"{run.label}: the client did not exit after its agent died mid-turn"
@@ -349,13 +398,17 @@ def check_agent_dies(runs: list[Run]) -> Result:
 
 
 def check_closes_sessions(runs: list[Run]) -> Result:
-    for run in runs:
-        if run.scenario != "basic" or "prompted" not in run.events:
-            continue
-        closed = any((line.message or {}).get("method") == "session/close" for line in run.client_messages())
-        if not closed:
-            return "fail", f"{run.label}: the client left without session/close for the session it opened"
-    return "pass", ""
+    unreached = _unreached(runs, "basic")
+    if unreached is not None:
+        return unreached
+    failures = [
+        f"{run.label}: the client left without session/close for the session it opened"
+        for run in runs
+        if run.scenario == "basic"
+        and "prompted" in run.events
+        and not any((line.message or {}).get("method") == "session/close" for line in run.client_messages())
+    ]
+    return ("fail", "; ".join(failures)) if failures else ("pass", "")
 
 
 @dataclass(frozen=True)
