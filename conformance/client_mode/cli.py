@@ -187,6 +187,7 @@ def to_json(report: ClientReport, judged: dict[str, Any]) -> str:
             }
         )
     data = {
+        "reportFormat": 2,
         "mode": "client",
         "client": shlex.join(report.client),
         "verdict": judged,
@@ -204,6 +205,33 @@ def to_json(report: ClientReport, judged: dict[str, Any]) -> str:
         "checks": checks,
     }
     return json.dumps(data, indent=2)
+
+
+def junit(report: ClientReport) -> str:
+    """JUnit XML, as agent mode writes it: a testcase per check, its tier as a property."""
+    from xml.etree import ElementTree
+
+    failures = sum(status == "fail" for _, status, _ in report.results)
+    skipped = sum(status not in ("pass", "fail") for _, status, _ in report.results)
+    suite = ElementTree.Element(
+        "testsuite",
+        name="acp-conformance client",
+        tests=str(len(report.results)),
+        failures=str(failures),
+        skipped=str(skipped),
+        time=f"{report.seconds:.3f}",
+    )
+    properties = ElementTree.SubElement(suite, "properties")
+    ElementTree.SubElement(properties, "property", name="client", value=shlex.join(report.client))
+    for c, status, message in report.results:
+        case = ElementTree.SubElement(suite, "testcase", classname="acp-conformance.client", name=c.id)
+        case_properties = ElementTree.SubElement(case, "properties")
+        ElementTree.SubElement(case_properties, "property", name="tier", value=c.tier.value)
+        if status == "fail":
+            ElementTree.SubElement(case, "failure", message=message).text = f"{c.title}\nrules: {', '.join(c.rules)}"
+        elif status != "pass":
+            ElementTree.SubElement(case, "skipped", message=message)
+    return ElementTree.tostring(suite, encoding="unicode", xml_declaration=True)
 
 
 def table(report: ClientReport, judged: dict[str, Any]) -> str:
@@ -242,7 +270,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--protocol", type=int, action="append", choices=(1, 2), help="agent versions (default both)")
     parser.add_argument("--jobs", type=int, default=4)
     parser.add_argument("--timeout", type=float, default=15.0, help="seconds one run of the client may take")
-    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--json", action="store_true", help="print the results as JSON instead of text")
+    parser.add_argument("--junit", metavar="FILE", help="also write JUnit XML to FILE")
     parser.add_argument("--logs", metavar="DIR", help="keep each run's log (every line both ways) in DIR")
     parser.add_argument("--baseline", metavar="FILE")
     parser.add_argument("--write-baseline", metavar="FILE")
@@ -276,6 +305,8 @@ def main(argv: list[str]) -> None:
     )
     judged = verdict(report, baseline)
     print(to_json(report, judged) if args.json else table(report, judged))
+    if args.junit:
+        Path(args.junit).write_text(junit(report), encoding="utf-8")
     if args.write_baseline:
         from ..runner.baseline import write_baseline
 

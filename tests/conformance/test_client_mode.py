@@ -8,7 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+from xml.etree import ElementTree
 
+import jsonschema
 import pytest
 
 from conformance.client_mode.judge import CLIENT_CHECKS
@@ -18,6 +20,7 @@ from .broken_client import DEFECTS
 ROOT = Path(__file__).resolve().parents[2]
 BROKEN = [sys.executable, str(ROOT / "tests" / "conformance" / "broken_client.py")]
 CLI_DRIVER = [sys.executable, "-m", "conformance.client_mode.drivers.acp_session_cli"]
+SCHEMA = json.loads((ROOT / "conformance" / "client_mode" / "report.schema.json").read_text(encoding="utf-8"))
 
 
 def _client_run(client: list[str], *options: str) -> tuple[int, dict[str, Any]]:
@@ -29,7 +32,9 @@ def _client_run(client: list[str], *options: str) -> tuple[int, dict[str, Any]]:
         cwd=ROOT,
         check=False,
     )
-    return proc.returncode, json.loads(proc.stdout)
+    report = json.loads(proc.stdout)
+    jsonschema.validate(report, SCHEMA)  # every client report these tests see is held to the documented schema
+    return proc.returncode, report
 
 
 def _failed(report: dict[str, Any]) -> set[str]:
@@ -47,9 +52,12 @@ def test_acp_session_cli_passes_client_mode_on_both_versions_fast() -> None:
     assert report["seconds"] < 10, report["seconds"]
 
 
-def test_the_broken_client_without_a_defect_passes_everything() -> None:
-    code, report = _client_run(BROKEN, "--jobs", "6")
+def test_the_broken_client_without_a_defect_passes_everything(tmp_path: Path) -> None:
+    junit_file = tmp_path / "junit.xml"
+    code, report = _client_run(BROKEN, "--jobs", "6", "--junit", str(junit_file))
     assert code == 0 and _failed(report) == set(), report["checks"]
+    suite = ElementTree.parse(junit_file).getroot()
+    assert suite.get("tests") == str(len(CLIENT_CHECKS)) and suite.get("failures") == "0"
 
 
 @pytest.mark.parametrize("defect", sorted(DEFECTS))
