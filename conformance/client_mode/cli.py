@@ -23,8 +23,8 @@ from typing import Any
 
 import anyio
 
-from ..runner.baseline import Baseline, BaselineError, apply_baseline, load_baseline
-from ..runner.tiers import Tier
+from ..runner.baseline import Baseline, BaselineError, load_baseline
+from ..runner.verdict import tally
 from .judge import CLIENT_CHECKS, NOT_TESTED, Run, judge_runs
 
 __all__ = ["SCENARIOS", "ClientReport", "main", "run_client"]
@@ -133,27 +133,14 @@ async def run_client(
 
 
 def verdict(report: ClientReport, baseline: Baseline | None) -> dict[str, Any]:
-    statuses = {c.id: _STATUS[status] for c, status, _ in report.results}
-    outcome = apply_baseline(baseline, statuses)
-    deciding = [
-        c.id
-        for c, status, _ in report.results
-        if c.id not in outcome.known
-        and (
-            (status == "fail" and c.tier in (Tier.MANDATORY, Tier.CAPABILITY))
-            or (status == NOT_TESTED and c.tier is Tier.MANDATORY)
-        )
-    ]
-    counts: dict[str, dict[str, int]] = {
-        t.value: dict.fromkeys(("PASS", "FAIL", "SKIPPED", "NOT_TESTED"), 0) for t in Tier
-    }
-    for c, _, _ in report.results:
-        counts[c.tier.value][statuses[c.id]] += 1
+    result = tally([(c.id, c.tier, _STATUS[status]) for c, status, _ in report.results], baseline)
+    deciding = result.failed + result.untested
+    outcome = result.baseline
     return {
         "verdict": "non_conformant" if deciding else "conformant",
         "conformant": not deciding,
         "deciding": deciding,
-        "tier_counts": counts,
+        "tier_counts": result.counts,
         "baseline": {"known": outcome.known, "new": outcome.new, "stale": outcome.stale, "unused": outcome.unused},
     }
 

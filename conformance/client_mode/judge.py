@@ -167,6 +167,13 @@ def _judge_message(run: Run, line: Line, version: int) -> str | None:
         if "id" in m and m["id"] is None:
             return f"{method}: request id is null"
         problem = _problem(kind, m.get("params"))
+        if (
+            problem is None
+            and version == 2
+            and method == "session/prompt"
+            and (m.get("params") or {}).get("prompt") == []
+        ):
+            problem = "ACP2-085: the prompt is an empty array"
         return f"{method} params: {problem}" if problem else None
     request = run.agent_requests().get(m.get("id"))
     if request is None:
@@ -191,23 +198,32 @@ def _versioned_problems(run: Run) -> tuple[list[str], list[str]]:
     """(schema problems, negotiation problems) of a run's client messages.
 
     Before the agent answers ``initialize`` the client's messages are judged by the version it offers, after
-    by the negotiated one; a message valid only under the *other* version is a negotiation problem."""
+    by the negotiated one; a message that is wrong for the negotiated version but right for the version the
+    client had offered (it went on speaking what it offered) is a negotiation problem, not a schema one."""
     schema: list[str] = []
     negotiation: list[str] = []
     negotiated = run.negotiated
+    offered_version: int | None = None
     for line in run.client_messages():
         m = line.message or {}
         if m.get("method") == "initialize":
             offered = (m.get("params") or {}).get("protocolVersion")
             version = 2 if isinstance(offered, int) and offered >= 2 else 1
+            offered_version = version
         else:
             version = negotiated if negotiated in (1, 2) else 2
         problem = _judge_message(run, line, version)
         if problem is None:
             continue
-        other = 1 if version == 2 else 2
-        if m.get("method") != "initialize" and _judge_message(run, line, other) is None:
-            negotiation.append(f"{run.label}: a protocol v{other} message after v{version} was agreed: {problem}")
+        if (
+            m.get("method") != "initialize"
+            and offered_version is not None
+            and offered_version != version
+            and _judge_message(run, line, offered_version) is None
+        ):
+            negotiation.append(
+                f"{run.label}: a protocol v{offered_version} message after v{version} was agreed: {problem}"
+            )
         else:
             schema.append(f"{run.label}: {problem}")
     return schema, negotiation
@@ -411,6 +427,38 @@ def check_closes_sessions(runs: list[Run]) -> Result:
     return ("fail", "; ".join(failures)) if failures else ("pass", "")
 
 
+def _advertised_auth(run: Run) -> dict[str, Any]:
+    """methodId -> type of the auth methods the scripted agent's initialize answer listed."""
+    for line in run.lines:
+        result = (line.message or {}).get("result") if line.direction == "out" else None
+        if isinstance(result, dict) and "protocolVersion" in result:
+            methods = result.get("authMethods") or []
+            key = "methodId" if run.negotiated == 2 else "id"
+            return {m.get(key): m.get("type", "agent") for m in methods if isinstance(m, dict)}
+    return {}
+
+
+def check_login_gating(runs: list[Run]) -> Result:
+    """auth/login (v2) or authenticate (v1) only with an advertised method the protocol can log in with."""
+    for run in runs:
+        advertised = _advertised_auth(run)
+        for line in run.client_messages():
+            m = line.message or {}
+            if m.get("method") not in ("auth/login", "authenticate"):
+                continue
+            method_id = (m.get("params") or {}).get("methodId")
+            kind = advertised.get(method_id)
+            if not advertised:
+                return "fail", f"{run.label}: ACP2-062: {m['method']} although the agent advertised no auth method"
+            if kind is None:
+                return "fail", f"{run.label}: {m['method']} with {method_id!r}, which the agent did not advertise"
+            if kind == "terminal":
+                return "fail", f"{run.label}: ACP2-029/ACP1-014: {m['method']} with the terminal method {method_id!r}"
+            if run.negotiated == 2 and kind != "agent":
+                return "fail", f"{run.label}: ACP2-061: auth/login with {method_id!r} of type {kind!r} (not agent)"
+    return "pass", ""
+
+
 @dataclass(frozen=True)
 class ClientCheck:
     id: str
@@ -426,7 +474,7 @@ CLIENT_CHECKS: list[ClientCheck] = [
         "client-schema",
         "every message matches the negotiated version's schema",
         M,
-        ("schema:ClientRequest", "schema:ClientResponse", "schema:ClientNotification"),
+        ("schema:ClientRequest", "schema:ClientResponse", "schema:ClientNotification", "ACP2-085"),
         check_schema,
     ),
     ClientCheck(
@@ -442,6 +490,13 @@ CLIENT_CHECKS: list[ClientCheck] = [
         M,
         ("ACP2-085", "ACP1-012"),
         check_prompt_turn,
+    ),
+    ClientCheck(
+        "client-login-gating",
+        "auth/login (authenticate) only with an advertised method that logs in over the protocol",
+        M,
+        ("ACP2-061", "ACP2-062", "ACP2-029", "ACP1-014"),
+        check_login_gating,
     ),
     ClientCheck(
         "client-answers-requests",

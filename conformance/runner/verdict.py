@@ -9,13 +9,14 @@ not share blocked the run. ADVISORY and INFORMATIONAL results never decide.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from .baseline import Baseline, BaselineOutcome, apply_baseline
 from .run import CheckResult, RunReport
 from .tiers import Tier, classify
 
-__all__ = ["CONFORMANT", "STATUSES", "Verdict", "check_status", "judge"]
+__all__ = ["CONFORMANT", "STATUSES", "Tally", "Verdict", "check_status", "judge", "tally"]
 
 CONFORMANT = "conformant"
 STATUSES = ("PASS", "FAIL", "SKIPPED", "NOT_TESTED")
@@ -46,23 +47,40 @@ class Verdict:
         return self.verdict == CONFORMANT
 
 
-def judge(report: RunReport, baseline: Baseline | None = None) -> Verdict:
-    version = report.check_set
-    statuses = {r.id: check_status(r, report) for r in report.results}
+@dataclass
+class Tally:
+    """What the tiers make of a set of statuses: the deciding failures and untested checks, counts per tier."""
+
+    statuses: dict[str, str]
+    failed: list[str]  # MANDATORY or CAPABILITY failures the baseline does not expect
+    untested: list[str]  # MANDATORY checks that could not run (and are not baselined)
+    counts: dict[str, dict[str, int]]
+    baseline: BaselineOutcome
+
+
+def tally(entries: Sequence[tuple[str, Tier, str]], baseline: Baseline | None = None) -> Tally:
+    """``entries``: (check id, tier, status) with status one of ``STATUSES`` (agent and client mode alike)."""
+    statuses = {check_id: status for check_id, _, status in entries}
     counts = {tier.value: dict.fromkeys(STATUSES, 0) for tier in Tier}
+    outcome = apply_baseline(baseline, statuses)
     failed: list[str] = []
     untested: list[str] = []
-    outcome = apply_baseline(baseline, statuses)
-    for r in report.results:
-        tier = classify(version, r.id).tier
-        status = statuses[r.id]
+    for check_id, tier, status in entries:
         counts[tier.value][status] += 1
-        if r.id in outcome.known:
+        if check_id in outcome.known:
             continue
         if status == "FAIL" and tier in (Tier.MANDATORY, Tier.CAPABILITY):
-            failed.append(r.id)
+            failed.append(check_id)
         elif status == "NOT_TESTED" and tier is Tier.MANDATORY:
-            untested.append(r.id)
+            untested.append(check_id)
+    return Tally(statuses, failed, untested, counts, outcome)
+
+
+def judge(report: RunReport, baseline: Baseline | None = None) -> Verdict:
+    version = report.check_set
+    entries = [(r.id, classify(version, r.id).tier, check_status(r, report)) for r in report.results]
+    result = tally(entries, baseline)
+    failed, untested = result.failed, result.untested
     mismatch = report.version_mismatch
     auth = report.login is not None
     if failed:
@@ -75,4 +93,4 @@ def judge(report: RunReport, baseline: Baseline | None = None) -> Verdict:
         name = "non_conformant"
     else:
         name = CONFORMANT
-    return Verdict(name, auth, mismatch, counts, statuses, failed + untested, outcome)
+    return Verdict(name, auth, mismatch, result.counts, result.statuses, failed + untested, result.baseline)

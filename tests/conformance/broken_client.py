@@ -27,6 +27,8 @@ DEFECTS = {
     "short-lines": "client-long-line",  # a 64 KiB line limit
     "hangs-on-death": "client-agent-dies",
     "no-close": "client-closes-sessions",
+    "logs-in-blindly": "client-login-gating",  # auth/login although no auth method was advertised
+    "empty-prompt": "client-schema",  # a prompt of no blocks (ACP2-085)
 }
 KNOWN_UPDATES = {
     "agent_message_chunk", "user_message_chunk", "agent_thought_chunk", "tool_call", "tool_call_update",
@@ -125,12 +127,17 @@ class Client:
             for method in result.get("authMethods", []):
                 if method.get("type", "agent") not in ("agent", "env_var", "terminal"):
                     self.fail(f"unknown auth method type {method.get('type')}")
+        if self.defect == "logs-in-blindly":
+            method = "auth/login" if self.version >= 2 else "authenticate"
+            self.wait_answer(self.request(method, {"methodId": "default"}))
         cwd = os.getcwd()
         v2_shapes = self.version >= 2 or self.defect == "wrong-version"
         new = self.request("session/new", {"cwd": cwd} if v2_shapes else {"cwd": cwd, "mcpServers": []})
         self.session = self.wait_answer(new)["result"]["sessionId"]
         text = os.environ.get("ACP_CONFORMANCE_PROMPT", "hello")
         blocks: Any = text if self.defect == "bad-schema" else [{"type": "text", "text": text}]
+        if self.defect == "empty-prompt":
+            blocks = []
         prompt = self.request("session/prompt", {"sessionId": self.session, "prompt": blocks})
         while True:
             m = self.next()
