@@ -427,7 +427,7 @@ def check_closes_sessions(runs: list[Run]) -> Result:
     return ("fail", "; ".join(failures)) if failures else ("pass", "")
 
 
-def _advertised_auth(run: Run) -> dict[str, Any]:
+def _advertised_auth(run: Run) -> dict[Any, Any]:
     """methodId -> type of the auth methods the scripted agent's initialize answer listed."""
     for line in run.lines:
         result = (line.message or {}).get("result") if line.direction == "out" else None
