@@ -137,6 +137,8 @@ def _base_command(argv: list[str]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> None:
     arguments = list(sys.argv[1:] if argv is None else argv)
+    if arguments[:1] == ["--agent"] and arguments[2:3] == ["client"]:
+        arguments = arguments[2:]  # `acp-session conformance client ...` puts its default --agent first
     if arguments[:1] == ["client"]:
         from conformance.client_mode.cli import main as client_main
 

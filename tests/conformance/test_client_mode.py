@@ -124,3 +124,28 @@ def test_official_typescript_sdk_v2_client_findings(node: str) -> None:
     statuses = {c["id"]: c["status"] for c in report["checks"] if c["id"] not in failed}
     assert {k for k, v in statuses.items() if v != "PASS"} == {"client-gates-capabilities"}
     assert statuses["client-gates-capabilities"] == "NOT_TESTED"
+
+
+def test_acp_session_conformance_client_is_client_mode() -> None:
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "acp_session",
+            "conformance",
+            "client",
+            "--json",
+            "--scenario",
+            "basic",
+            "--",
+            *LIBRARY_DRIVER,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+        check=False,
+    )
+    report = json.loads(proc.stdout)
+    assert proc.returncode == 0 and report["mode"] == "client"
+    assert [(r["scenario"], r["agentVersion"]) for r in report["runs"]] == [("basic", 1), ("basic", 2)]
