@@ -259,12 +259,27 @@ def _unreached(runs: list[Run], scenario: str) -> Result | None:
     return None
 
 
+def _silent(runs: list[Run]) -> Result | None:
+    """NOT_TESTED when the client sent the scripted agent nothing in any run (did it start the agent at all?)."""
+    if any(run.client_messages() for run in runs):
+        return None
+    started = any("started" in run.events for run in runs)
+    why = "it started the scripted agent but sent it nothing" if started else "it never started the scripted agent"
+    return NOT_TESTED, f"no client message to judge: {why} (the agent's command is appended to the client's)"
+
+
 def check_schema(runs: list[Run]) -> Result:
+    silent = _silent(runs)
+    if silent is not None:
+        return silent
     problems = [p for run in runs for p in _versioned_problems(run)[0]]
     return ("fail", problems[0]) if problems else ("pass", f"{sum(len(r.client_messages()) for r in runs)} messages")
 
 
 def check_negotiation(runs: list[Run]) -> Result:
+    silent = _silent(runs)
+    if silent is not None:
+        return silent
     for run in runs:
         first = next(iter(run.client_messages()), None)
         if first is None:

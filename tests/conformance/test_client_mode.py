@@ -149,3 +149,15 @@ def test_acp_session_conformance_client_is_client_mode() -> None:
     report = json.loads(proc.stdout)
     assert proc.returncode == 0 and report["mode"] == "client"
     assert [(r["scenario"], r["agentVersion"]) for r in report["runs"]] == [("basic", 1), ("basic", 2)]
+
+
+def test_a_client_that_never_starts_the_agent_is_not_conformant() -> None:
+    code, report = _client_run(["true"])
+    assert code == 1
+    statuses = {c["id"]: c["status"] for c in report["checks"]}
+    assert statuses["client-schema"] == statuses["client-negotiation"] == "NOT_TESTED"
+    assert "never started the scripted agent" in next(
+        c["message"] for c in report["checks"] if c["id"] == "client-schema"
+    )
+    assert statuses["client-prompt-turn"] == "FAIL"
+    assert {"client-schema", "client-negotiation", "client-prompt-turn"} <= set(report["verdict"]["deciding"])
