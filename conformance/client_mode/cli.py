@@ -25,7 +25,7 @@ import anyio
 
 from ..runner.baseline import Baseline, BaselineError, load_baseline
 from ..runner.verdict import tally
-from .judge import CLIENT_CHECKS, NOT_TESTED, Run, judge_runs
+from .judge import CLIENT_CHECKS, NOT_TESTED, ClientCheck, Run, judge_runs
 
 __all__ = ["SCENARIOS", "ClientReport", "main", "run_client"]
 
@@ -50,7 +50,7 @@ AGENT = [sys.executable, "-m", "conformance.client_mode.agent"]
 class ClientReport:
     client: list[str]
     runs: list[Run]
-    results: list[tuple[Any, str, str]]  # (ClientCheck, status, message)
+    results: list[tuple[ClientCheck, str, str]]  # (check, status, message)
     seconds: float
 
 
@@ -65,9 +65,15 @@ async def _one_run(client: list[str], scenario: str, version: int, root: str, li
     started = time.monotonic()
     exit_code: int | None = None
     stderr = b""
-    async with await anyio.open_process(
-        argv, cwd=sandbox, env=env, stdin=None, stdout=None, stderr=-1, start_new_session=True
-    ) as process:
+    try:
+        opened = await anyio.open_process(
+            argv, cwd=sandbox, env=env, stdin=None, stdout=None, stderr=-1, start_new_session=True
+        )
+    except OSError as exc:  # not startable (not executable, gone): the run says so, the others go on
+        run = Run(scenario, version, stderr_tail=[f"acp-conformance: could not start the client: {exc}"])
+        run.exit_code = None
+        return run
+    async with opened as process:
         chunks: list[bytes] = []
 
         async def drain() -> None:

@@ -49,9 +49,12 @@ def load_baseline(path: str | Path) -> Baseline:
 
 
 def apply_baseline(baseline: Baseline | None, statuses: dict[str, str]) -> BaselineOutcome:
-    """Sort the checks by the baseline; ``statuses``: check id -> PASS / FAIL / SKIPPED / NOT_TESTED."""
+    """Sort the checks by the baseline; ``statuses``: check id -> PASS / FAIL / SKIPPED / NOT_TESTED.
+    Without a baseline nothing is known, new or stale (the outcome is empty)."""
     outcome = BaselineOutcome()
-    expected = baseline.expected if baseline is not None else {}
+    if baseline is None:
+        return outcome
+    expected = baseline.expected
     for check_id, status in statuses.items():
         if status == "FAIL":
             (outcome.known if check_id in expected else outcome.new).append(check_id)
