@@ -168,6 +168,25 @@ def _check_json(report: RunReport, r: CheckResult, verdict: Verdict, base: Seque
     }
 
 
+_WORST = ("FAIL", "PASS", "NOT_TESTED", "SKIPPED")  # a requirement's status: the worst of its checks'
+
+
+def requirement_statuses(report: RunReport, verdict: Verdict) -> dict[str, dict[str, Any]]:
+    """The official kit's view: each of its requirement ids the run's checks cover, with the worst status of
+    those checks (FAIL, then PASS, NOT_TESTED, SKIPPED) and the checks themselves."""
+    found: dict[str, list[str]] = {}
+    for r in report.results:
+        for requirement in classify(_version(report), r.id).requirements:
+            found.setdefault(requirement, []).append(r.id)
+    return {
+        requirement: {
+            "status": min((verdict.statuses[c] for c in checks), key=_WORST.index),
+            "checks": checks,
+        }
+        for requirement, checks in sorted(found.items())
+    }
+
+
 def to_json(report: RunReport, base: Sequence[str] = (), verdict: Verdict | None = None) -> str:
     verdict = verdict if verdict is not None else judge(report)
     outcome = verdict.baseline
@@ -210,6 +229,7 @@ def to_json(report: RunReport, base: Sequence[str] = (), verdict: Verdict | None
             "stale": outcome.stale,
             "unused": outcome.unused,
         },
+        "requirements": requirement_statuses(report, verdict),
         "seconds": round(report.seconds, 3),
         "processes": report.processes,
         "checks": [_check_json(report, r, verdict, base) for r in report.results],

@@ -70,6 +70,9 @@ def test_a_failing_report_carries_tier_ids_transcript_and_stderr_and_validates()
     assert any(w["direction"] == "received" for w in framing["transcript"])
     assert isinstance(framing["stderrTail"], list)
     assert checks["initialize"]["transcript"] is None and checks["initialize"]["stderrTail"] is None
+    # The kit's view: its ids with the worst status of the checks covering them.
+    assert report["requirements"]["ACP-TRANSPORT-201"] == {"status": "FAIL", "checks": ["framing"]}
+    assert report["requirements"]["ACP-INIT-001"] == {"status": "PASS", "checks": ["initialize"]}
 
 
 def test_the_reference_agent_is_conformant_and_its_report_validates() -> None:
