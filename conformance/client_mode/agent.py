@@ -253,6 +253,28 @@ class Agent:
         self.wait_for(response_to=f"agent-{asked}", timeout=2.0)
         self.end_turn("cancelled")
 
+    def turn_cancel_pending(self) -> None:
+        if self.version == 1:
+            self.notify_update(
+                {"sessionUpdate": "tool_call", "toolCallId": "call-perm", "title": "Write README.md", "kind": "edit"}
+            )
+        request_id = f"agent-{self.request('session/request_permission', self.permission_params())}"
+        # The user has not answered yet when they cancel the turn: the pending request must end "cancelled".
+        self.notify_update(self.chunk("Waiting for your answer... (cancel me)"))
+        first = self.wait_for("session/cancel", response_to=request_id, timeout=WAIT)
+        if first is None:
+            self.end_turn()
+            return
+        if "method" not in first:  # answered first (a client may answer "cancelled" as it cancels)
+            self.wait_for("session/cancel", timeout=WAIT)
+            self.end_turn("cancelled")
+            return
+        self.event("cancel-received")
+        if self.version >= 2:  # v2: the agent withdraws the requests of the cancelled work (ACP2-003, ACP2-092)
+            self.send({"method": "$/cancel_request", "params": {"requestId": request_id}})
+        self.wait_for(response_to=request_id, timeout=2.0)
+        self.end_turn("cancelled")
+
     def turn_client_methods(self) -> None:
         cwd = os.getcwd()
         for method, params in (

@@ -38,6 +38,7 @@ SCENARIOS: dict[str, tuple[tuple[int, ...], str]] = {
     "long-line": ((1, 2), "one update of a 2 MiB line"),
     "permission": ((1, 2), "a permission request (answer it as the driver likes) and an unknown _ request"),
     "cancel": ((1, 2), "the driver cancels the turn at the first agent text; a permission request follows"),
+    "cancel-pending": ((1, 2), "a permission request the driver leaves unanswered; it cancels at the agent's text"),
     "client-methods": ((1,), "the agent calls fs/read_text_file, fs/write_text_file and terminal/create"),
     "agent-dies": ((1, 2), "the agent exits mid-turn; the client must end (any status), without a traceback"),
 }

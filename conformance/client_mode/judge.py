@@ -317,6 +317,8 @@ def check_answers_requests(runs: list[Run]) -> Result:
     if unreached is not None:
         return unreached
     for run in runs:
+        if run.scenario == "cancel-pending":
+            continue  # its held request is client-cancels-pending-permission's to judge
         answered = {
             line.message.get("id")
             for line in run.client_messages()
@@ -362,6 +364,53 @@ def check_no_approval_after_cancel(runs: list[Run]) -> Result:
             if line.t >= cancel_at and _approved(run, m.get("result"), request):
                 return "fail", f"{run.label}: approved a permission after sending session/cancel: {line.raw[:200]}"
     return ("pass", "") if judged else (NOT_TESTED, "no cancel run got as far as session/cancel")
+
+
+def check_cancels_pending_permission(runs: list[Run]) -> Result:
+    """A permission request still pending when the client cancels the turn is answered ``cancelled`` (v2 also
+    accepts ``-32800``, the answer to the agent's ``$/cancel_request``)."""
+    unreached = _unreached(runs, "cancel-pending")
+    if unreached is not None:
+        return unreached
+    judged = False
+    for run in _judged(runs, "cancel-pending"):
+        cancel = next(
+            (ln for ln in run.client_messages() if (ln.message or {}).get("method") == "session/cancel"), None
+        )
+        if cancel is None:
+            if "prompted" in run.events:
+                return "fail", f"{run.label}: the client never sent session/cancel (the scenario's driver cancels)"
+            continue
+        judged = True
+        request_id = next(
+            i
+            for i, ln in run.agent_requests().items()
+            if (ln.message or {}).get("method") == "session/request_permission"
+        )
+        answer = next(
+            (
+                ln
+                for ln in run.client_messages()
+                if "method" not in (ln.message or {}) and (ln.message or {}).get("id") == request_id
+            ),
+            None,
+        )
+        if answer is None:
+            return "fail", f"{run.label}: ACP1-025: the pending permission request was never answered after the cancel"
+        m = answer.message or {}
+        result = m.get("result")
+        outcome = result.get("outcome") if isinstance(result, dict) else None
+        cancelled = isinstance(outcome, dict) and outcome.get("outcome") == "cancelled"
+        withdrawn = run.negotiated == 2 and (m.get("error") or {}).get("code") == -32800
+        if cancelled or withdrawn:
+            continue  # before or after the session/cancel line: either way the request ends cancelled
+        if answer.t < cancel.t:
+            return "fail", (
+                f"{run.label}: the permission request was answered before the cancel, not held as the scenario's "
+                f"driver must: {answer.raw[:200]}"
+            )
+        return "fail", f"{run.label}: ACP1-025: the pending permission request was answered {answer.raw[:200]}"
+    return ("pass", "") if judged else (NOT_TESTED, "no cancel-pending run got as far as session/cancel")
 
 
 def check_gates_capabilities(runs: list[Run]) -> Result:
@@ -526,6 +575,13 @@ CLIENT_CHECKS: list[ClientCheck] = [
         M,
         ("ACP1-002", "ACP1-025", "cancellation.mdx"),
         check_no_approval_after_cancel,
+    ),
+    ClientCheck(
+        "client-cancels-pending-permission",
+        "a permission request still pending when the client cancels is answered cancelled",
+        M,
+        ("ACP1-025", "ACP1-002", "ACP2-001"),
+        check_cancels_pending_permission,
     ),
     ClientCheck(
         "client-gates-capabilities",

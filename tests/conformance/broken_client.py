@@ -29,6 +29,7 @@ DEFECTS = {
     "no-close": "client-closes-sessions",
     "logs-in-blindly": "client-login-gating",  # auth/login although no auth method was advertised
     "empty-prompt": "client-schema",  # a prompt of no blocks (ACP2-085)
+    "pending-not-cancelled": "client-cancels-pending-permission",  # answers a held request "reject", not cancelled
 }
 KNOWN_UPDATES = {
     "agent_message_chunk", "user_message_chunk", "agent_thought_chunk", "tool_call", "tool_call_update",
@@ -47,6 +48,7 @@ class Client:
         self.version = 2
         self.cancelled = False
         self.session: str | None = None
+        self.pending: list[Any] = []  # permission requests held (cancel-pending: the user has not decided yet)
         threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self) -> None:
@@ -101,11 +103,20 @@ class Client:
             if self.defect == "strict-decoder" and kind not in KNOWN_UPDATES:
                 self.fail(f"unknown update {kind}")
             content = update.get("content")
-            if self.scenario == "cancel" and not self.cancelled and isinstance(content, dict) and "text" in content:
+            cancels = self.scenario in ("cancel", "cancel-pending")
+            if cancels and not self.cancelled and isinstance(content, dict) and "text" in content:
                 self.cancelled = True
                 self.send({"method": "session/cancel", "params": {"sessionId": self.session}})
+                for request_id in self.pending:
+                    if self.defect == "pending-not-cancelled":
+                        outcome = {"outcome": "selected", "optionId": "reject"}
+                    else:
+                        outcome = {"outcome": "cancelled"}
+                    self.send({"id": request_id, "result": {"outcome": outcome}})
             return kind == "state_update" and update.get("state") == "idle"
-        if method == "session/request_permission":
+        if method == "session/request_permission" and self.scenario == "cancel-pending" and not self.cancelled:
+            self.pending.append(m["id"])
+        elif method == "session/request_permission":
             approve = not self.cancelled or self.defect == "approve-after-cancel"
             outcome = {"outcome": "selected", "optionId": "allow"} if approve else {"outcome": "cancelled"}
             self.send({"id": m["id"], "result": {"outcome": outcome}})

@@ -2,8 +2,9 @@
 
 ``python tests/conformance/py_sdk_client_driver.py AGENT...``: a thin editor on ``spawn_agent_process`` and
 ``ClientSideConnection``: initialize (the SDK's own protocol version), ``session/new`` in the current directory,
-one prompt (``$ACP_CONFORMANCE_PROMPT``); in the ``cancel`` scenario ``session/cancel`` at the first agent text.
-Every permission request is approved (the first allow option), as an editor whose user clicks "allow" would;
+one prompt (``$ACP_CONFORMANCE_PROMPT``); in the ``cancel`` and ``cancel-pending`` scenarios ``session/cancel``
+at the first agent text. Every permission request is approved (the first allow option), as an editor whose user
+clicks "allow" would, except in ``cancel-pending``, where the handler waits (a user who has not decided);
 then ``session/close`` and exit 0. Nothing works around the SDK: its wire traffic is what the checks judge.
 """
 
@@ -24,6 +25,8 @@ class Editor:
         self.first_text = asyncio.Event()
 
     async def request_permission(self, session_id: str, tool_call: Any, options: list[Any], **kwargs: Any) -> Any:
+        if self.scenario == "cancel-pending":  # the user has not decided yet when they cancel the turn
+            await asyncio.Event().wait()
         allow = [o.option_id for o in options if str(o.kind).startswith("allow")]
         outcome: Any = (
             AllowedOutcome(outcome="selected", option_id=allow[0]) if allow else DeniedOutcome(outcome="cancelled")
@@ -44,7 +47,7 @@ async def main() -> int:
         await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
         session = await conn.new_session(cwd=os.getcwd())
         turn = asyncio.ensure_future(conn.prompt(session_id=session.session_id, prompt=[acp.text_block(text)]))
-        if scenario == "cancel":
+        if scenario in ("cancel", "cancel-pending"):
             await editor.first_text.wait()
             await conn.cancel(session_id=session.session_id)
         await turn

@@ -99,12 +99,19 @@ def test_official_python_sdk_client_findings() -> None:
     code, report = _client_run(PY_SDK_DRIVER, "--timeout", "20")
     assert code == 1
     failed = _messages(report)
-    assert set(failed) == {"client-schema", "client-no-approval-after-cancel", "client-gates-capabilities"}, failed
+    assert set(failed) == {
+        "client-schema",
+        "client-no-approval-after-cancel",
+        "client-cancels-pending-permission",
+        "client-gates-capabilities",
+    }, failed
     # An unimplemented terminal/create is answered with a null result (fs/* get -32601).
     assert "the answer to terminal/create: Object missing required field `terminalId`" in failed["client-schema"]
     assert '"id": "agent-3", "result": null' in failed["client-gates-capabilities"]
     # The SDK passes a permission request after session/cancel to the app, whose approval goes out.
     assert '"outcome":"selected"' in failed["client-no-approval-after-cancel"]
+    # A request still pending at session/cancel is left unanswered (the app's handler still waits).
+    assert "the pending permission request was never answered" in failed["client-cancels-pending-permission"]
     assert {r["negotiated"] for r in report["runs"]} == {1}  # it offers 1, also to the agent that speaks 2
 
 

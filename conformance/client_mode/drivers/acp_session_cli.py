@@ -2,7 +2,9 @@
 
 Runs ``acp-session chat --json --yes --agent AGENT PROMPT`` (every permission approved, so the cancel scenario
 shows whether an approval can follow a cancel) and, in the ``cancel`` scenario, presses Ctrl-C (SIGINT) once
-at the first line of the agent's text, which the CLI turns into ``session/cancel``. Exits with the CLI's status.
+at the first line of the agent's text, which the CLI turns into ``session/cancel``. In ``cancel-pending`` it
+runs without ``--yes`` and types nothing, so the permission question stays open when Ctrl-C comes. Exits with
+the CLI's status (0 for a cancelled turn in the cancel scenarios).
 """
 
 from __future__ import annotations
@@ -18,17 +20,20 @@ def main() -> None:
     agent = sys.argv[1:]
     scenario = os.environ.get("ACP_CONFORMANCE_SCENARIO", "basic")
     prompt = os.environ.get("ACP_CONFORMANCE_PROMPT", "hello")
-    command = [sys.executable, "-m", "acp_session", "chat", "--json", "--yes", "--agent", shlex.join(agent), prompt]
-    with subprocess.Popen(command, stdout=subprocess.PIPE) as cli:
+    # In cancel-pending the permission question stays unanswered (no --yes; nothing is typed on stdin).
+    approve = [] if scenario == "cancel-pending" else ["--yes"]
+    command = [sys.executable, "-m", "acp_session", "chat", "--json", *approve, "--agent", shlex.join(agent), prompt]
+    cancels = scenario in ("cancel", "cancel-pending")
+    with subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE) as cli:
         assert cli.stdout is not None
         interrupted = False
         for line in cli.stdout:
-            if scenario == "cancel" and not interrupted and b'"text"' in line:
+            if cancels and not interrupted and b'"text"' in line:
                 cli.send_signal(signal.SIGINT)
                 interrupted = True
         status = cli.wait()
-    # A cancelled turn is the cancel scenario's expected end (the CLI's exit status 3 says "cancelled").
-    sys.exit(0 if scenario == "cancel" and status == 3 else status)
+    # A cancelled turn is the cancel scenarios' expected end (the CLI's exit status 3 says "cancelled").
+    sys.exit(0 if cancels and status == 3 else status)
 
 
 if __name__ == "__main__":
