@@ -13,6 +13,7 @@ from xml.etree import ElementTree
 import jsonschema
 import pytest
 
+from conformance.client_mode.cli import run_client
 from conformance.client_mode.judge import CLIENT_CHECKS
 
 from .broken_client import DEFECTS
@@ -168,3 +169,26 @@ def test_a_client_that_never_starts_the_agent_is_not_conformant() -> None:
     )
     assert statuses["client-prompt-turn"] == "FAIL"
     assert {"client-schema", "client-negotiation", "client-prompt-turn"} <= set(report["verdict"]["deciding"])
+
+
+@pytest.mark.anyio
+async def test_run_client_in_process(tmp_path: Path) -> None:
+    """The library entry point (both event loops): runs, logs kept, and the judgement of a known defect."""
+    report = await run_client(
+        [*BROKEN, "--defect", "approve-after-cancel"], scenarios=["basic", "cancel"], keep_logs=str(tmp_path)
+    )
+    assert [(r.scenario, r.version, r.exit_code) for r in report.runs] == [
+        ("basic", 1, 0),
+        ("basic", 2, 0),
+        ("cancel", 1, 0),
+        ("cancel", 2, 0),
+    ]
+    statuses = {check.id: status for check, status, _ in report.results}
+    assert statuses["client-no-approval-after-cancel"] == "fail" and statuses["client-prompt-turn"] == "pass"
+    assert statuses["client-early-update"] == "n/a"  # its scenario was not selected
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "basic-v1.log",
+        "basic-v2.log",
+        "cancel-v1.log",
+        "cancel-v2.log",
+    ]
