@@ -79,6 +79,14 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--protocol", type=int, choices=(1, 2), default=2, help="protocol version to offer (default 2, the newest)"
     )
+    parser.add_argument(
+        "--expect-version",
+        type=int,
+        choices=(1, 2),
+        metavar="N",
+        help="the protocol version the agent must agree to; another one makes the verdict "
+        "blocked_by_version_mismatch (its check set still runs)",
+    )
     parser.add_argument("--json", action="store_true", help="print the results as JSON instead of text")
     parser.add_argument("--junit", metavar="FILE", help="also write JUnit XML to FILE")
     parser.add_argument("--check", action="append", default=[], metavar="ID", help="run only this check (repeatable)")
@@ -172,6 +180,9 @@ def main(argv: list[str] | None = None) -> None:
         only=args.check,
     )
     report = anyio.run(run, options)
+    report.expected_version = args.expect_version
+    if args.expect_version is not None and report.version is not None and report.version != args.expect_version:
+        report.version_mismatch = True
     verdict = judge(report, baseline)
     base = _base_command(arguments)
     print(to_json(report, base, verdict) if args.json else table(report, base, verdict))

@@ -96,6 +96,11 @@ def table(report: RunReport, base: Sequence[str] = (), verdict: Verdict | None =
     lines = [f"ACP conformance ({check_set}): {shlex.join(report.argv)}", _agent_line(report)]
     if report.problem:
         lines.append(f"NOT CHECKED: {report.problem}")
+    elif report.version_mismatch:
+        lines.append(
+            f"VERSION MISMATCH: --expect-version {report.expected_version}, the agent agreed to version "
+            f"{report.version} (its checks ran; the verdict is blocked_by_version_mismatch)"
+        )
     lines += _login_lines(report)
     if report.session_error is not None:
         blocked = [r.id for r in results if r.blocked == "session"]
@@ -195,6 +200,7 @@ def to_json(report: RunReport, base: Sequence[str] = (), verdict: Verdict | None
         "agent": shlex.join(report.argv),
         "agentInfo": report.agent,
         "protocolVersion": report.version,
+        "expectedVersion": report.expected_version,
         "checkSet": f"v{report.version}" if report.version is not None else None,
         "scenarios": {
             "file": report.scenarios.source,

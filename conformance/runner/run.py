@@ -92,7 +92,8 @@ class RunReport:
     session_error: str | None = None  # why the first session/new failed (not for lack of a login)
     problem: str | None = None  # why the agent could not be checked at all
     check_set: int = 2  # the version whose checks the results are (the offered one when none was agreed)
-    version_mismatch: bool = False  # the agent speaks no protocol version the runner offered and checks
+    version_mismatch: bool = False  # the agent speaks no version the runner offered (or not --expect-version's)
+    expected_version: int | None = None  # --expect-version
     seconds: float = 0.0
     processes: int = 0
 

@@ -13,10 +13,11 @@ from xml.etree import ElementTree
 import jsonschema
 import pytest
 
-from conformance.client_mode.cli import run_client
+from conformance.client_mode.cli import SCENARIOS, run_client
 from conformance.client_mode.judge import CLIENT_CHECKS
 
 from .broken_client import DEFECTS
+from .doc_tables import results_table
 
 ROOT = Path(__file__).resolve().parents[2]
 BROKEN = [sys.executable, str(ROOT / "tests" / "conformance" / "broken_client.py")]
@@ -192,3 +193,16 @@ async def test_run_client_in_process(tmp_path: Path) -> None:
         "cancel-v1.log",
         "cancel-v2.log",
     ]
+
+
+def test_docs_list_every_client_check_and_scenario() -> None:
+    columns, rows = results_table("### Client checks")
+    assert list(rows) == [c.id for c in CLIENT_CHECKS]
+    for c in CLIENT_CHECKS:
+        cells = dict(zip(columns, rows[c.id], strict=True))
+        assert cells["tier"] == c.tier.value, c.id
+        assert cells["rules"] == ", ".join(c.rules), c.id
+    columns, rows = results_table("### Scenarios")
+    assert list(rows) == list(SCENARIOS)
+    for name, (versions, _) in SCENARIOS.items():
+        assert rows[name][columns.index("versions")] == ", ".join(map(str, versions)), name

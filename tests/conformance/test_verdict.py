@@ -91,6 +91,18 @@ def test_a_version_the_agent_does_not_share_is_blocked_by_version_mismatch() -> 
     assert report["verdict"]["blocked_by_version_mismatch"] is True
 
 
+def test_expect_version_blocks_an_agent_that_agrees_to_another_one() -> None:
+    v1_agent = f"{sys.executable} {ROOT / 'tests' / 'conformance' / 'v1_agent.py'}"
+    code, report = _json_run("--agent", v1_agent, "--expect-version", "2", "--check", "initialize")
+    assert code == 3 and report["protocolVersion"] == 1 and report["expectedVersion"] == 2
+    assert report["verdict"]["verdict"] == "blocked_by_version_mismatch"
+    assert [c["status"] for c in report["checks"]] == ["PASS"]  # its v1 checks still ran
+    proc = _cli("--agent", v1_agent, "--expect-version", "2", "--check", "initialize")
+    assert "VERSION MISMATCH: --expect-version 2, the agent agreed to version 1" in proc.stdout
+    code, report = _json_run("--agent", v1_agent, "--expect-version", "1", "--check", "initialize")
+    assert code == 0 and report["verdict"]["verdict"] == "conformant"
+
+
 def _report(results: list[tuple[str, str, str | None]], **extra: Any) -> RunReport:
     return RunReport(
         ["agent"],
