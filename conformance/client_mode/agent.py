@@ -32,15 +32,19 @@ class Agent:
         self.inbox: queue.Queue[dict[str, Any] | None] = queue.Queue()
         self.next_id = 0
         self.eof = False
+        self.log_lock = threading.Lock()
         self.meta = scenario == "meta"
         threading.Thread(target=self._read, daemon=True).start()
 
     # -- wire ------------------------------------------------------------------------------------------
 
     def _log(self, **entry: Any) -> None:
-        entry["t"] = round(time.monotonic() - self.start, 4)
-        self.log.write(json.dumps(entry) + "\n")
-        self.log.flush()
+        with self.log_lock:  # the reader thread and the scenario both log; one whole line each, in time order
+            if self.log.closed:
+                return  # the scenario is over; a late line (the reader's eof) is not needed
+            entry["t"] = round(time.monotonic() - self.start, 4)
+            self.log.write(json.dumps(entry) + "\n")
+            self.log.flush()
 
     def event(self, name: str, **data: Any) -> None:
         self._log(event=name, **data)
@@ -126,11 +130,12 @@ class Agent:
             self.state("running")
 
     def end_turn(self, stop: str = "end_turn") -> None:
+        # Marked before it is sent: the client's reaction (read by another thread) is logged after the mark.
+        self.event("turn-ended", stopReason=stop)
         if self.version >= 2:
             self.state("idle", stop)
         else:
             self.send({"id": self.prompt_id, "result": {"stopReason": stop}})
-        self.event("turn-ended", stopReason=stop)
 
     def wait_for(self, *methods: str, response_to: str | None = None, timeout: float = WAIT) -> dict[str, Any] | None:
         """The next message with one of ``methods`` (or the answer to request ``response_to``); others are
@@ -206,6 +211,9 @@ class Agent:
         }
         self.notify_update(tool)
         self.notify_update({**self.chunk("x"), "content": {"type": "future_block", "data": "?"}})
+        if self.version >= 2:  # a state from a future version: not the end of the turn (ACP2-058)
+            self.notify_update({"sessionUpdate": "state_update", "state": "future_state"})
+            time.sleep(0.3)
         self.notify_update(self.chunk("Survived the unknown variants."))
         self.end_turn()
 
@@ -290,8 +298,8 @@ class Agent:
     def turn_agent_dies(self) -> None:
         self.notify_update(self.chunk("About to die mid-turn."))
         self.event("dying")
-        self.log.close()
-        os._exit(1)
+        with self.log_lock:  # every logged line is flushed; no other thread writes after this
+            os._exit(1)
 
 
 def _command(version: int) -> dict[str, Any]:
@@ -333,6 +341,8 @@ def main() -> None:
         agent.event("started", scenario=args.scenario, version=args.version)
         agent.run()
         agent.event("done")
+        with agent.log_lock:
+            log.close()
 
 
 if __name__ == "__main__":

@@ -467,6 +467,22 @@ def _survives(scenario: str) -> Callable[[list[Run]], Result]:
     return check
 
 
+def check_unknown_variants(runs: list[Run]) -> Result:
+    """Survived, and an unknown state_update state was not taken for the turn's end (the client did not close
+    the session or its pipe before the real idle)."""
+    survived = _survives("unknown-variants")(runs)
+    if survived[0] != "pass":
+        return survived
+    for run in _judged(runs, "unknown-variants"):
+        ended = run.events.get("turn-ended", {}).get("t")
+        closes = [ln.t for ln in run.client_messages() if (ln.message or {}).get("method") == "session/close"]
+        eof = run.events.get("eof", {}).get("t")
+        early = [t for t in [*closes, *([eof] if eof is not None else [])] if ended is None or t < ended]
+        if early:
+            return "fail", f"{run.label}: ACP2-058: the client left before the turn's idle (an unknown state ended it)"
+    return survived
+
+
 def check_agent_dies(runs: list[Run]) -> Result:
     mine = _judged(runs, "agent-dies")
     for run in mine:
@@ -602,7 +618,7 @@ CLIENT_CHECKS: list[ClientCheck] = [
         "unknown update kinds, enum values, blocks and auth methods are survived",
         M,
         ("ACP2-058", "ACP2-034", "ACP1-016", "extensibility.mdx"),
-        _survives("unknown-variants"),
+        check_unknown_variants,
     ),
     ClientCheck("client-meta", "_meta on every object is ignored", M, ("ACP2-007", "ACP1-005"), _survives("meta")),
     ClientCheck(

@@ -30,6 +30,7 @@ DEFECTS = {
     "logs-in-blindly": "client-login-gating",  # auth/login although no auth method was advertised
     "empty-prompt": "client-schema",  # a prompt of no blocks (ACP2-085)
     "pending-not-cancelled": "client-cancels-pending-permission",  # answers a held request "reject", not cancelled
+    "unknown-state-is-idle": "client-unknown-variants",  # takes a state it does not know for the turn's end
 }
 KNOWN_UPDATES = {
     "agent_message_chunk", "user_message_chunk", "agent_thought_chunk", "tool_call", "tool_call_update",
@@ -113,6 +114,8 @@ class Client:
                     else:
                         outcome = {"outcome": "cancelled"}
                     self.send({"id": request_id, "result": {"outcome": outcome}})
+            if self.defect == "unknown-state-is-idle":
+                return kind == "state_update" and update.get("state") not in ("running", "requires_action")
             return kind == "state_update" and update.get("state") == "idle"
         if method == "session/request_permission" and self.scenario == "cancel-pending" and not self.cancelled:
             self.pending.append(m["id"])
