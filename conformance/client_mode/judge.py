@@ -1,7 +1,8 @@
 """Judge an ACP client from the logs of the scripted agent's runs (one run per scenario and protocol version).
 
 Sans-IO: a ``Run`` holds what one run produced (the agent's log, the client's exit code and stderr tail);
-each check reads the runs it concerns and returns pass, fail or n/a with a message that starts with the rule.
+each check reads the runs it concerns and returns pass, fail, n/a or not tested, with a message that names the
+run (scenario and agent version) and, where one applies, the rule.
 """
 
 from __future__ import annotations
@@ -290,7 +291,8 @@ def check_negotiation(runs: list[Run]) -> Result:
         offered = (m.get("params") or {}).get("protocolVersion")
         if not isinstance(offered, int) or isinstance(offered, bool) or offered < 1:
             return "fail", f"{run.label}: initialize offers protocolVersion {offered!r}, not a version number"
-        if run.scenario == "basic" and run.negotiated is not None and "prompted" not in run.events:
+        taken = run.negotiated
+        if run.scenario == "basic" and taken is not None and taken != offered and "prompted" not in run.events:
             return "fail", (
                 f"{run.label}: offered v{offered}, the agent answered v{run.negotiated}, and the client did not "
                 "go on to prompt (it should take a lower version it supports, or offer it)"
