@@ -113,6 +113,18 @@ class Run:
         return found["version"] if found else None
 
     @property
+    def offered(self) -> Any:
+        """The protocolVersion of the client's first initialize (None without one)."""
+        for line in self.client_messages():
+            if (line.message or {}).get("method") == "initialize":
+                return ((line.message or {}).get("params") or {}).get("protocolVersion")
+        return None
+
+    def declined_version(self) -> bool:
+        """The agent answered another version than the client offered, and the client went no further."""
+        return self.negotiated is not None and self.negotiated != self.offered and "prompted" not in self.events
+
+    @property
     def label(self) -> str:
         return f"{self.scenario} (agent v{self.version})"
 
@@ -291,8 +303,7 @@ def check_negotiation(runs: list[Run]) -> Result:
         offered = (m.get("params") or {}).get("protocolVersion")
         if not isinstance(offered, int) or isinstance(offered, bool) or offered < 1:
             return "fail", f"{run.label}: initialize offers protocolVersion {offered!r}, not a version number"
-        taken = run.negotiated
-        if run.scenario == "basic" and taken is not None and taken != offered and "prompted" not in run.events:
+        if run.scenario == "basic" and run.declined_version():
             return "fail", (
                 f"{run.label}: offered v{offered}, the agent answered v{run.negotiated}, and the client did not "
                 "go on to prompt (it should take a lower version it supports, or offer it)"
@@ -309,8 +320,8 @@ def check_prompt_turn(runs: list[Run]) -> Result:
     basics = [run for run in runs if run.scenario == "basic"]
     if not basics:
         return "n/a", "the basic scenario did not run"
-    prompted = [run for run in basics if "prompted" in run.events] or basics
-    failures = [run.how_it_ended() for run in prompted if not run.completed()]
+    judged = [run for run in basics if not run.declined_version()] or basics
+    failures = [run.how_it_ended() for run in judged if not run.completed()]
     return ("fail", "; ".join(failures)) if failures else ("pass", "")
 
 
