@@ -1,6 +1,8 @@
 """``acp-conformance --agent "<command>"``: check an ACP agent (protocol v1 or v2) against the rules a client
-can observe. Exit status: 0 no check failed, 1 a check failed, 2 usage error, 3 the agent could not be
-started, 8 the agent requires a login (no failure otherwise)."""
+can observe; ``acp-conformance client -- <client command>``: check an ACP client (``conformance.client_mode``).
+Exit status: 0 iff the verdict is conformant (and no baseline entry is stale), 1 non-conformant (a MANDATORY or
+CAPABILITY check failed, or a MANDATORY one could not run) or a stale baseline, 2 usage error, 3 the agent
+could not be checked (not started, or no shared protocol version), 8 the agent requires a login."""
 
 from __future__ import annotations
 
@@ -15,10 +17,12 @@ import anyio
 
 from acp_session.registry import RegistryError, named_agent
 
+from .baseline import BaselineError, load_baseline, write_baseline
 from .registry import CHECK_SETS, in_report_order
 from .report import junit, table, to_json
 from .run import RunOptions, run
 from .scenarios import SCENARIO_HELP, ScenarioError, load_scenarios
+from .verdict import judge
 
 __all__ = ["main"]
 
@@ -36,7 +40,13 @@ def _epilog() -> str:
         lines.append("")
     lines.append("scenarios (--scenarios FILE, TOML: NAME = PROMPT, or [NAME] prompt = ..., timeout = ...):")
     lines += [f"  {name:<12} {text}" for name, text in SCENARIO_HELP.items()]
-    lines += ["", "exit status: 0 no failure, 1 a check failed, 2 usage, 3 agent not started, 8 login required"]
+    lines += [
+        "",
+        "exit status: 0 conformant, 1 non-conformant or a stale baseline entry, 2 usage, 3 agent not checked "
+        "(not started, no shared protocol version), 8 login required",
+        "",
+        "client mode: acp-conformance client --help",
+    ]
     return "\n".join(lines)
 
 
@@ -78,6 +88,14 @@ def _parser(prog: str = "acp-conformance", default_agent: str | None = None) -> 
     parser.add_argument(
         "--protocol", type=int, choices=(1, 2), default=2, help="protocol version to offer (default 2, the newest)"
     )
+    parser.add_argument(
+        "--expect-version",
+        type=int,
+        choices=(1, 2),
+        metavar="N",
+        help="the protocol version the agent must agree to; another one makes the verdict "
+        "blocked_by_version_mismatch (its check set still runs)",
+    )
     parser.add_argument("--json", action="store_true", help="print the results as JSON instead of text")
     parser.add_argument("--junit", metavar="FILE", help="also write JUnit XML to FILE")
     parser.add_argument("--check", action="append", default=[], metavar="ID", help="run only this check (repeatable)")
@@ -90,6 +108,15 @@ def _parser(prog: str = "acp-conformance", default_agent: str | None = None) -> 
         help="seconds to wait for one answer, turn or cancellation (default 10; scenarios have their own)",
     )
     parser.add_argument("--strict", action="store_true", help="treat warnings (SHOULDs not followed) as failures")
+    parser.add_argument(
+        "--baseline",
+        metavar="FILE",
+        help='expected failures, JSON {"expectedFailures": {"<check id>": "<reason>"}}: known failures exit 0, '
+        "new ones exit 1, entries that now pass exit 1 (stale)",
+    )
+    parser.add_argument(
+        "--write-baseline", metavar="FILE", help="write this run's failing checks to FILE as a baseline (exit 0)"
+    )
     return parser
 
 
@@ -116,10 +143,10 @@ def _base_command(argv: list[str]) -> list[str]:
         if skip:
             skip = False
             continue
-        if arg in ("--check", "--junit") and index + 1 < len(argv):
+        if arg in ("--check", "--junit", "--write-baseline") and index + 1 < len(argv):
             skip = True
             continue
-        if arg.startswith(("--check=", "--junit=")) or arg == "--json":
+        if arg.startswith(("--check=", "--junit=", "--write-baseline=")) or arg == "--json":
             continue
         base.append(arg)
     return base
@@ -129,6 +156,13 @@ def main(argv: list[str] | None = None, *, prog: str = "acp-conformance", defaul
     """Run the checks and exit with the status the epilog lists. ``prog`` and ``default_agent``: how
     ``acp-session conformance`` runs it (``--agent`` optional there, the reference agent by default)."""
     arguments = list(sys.argv[1:] if argv is None else argv)
+    if arguments[:1] == ["--agent"] and arguments[2:3] == ["client"]:
+        arguments = arguments[2:]  # an --agent given before `client` is the agent mode's; client mode has its own
+    if arguments[:1] == ["client"]:
+        from conformance.client_mode.cli import main as client_main
+
+        client_main(arguments[1:])
+        return
     parser = _parser(prog, default_agent)
     args = parser.parse_args(arguments)
     known = {c.id for checks in CHECK_SETS.values() for c in checks}
@@ -150,7 +184,8 @@ def main(argv: list[str] | None = None, *, prog: str = "acp-conformance", defaul
         sys.exit(f"{prog}: agent command not found: {command[0]}")
     try:
         scenarios = load_scenarios(args.scenarios) if args.scenarios else None
-    except ScenarioError as exc:
+        baseline = load_baseline(args.baseline) if args.baseline else None
+    except (ScenarioError, BaselineError) as exc:
         parser.error(str(exc))
     options = RunOptions(
         command,
@@ -163,21 +198,33 @@ def main(argv: list[str] | None = None, *, prog: str = "acp-conformance", defaul
         only=args.check,
     )
     report = anyio.run(run, options)
+    report.expected_version = args.expect_version
+    if args.expect_version is not None and report.version is not None and report.version != args.expect_version:
+        report.version_mismatch = True
+    verdict = judge(report, baseline)
     base = _base_command(arguments)
     try:
-        print(to_json(report, base) if args.json else table(report, base), flush=True)
+        print(to_json(report, base, verdict) if args.json else table(report, base, verdict), flush=True)
     except BrokenPipeError:  # ``| head``: the reader has what it wanted; no traceback, the status still counts
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     if args.junit:
         Path(args.junit).write_text(junit(report), encoding="utf-8")
-    statuses = {r.status for r in report.results}
-    if "fail" in statuses or (args.strict and "warn" in statuses):
+    if args.write_baseline:
+        failures = {r.id: r.message for r in report.results if r.status == "fail"}
+        write_baseline(args.write_baseline, failures, agent=args.agent)
+        print(f"wrote {len(failures)} expected failure(s) to {args.write_baseline}", file=sys.stderr)
+        sys.exit(0)
+    warned = args.strict and any(r.status == "warn" for r in report.results)
+    failed = [r.id for r in report.results if verdict.statuses[r.id] == "FAIL" and r.id in verdict.deciding]
+    if failed or warned or verdict.baseline.stale:
         sys.exit(EXIT_FAILED)
-    if report.problem is not None:
+    if verdict.conformant:
+        sys.exit(0)
+    if verdict.blocked_by_version_mismatch or report.problem is not None:
         sys.exit(EXIT_NOT_STARTED)
-    if report.login is not None:
+    if verdict.blocked_by_auth:
         sys.exit(EXIT_LOGIN)
-    sys.exit(0)
+    sys.exit(EXIT_FAILED)
 
 
 if __name__ == "__main__":

@@ -50,6 +50,7 @@ __all__ = [
     "NotApplicable",
     "Probe",
     "Turn",
+    "WireLine",
     "spawn_probe",
 ]
 
@@ -86,6 +87,24 @@ class LoginRequired(Exception):
         super().__init__(f"{method} answered {AUTH_REQUIRED} {message!r}" if message else f"{method}: {AUTH_REQUIRED}")
         self.method = method
         self.error = error
+
+
+@dataclass(frozen=True)
+class WireLine:
+    """One line of the wire traffic, for a failed check's transcript (long lines shortened)."""
+
+    direction: str  # "sent" (runner to agent) or "received"
+    seconds: float  # since the probe started
+    line: str
+
+    LIMIT = 4000
+
+    @classmethod
+    def of(cls, direction: str, seconds: float, raw: bytes) -> WireLine:
+        text = raw.rstrip(b"\n").decode("utf-8", "replace")
+        if len(text) > cls.LIMIT:
+            text = f"{text[: cls.LIMIT]}... ({len(text)} characters)"
+        return cls(direction, round(seconds, 3), text)
 
 
 @dataclass
@@ -282,6 +301,7 @@ class Probe:
         self.timeout = timeout  # default for waits
         self.startup_timeout = startup_timeout  # for initialize: a loaded machine starts interpreters slowly
         self.frames: list[Frame] = []
+        self.wire: list[WireLine] = []  # both directions, in order
         self._changed = anyio.Event()
         self._next_id = 0
         self._eof = False
@@ -325,6 +345,7 @@ class Probe:
             message, problem = _problem(item)
             frame = Frame(len(self.frames), bytes(item), message, problem, anyio.current_time())
         self.frames.append(frame)
+        self.wire.append(WireLine.of("received", frame.time - self.start, frame.raw or (frame.problem or "").encode()))
         if frame.is_response:
             self._session_opened(frame)
         self._changed.set()
@@ -449,8 +470,10 @@ class Probe:
     # -- writing ---------------------------------------------------------------------------------------
 
     async def _send(self, envelope: msgspec.Struct) -> None:
+        data = encode_frame(encode(envelope))
+        self.wire.append(WireLine.of("sent", anyio.current_time() - self.start, data))
         try:
-            await self.agent.send(encode_frame(encode(envelope)))
+            await self.agent.send(data)
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
             raise Fail("transports.mdx#stdio", "the agent closed its stdin (it exited)") from None
 

@@ -11,8 +11,12 @@ from xml.etree import ElementTree
 
 from .registry import AREAS
 from .run import CheckResult, RunReport
+from .tiers import classify, rule_ids
+from .verdict import Verdict, judge
 
-__all__ = ["junit", "rerun_command", "summary", "table", "to_json"]
+__all__ = ["REPORT_FORMAT", "junit", "rerun_command", "summary", "table", "to_json", "verdict_lines"]
+
+REPORT_FORMAT = 2  # "reportFormat" of the JSON report (its schema: conformance/runner/report.schema.json)
 
 MARK = {"pass": "PASS", "fail": "FAIL", "warn": "WARN", "n/a": "N/A"}
 
@@ -58,13 +62,45 @@ def _login_lines(report: RunReport) -> list[str]:
     return lines
 
 
-def table(report: RunReport, base: Sequence[str] = ()) -> str:
+def _version(report: RunReport) -> int:
+    return report.check_set
+
+
+def verdict_lines(verdict: Verdict) -> list[str]:
+    """The verdict, the counts per tier, and what the baseline made of the failures."""
+    lines = [f"VERDICT: {verdict.verdict.upper()}"]
+    if verdict.deciding:
+        lines += textwrap.wrap(
+            f"deciding: {', '.join(verdict.deciding)}", 118, initial_indent="  ", subsequent_indent="    "
+        )
+    for tier, counts in verdict.tier_counts.items():
+        if any(counts.values()):
+            text = ", ".join(f"{n} {status}" for status, n in counts.items() if n)
+            lines.append(f"  {tier:<13} {text}")
+    outcome = verdict.baseline
+    for label, ids in (
+        ("known failures (baseline)", outcome.known),
+        ("NEW failures (not in the baseline)", outcome.new),
+        ("STALE baseline entries (now passing; remove them)", outcome.stale),
+        ("baseline entries not run", outcome.unused),
+    ):
+        if ids:
+            lines.append(f"  {label}: {', '.join(ids)}")
+    return lines
+
+
+def table(report: RunReport, base: Sequence[str] = (), verdict: Verdict | None = None) -> str:
     """The text report: a header, the login notice if any, then the checks grouped by rule area."""
     results = report.results
     check_set = f"v{report.version} check set" if report.version is not None else "no protocol version agreed"
     lines = [f"ACP conformance ({check_set}): {shlex.join(report.argv)}", _agent_line(report)]
     if report.problem:
         lines.append(f"NOT CHECKED: {report.problem}")
+    elif report.version_mismatch:
+        lines.append(
+            f"VERSION MISMATCH: --expect-version {report.expected_version}, the agent agreed to version "
+            f"{report.version} (its checks ran; the verdict is blocked_by_version_mismatch)"
+        )
     lines += _login_lines(report)
     if report.session_error is not None:
         blocked = [r.id for r in results if r.blocked == "session"]
@@ -85,7 +121,8 @@ def table(report: RunReport, base: Sequence[str] = ()) -> str:
         lines += ["", area.capitalize()]
         for r in in_area:
             rules = ", ".join(r.rules)
-            lines.append(f"  {MARK[r.status]:<4}  {r.id:<{width}}  {r.seconds:6.2f}s  {rules}")
+            tier = classify(_version(report), r.id).tier.value[:4]
+            lines.append(f"  {MARK[r.status]:<4}  {r.id:<{width}}  {r.seconds:6.2f}s  {tier}  {rules}")
             details = [r.message] if r.message else []
             if r.scenarios:
                 details.append("scenario " + "; ".join(r.scenarios))
@@ -101,14 +138,69 @@ def table(report: RunReport, base: Sequence[str] = ()) -> str:
         f"{counts['pass']} passed, {counts['fail']} failed, {counts['warn']} passed with warnings, "
         f"{counts['n/a']} not applicable; {report.seconds:.1f} s, {report.processes} agent process(es)",
     ]
+    lines += verdict_lines(verdict if verdict is not None else judge(report))
     return "\n".join(lines)
 
 
-def to_json(report: RunReport, base: Sequence[str] = ()) -> str:
+def _check_json(report: RunReport, r: CheckResult, verdict: Verdict, base: Sequence[str]) -> dict[str, Any]:
+    version = _version(report)
+    entry = classify(version, r.id)
+    outcome = verdict.baseline
+    baseline = "known" if r.id in outcome.known else "stale" if r.id in outcome.stale else None
+    failed = r.status == "fail"
+    return {
+        "id": r.id,
+        "title": r.title,
+        "area": r.area,
+        "tier": entry.tier.value,
+        "status": verdict.statuses[r.id],
+        "result": r.status,
+        "rules": list(r.rules),
+        "ruleIds": rule_ids(version, r.id, r.rules),
+        "requirements": list(entry.requirements),
+        "message": r.message,
+        "warnings": r.warnings,
+        "notes": r.notes,
+        "scenarios": r.scenarios,
+        "seconds": round(r.seconds, 3),
+        "blockedBy": r.blocked,
+        "baseline": baseline,
+        "rerun": rerun_command(base, r.id) if base else None,
+        "transcript": (
+            [{"direction": w.direction, "seconds": w.seconds, "line": w.line} for w in r.transcript] if failed else None
+        ),
+        "stderrTail": list(r.stderr_tail) if failed else None,
+    }
+
+
+_WORST = ("FAIL", "PASS", "NOT_TESTED", "SKIPPED")  # a requirement's status: the worst of its checks'
+
+
+def requirement_statuses(report: RunReport, verdict: Verdict) -> dict[str, dict[str, Any]]:
+    """The official kit's view: each of its requirement ids the run's checks cover, with the worst status of
+    those checks (FAIL, then PASS, NOT_TESTED, SKIPPED) and the checks themselves."""
+    found: dict[str, list[str]] = {}
+    for r in report.results:
+        for requirement in classify(_version(report), r.id).requirements:
+            found.setdefault(requirement, []).append(r.id)
+    return {
+        requirement: {
+            "status": min((verdict.statuses[c] for c in checks), key=_WORST.index),
+            "checks": checks,
+        }
+        for requirement, checks in sorted(found.items())
+    }
+
+
+def to_json(report: RunReport, base: Sequence[str] = (), verdict: Verdict | None = None) -> str:
+    verdict = verdict if verdict is not None else judge(report)
+    outcome = verdict.baseline
     data: dict[str, Any] = {
+        "reportFormat": REPORT_FORMAT,
         "agent": shlex.join(report.argv),
         "agentInfo": report.agent,
         "protocolVersion": report.version,
+        "expectedVersion": report.expected_version,
         "checkSet": f"v{report.version}" if report.version is not None else None,
         "scenarios": {
             "file": report.scenarios.source,
@@ -129,25 +221,24 @@ def to_json(report: RunReport, base: Sequence[str] = ()) -> str:
             else None
         ),
         "summary": summary(report.results),
+        "verdict": {
+            "verdict": verdict.verdict,
+            "conformant": verdict.conformant,
+            "blocked_by_auth": verdict.blocked_by_auth,
+            "blocked_by_version_mismatch": verdict.blocked_by_version_mismatch,
+            "deciding": verdict.deciding,
+            "tier_counts": verdict.tier_counts,
+        },
+        "baseline": {
+            "known": outcome.known,
+            "new": outcome.new,
+            "stale": outcome.stale,
+            "unused": outcome.unused,
+        },
+        "requirements": requirement_statuses(report, verdict),
         "seconds": round(report.seconds, 3),
         "processes": report.processes,
-        "checks": [
-            {
-                "id": r.id,
-                "title": r.title,
-                "area": r.area,
-                "rules": list(r.rules),
-                "result": r.status,
-                "message": r.message,
-                "warnings": r.warnings,
-                "notes": r.notes,
-                "scenarios": r.scenarios,
-                "seconds": round(r.seconds, 3),
-                "blockedBy": r.blocked,
-                "rerun": rerun_command(base, r.id) if base else None,
-            }
-            for r in report.results
-        ],
+        "checks": [_check_json(report, r, verdict, base) for r in report.results],
     }
     return json.dumps(data, indent=2)
 
@@ -176,6 +267,9 @@ def junit(report: RunReport) -> str:
             name=r.id,
             time=f"{r.seconds:.3f}",
         )
+        case_properties = ElementTree.SubElement(case, "properties")
+        tier = classify(_version(report), r.id).tier.value
+        ElementTree.SubElement(case_properties, "property", name="tier", value=tier)
         if r.status == "fail":
             ElementTree.SubElement(case, "failure", message=r.message).text = f"{r.title}\nrules: {', '.join(r.rules)}"
         elif r.status == "n/a":

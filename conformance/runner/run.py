@@ -25,7 +25,7 @@ import anyio
 from acp_session.auth import login_methods
 
 from .checks import CHECK_SETS
-from .probe import ErrorAnswer, Fail, LoginRequired, NotApplicable, Probe, spawn_probe
+from .probe import ErrorAnswer, Fail, LoginRequired, NotApplicable, Probe, WireLine, spawn_probe
 from .registry import Check, CheckContext, in_report_order, missing_scenario
 from .scenarios import NO_SCENARIOS, REFERENCE_SCENARIOS, Scenarios, load_scenarios
 
@@ -35,6 +35,7 @@ STARTUP_TIMEOUT = 30.0
 REFERENCE_AGENT = "acp-reference-agent"
 LOGIN_SKIP = "not run: the agent requires a login (see the login notice)"
 SESSION_SKIP = "not run: the agent opens no session (see session-new)"
+TRANSCRIPT_LINES = 200  # the last lines of a failed check's wire traffic kept in the report
 
 
 @dataclass
@@ -50,6 +51,8 @@ class CheckResult:
     warnings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     blocked: str | None = None  # "login" / "session": not run because the agent wants a login / opens no session
+    transcript: list[WireLine] = field(default_factory=list)  # for a failure: the check's wire traffic
+    stderr_tail: list[str] = field(default_factory=list)  # for a failure: the agent's last stderr lines
 
 
 @dataclass
@@ -88,6 +91,9 @@ class RunReport:
     login: LoginBlock | None = None
     session_error: str | None = None  # why the first session/new failed (not for lack of a login)
     problem: str | None = None  # why the agent could not be checked at all
+    check_set: int = 2  # the version whose checks the results are (the offered one when none was agreed)
+    version_mismatch: bool = False  # the agent speaks no version the runner offered (or not --expect-version's)
+    expected_version: int | None = None  # --expect-version
     seconds: float = 0.0
     processes: int = 0
 
@@ -168,6 +174,7 @@ class _Run:
         except Fail as exc:
             if isinstance(exc, ErrorAnswer) and exc.code == -32022:
                 # The right answer from an agent without a version at or below the offer: nothing to check.
+                self.report.version_mismatch = True
                 self.fail_startup(f"the agent does not speak protocol version {self.offer} or older: {exc}")
                 return None
             await self.fail_initialize(probe, exc)
@@ -178,6 +185,7 @@ class _Run:
         version = probe.version
         self.report.agent = probe.agent_info
         if version not in CHECK_SETS or (version is not None and version > self.offer):
+            self.report.version_mismatch = True
             self.fail_startup(
                 f"initialization.mdx#version-negotiation: offered version {self.offer}, the agent answered "
                 f"{probe.init_result.get('protocolVersion') if probe.init_result else None!r}",
@@ -248,6 +256,7 @@ class _Run:
 
     def select(self, version: int) -> None:
         only = set(self.options.only)
+        self.report.check_set = version
         self.checks = [c for c in CHECK_SETS[version] if not only or c.id in only]
 
     # -- checks ------------------------------------------------------------------------------------------
@@ -300,6 +309,7 @@ class _Run:
         probe.auto_answer_permissions = True
         probe.timeout = self.options.wait
         limit = c.time_limit(self.options.wait, self.report.scenarios)
+        wire_start = len(probe.wire)
         started = time.monotonic()
         healthy = True
         try:
@@ -329,6 +339,9 @@ class _Run:
         if probe.eof:
             healthy = False
         result = self.result(c, status, message, time.monotonic() - started, ctx)
+        if status == "fail":
+            result.transcript = probe.wire[wire_start:][-TRANSCRIPT_LINES:]
+            result.stderr_tail = list(probe.agent.stderr_tail)
         result.blocked = "login" if message.startswith(LOGIN_SKIP) else None
         return result, healthy
 

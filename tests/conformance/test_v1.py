@@ -108,6 +108,7 @@ def test_login_required_for_sessions_is_one_clear_report() -> None:
     assert out.count("requires a login") == 0 and "Not run for lack of a login (20)" in out
     report = json.loads(_cli("--agent", f"{' '.join(AGENT)} --login session", "--json").stdout)
     assert report["login"]["refused"] == "session/new"
+    assert report["verdict"]["verdict"] == "blocked_by_auth" and report["verdict"]["blocked_by_auth"]
     blocked = {c["id"] for c in report["checks"] if c["blockedBy"] == "login"}
     ran = {c["id"] for c in report["checks"] if c["result"] == "pass"}
     assert ran == {"initialize", "version-negotiation", "version-exact", "auth-methods", "unknown-method"}

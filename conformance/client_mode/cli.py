@@ -1,0 +1,313 @@
+"""``acp-conformance client [options] -- <client command ...>``: run the client under test once per scenario and
+protocol version, with the scripted agent's command appended to its command line, and judge it.
+
+The driver contract (what a client's driver does with a run) is in docs/conformance.md ("Client mode"): the
+client is started in a fresh directory with ``ACP_CONFORMANCE_SCENARIO`` (the scenario's name) and
+``ACP_CONFORMANCE_PROMPT`` (the text to send) set, and the agent command as its last arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import shlex
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from ..runner.baseline import Baseline, BaselineError, load_baseline
+from ..runner.verdict import tally
+from .judge import CLIENT_CHECKS, NOT_TESTED, ClientCheck, Run, judge_runs
+
+__all__ = ["SCENARIOS", "ClientReport", "main", "run_client"]
+
+# Scenario -> the protocol versions the scripted agent plays it with, and what it does.
+SCENARIOS: dict[str, tuple[tuple[int, ...], str]] = {
+    "basic": ((1, 2), "one plain turn; the client then closes the session and exits 0"),
+    "early-update": ((1, 2), "an available_commands_update arrives before the session/new answer"),
+    "unknown-variants": ((1, 2), "unknown auth method types, update kinds, tool kinds and content blocks"),
+    "meta": ((1, 2), "a _meta object on every object the agent sends"),
+    "long-line": ((1, 2), "one update of a 2 MiB line"),
+    "permission": ((1, 2), "a permission request (answer it as the driver likes) and an unknown _ request"),
+    "cancel": ((1, 2), "the driver cancels the turn at the first agent text; a permission request follows"),
+    "cancel-pending": ((1, 2), "a permission request the driver leaves unanswered; it cancels at the agent's text"),
+    "client-methods": ((1,), "the agent calls fs/read_text_file, fs/write_text_file and terminal/create"),
+    "agent-dies": ((1, 2), "the agent exits mid-turn; the client must end (any status), without a traceback"),
+}
+PROMPT = "Hello, scripted agent."
+_STATUS = {"pass": "PASS", "fail": "FAIL", "n/a": "SKIPPED", NOT_TESTED: "NOT_TESTED"}
+AGENT = [sys.executable, "-m", "conformance.client_mode.agent"]
+
+
+@dataclass
+class ClientReport:
+    client: list[str]
+    runs: list[Run]
+    results: list[tuple[ClientCheck, str, str]]  # (check, status, message)
+    seconds: float
+
+
+async def _one_run(client: list[str], scenario: str, version: int, root: str, limit: float) -> Run:
+    sandbox = Path(root) / f"{scenario}-v{version}"
+    sandbox.mkdir()
+    (sandbox / "README.md").write_text("# A file for the scripted agent to read\n", encoding="utf-8")
+    log = sandbox.parent / f"{scenario}-v{version}.log"
+    log.touch()
+    argv = [*client, *AGENT, "--scenario", scenario, "--version", str(version), "--log", str(log)]
+    env = dict(os.environ, ACP_CONFORMANCE_SCENARIO=scenario, ACP_CONFORMANCE_PROMPT=PROMPT)
+    started = time.monotonic()
+    exit_code: int | None = None
+    stderr = b""
+    try:
+        opened = await anyio.open_process(
+            argv, cwd=sandbox, env=env, stdin=None, stdout=None, stderr=-1, start_new_session=True
+        )
+    except OSError as exc:  # not startable (not executable, gone): the run says so, the others go on
+        run = Run(scenario, version, stderr_tail=[f"acp-conformance: could not start the client: {exc}"])
+        run.exit_code = None
+        return run
+    async with opened as process:
+        chunks: list[bytes] = []
+
+        async def drain() -> None:
+            assert process.stderr is not None
+            async for chunk in process.stderr:
+                chunks.append(chunk)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(drain)
+            with anyio.move_on_after(limit):
+                exit_code = await process.wait()
+            if exit_code is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(process.pid, 9)
+                await process.wait()
+        stderr = b"".join(chunks)
+    run = Run.from_log(scenario, version, log.read_text(encoding="utf-8", errors="replace"))
+    run.exit_code = exit_code
+    run.stderr_tail = stderr.decode("utf-8", "replace").splitlines()[-20:]
+    run.seconds = time.monotonic() - started
+    return run
+
+
+async def run_client(
+    client: list[str],
+    *,
+    scenarios: list[str] | None = None,
+    versions: tuple[int, ...] = (1, 2),
+    jobs: int = 4,
+    limit: float = 15.0,
+    keep_logs: str | None = None,
+) -> ClientReport:
+    """Run every (scenario, version) against ``client`` and judge the client from the runs."""
+    plan = [
+        (name, v)
+        for name, (vs, _) in SCENARIOS.items()
+        if not scenarios or name in scenarios
+        for v in vs
+        if v in versions
+    ]
+    started = time.monotonic()
+    root = tempfile.mkdtemp(prefix="acp-conformance-client-")
+    runs: list[Run] = []
+    limiter = anyio.CapacityLimiter(max(1, jobs))
+
+    async def one(name: str, version: int) -> None:
+        async with limiter:
+            runs.append(await _one_run(client, name, version, root, limit))
+
+    try:
+        async with anyio.create_task_group() as tg:
+            for name, version in plan:
+                tg.start_soon(one, name, version)
+    finally:
+        if keep_logs is not None:
+            Path(keep_logs).mkdir(parents=True, exist_ok=True)
+            for log in Path(root).glob("*.log"):
+                shutil.copy(log, Path(keep_logs) / log.name)
+        shutil.rmtree(root, ignore_errors=True)
+    order = {key: i for i, key in enumerate(plan)}
+    runs.sort(key=lambda r: order[(r.scenario, r.version)])
+    return ClientReport(list(client), runs, judge_runs(runs), time.monotonic() - started)
+
+
+def verdict(report: ClientReport, baseline: Baseline | None) -> dict[str, Any]:
+    result = tally([(c.id, c.tier, _STATUS[status]) for c, status, _ in report.results], baseline)
+    deciding = result.failed + result.untested
+    outcome = result.baseline
+    return {
+        "verdict": "non_conformant" if deciding else "conformant",
+        "conformant": not deciding,
+        "deciding": deciding,
+        "tier_counts": result.counts,
+        "baseline": {"known": outcome.known, "new": outcome.new, "stale": outcome.stale, "unused": outcome.unused},
+    }
+
+
+def _failed_transcript(report: ClientReport, message: str) -> list[dict[str, Any]]:
+    run = next((r for r in report.runs if message.startswith(r.label)), None)
+    if run is None:
+        return []
+    return [
+        {"direction": "sent" if ln.direction == "in" else "received", "seconds": ln.t, "line": ln.raw[:4000]}
+        for ln in run.lines
+    ][-200:]
+
+
+def to_json(report: ClientReport, judged: dict[str, Any]) -> str:
+    checks = []
+    for c, status, message in report.results:
+        failed = status == "fail"
+        run = next((r for r in report.runs if message.startswith(r.label)), None) if failed else None
+        checks.append(
+            {
+                "id": c.id,
+                "title": c.title,
+                "tier": c.tier.value,
+                "status": _STATUS[status],
+                "rules": list(c.rules),
+                "message": message,
+                # The transcript is the client's side as the client sees it: "sent" by the client.
+                "transcript": _failed_transcript(report, message) if failed else None,
+                "stderrTail": (run.stderr_tail if run else []) if failed else None,
+            }
+        )
+    data = {
+        "reportFormat": 2,
+        "mode": "client",
+        "client": shlex.join(report.client),
+        "verdict": judged,
+        "seconds": round(report.seconds, 3),
+        "runs": [
+            {
+                "scenario": r.scenario,
+                "agentVersion": r.version,
+                "negotiated": r.negotiated,
+                "exitCode": r.exit_code,
+                "seconds": round(r.seconds, 3),
+            }
+            for r in report.runs
+        ],
+        "checks": checks,
+    }
+    return json.dumps(data, indent=2)
+
+
+def junit(report: ClientReport) -> str:
+    """JUnit XML, as agent mode writes it: a testcase per check, its tier as a property."""
+    from xml.etree import ElementTree
+
+    failures = sum(status == "fail" for _, status, _ in report.results)
+    skipped = sum(status not in ("pass", "fail") for _, status, _ in report.results)
+    suite = ElementTree.Element(
+        "testsuite",
+        name="acp-conformance client",
+        tests=str(len(report.results)),
+        failures=str(failures),
+        skipped=str(skipped),
+        time=f"{report.seconds:.3f}",
+    )
+    properties = ElementTree.SubElement(suite, "properties")
+    ElementTree.SubElement(properties, "property", name="client", value=shlex.join(report.client))
+    for c, status, message in report.results:
+        case = ElementTree.SubElement(suite, "testcase", classname="acp-conformance.client", name=c.id)
+        case_properties = ElementTree.SubElement(case, "properties")
+        ElementTree.SubElement(case_properties, "property", name="tier", value=c.tier.value)
+        if status == "fail":
+            ElementTree.SubElement(case, "failure", message=message).text = f"{c.title}\nrules: {', '.join(c.rules)}"
+        elif status != "pass":
+            ElementTree.SubElement(case, "skipped", message=message)
+    return ElementTree.tostring(suite, encoding="unicode", xml_declaration=True)
+
+
+def table(report: ClientReport, judged: dict[str, Any]) -> str:
+    lines = [f"ACP client conformance: {shlex.join(report.client)}", ""]
+    for c, status, message in report.results:
+        mark = {"not tested": "UNTESTED"}.get(status, status.upper())
+        lines.append(f"  {mark:<8}  {c.id:<32} {c.tier.value[:4]}  {', '.join(c.rules)}")
+        if message and status != "pass":
+            lines.append(f"{'':8}{message}")
+    runs = ", ".join(f"{r.scenario}/v{r.version}:{r.exit_code}" for r in report.runs)
+    lines += ["", f"runs (scenario/agent version:exit status): {runs}", f"{report.seconds:.1f} s"]
+    lines.append(f"VERDICT: {judged['verdict'].upper()}")
+    base = judged["baseline"]
+    for label, key in (
+        ("known failures (baseline)", "known"),
+        ("NEW failures", "new"),
+        ("STALE baseline entries (now passing; remove them)", "stale"),
+    ):
+        if base[key]:
+            lines.append(f"  {label}: {', '.join(base[key])}")
+    return "\n".join(lines)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="acp-conformance client",
+        description="Check an ACP client: it is run once per scenario and protocol version with a scripted "
+        "agent's command appended to its command line (after --), and every message it sends is judged.",
+        epilog="scenarios:\n"
+        + "\n".join(f"  {n:<17} v{'/v'.join(map(str, vs))}  {t}" for n, (vs, t) in SCENARIOS.items())
+        + "\n\nchecks:\n"
+        + "\n".join(f"  {c.id:<32} {c.tier.value:<10} {c.title}" for c in CLIENT_CHECKS),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--scenario", action="append", default=[], choices=sorted(SCENARIOS))
+    parser.add_argument("--protocol", type=int, action="append", choices=(1, 2), help="agent versions (default both)")
+    parser.add_argument("--jobs", type=int, default=4)
+    parser.add_argument("--timeout", type=float, default=15.0, help="seconds one run of the client may take")
+    parser.add_argument("--json", action="store_true", help="print the results as JSON instead of text")
+    parser.add_argument("--junit", metavar="FILE", help="also write JUnit XML to FILE")
+    parser.add_argument("--logs", metavar="DIR", help="keep each run's log (every line both ways) in DIR")
+    parser.add_argument("--baseline", metavar="FILE")
+    parser.add_argument("--write-baseline", metavar="FILE")
+    parser.add_argument("client", nargs=argparse.REMAINDER, help="-- the client's command line")
+    return parser
+
+
+def main(argv: list[str]) -> None:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    client = args.client[1:] if args.client[:1] == ["--"] else args.client
+    if not client:
+        parser.error("no client command (give it after --)")
+    found = shutil.which(client[0])
+    if found is None:
+        sys.exit(f"acp-conformance client: command not found: {client[0]}")
+    client = [os.path.abspath(found), *client[1:]]  # each run starts in a directory of its own
+    try:
+        baseline = load_baseline(args.baseline) if args.baseline else None
+    except BaselineError as exc:
+        parser.error(str(exc))
+    report = anyio.run(
+        lambda: run_client(
+            client,
+            scenarios=args.scenario or None,
+            versions=tuple(args.protocol or (1, 2)),
+            jobs=args.jobs,
+            limit=args.timeout,
+            keep_logs=args.logs,
+        )
+    )
+    judged = verdict(report, baseline)
+    try:
+        print(to_json(report, judged) if args.json else table(report, judged), flush=True)
+    except BrokenPipeError:  # ``| head``: the reader has what it wanted; no traceback, the status still counts
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    if args.junit:
+        Path(args.junit).write_text(junit(report), encoding="utf-8")
+    if args.write_baseline:
+        from ..runner.baseline import write_baseline
+
+        failures = {c.id: message for c, status, message in report.results if status == "fail"}
+        write_baseline(args.write_baseline, failures, agent=shlex.join(client))
+        sys.exit(0)
+    sys.exit(0 if judged["conformant"] and not judged["baseline"]["stale"] else 1)

@@ -1,0 +1,143 @@
+"""Each check's tier, its rule ids (ACP2-/ACP1-) and the official test kit's requirement ids it matches.
+
+The tier decides what a result means for the verdict (the model of the official ACP test kit):
+
+- MANDATORY: a MUST every agent has; a failure, or the check not run at all (NOT_TESTED), makes the agent
+  non-conformant.
+- CAPABILITY: a MUST that applies once the agent offers the feature (a capability, a scenario that triggers
+  it); not applicable does not count, a failure does.
+- ADVISORY: a SHOULD, or a rule whose error code the spec only recommends; reported, never decides.
+- INFORMATIONAL: recorded only.
+
+The table is kept apart from the checks themselves so the check code stays about behaviour; a test holds
+every check to having an entry, and ``docs/conformance.md`` carries the generated table
+(``python -m conformance.runner.tiers`` prints it).
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import dataclass
+from enum import Enum
+
+__all__ = ["Classification", "Tier", "classify", "requirement_table", "rule_ids"]
+
+
+class Tier(str, Enum):
+    MANDATORY = "MANDATORY"
+    CAPABILITY = "CAPABILITY"
+    ADVISORY = "ADVISORY"
+    INFORMATIONAL = "INFORMATIONAL"
+
+
+@dataclass(frozen=True)
+class Classification:
+    tier: Tier
+    requirements: tuple[str, ...] = ()  # the official test kit's ids (ACP-INIT-001, ...) this check covers
+    rules: tuple[str, ...] = ()  # rule ids the check's own list does not name already
+
+
+M, C, A, INFO = Tier.MANDATORY, Tier.CAPABILITY, Tier.ADVISORY, Tier.INFORMATIONAL
+
+# v2: the kit puts the whole session surface under the `session` capability (only initialize is required of
+# every agent); the transport and JSON-RPC envelope rules stay MANDATORY.
+_V2: dict[str, Classification] = {
+    "framing": Classification(M, ("ACP-TRANSPORT-201", "ACP-TRANSPORT-203", "ACP-SCHEMA-001", "ACP-PROMPT-205")),
+    "initialize": Classification(M, ("ACP-INIT-001", "ACP-INIT-201", "ACP-INIT-203", "ACP-AUTH-202")),
+    "version-negotiation": Classification(M, ("ACP-INIT-003",)),
+    "version-too-old": Classification(M, ()),  # the kit (ACP-INIT-202) wants a success; the schema allows -32022
+    "auth-methods": Classification(C, ("ACP-AUTH-204",)),
+    "session-new": Classification(C, ("ACP-SESSION-001", "ACP-SESSION-002", "ACP-CONFIG-201", "ACP-CONFIG-204")),
+    "session-list": Classification(C, ("ACP-LIST-201", "ACP-LIST-202", "ACP-LIST-203", "ACP-LIST-204")),
+    "session-delete": Classification(C, ("ACP-DELETE-201", "ACP-DELETE-202", "ACP-DELETE-203")),
+    "unsupported-mcp": Classification(C, ()),
+    "prompt-accepted": Classification(C, ("ACP-PROMPT-201", "ACP-PATCH-203")),
+    "user-message-echo": Classification(C, ("ACP-PROMPT-203", "ACP-PATCH-201")),
+    "turn-lifecycle": Classification(C, ("ACP-STATE-201", "ACP-STATE-202")),
+    "stop-reason": Classification(C, ("ACP-STATE-203",)),
+    "baseline-content": Classification(C, ("ACP-PROMPT-003",)),
+    "unsupported-content": Classification(C, ()),
+    "permission-flow": Classification(C, ("ACP-PERM-201", "ACP-PATCH-209", "ACP-ENUM-203")),
+    "tool-call": Classification(C, ("ACP-PATCH-204", "ACP-PATCH-208", "ACP-ENUM-201")),
+    "plan": Classification(C, ("ACP-PATCH-205", "ACP-ENUM-201")),
+    "terminal": Classification(C, ("ACP-PATCH-206", "ACP-PATCH-207")),
+    "cancel-turn": Classification(
+        C, ("ACP-CANCEL-201", "ACP-CANCEL-202", "ACP-CANCEL-203", "ACP-CANCEL-205", "ACP-CANCEL-207")
+    ),
+    "cancel-permission": Classification(C, ()),
+    "held-prompt-cancel-request": Classification(C, ()),
+    "cancel-held-prompts": Classification(C, ()),
+    "cancel-request-ignored": Classification(M, ("ACP-JSONRPC-003",)),
+    "close": Classification(C, ("ACP-CLOSE-201",)),
+    "close-active-work": Classification(C, ("ACP-CLOSE-202", "ACP-CANCEL-208")),
+    "resume": Classification(C, ("ACP-RESUME-201", "ACP-RESUME-202", "ACP-RESUME-203")),
+    "config-options": Classification(C, ("ACP-CONFIG-202",)),
+    "unknown-method": Classification(A, ("ACP-JSONRPC-004", "ACP-EXT-001", "ACP-EXT-201")),
+    "invalid-params": Classification(A, ()),
+    "background-work": Classification(C, ()),
+}
+
+# v1: the kit holds the v1 session baseline (ACP1-012) and cancellation MANDATORY.
+_V1: dict[str, Classification] = {
+    "framing": Classification(M, ("ACP-TRANSPORT-001", "ACP-SCHEMA-001", "ACP-PROMPT-002")),
+    "initialize": Classification(M, ("ACP-INIT-001", "ACP-INIT-004", "ACP-AUTH-002")),
+    "version-negotiation": Classification(M, ("ACP-INIT-003",)),
+    "version-exact": Classification(M, ("ACP-INIT-002",)),
+    "auth-methods": Classification(C, ("ACP-AUTH-003",)),
+    "session-new": Classification(M, ("ACP-SESSION-001", "ACP-SESSION-002", "ACP-MODES-001", "ACP-CONFIG-001")),
+    "session-list": Classification(C, ("ACP-LIST-001", "ACP-LIST-002")),
+    "session-delete": Classification(C, ("ACP-DELETE-001",)),
+    "session-load": Classification(C, ("ACP-LOAD-001", "ACP-LOAD-002")),
+    "session-resume": Classification(C, ("ACP-RESUME-001", "ACP-RESUME-002")),
+    "session-close": Classification(C, ("ACP-CLOSE-001", "ACP-CLOSE-002")),
+    "prompt-turn": Classification(M, ("ACP-PROMPT-001", "ACP-PROMPT-002")),
+    "baseline-content": Classification(M, ("ACP-PROMPT-003",)),
+    "unsupported-content": Classification(INFO, ()),
+    "permission-request": Classification(C, ()),
+    "tool-call": Classification(C, ()),
+    "plan": Classification(C, ()),
+    "client-fs": Classification(C, ()),
+    "client-terminals": Classification(C, ()),
+    "client-capabilities": Classification(M, ("ACP-CLIENTCAP-001", "ACP-CLIENTCAP-002")),
+    "cancel-turn": Classification(M, ("ACP-CANCEL-001", "ACP-CANCEL-002")),
+    "cancel-permission": Classification(M, ("ACP-CANCEL-001",), ("ACP1-002", "ACP1-025")),
+    "session-modes": Classification(C, ("ACP-MODES-002",)),
+    "config-options": Classification(C, ("ACP-CONFIG-002",)),
+    "unknown-method": Classification(A, ("ACP-JSONRPC-004", "ACP-EXT-001")),
+    "invalid-params": Classification(A, ()),
+}
+
+CLASSIFICATIONS: dict[int, dict[str, Classification]] = {1: _V1, 2: _V2}
+_RULE_ID = re.compile(r"ACP[12]-\d{3}")
+
+
+def classify(version: int, check_id: str) -> Classification:
+    """The tier and ids of one check (a KeyError names a check without an entry: add one above)."""
+    return CLASSIFICATIONS[version][check_id]
+
+
+def rule_ids(version: int, check_id: str, rules: tuple[str, ...]) -> list[str]:
+    """The numbered rules (ACP2-NNN / ACP1-NNN) a check covers: those in its rule list, then the table's."""
+    found = [r for r in rules if _RULE_ID.fullmatch(r)]
+    return found + [r for r in classify(version, check_id).rules if r not in found]
+
+
+def requirement_table(version: int) -> str:
+    """The markdown table of docs/conformance.md for one check set: check, tier, rule ids, the kit's ids."""
+    from .registry import CHECK_SETS, in_report_order
+
+    lines = ["| check | tier | rules | official kit |", "|---|---|---|---|"]
+    for c in in_report_order(CHECK_SETS[version]):
+        entry = classify(version, c.id)
+        rules = ", ".join(rule_ids(version, c.id, c.rules)) or "-"
+        kit = ", ".join(entry.requirements) or "-"
+        lines.append(f"| `{c.id}` | {entry.tier.value} | {rules} | {kit} |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":  # pragma: no cover - a helper for editing the docs
+    from . import checks  # noqa: F401  (registers both check sets)
+
+    for v in (int(a) for a in sys.argv[1:] or ("2", "1")):
+        print(f"v{v}:\n{requirement_table(v)}\n")

@@ -1,0 +1,181 @@
+"""A small raw ACP client that follows client mode's driver contract, with one deliberate defect per --defect.
+
+Without a defect it passes every client-mode check; each defect must fail exactly its check
+(tests/conformance/test_client_mode.py). Usage: ``broken_client.py [--defect NAME] AGENT...``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import subprocess
+import sys
+import threading
+import time
+from typing import Any
+
+DEFECTS = {
+    "bad-schema": "client-schema",  # sends a prompt that is a string, not a list of blocks
+    "wrong-version": "client-negotiation",  # keeps speaking v2 after the agent answered 1
+    "approve-after-cancel": "client-no-approval-after-cancel",
+    "ignores-requests": "client-answers-requests",  # never answers an unknown _ request
+    "ungated-fs": "client-gates-capabilities",  # serves fs/read_text_file without advertising it
+    "stalls-on-early-update": "client-early-update",
+    "strict-decoder": "client-unknown-variants",  # exits on an unknown variant
+    "rejects-meta": "client-meta",
+    "short-lines": "client-long-line",  # a 64 KiB line limit
+    "hangs-on-death": "client-agent-dies",
+    "no-close": "client-closes-sessions",
+    "logs-in-blindly": "client-login-gating",  # auth/login although no auth method was advertised
+    "empty-prompt": "client-schema",  # a prompt of no blocks (ACP2-085)
+    "pending-not-cancelled": "client-cancels-pending-permission",  # answers a held request "reject", not cancelled
+    "unknown-state-is-idle": "client-unknown-variants",  # takes a state it does not know for the turn's end
+}
+KNOWN_UPDATES = {
+    "agent_message_chunk", "user_message_chunk", "agent_thought_chunk", "tool_call", "tool_call_update",
+    "plan", "available_commands_update", "current_mode_update", "state_update", "user_message", "agent_message",
+    "config_option_update", "session_info_update",
+}  # fmt: skip
+
+
+class Client:
+    def __init__(self, agent: list[str], defect: str | None) -> None:
+        self.defect = defect
+        self.scenario = os.environ.get("ACP_CONFORMANCE_SCENARIO", "basic")
+        self.proc = subprocess.Popen(agent, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        self.inbox: queue.Queue[dict[str, Any] | None] = queue.Queue()
+        self.next_id = 0
+        self.version = 2
+        self.cancelled = False
+        self.session: str | None = None
+        self.pending: list[Any] = []  # permission requests held (cancel-pending: the user has not decided yet)
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for raw in self.proc.stdout:
+            if self.defect == "short-lines" and len(raw) > 65536:
+                self.fail("line too long")
+            message = json.loads(raw)
+            if self.defect == "rejects-meta" and '"_meta"' in raw.decode():
+                self.fail("unexpected _meta")
+            self.inbox.put(message)
+        self.inbox.put(None)
+
+    def fail(self, why: str) -> None:
+        print(f"broken client: {why}", file=sys.stderr)
+        os._exit(1)
+
+    def send(self, message: dict[str, Any]) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write((json.dumps({"jsonrpc": "2.0", **message}) + "\n").encode())
+        self.proc.stdin.flush()
+
+    def request(self, method: str, params: dict[str, Any]) -> int:
+        self.next_id += 1
+        self.send({"id": self.next_id, "method": method, "params": params})
+        return self.next_id
+
+    def next(self) -> dict[str, Any]:
+        message = self.inbox.get()
+        if message is None:
+            if self.defect == "hangs-on-death":
+                time.sleep(3600)
+            self.fail("the agent exited")
+        assert message is not None
+        return message
+
+    def wait_answer(self, request_id: int) -> dict[str, Any]:
+        while True:
+            message = self.next()
+            if message.get("id") == request_id and "method" not in message:
+                return message
+            self.handle(message)
+
+    def handle(self, m: dict[str, Any]) -> bool:
+        """Serve one agent message; True when it ends the turn."""
+        method = m.get("method")
+        if method == "session/update":
+            update = m["params"]["update"]
+            kind = update.get("sessionUpdate")
+            if self.session is None and self.defect == "stalls-on-early-update":
+                self.fail("an update for a session not opened yet")
+            if self.defect == "strict-decoder" and kind not in KNOWN_UPDATES:
+                self.fail(f"unknown update {kind}")
+            content = update.get("content")
+            cancels = self.scenario in ("cancel", "cancel-pending")
+            if cancels and not self.cancelled and isinstance(content, dict) and "text" in content:
+                self.cancelled = True
+                self.send({"method": "session/cancel", "params": {"sessionId": self.session}})
+                for request_id in self.pending:
+                    if self.defect == "pending-not-cancelled":
+                        outcome = {"outcome": "selected", "optionId": "reject"}
+                    else:
+                        outcome = {"outcome": "cancelled"}
+                    self.send({"id": request_id, "result": {"outcome": outcome}})
+            if self.defect == "unknown-state-is-idle":
+                return kind == "state_update" and update.get("state") not in ("running", "requires_action")
+            return kind == "state_update" and update.get("state") == "idle"
+        if method == "session/request_permission" and self.scenario == "cancel-pending" and not self.cancelled:
+            self.pending.append(m["id"])
+        elif method == "session/request_permission":
+            approve = not self.cancelled or self.defect == "approve-after-cancel"
+            outcome = {"outcome": "selected", "optionId": "allow"} if approve else {"outcome": "cancelled"}
+            self.send({"id": m["id"], "result": {"outcome": outcome}})
+        elif method in ("fs/read_text_file",) and self.defect == "ungated-fs":
+            self.send({"id": m["id"], "result": {"content": "served anyway"}})
+        elif method is not None and "id" in m and not (self.defect == "ignores-requests" and method.startswith("_")):
+            self.send({"id": m["id"], "error": {"code": -32601, "message": f"unknown method {method}"}})
+        return False
+
+    def run(self) -> None:
+        info = {"name": "broken-client", "version": "1.0"}
+        init = self.request(
+            "initialize", {"protocolVersion": 2, "info": info, "clientInfo": info, "capabilities": {},
+                           "clientCapabilities": {}},
+        )  # fmt: skip
+        result = self.wait_answer(init)["result"]
+        self.version = result["protocolVersion"]
+        if self.defect == "strict-decoder":
+            for method in result.get("authMethods", []):
+                if method.get("type", "agent") not in ("agent", "env_var", "terminal"):
+                    self.fail(f"unknown auth method type {method.get('type')}")
+        if self.defect == "logs-in-blindly":
+            method = "auth/login" if self.version >= 2 else "authenticate"
+            self.wait_answer(self.request(method, {"methodId": "default"}))
+        cwd = os.getcwd()
+        v2_shapes = self.version >= 2 or self.defect == "wrong-version"
+        new = self.request("session/new", {"cwd": cwd} if v2_shapes else {"cwd": cwd, "mcpServers": []})
+        self.session = self.wait_answer(new)["result"]["sessionId"]
+        text = os.environ.get("ACP_CONFORMANCE_PROMPT", "hello")
+        blocks: Any = text if self.defect == "bad-schema" else [{"type": "text", "text": text}]
+        if self.defect == "empty-prompt":
+            blocks = []
+        prompt = self.request("session/prompt", {"sessionId": self.session, "prompt": blocks})
+        while True:
+            m = self.next()
+            if m.get("id") == prompt and "method" not in m:
+                if self.version == 1:
+                    break
+                continue
+            if self.handle(m) and self.version >= 2:
+                break
+        if self.defect != "no-close":
+            self.wait_answer(self.request("session/close", {"sessionId": self.session}))
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        self.proc.wait(timeout=5)
+
+
+def main() -> None:
+    args = sys.argv[1:]
+    defect = None
+    if args[:1] == ["--defect"]:
+        defect, args = args[1], args[2:]
+        assert defect in DEFECTS, defect
+    Client(args, defect).run()
+
+
+if __name__ == "__main__":
+    main()
