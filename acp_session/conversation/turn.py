@@ -43,6 +43,7 @@ from acp_session.conversation.events import (
     StateEvent,
     ToolCallChanged,
 )
+from acp_session.protocol.base import V1_DIFF_META
 from acp_session.schema import TextContent
 
 if TYPE_CHECKING:
@@ -51,10 +52,6 @@ if TYPE_CHECKING:
 __all__ = ["ChatTurn", "TurnAlreadyConsumed", "TurnStatus"]
 
 TurnStatus = Literal["sent", "started", "finished"]
-
-_V1_DIFF_META = "acpSession/v1Diff"
-"""``acp_session.protocol.v1.convert.V1_DIFF_META`` (not imported: that would load the v1 adapter for everyone):
-where a diff converted from a v1 agent keeps the v1 value, whose ``newText`` is the file's new text."""
 
 
 class TurnAlreadyConsumed(RuntimeError):
@@ -352,7 +349,7 @@ def tool_call_files(call: ToolCall) -> list[ChatFile]:
     for diff in call.diffs:
         patch = diff_patch_text(diff)
         meta = diff.meta
-        v1 = meta.get(_V1_DIFF_META) if isinstance(meta, dict) else None
+        v1 = meta.get(V1_DIFF_META) if isinstance(meta, dict) else None
         for change in diff.changes:
             if isinstance(change, dict):  # a change kind this library does not know, kept as its JSON object
                 path, operation = change.get("path"), change.get("operation")
