@@ -35,6 +35,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "acp_session._schema_runtime",
             "acp_session._version",
             "acp_session.update_kinds",
+            "acp_session._turn_state",
             "acp_session.schema",
         ),
     ),
@@ -434,10 +435,10 @@ KNOWN_LONG_MODULES: frozenset[str] = frozenset(
     {
         "acp_session.cli.render",  # 645
         "acp_session.client",  # 1259
-        "acp_session.conversation.conversation",  # 827
+        "acp_session.conversation.conversation",  # 837
         "acp_session.conversation.state",  # 771
         "acp_session.rpc.connection",  # 865
-        "acp_session.session",  # 681
+        "acp_session.session",  # 686
     }
 )
 
