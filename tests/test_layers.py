@@ -1,6 +1,7 @@
 """The layers of docs/design.md ("Layering"), enforced: no module imports a higher layer at import time; and the
 shape the client split must reach (no import cycle, no module over 600 lines, no call from session.py back into
-the client), each with the list of today's exceptions that can only shrink (end of the file).
+the client), each with the list of today's exceptions that can only shrink; and that start-up imports no v1 module
+(end of the file).
 
 Every module under ``acp_session`` is parsed with ``ast``. The imports that run when it is imported are those at
 module level, including inside ``try``/``if``/``with`` and class bodies, but not inside a function (a lazy import,
@@ -437,7 +438,7 @@ KNOWN_LONG_MODULES: frozenset[str] = frozenset(
         "acp_session.client",  # 1259
         "acp_session.conversation.conversation",  # 837
         "acp_session.conversation.state",  # 771
-        "acp_session.rpc.connection",  # 865
+        "acp_session.rpc.connection",  # 895
         "acp_session.session",  # 686
     }
 )
@@ -536,3 +537,47 @@ def test_the_session_call_finder_sees_aliases_lambdas_and_lazy_imports() -> None
         "        from .client import ClientConnection\n"
     )
     assert session_calls_into_the_client(source) == {"a": 1, "b": 1, "c": 1, "import acp_session.client": 1}
+
+
+# -- the v1 adapter loads only when an agent answers 1 (tests/test_lazy_v1.py checks it at run time) ----------------
+
+V1_PACKAGES = ("acp_session.protocol.v1", "acp_session.schema.v1")
+START_UP = (ROOT, "acp_session.conversation")  # `import acp_session`, and the conversation layer a v2 session uses
+
+
+def import_time_path(start: str, wanted: tuple[str, ...]) -> list[str] | None:
+    """A chain of import-time imports from ``start`` to a module under one of ``wanted`` (breadth first), or None."""
+    graph: dict[str, list[str]] = {}
+    for edge in all_edges():
+        graph.setdefault(edge.importer, []).append(edge.imported)
+    parents: dict[str, str | None] = {start: None}
+    queue = [start]
+    while queue:
+        module = queue.pop(0)
+        if any(module == w or module.startswith(w + ".") for w in wanted):
+            chain = [module]
+            while (parent := parents[chain[-1]]) is not None:
+                chain.append(parent)
+            return chain[::-1]
+        # Importing a.b.c runs a.b's __init__ first: the package is imported too.
+        parts = module.split(".")
+        packages = [".".join(parts[:end]) for end in range(2, len(parts))]
+        for imported in [*graph.get(module, []), *packages]:
+            if imported not in parents:
+                parents[imported] = module
+                queue.append(imported)
+    return None
+
+
+def test_start_up_does_not_import_the_v1_adapter() -> None:
+    for start in START_UP:
+        chain = import_time_path(start, V1_PACKAGES)
+        assert chain is None, "imported at start-up, make the import lazy: " + " -> ".join(chain or [])
+
+
+def test_the_path_finder_names_the_chain() -> None:
+    assert import_time_path("acp_session.protocol.v1.adapter", ("acp_session.schema.v1",)) == [
+        "acp_session.protocol.v1.adapter",
+        "acp_session.schema.v1.types",
+    ]
+    assert import_time_path("acp_session.client", ("acp_session.cli",)) is None
