@@ -25,14 +25,14 @@ from anyio.streams.memory import MemoryObjectReceiveStream
 from ._version import __version__
 from .auth import AuthenticationRequired, LoginMethod, login_methods
 from .client_errors import CapabilityNotSupported
-from .codec import convert, decoder, to_builtins
+from .codec import convert, decoder
 from .errors import AcpError, AuthRequired, InitializeTimeout, ResourceNotFound
 from .interactions import Interaction, InteractionRegistry, call_handler
 from .mcp.servers import McpServerConfig, check_transports
 from .protocol.base import PromptExchange, ProtocolAdapter
 from .protocol.negotiate import DEFAULT_INITIALIZE_TIMEOUT, SUPPORTED_VERSIONS, negotiate
-from .protocol.routes import ClientOffer, advertised
-from .protocol.v1.adapter import V1Protocol
+from .protocol.routes import ClientOffer
+from .protocol.v1_offer import v1_initialize_params
 from .rpc import Connection, PendingRequest, json_decode
 from .schema.types import (
     AGENT_METHODS,
@@ -79,7 +79,6 @@ from .schema.types import (
     ToolCallPermissionSubject,
     UpdateSessionNotification,
 )
-from .schema.v1 import types as v1
 from .session import (
     DEFAULT_LIMITS,
     TRACKED_UPDATES,
@@ -98,6 +97,7 @@ if TYPE_CHECKING:
     from .mcp.host import BuiltinServers
     from .providers import FileSystemProvider, TerminalProvider
     from .registry import AgentCommand, Registry
+    from .schema.v1 import types as v1
     from .session import SessionLink
 
 __all__ = ["PROTOCOL_VERSION", "ClientBuilder", "ClientConnection", "ElicitationMode"]
@@ -231,22 +231,13 @@ class ClientBuilder:
         )
 
     def v1_initialize_request(self) -> v1.InitializeRequest:
-        """What ``initialize`` advertises to a version 1 agent: the same identity and capabilities, plus
-        ``fs`` and ``terminal`` exactly when a provider for them is set (``with_file_system`` / ``with_terminals``
-        or ``on_file_system`` / ``on_terminals``): each flag is true exactly when the v1 adapter registers its
-        methods (both come from ``V1Protocol.routes``)."""
-        plain: dict[str, Any] = to_builtins(self.capabilities())
-        offer = self.offer()
-        if plain.get("auth", {}).get("terminal") is not None:
-            plain["auth"] = {"terminal": True}
-        plain.update(advertised(V1Protocol.routes, offer))
-        if not offer.file_system:
-            plain["fs"] = {}  # no provider: an empty object, as v1 clients commonly send
-        return v1.InitializeRequest(
-            protocol_version=1,
-            client_capabilities=convert(plain, v1.ClientCapabilities),
-            client_info=convert(to_builtins(self.info), v1.Implementation),
-        )
+        """What ``initialize`` advertises to a version 1 agent, as the v1 type: the same identity and capabilities,
+        plus ``fs`` and ``terminal`` exactly when a provider for them is set (``with_file_system`` /
+        ``with_terminals`` or ``on_file_system`` / ``on_terminals``), i.e. exactly when the v1 adapter registers
+        their methods (``acp_session.protocol.v1_offer``, which the negotiation sends as plain JSON)."""
+        from .schema.v1 import types as v1  # the v1 types load only for a v1 agent, or on this call
+
+        return convert(v1_initialize_params(self.capabilities(), self.info, self.offer()), v1.InitializeRequest)
 
     # -- the agent's calls into the client (protocol version 1) ----------------------------------------------
 

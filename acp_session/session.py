@@ -12,10 +12,11 @@ import re
 from collections.abc import Callable, Generator, Mapping, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
 
 import msgspec
 
+from ._turn_state import OPEN_PROMPT_STATES, PROMPT_TABLE, PromptState
 from .client_errors import CapabilityNotSupported, SessionClosed
 from .codec import decoder
 from .errors import AcpError, RequestCancelled, ResourceNotFound
@@ -128,7 +129,8 @@ class Limits:
 
 
 DEFAULT_LIMITS = Limits()
-PromptStatus = Literal["pending", "held", "inserted", "cancelled", "failed"]
+PromptStatus = PromptState
+"""pending -> held -> inserted, cancelled or failed: ``acp_session._turn_state.PROMPT_TABLE``."""
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")  # every C0 control and DEL except tab and newline
 
@@ -279,8 +281,8 @@ class SessionTrack:
             self.background = frozenset(_background_key(item) for item in items)
             if update.state in ("running", "requires_action"):
                 for prompt in self.prompts:
-                    if prompt.status == "pending":
-                        prompt.status = "held"
+                    if prompt.status in OPEN_PROMPT_STATES:
+                        prompt.status = PROMPT_TABLE.next(prompt.status, "busy")
             elif update.state == "idle":
                 # Foreground work ended: only what still runs in the background can be cancelled now.
                 self.cancellable_tool_calls = _still_running(self.cancellable_tool_calls, self.background, "tool_call")
@@ -323,15 +325,18 @@ class SessionTrack:
     def settle(self, prompt: TrackedPrompt, response: PromptResponse | None, error: AcpError | None) -> None:
         """Record a prompt's answer and join it to its user message if that arrived first."""
         if response is not None:
-            prompt.status, prompt.message_id = "inserted", response.message_id
+            prompt.status = PROMPT_TABLE.next(prompt.status, "inserted")
+            prompt.message_id = response.message_id
             prompt.user_message = self.unjoined.pop(response.message_id, prompt.user_message)
         else:
-            prompt.status = "cancelled" if isinstance(error, RequestCancelled) else "failed"
+            prompt.status = PROMPT_TABLE.next(
+                prompt.status, "cancelled" if isinstance(error, RequestCancelled) else "failed"
+            )
             prompt.error = error
         if prompt.on_settle is not None:
             prompt.on_settle(prompt)
         # Keep the answered ones whose user message has not arrived yet, so the join still happens.
-        self.prompts = [p for p in self.prompts if p.status in ("pending", "held") or p.user_message is None]
+        self.prompts = [p for p in self.prompts if p.status in OPEN_PROMPT_STATES or p.user_message is None]
         del self.prompts[:-512]
 
 
@@ -466,7 +471,7 @@ class ActiveSession:
     @property
     def pending_prompts(self) -> list[TrackedPrompt]:
         """Prompts sent through this connection and not yet answered, oldest first."""
-        return [p for p in self.track.prompts if p.status in ("pending", "held")]
+        return [p for p in self.track.prompts if p.status in OPEN_PROMPT_STATES]
 
     @property
     def prompts(self) -> list[TrackedPrompt]:
@@ -627,7 +632,7 @@ class ActiveSession:
             with suppress(ResourceNotFound):  # an older agent's answer for an unknown or closed session (ACP2-074)
                 request = CloseSessionRequest(session_id=self._session_id)
                 await self._conn.rpc_request("session/close", request, _CLOSE, timeout)
-        elif any(p.status in ("pending", "held") for p in track.prompts):
+        elif any(p.status in OPEN_PROMPT_STATES for p in track.prompts):
             # A v1 agent without session/close: stop the session's work, then forget it locally.
             await self._conn.rpc_notify("session/cancel", CancelSessionNotification(session_id=self._session_id))
         track.closed = True

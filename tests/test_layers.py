@@ -1,4 +1,7 @@
-"""The layers of docs/design.md ("Layering"), enforced: no module imports a higher layer at import time.
+"""The layers of docs/design.md ("Layering"), enforced: no module imports a higher layer at import time; and the
+shape the client split must reach (no import cycle, no module over 600 lines, no call from session.py back into
+the client), each with the list of today's exceptions that can only shrink; and that start-up imports no v1 module
+(end of the file).
 
 Every module under ``acp_session`` is parsed with ``ast``. The imports that run when it is imported are those at
 module level, including inside ``try``/``if``/``with`` and class bodies, but not inside a function (a lazy import,
@@ -33,6 +36,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "acp_session._schema_runtime",
             "acp_session._version",
             "acp_session.update_kinds",
+            "acp_session._turn_state",
             "acp_session.schema",
         ),
     ),
@@ -274,3 +278,307 @@ def test_a_violation_names_both_modules_and_layers() -> None:
     assert [str(edge) for edge in upward(edges)] == [
         "acp_session/rpc/core.py:1: acp_session.rpc.core (rpc) imports acp_session.session (client)"
     ]
+
+
+# -- the shape the client split (issue 31) must reach ---------------------------------------------------------------
+#
+# Three rules hold today only with exceptions. Each has an explicit KNOWN list of today's violations; its test fails
+# on a new violation and on a stale entry (a known one that is gone), so the lists only shrink. The split of
+# ClientConnection into an ``acp_session/client/`` package (builder, public connection, internal hub, decisions)
+# must empty all three; the comment above each list says how.
+
+
+def imports_anywhere(tree: ast.Module) -> list[ast.Import | ast.ImportFrom]:
+    """Every import statement, lazy ones inside functions included; only those under ``if TYPE_CHECKING:``
+    are left out (they never run)."""
+    found: list[ast.Import | ast.ImportFrom] = []
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            found.append(node)
+        elif isinstance(node, ast.If) and is_type_checking(node.test):
+            for child in node.orelse:
+                visit(child)
+        else:
+            for child in ast.iter_child_nodes(node):
+                visit(child)
+
+    visit(tree)
+    return found
+
+
+def runtime_import_graph() -> dict[str, set[str]]:
+    """Module -> the ``acp_session`` modules it imports at some point at run time. Importing ``a.b.c`` also runs
+    the ``__init__`` of package ``a.b``, so that package counts as imported too (the facade ``acp_session`` is
+    imported before anything else, and a module's own packages are already being imported: neither counts)."""
+    modules = all_modules()
+    graph: dict[str, set[str]] = {module: set() for module in modules}
+    for module, path in modules.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        for node in imports_anywhere(tree):
+            for target in _import_targets(node, package, set(modules)):
+                parts = target.split(".")
+                for end in range(2, len(parts) + 1):
+                    imported = ".".join(parts[:end])
+                    own = module == imported or module.startswith(imported + ".")
+                    if imported in modules and not own:
+                        graph[module].add(imported)
+                if target == ROOT and module != ROOT:
+                    graph[module].add(ROOT)
+    return graph
+
+
+def _import_targets(node: ast.Import | ast.ImportFrom, package: str, known: set[str]) -> list[str]:
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    if node.level:
+        parts = package.split(".")
+        base = ".".join(parts[: len(parts) - (node.level - 1)] + ([node.module] if node.module else []))
+    else:
+        base = node.module or ""
+    return [f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base for alias in node.names]
+
+
+def import_cycles(graph: dict[str, set[str]]) -> set[frozenset[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm, iteratively)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: set[frozenset[str]] = set()
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph.get(child, ())))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = set()
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.add(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    cycles.add(frozenset(component))
+    return cycles
+
+
+# Today's one cycle: ClientConnection.start_conversation imports Conversation (lazily), and Conversation.spawn
+# imports ClientBuilder; transcript.py (load_transcript / RecordingTransport) sits between them both ways. The split
+# must make the conversation layer the only importer: conversation builds on the client package, never the reverse
+# (start_conversation moves up to the conversation layer or takes a factory).
+KNOWN_CYCLES: frozenset[frozenset[str]] = frozenset(
+    {
+        frozenset(
+            {
+                "acp_session.client",
+                "acp_session.conversation",
+                "acp_session.conversation.conversation",
+                "acp_session.transcript",
+            }
+        )
+    }
+)
+
+
+def test_no_import_cycle_among_the_modules() -> None:
+    new = import_cycles(runtime_import_graph()) - KNOWN_CYCLES
+    assert not new, "import cycles (lazy imports count, TYPE_CHECKING ones do not):\n" + "\n".join(
+        " <-> ".join(sorted(cycle)) for cycle in new
+    )
+
+
+def test_known_cycles_are_still_there() -> None:
+    stale = KNOWN_CYCLES - import_cycles(runtime_import_graph())
+    assert not stale, "broken or changed, update KNOWN_CYCLES in tests/test_layers.py: " + "; ".join(
+        " <-> ".join(sorted(cycle)) for cycle in stale
+    )
+
+
+def test_the_cycle_finder_finds_cycles_and_only_those() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a", "d"}, "d": set(), "e": {"e", "d"}}
+    assert import_cycles(graph) == {frozenset({"a", "b", "c"})}
+    source = "if TYPE_CHECKING:\n    import x\ndef f():\n    import y\n    from . import z\n"
+    found = [
+        target
+        for node in imports_anywhere(ast.parse(source))
+        for target in _import_targets(node, "acp_session.rpc", set())
+    ]
+    assert found == ["y", "acp_session.rpc"]
+
+
+MAX_MODULE_LINES = 600
+GENERATED = "acp_session.schema"  # generated types (schema/generate.py): long by nature
+
+# Modules over MAX_MODULE_LINES today (their line count when this list was written). The split empties it: client.py
+# becomes the acp_session/client/ package; Conversation's turn routing moves out (conversation/turn_state.py is
+# its state table) and SessionState's rules split by kind; ActiveSession and SessionTrack part; rpc/connection.py's
+# handler registry and read loop, and cli/render.py's terminal and JSON renderers, go to modules of their own.
+KNOWN_LONG_MODULES: frozenset[str] = frozenset(
+    {
+        "acp_session.cli.render",  # 645
+        "acp_session.client",  # 1259
+        "acp_session.conversation.conversation",  # 837
+        "acp_session.conversation.state",  # 771
+        "acp_session.rpc.connection",  # 895
+        "acp_session.session",  # 686
+    }
+)
+
+
+def long_modules() -> dict[str, int]:
+    lengths = {module: len(path.read_text(encoding="utf-8").splitlines()) for module, path in all_modules().items()}
+    return {
+        module: lines
+        for module, lines in lengths.items()
+        if lines > MAX_MODULE_LINES and not (module == GENERATED or module.startswith(GENERATED + "."))
+    }
+
+
+def test_no_module_is_over_600_lines() -> None:
+    new = {module: lines for module, lines in long_modules().items() if module not in KNOWN_LONG_MODULES}
+    assert not new, f"modules over {MAX_MODULE_LINES} lines (split them by job): " + ", ".join(
+        f"{module} ({lines})" for module, lines in sorted(new.items())
+    )
+
+
+def test_known_long_modules_are_still_long() -> None:
+    stale = sorted(KNOWN_LONG_MODULES - set(long_modules()))
+    assert not stale, "now short enough, remove from KNOWN_LONG_MODULES in tests/test_layers.py: " + ", ".join(stale)
+
+
+SESSION_MODULE = "acp_session.session"
+
+# session.py's calls on its connection handle (``ActiveSession._conn``, the ``SessionLink`` that ClientConnection
+# implements), by method, with how many call sites. The first five are the prompt's trip back up (a prompt goes
+# down through the client into ActiveSession, which calls the client again to build, watch and expire it); the
+# rest are commands the session sends through the client. After the split a prompt goes down once: ActiveSession
+# hands its prompt and its requests to the connection through one interface below it (not the client's hub), and
+# gets the outcome back through that interface, so this list is empty.
+KNOWN_SESSION_CALLS: dict[str, int] = {
+    "prompt_capabilities": 1,  # send_tracked: the blocks are checked against the agent's capabilities
+    "prompt_exchange": 1,  # send_tracked: the adapter's request for the prompt
+    "auth_error": 1,  # send_tracked: a refusal translated into AuthenticationRequired
+    "watch_prompt": 1,  # send_tracked: the client watches the answer only to call back into session.py
+    "run_soon": 1,  # _prompt_expired: the cancel task started on the client's task group
+    "session_track": 1,  # track: the per-session record the client keeps
+    "supports": 1,  # close: is session/close offered
+    "rpc_request": 4,  # set_config_option, cancel_tool_call, cancel_terminal, close
+    "rpc_notify": 2,  # cancel_active_work, close (v1)
+    "waiting_interactions": 1,  # cancel_active_work
+}
+
+
+def session_calls_into_the_client(source: str) -> dict[str, int]:
+    """Calls on the connection handle (``self._conn``, or a name assigned from it) by method name, plus one
+    ``import acp_session.client`` entry per run-time import of the client module."""
+    tree = ast.parse(source)
+    aliases = {
+        target.id
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Assign) and _is_handle(node.value, set())
+        for target in node.targets
+        if isinstance(target, ast.Name)
+    }
+    calls: dict[str, int] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and _is_handle(node.func.value, aliases):
+            calls[node.func.attr] = calls.get(node.func.attr, 0) + 1
+    package = SESSION_MODULE.rpartition(".")[0]
+    for node in imports_anywhere(tree):
+        for target in _import_targets(node, package, set(all_modules())):
+            if target == "acp_session.client" or target.startswith("acp_session.client."):
+                calls["import acp_session.client"] = calls.get("import acp_session.client", 0) + 1
+    return calls
+
+
+def _is_handle(node: ast.expr, aliases: set[str]) -> bool:
+    if isinstance(node, ast.Name):
+        return node.id in aliases
+    return isinstance(node, ast.Attribute) and node.attr == "_conn" and isinstance(node.value, ast.Name)
+
+
+def test_session_calls_the_client_only_as_known() -> None:
+    path = all_modules()[SESSION_MODULE]
+    calls = session_calls_into_the_client(path.read_text(encoding="utf-8"))
+    new = {name: count for name, count in calls.items() if count > KNOWN_SESSION_CALLS.get(name, 0)}
+    assert not new, f"new calls from session.py back into the client: {new}"
+    stale = {name: count for name, count in KNOWN_SESSION_CALLS.items() if calls.get(name, 0) < count}
+    assert not stale, f"fewer calls than KNOWN_SESSION_CALLS in tests/test_layers.py lists, lower it: {stale}"
+
+
+def test_the_session_call_finder_sees_aliases_lambdas_and_lazy_imports() -> None:
+    source = (
+        "class S:\n"
+        "    def f(self):\n"
+        "        self._conn.a(1)\n"
+        "        conn = self._conn\n"
+        "        g = lambda e: conn.b(e)\n"
+        "        self._conn.registry.cancel()\n"  # a call on something the client hands out: not counted
+        "        other._conn.c()\n"
+        "        from .client import ClientConnection\n"
+    )
+    assert session_calls_into_the_client(source) == {"a": 1, "b": 1, "c": 1, "import acp_session.client": 1}
+
+
+# -- the v1 adapter loads only when an agent answers 1 (tests/test_lazy_v1.py checks it at run time) ----------------
+
+V1_PACKAGES = ("acp_session.protocol.v1", "acp_session.schema.v1")
+START_UP = (ROOT, "acp_session.conversation")  # `import acp_session`, and the conversation layer a v2 session uses
+
+
+def import_time_path(start: str, wanted: tuple[str, ...]) -> list[str] | None:
+    """A chain of import-time imports from ``start`` to a module under one of ``wanted`` (breadth first), or None."""
+    graph: dict[str, list[str]] = {}
+    for edge in all_edges():
+        graph.setdefault(edge.importer, []).append(edge.imported)
+    parents: dict[str, str | None] = {start: None}
+    queue = [start]
+    while queue:
+        module = queue.pop(0)
+        if any(module == w or module.startswith(w + ".") for w in wanted):
+            chain = [module]
+            while (parent := parents[chain[-1]]) is not None:
+                chain.append(parent)
+            return chain[::-1]
+        # Importing a.b.c runs a.b's __init__ first: the package is imported too.
+        parts = module.split(".")
+        packages = [".".join(parts[:end]) for end in range(2, len(parts))]
+        for imported in [*graph.get(module, []), *packages]:
+            if imported not in parents:
+                parents[imported] = module
+                queue.append(imported)
+    return None
+
+
+def test_start_up_does_not_import_the_v1_adapter() -> None:
+    for start in START_UP:
+        chain = import_time_path(start, V1_PACKAGES)
+        assert chain is None, "imported at start-up, make the import lazy: " + " -> ".join(chain or [])
+
+
+def test_the_path_finder_names_the_chain() -> None:
+    assert import_time_path("acp_session.protocol.v1.adapter", ("acp_session.schema.v1",)) == [
+        "acp_session.protocol.v1.adapter",
+        "acp_session.schema.v1.types",
+    ]
+    assert import_time_path("acp_session.client", ("acp_session.cli",)) is None

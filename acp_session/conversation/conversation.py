@@ -12,6 +12,9 @@ update). Each fold event is routed to the chat turn that owns it:
   list never belong to a turn;
 * a new idle completion (``StateChanged.completed``) finishes every started turn; prompts still
   held by the agent start later, with their own insertion.
+
+Each turn's step is ``ChatTurn.state``, moved only along ``acp_session._turn_state.TURN_TABLE`` (sent, accepted,
+held, started, finished, failed); the lists below keep the order of the turns in each step.
 """
 
 from __future__ import annotations
@@ -728,17 +731,16 @@ class Conversation:
             # The work held before anything named its turn is this user message's turn.
             held.message_id = message_id
             if owner is not None:
-                held.owner = owner
-                self._awaiting.remove(owner)
+                self._hold(owner, held)
             self._drain()
             return
         if owner is not None and not self._segments:
             self._awaiting.remove(owner)
             self._start(owner, message_id)
             return
-        segment = _Segment(message_id, owner)
+        segment = _Segment(message_id, None)
         if owner is not None:
-            self._awaiting.remove(owner)
+            self._hold(owner, segment)
         self._segments.append(segment)
         self._receiver = segment
         self._drain()
@@ -754,6 +756,12 @@ class Conversation:
         self._update_idle()
         return segment
 
+    def _hold(self, turn: ChatTurn, segment: _Segment) -> None:
+        """``turn`` (sent or accepted) owns the held ``segment``: it starts when the segment is replayed."""
+        turn.advance("hold")
+        self._awaiting.remove(turn)
+        segment.owner = turn
+
     def _start(self, turn: ChatTurn, message_id: str) -> None:
         turn.start(message_id)
         self._active.append(turn)
@@ -765,7 +773,7 @@ class Conversation:
         self._answered(turn, tracked.message_id if tracked.error is None else None, tracked.error)
 
     def _answered(self, turn: ChatTurn, message_id: str | None, error: BaseException | None) -> None:
-        if message_id is None and turn.status == "started":
+        if message_id is None and turn.state == "started":
             # A v1 turn starts when its prompt is sent; an error answer is how it fails.
             if turn in self._active:
                 self._active.remove(turn)
@@ -774,34 +782,36 @@ class Conversation:
                 self._receiver = self._active[-1] if self._active else None
             self._update_idle()
             return
-        if turn.status != "sent" or turn.message_id is not None:
-            return  # already started, failed, or answered
+        if (turn.state != "sent" and turn.state != "held") or turn.message_id is not None:
+            return  # already started, ended, or answered
         if message_id is None:
             if turn in self._awaiting:
                 self._awaiting.remove(turn)
+            for segment in self._segments:
+                if segment.owner is turn:  # named by its user message, then refused: the work is nobody's of ours
+                    segment.owner = None
             turn.fail(error or AcpError("the prompt was not inserted"))
             self._drain()
             self._update_idle()
             return
         if turn.reported_start:
-            return  # accepted; its user message, reported when its turn starts, starts it
+            turn.advance("accept")
+            return  # its user message, reported when its turn starts, starts it
         turn.message_id = message_id
-        for segment in self._segments:
+        for segment in self._segments if turn.state == "sent" else ():
             if segment.message_id in (message_id, None) and segment.owner is None:
                 # Its user message, or (message_id None) work reported before anything named the turn.
                 segment.message_id = message_id
-                segment.owner = turn
-                self._awaiting.remove(turn)
+                self._hold(turn, segment)
                 self._drain()
                 return
         if not self._segments:
             # Inserted: the turn starts now (its user message, when it comes, is not a new start).
             self._awaiting.remove(turn)
             self._start(turn, message_id)
+        else:
+            turn.advance("accept")  # starts once the segments held before it are replayed (_drain)
         self._drain()
-
-    def _owns_segment(self, turn: ChatTurn) -> bool:
-        return any(segment.owner is turn for segment in self._segments)
 
     def _drain(self) -> None:
         """Replay held segments from the front while their owner is known (or can no longer be ours)."""

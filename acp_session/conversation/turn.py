@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 
+from acp_session._turn_state import TURN_TABLE, TurnEvent, TurnState
 from acp_session.conversation.chat_events import (
     ChatDone,
     ChatError,
@@ -43,6 +44,7 @@ from acp_session.conversation.events import (
     StateEvent,
     ToolCallChanged,
 )
+from acp_session.protocol.base import V1_DIFF_META
 from acp_session.schema import TextContent
 
 if TYPE_CHECKING:
@@ -51,10 +53,14 @@ if TYPE_CHECKING:
 __all__ = ["ChatTurn", "TurnAlreadyConsumed", "TurnStatus"]
 
 TurnStatus = Literal["sent", "started", "finished"]
-
-_V1_DIFF_META = "acpSession/v1Diff"
-"""``acp_session.protocol.v1.convert.V1_DIFF_META`` (not imported: that would load the v1 adapter for everyone):
-where a diff converted from a v1 agent keeps the v1 value, whose ``newText`` is the file's new text."""
+_STATUS: dict[TurnState, TurnStatus] = {
+    "sent": "sent",
+    "accepted": "sent",
+    "held": "sent",
+    "started": "started",
+    "finished": "finished",
+    "failed": "finished",
+}
 
 
 class TurnAlreadyConsumed(RuntimeError):
@@ -81,7 +87,8 @@ class ChatTurn:
         """How many entities (``response.steps``) and tool calls (``response.tool_calls``) the turn keeps at most:
         the newest ones (0: all). A ``Conversation`` passes its ``max_history_size``, so a turn an agent floods
         with distinct tool calls never holds more than the history does."""
-        self.status: TurnStatus = "sent"
+        self.state: TurnState = "sent"
+        """Where the turn is in its lifecycle (``acp_session._turn_state.TURN_TABLE``; ``status`` summarises it)."""
         self.prompt: TrackedPrompt | None = None  # the prompt as the session tracks it
         self.reported_start = False
         """The protocol reports this turn's user message itself when the turn starts (v1: the id is assigned as
@@ -111,8 +118,17 @@ class ChatTurn:
         return None if prompt is None else prompt.message_id
 
     @property
+    def status(self) -> TurnStatus:
+        """sent (not receiving its updates yet), started, or finished (``finish`` or ``fail``)."""
+        return _STATUS[self.state]
+
+    @property
     def finished(self) -> bool:
-        return self.status == "finished"
+        return self.state == "finished" or self.state == "failed"
+
+    def advance(self, event: TurnEvent) -> None:
+        """Move along ``TURN_TABLE`` (``TurnStateError`` for a step the table does not allow)."""
+        self.state = TURN_TABLE.next(self.state, event)
 
     # ------------------------------------------------------------------ fed by the conversation (sync)
 
@@ -160,7 +176,7 @@ class ChatTurn:
                     del steps[next(iter(steps))]  # the oldest step: the summary stays bounded
 
     def start(self, message_id: str) -> None:
-        self.status = "started"
+        self.advance("start")
         self.message_id = message_id
         self.response.message_id = message_id
         self._push(ChatStart(message_id))
@@ -285,22 +301,22 @@ class ChatTurn:
         return response
 
     def finish(self, state: StateChanged) -> ChatResponse:
+        self.advance("finish")
         self.end_tools()
         response = self._fill_response()
         response.stop_reason = state.stop_reason
         response.error = state.error
         response.usage = state.turn_usage
-        self.status = "finished"
         self._push(ChatDone(response))
         self._finished.set()
         return response
 
     def fail(self, error: BaseException) -> None:
-        if self.status == "finished":
-            return
+        if self.finished:
+            return  # failing an ended turn changes nothing
+        self.advance("fail")
         self.end_tools()
         self.error = error
-        self.status = "finished"
         self._push(ChatError(error, self._fill_response()))
         self._finished.set()
 
@@ -352,7 +368,7 @@ def tool_call_files(call: ToolCall) -> list[ChatFile]:
     for diff in call.diffs:
         patch = diff_patch_text(diff)
         meta = diff.meta
-        v1 = meta.get(_V1_DIFF_META) if isinstance(meta, dict) else None
+        v1 = meta.get(V1_DIFF_META) if isinstance(meta, dict) else None
         for change in diff.changes:
             if isinstance(change, dict):  # a change kind this library does not know, kept as its JSON object
                 path, operation = change.get("path"), change.get("operation")

@@ -2,11 +2,12 @@
 (``config``), and the client's own file system and terminals offered to v2 agents as an MCP server
 (``tools``, ``over_acp``, ``relay``; those need the optional ``mcp`` extra)."""
 
+from typing import TYPE_CHECKING, Any
+
 from .servers import (
     McpServerAcp,
     McpServerConfig,
     McpServerHttp,
-    McpServerSse,
     McpServerStdio,
     McpTransportNotSupported,
     acp_server,
@@ -33,3 +34,15 @@ __all__ = [
     "stdio_server",
     "transport_of",
 ]
+
+if TYPE_CHECKING:
+    from .servers import McpServerSse
+
+
+def __getattr__(name: str) -> Any:
+    """``McpServerSse`` (a v1 type) imported on first use, so that start-up loads no v1 module."""
+    if name == "McpServerSse":
+        from . import servers
+
+        return servers.McpServerSse
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -10,14 +10,18 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from ..client_errors import CapabilityNotSupported
 from ..schema.types import EnvVariable, HttpHeader, McpServer, McpServerHttp, McpServerStdio
 from ..schema.unstable import McpServerAcp
-from ..schema.v1.types import HttpHeader as V1HttpHeader
-from ..schema.v1.types import McpServerSse
+
+if TYPE_CHECKING:  # v1's types load only when a v1 agent answers, or sse_server is called (tests/test_lazy_v1.py)
+    from ..schema.v1.types import McpServerSse
+
+_V1_TYPES = "acp_session.schema.v1.types"
 
 __all__ = [
     "McpServerAcp",
@@ -81,6 +85,9 @@ def http_server(name: str, url: str, headers: Mapping[str, str] | None = None) -
 
 def sse_server(name: str, url: str, headers: Mapping[str, str] | None = None) -> McpServerSse:
     """An SSE MCP server: protocol version 1 only, for agents advertising ``mcpCapabilities.sse``."""
+    from ..schema.v1.types import HttpHeader as V1HttpHeader
+    from ..schema.v1.types import McpServerSse
+
     return McpServerSse(name=name, url=url, headers=[V1HttpHeader(name=k, value=v) for k, v in (headers or {}).items()])
 
 
@@ -95,7 +102,8 @@ def transport_of(server: Any) -> str:
         return "stdio"
     if isinstance(server, McpServerHttp):
         return "http"
-    if isinstance(server, McpServerSse):
+    v1 = sys.modules.get(_V1_TYPES)  # no v1 type loaded: no McpServerSse can exist
+    if v1 is not None and isinstance(server, v1.McpServerSse):
         return "sse"
     if isinstance(server, McpServerAcp):
         return "acp"
@@ -124,3 +132,12 @@ def check_transports(method: str, servers: Iterable[Any], offered: frozenset[str
         if kind in offered:
             continue
         raise McpTransportNotSupported(method, capability_for(kind, version), str(getattr(server, "name", "?")), kind)
+
+
+def __getattr__(name: str) -> Any:
+    """``McpServerSse`` (a v1 type) imported on first use, so that start-up loads no v1 module."""
+    if name == "McpServerSse":
+        from ..schema.v1.types import McpServerSse
+
+        return McpServerSse
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -28,9 +28,14 @@ from .routes import ClientOffer, Route, install_routes
 if TYPE_CHECKING:
     from ..providers import FileSystemProvider, TerminalProvider
 
-__all__ = ["ClientSide", "PromptExchange", "ProtocolAdapter"]
+__all__ = ["V1_DIFF_META", "ClientSide", "PromptExchange", "ProtocolAdapter"]
 
 T = TypeVar("T")
+
+V1_DIFF_META = "acpSession/v1Diff"
+"""``_meta`` key under which a diff converted from v1 keeps the original ``path`` / ``oldText`` / ``newText``
+(v1's ``newText`` is the file's whole new text, which ``ChatFile`` reports). Here, not in ``protocol/v1/``, so
+that the conversation layer reads it without loading the v1 adapter."""
 
 
 class ClientSide(Protocol):

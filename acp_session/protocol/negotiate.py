@@ -4,7 +4,8 @@ The version is read from the answer before anything else is decoded, so a v1 ans
 the v2 shape (that used to fail with "missing required field `info`"). When v1 is allowed, the offer
 carries v1's ``clientCapabilities`` / ``clientInfo`` beside v2's ``capabilities`` / ``info``: both
 schemas allow unknown fields, and a v1 agent that answers 1 has then seen what this client offers
-(file system, terminals) without a second round trip. An agent that rejects the offer with -32600 or
+(file system, terminals) without a second round trip. Those v1 fields are plain JSON (``v1_offer.py``): the v1
+adapter and the v1 types are imported only when an agent answers 1. An agent that rejects the offer with -32600 or
 -32602 gets a second, plain v1 offer on the same connection.
 
 The whole exchange has one time limit (``DEFAULT_INITIALIZE_TIMEOUT`` unless the caller sets one): an agent
@@ -35,9 +36,9 @@ from ..errors import (
 )
 from ..rpc import Connection
 from ..schema import types as m
-from ..schema.v1 import types as v1
 from .base import ProtocolAdapter
 from .mcp_transports import mcp_transports
+from .v1_offer import v1_initialize_params
 from .v2 import V2Protocol
 
 if TYPE_CHECKING:
@@ -51,7 +52,6 @@ DEFAULT_INITIALIZE_TIMEOUT = 30.0
 """Seconds an agent has to answer ``initialize`` (agents measured take up to ~8 s on a cold start)."""
 
 _V2_RESPONSE = decoder(m.InitializeResponse)
-_V1_RESPONSE = decoder(v1.InitializeResponse)
 
 
 class _Version(msgspec.Struct):
@@ -67,14 +67,15 @@ _PEEK = msgspec.json.Decoder(_Version)
 
 def offer(builder: ClientBuilder, version: int, versions: Sequence[int]) -> Any:
     """The ``initialize`` params offering ``version`` (plain JSON, both shapes when v1 is allowed)."""
-    v2_params = m.InitializeRequest(protocol_version=version, info=builder.info, capabilities=builder.capabilities())
+    capabilities = builder.capabilities()
     if version == 1:
-        return builder.v1_initialize_request()
+        return v1_initialize_params(capabilities, builder.info, builder.offer())
+    v2_params = m.InitializeRequest(protocol_version=version, info=builder.info, capabilities=capabilities)
     plain: dict[str, Any] = to_builtins(v2_params)
     if 1 in versions:
-        v1_plain = to_builtins(builder.v1_initialize_request())
-        plain.setdefault("clientCapabilities", v1_plain.get("clientCapabilities", {}))
-        plain.setdefault("clientInfo", v1_plain.get("clientInfo"))
+        v1_plain = v1_initialize_params(capabilities, builder.info, builder.offer())
+        plain.setdefault("clientCapabilities", v1_plain["clientCapabilities"])
+        plain.setdefault("clientInfo", v1_plain["clientInfo"])
     return plain
 
 
@@ -171,10 +172,12 @@ def adapter_for(rpc: Connection, raw: bytes, offered: int, versions: Sequence[in
             return _with_mcp(V2Protocol(rpc, _V2_RESPONSE(raw)), raw)
         except msgspec.ValidationError as exc:
             raise InvalidResponse(f"result of 'initialize' (protocol version 2) did not decode: {exc}") from exc
-    from .v1.adapter import V1Protocol  # only when a v1 agent answers: start-up stays light
+    # Only now, when an agent answered 1, are the v1 adapter and the v1 types imported (tests/test_lazy_v1.py).
+    from ..schema.v1 import types as v1
+    from .v1.adapter import V1Protocol
 
     try:
-        return _with_mcp(V1Protocol(rpc, _V1_RESPONSE(raw)), raw)
+        return _with_mcp(V1Protocol(rpc, decoder(v1.InitializeResponse)(raw)), raw)
     except msgspec.ValidationError as exc:
         raise InvalidResponse(f"result of 'initialize' (protocol version 1) did not decode: {exc}") from exc
 

@@ -46,7 +46,7 @@ from ..errors import (
 )
 from ..transport.backend import Flag, Waiter, current_backend
 from ..transport.base import FastPathTransport, FrameTransport, Transport
-from ..transport.framing import DEFAULT_MAX_FRAME_SIZE
+from ..transport.framing import DEFAULT_MAX_FRAME_SIZE, Frame
 from ..transport.lines import STREAM_END, frame_transport
 from .budget import CURRENT_ANSWER, DEFAULT_ANSWER_BUDGET, AnswerBudget, AnswerTicket
 from .core import (
@@ -424,11 +424,9 @@ class Connection:
         return True
 
     async def _read_loop(self) -> None:
+        """Read blocks of frames until the peer's end; dispatch each block in wire order, then pace the reader."""
         receive = self._frames.receive_frames
         outbox = self._outbox
-        core = self._core
-        receive_block = core.receive_block
-        notification_handlers = self._notifications
         unyielded = 0  # frames read since this task last let others run
         try:
             while True:
@@ -437,85 +435,117 @@ class Connection:
                 except STREAM_END:
                     break
                 unyielded += len(frames)
-                while True:
-                    # The core classifies (one decoder for every frame); this loop only dispatches, in wire order.
-                    for event in receive_block(frames):
-                        if type(event) is TypedNotifications:
-                            # Hottest path: a run of typed notifications, each frame decoded in one msgspec pass.
-                            messages = event.messages
-                            handler = event.handler
-                            batch = handler.batch
-                            if batch is not None and not self._backlog and len(messages) > 1:
-                                try:
-                                    outcome = batch(list(map(_PARAMS_OF, messages)))
-                                except Exception:
-                                    _log.exception("batch notification handler for %r failed", event.method)
-                                    continue
-                                if outcome is not None and inspect.isawaitable(outcome):
-                                    await self._enqueue(_AWAIT, outcome)
-                                continue
-                            # One at a time: per message, only a call of the handler when it can run inline.
-                            typed = core.typed
-                            inline_fn = None if handler.is_async else handler.fn
-                            done = 0
-                            for message in messages:
-                                if core.typed is not typed:
-                                    break  # a handler registered another method: the rest is decoded again
-                                done += 1
-                                if inline_fn is None or self._backlog:
-                                    await self._enqueue(_CALL, (event.method, handler, message.params))
-                                    continue
-                                try:
-                                    outcome = inline_fn(message.params)
-                                except Exception:
-                                    _log.exception("notification handler for %r failed", event.method)
-                                    continue
-                                if outcome is not None and inspect.isawaitable(outcome):
-                                    await self._enqueue(_AWAIT, outcome)
-                            else:
-                                continue
-                            frames = frames[event.end - len(messages) + done :]
-                            break
-                        if type(event) is NotificationReceived:
-                            # Kept free of awaits: a sync notification handler with nothing queued.
-                            sync = notification_handlers.get(event.method)
-                            if sync is not None and not sync.is_async and self._backlog == 0:
-                                outcome = self._run_sync_notification(sync, event)
-                                if outcome is not None:
-                                    await self._enqueue(_AWAIT, outcome)
-                                continue
-                        await self._dispatch_event(event)
-                    else:
-                        break
-                if self._answered:
-                    # Let the callers just answered run before this task reads (and likely waits) again:
-                    # their wake-up is the round trip's critical path.
-                    self._answered = False
-                    unyielded = 0
-                    await self._yield_to_callers()
-                elif unyielded >= FAIR_SHARE_FRAMES:
-                    # Many frames read without a pause: let the tasks they woke (a reader of chat events, a UI) run
-                    # before the next read, or an agent that writes without pause would have them wait, and their
-                    # queues grow, until it stops. One pass of the event loop per this many frames costs nothing
-                    # measurable.
-                    unyielded = 0
-                    await self._yield_to_callers()
-                if outbox.size > outbox.high_water:
-                    await outbox.wait_writable()
+                await self._dispatch_frames(frames)
+                if self._answered or unyielded >= FAIR_SHARE_FRAMES or outbox.size > outbox.high_water:
+                    unyielded = await self._pace(unyielded)  # tested first: most blocks need no pause
         finally:
             with anyio.CancelScope(shield=True):
-                if self._closed_error is None:
-                    info = await self._frames.peer_exit()
-                    self._mark_closed(
-                        ConnectionClosed(
-                            "the peer closed the connection", exit_code=info.exit_code, stderr_tail=info.stderr_tail
-                        )
-                    )
-                for scope in list(self._scopes.values()):
-                    scope.cancel()  # nobody is left to answer
-                self._start_waiting_cancelled()
-                if self._notify_send is not None:
-                    self._notify_send.close()  # the consumer finishes what was already received
+                await self._reader_ended()
+
+    async def _dispatch_frames(self, frames: list[Frame]) -> None:
+        """The core classifies one block (one decoder for every frame); this only dispatches, in wire order."""
+        receive_block = self._core.receive_block
+        notification_handlers = self._notifications
+        while True:
+            for event in receive_block(frames):
+                if type(event) is TypedNotifications:
+                    # The hottest path: a run of typed notifications, each frame decoded in one msgspec pass.
+                    if event.handler.batch is not None and not self._backlog and len(event.messages) > 1:
+                        outcome = self._typed_batch(event)  # a plain call: no coroutine per run
+                        if outcome is not None:
+                            await self._enqueue(_AWAIT, outcome)
+                        continue
+                    rest = await self._typed_one_by_one(event)
+                    if rest is not None:  # a handler registered another method: the rest is decoded again
+                        frames = frames[rest:]
+                        break
+                    continue
+                if type(event) is NotificationReceived:
+                    # Kept free of awaits: a sync notification handler with nothing queued.
+                    sync = notification_handlers.get(event.method)
+                    if sync is not None and not sync.is_async and self._backlog == 0:
+                        outcome = self._run_sync_notification(sync, event)
+                        if outcome is not None:
+                            await self._enqueue(_AWAIT, outcome)
+                        continue
+                await self._dispatch_event(event)
+            else:
+                return
+
+    def _typed_batch(self, event: TypedNotifications) -> Awaitable[Any] | None:
+        """A run of typed notifications handed to the method's batch handler at once (nothing queued ahead of
+        it); returns what the handler returned when that must be awaited."""
+        batch = event.handler.batch
+        assert batch is not None
+        try:
+            outcome = batch(list(map(_PARAMS_OF, event.messages)))
+        except Exception:
+            _log.exception("batch notification handler for %r failed", event.method)
+            return None
+        return outcome if outcome is not None and inspect.isawaitable(outcome) else None
+
+    async def _typed_one_by_one(self, event: TypedNotifications) -> int | None:
+        """A run of typed notifications, one handler call per message (inline when it can run inline, else
+        queued). Returns None when the run was dispatched, or the index in the block of the first frame left
+        undispatched because a handler changed the typed methods (from there the block is classified again)."""
+        messages = event.messages
+        handler = event.handler
+        # One at a time: per message, only a call of the handler when it can run inline.
+        core = self._core
+        typed = core.typed
+        inline_fn = None if handler.is_async else handler.fn
+        done = 0
+        for message in messages:
+            if core.typed is not typed:
+                return event.end - len(messages) + done
+            done += 1
+            if inline_fn is None or self._backlog:
+                await self._enqueue(_CALL, (event.method, handler, message.params))
+                continue
+            try:
+                outcome = inline_fn(message.params)
+            except Exception:
+                _log.exception("notification handler for %r failed", event.method)
+                continue
+            if outcome is not None and inspect.isawaitable(outcome):
+                await self._enqueue(_AWAIT, outcome)
+        return None
+
+    async def _pace(self, unyielded: int) -> int:
+        """Between two reads: let woken tasks run when due, and wait while the outbox is over its high-water mark.
+        Returns the count of frames read since the last yield."""
+        if self._answered:
+            # Let the callers just answered run before this task reads (and likely waits) again:
+            # their wake-up is the round trip's critical path.
+            self._answered = False
+            unyielded = 0
+            await self._yield_to_callers()
+        elif unyielded >= FAIR_SHARE_FRAMES:
+            # Many frames read without a pause: let the tasks they woke (a reader of chat events, a UI) run
+            # before the next read, or an agent that writes without pause would have them wait, and their
+            # queues grow, until it stops. One pass of the event loop per this many frames costs nothing
+            # measurable.
+            unyielded = 0
+            await self._yield_to_callers()
+        outbox = self._outbox
+        if outbox.size > outbox.high_water:
+            await outbox.wait_writable()
+        return unyielded
+
+    async def _reader_ended(self) -> None:
+        """The peer's end (or the reader's cancellation): record why, and release everything waiting on it."""
+        if self._closed_error is None:
+            info = await self._frames.peer_exit()
+            self._mark_closed(
+                ConnectionClosed(
+                    "the peer closed the connection", exit_code=info.exit_code, stderr_tail=info.stderr_tail
+                )
+            )
+        for scope in list(self._scopes.values()):
+            scope.cancel()  # nobody is left to answer
+        self._start_waiting_cancelled()
+        if self._notify_send is not None:
+            self._notify_send.close()  # the consumer finishes what was already received
 
     async def _dispatch_event(self, event: Any) -> None:
         kind = type(event)

@@ -258,7 +258,7 @@ async def test_an_awaited_turn_lists_its_files_too() -> None:
 def test_the_v1_meta_key_is_the_adapters() -> None:
     from acp_session.protocol.v1.convert import V1_DIFF_META
 
-    assert turn_module._V1_DIFF_META == V1_DIFF_META == V1_DIFF
+    assert turn_module.V1_DIFF_META == V1_DIFF_META == V1_DIFF
 
 
 # -- the reference agent's /edit ----------------------------------------------------------------------------------

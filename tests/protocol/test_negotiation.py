@@ -124,3 +124,55 @@ def test_file_system_and_terminals_are_advertised_only_with_a_provider(tmp_path:
     caps = both.client_capabilities
     assert caps.fs.read_text_file is True and caps.fs.write_text_file is False  # type: ignore[union-attr]
     assert caps.terminal is True  # type: ignore[union-attr]
+
+
+# -- the v1 offer, built as plain JSON without the v1 types (acp_session/protocol/v1_offer.py) ----------------------
+
+
+def test_the_light_v1_offer_tables_match_the_adapter_and_the_schema() -> None:
+    """``v1_offer`` repeats what it must not import: the v1 routes' advertised capabilities and the v1 fields."""
+    from acp_session.protocol.v1.adapter import V1Protocol
+    from acp_session.protocol.v1_offer import V1_ADVERTISED, V1_CAPABILITY_FIELDS, V1_IMPLEMENTATION_FIELDS
+    from acp_session.schema.v1 import types as v1
+
+    routes = {(route.advertises, route.when) for route in V1Protocol.routes if route.advertises is not None}
+    assert routes == set(V1_ADVERTISED)
+
+    def wire_fields(struct: type[msgspec.Struct]) -> frozenset[str]:
+        return frozenset(field.encode_name for field in msgspec.structs.fields(struct))
+
+    assert wire_fields(v1.ClientCapabilities) == V1_CAPABILITY_FIELDS
+    assert wire_fields(v1.Implementation) == V1_IMPLEMENTATION_FIELDS
+
+
+@pytest.mark.parametrize("files", [None, (True, True), (True, False), (False, True)])
+@pytest.mark.parametrize("terminals", [False, True])
+@pytest.mark.parametrize("extras", [False, True])
+def test_the_v1_offer_is_what_the_v1_types_and_routes_give(
+    tmp_path: Path, files: tuple[bool, bool] | None, terminals: bool, extras: bool
+) -> None:
+    """The plain offer survives a round trip through ``v1.InitializeRequest`` unchanged, and its ``fs`` /
+    ``terminal`` flags are ``routes.advertised`` of the v1 adapter's table (what the client installs)."""
+    from acp_session.protocol.negotiate import offer
+    from acp_session.protocol.routes import advertised
+    from acp_session.protocol.v1.adapter import V1Protocol
+    from acp_session.schema.v1 import types as v1
+
+    builder = ClientBuilder("offer", "2.0", title="Offer" if extras else None)
+    if files is not None:
+        builder.with_file_system([tmp_path], read=files[0], write=files[1])
+    if terminals:
+        builder.with_terminals()
+    if extras:
+        builder.on_elicitation(lambda request: None, modes=("form", "url")).with_meta({"x": 1})
+        builder.with_terminal_auth()
+    plain = offer(builder, 1, (2, 1))
+    assert msgspec.to_builtins(msgspec.convert(plain, v1.InitializeRequest)) == plain
+    assert plain == msgspec.to_builtins(builder.v1_initialize_request())
+    caps = plain["clientCapabilities"]
+    expected = advertised(V1Protocol.routes, builder.offer())
+    assert caps["terminal"] == expected["terminal"]
+    assert caps["fs"] == (expected["fs"] if files is not None else {})
+    both = offer(builder, 2, (2, 1))
+    assert (both["clientCapabilities"], both["clientInfo"]) == (caps, plain["clientInfo"])
+    assert "clientCapabilities" not in offer(builder, 2, (2,))

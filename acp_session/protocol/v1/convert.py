@@ -20,6 +20,7 @@ from ...schema import types as m
 from ...schema.v1 import types as v1
 from ...schema.v1 import unstable as v1u
 from ...update_kinds import KINDS
+from ..base import V1_DIFF_META
 
 __all__ = [
     "V1_DIFF_META",
@@ -41,8 +42,6 @@ __all__ = [
     "v2_only_kind",
 ]
 
-V1_DIFF_META = "acpSession/v1Diff"
-"""``_meta`` key under which a diff converted from v1 keeps the original ``path`` / ``oldText`` / ``newText``."""
 
 _SUPPORTED: dict[str, Any] = {}  # a v2 support marker: an empty object
 
