@@ -5,6 +5,7 @@ from typing import TYPE_CHECKING, Any
 from ._version import __version__
 from .auth import AuthenticationRequired, LoginMethod
 from .client import PROTOCOL_VERSION, ClientBuilder, ClientConnection
+from .client.connection import set_conversation_opener
 from .client_errors import CapabilityNotSupported, ProtocolVersionMismatch, SessionClosed
 from .interactions import Interaction
 from .session import TRACKED_UPDATES, ActiveSession, BatchUpdateListener, Limits, SentRequest, TrackedPrompt
@@ -15,6 +16,17 @@ if TYPE_CHECKING:
 # The conversation layer is imported on first use: a client that only sends prompts and handles updates
 # imports 20 to 30 % faster without it (``ClientConnection.start_conversation`` imports it too).
 _CONVERSATION = frozenset({"ChatResponse", "ChatTurn", "Conversation", "SessionState"})
+
+
+async def _open_conversation(client: ClientConnection, cwd: Any, **options: Any) -> Any:
+    """``ClientConnection.start_conversation``: the conversation layer builds on the client, so the facade, above
+    both, hands the client this opener instead of the client importing the layer above it."""
+    from .conversation.conversation import Conversation
+
+    return await Conversation.open(client, cwd, **options)
+
+
+set_conversation_opener(_open_conversation)
 
 
 def __getattr__(name: str) -> Any:

@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable, Generator, Mapping, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 import msgspec
 
@@ -58,7 +58,7 @@ from .update_kinds import TRACKED_UPDATES
 if TYPE_CHECKING:
     from .client import ClientConnection
     from .interactions import InteractionRegistry
-    from .protocol.base import PromptExchange, ProtocolAdapter
+    from .protocol.base import ProtocolAdapter
     from .rpc import Connection
 
 __all__ = [
@@ -164,7 +164,7 @@ class SentRequest(Generic[T]):
 
     def add_done_callback(self, fn: Callable[[PendingRequest[T]], None]) -> None:
         """Call ``fn`` with the rpc request the moment its answer is read, in wire order (the connection settles
-        a prompt this way: ``ClientConnection.watch_prompt``)."""
+        a prompt this way: ``ConnectionHub.send_prompt``)."""
         self._pending.add_done_callback(fn)
 
     @property
@@ -322,6 +322,13 @@ class SessionTrack:
         while len(self.unjoined) > 256:  # replayed history can be long; keep only recent ones
             self.unjoined.pop(next(iter(self.unjoined)))
 
+    def begin_prompt(self, prompt: TrackedPrompt, requests_received: int) -> None:
+        """A prompt was sent: track it. New work after a cancel: interactive requests read from now on
+        (``requests_received``, the connection's count) are not the cancelled work's."""
+        if self.cancel_barrier == math.inf:
+            self.cancel_barrier = requests_received
+        self.prompts.append(prompt)
+
     def settle(self, prompt: TrackedPrompt, response: PromptResponse | None, error: AcpError | None) -> None:
         """Record a prompt's answer and join it to its user message if that arrived first."""
         if response is not None:
@@ -363,11 +370,16 @@ _SET_CONFIG = decoder(SetSessionConfigOptionResponse)
 
 
 class SessionLink(Protocol):
-    """All an ``ActiveSession`` asks of its connection (``ClientConnection`` implements it; internal to the package).
+    """All an ``ActiveSession`` asks of its connection (the connection's hub, ``client._hub``, implements it).
 
     The handle calls nothing else on the connection (tests/client/test_session_link.py checks both). These names
     are a contract inside the package, not public API: the API reference leaves them out (mkdocs.yml).
     """
+
+    @property
+    def connection(self) -> ClientConnection:
+        """The public connection the handle belongs to: ``ActiveSession.connection``."""
+        ...
 
     @property
     def rpc(self) -> Connection:
@@ -397,24 +409,18 @@ class SessionLink(Protocol):
         """Whether the agent offers ``method``: ``close`` sends ``session/close`` only if it does."""
         ...
 
-    def prompt_capabilities(self) -> PromptCapabilities | None:
-        """The agent's prompt capabilities: which content blocks a prompt may carry (ACP2-084)."""
-        ...
-
-    def prompt_exchange(self, session_id: str, blocks: Sequence[ContentBlock], /) -> PromptExchange:
-        """Send ``session/prompt`` the negotiated version's way (v1 also reports the user message itself)."""
-        ...
-
-    def watch_prompt(self, track: SessionTrack, prompt: TrackedPrompt, after: Callable[[], None], /) -> None:
-        """Settle a tracked prompt when its answer is read, in wire order with the updates around it."""
-        ...
-
-    def auth_error(self, error: AcpError, method: str, /) -> AcpError:
-        """A refusal for lack of login as ``AuthenticationRequired``: how a prompt's failure is reported."""
-        ...
-
-    def run_soon(self, fn: Callable[[Any], Any], arg: Any, /) -> None:
-        """Run ``fn(arg)`` in the connection's task group: an expired prompt's ``session/cancel`` is sent there."""
+    def send_prompt(
+        self,
+        session: ActiveSession,
+        track: SessionTrack,
+        blocks: Sequence[ContentBlock],
+        on_settle: Callable[[TrackedPrompt], None] | None,
+        on_tracked: Callable[[TrackedPrompt], None] | None,
+        /,
+    ) -> TrackedPrompt:
+        """A prompt's whole way down (checked against the agent's capabilities, sent the negotiated version's
+        way, tracked) and its outcome back (settled on ``track`` when its answer is read, in wire order with the
+        updates around it; a lapsed time limit cancels the turn): the handle hands it over once."""
         ...
 
     def rpc_request(
@@ -461,8 +467,7 @@ class ActiveSession:
 
     @property
     def connection(self) -> ClientConnection:
-        # Handles are made by a ClientConnection (its SessionLink): the connection is that object.
-        return cast("ClientConnection", self._conn)
+        return self._conn.connection
 
     @property
     def track(self) -> SessionTrack:
@@ -514,26 +519,7 @@ class ActiveSession:
         """Send a prompt and track it; ``on_tracked`` runs before anything about it can be reported
         (a protocol that reports the user message itself, v1, does so right after). ``Conversation.chat``'s
         entry point (internal: the API reference leaves it out); ``send_prompt_blocks`` is the public one."""
-        track = self._check_open()
-        prompt = _prepare_blocks(blocks, self._conn.prompt_capabilities())
-        exchange = self._conn.prompt_exchange(self._session_id, prompt)
-        exchange.request.on_expire(self._prompt_expired)
-        conn = self._conn
-        sent = SentRequest(exchange.request, lambda error: conn.auth_error(error, "session/prompt"))
-        tracked = TrackedPrompt(sent, prompt, on_settle=on_settle)
-        if track.cancel_barrier == math.inf:  # new work: requests read from now on are not the cancelled work's
-            track.cancel_barrier = conn.rpc.requests_received
-        tracked.message_id = exchange.message_id
-        track.prompts.append(tracked)
-        if on_tracked is not None:
-            on_tracked(tracked)
-        self._conn.watch_prompt(track, tracked, exchange.end)
-        exchange.begin()
-        return tracked
-
-    def _prompt_expired(self, request: PendingRequest[Any]) -> None:
-        """A prompt's time limit passed: stop its turn too, not only the request."""
-        self._conn.run_soon(_cancel_quietly, self)
+        return self._conn.send_prompt(self, self._check_open(), blocks, on_settle, on_tracked)
 
     def add_update_listener(self, listener: UpdateListener) -> Callable[[], None]:
         """Call ``listener`` inline for each of this session's updates (after tracking, before the builder's
@@ -640,7 +626,7 @@ class ActiveSession:
         self._conn.protocol.session_closed(self._session_id)
 
 
-async def _cancel_quietly(session: ActiveSession) -> None:
+async def cancel_quietly(session: ActiveSession) -> None:
     with suppress(AcpError):  # closed meanwhile, or the connection ended: nothing left to stop
         await session.cancel_active_work()
 
@@ -648,7 +634,7 @@ async def _cancel_quietly(session: ActiveSession) -> None:
 _NEEDS: dict[type, str] = {ImageContent: "image", AudioContent: "audio", EmbeddedResource: "embedded_context"}
 
 
-def _prepare_blocks(blocks: Sequence[ContentBlock], caps: PromptCapabilities | None) -> list[ContentBlock]:
+def prepare_blocks(blocks: Sequence[ContentBlock], caps: PromptCapabilities | None) -> list[ContentBlock]:
     """Validate prompt content locally: non-empty (ACP2-085) and allowed by the prompt capabilities (ACP2-084)."""
     out: list[ContentBlock] = []
     for block in blocks:

@@ -75,6 +75,7 @@ from typing import Any
 import anyio
 
 from acp_session import ClientBuilder, Limits
+from acp_session.client.connection import hub_of
 from acp_session.conversation import DEFAULT_MAX_HISTORY, ChatDone, Conversation
 
 AGENT = r"""
@@ -354,7 +355,7 @@ async def run_scenario(name: str, n: int, top: int) -> dict[str, Any]:
                 "response_text": len(response.text),
                 "cancellable_ids_after": len(track.cancellable_tool_calls),
                 "unknown_session_updates": client.unknown_session_updates,
-                "session_records": len(client.session_tracks),
+                "session_records": len(hub_of(client).session_tracks),
                 **extra,
             }
             if mode == "stream":

@@ -28,6 +28,8 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from acp_session.client.connection import hub_of
+from acp_session.client.opening import open_new_session, open_resumed_session
 from acp_session.client_errors import SessionClosed
 from acp_session.conversation.chat_events import ChatFile, ChatMessage, ChatResponse
 from acp_session.conversation.entities import Compaction, Message, TimelineEntry, TokenUsage
@@ -159,8 +161,8 @@ class Conversation:
     ) -> Conversation:
         """``session/new`` with this conversation listening from the first update (``start_conversation``)."""
         conversation = cls(max_history_size=max_history_size)
-        session, response = await client.open_new_session(
-            cwd, mcp_servers, additional_directories, listener=conversation._listener
+        session, response = await open_new_session(
+            hub_of(client), cwd, mcp_servers, additional_directories, listener=conversation._listener
         )
         conversation._remember(mcp_servers, additional_directories)
         conversation._opened(session, response)
@@ -274,7 +276,8 @@ class Conversation:
     ) -> None:
         self.state.begin_resume(replay=replay_from is not None)
         try:
-            session, response = await client.open_resumed_session(
+            session, response = await open_resumed_session(
+                hub_of(client),
                 session_id,
                 cwd,
                 replay_from,
@@ -308,7 +311,7 @@ class Conversation:
         self._detach = detach
         self._closed = None
         self._disconnected = False
-        session.connection.start_soon(self._watch_connection, session.connection)
+        hub_of(session.connection).start_soon(self._watch_connection, session.connection)
 
     def _unbind(self, error: BaseException) -> None:
         if self._detach is not None:

@@ -10,6 +10,7 @@ import anyio
 import pytest
 
 from acp_session import CapabilityNotSupported, ClientBuilder, ProtocolVersionMismatch
+from acp_session.client.connection import hub_of
 from acp_session.errors import ConnectionClosed
 from acp_session.schema.types import ElicitationFormMode, RequestPermissionRequest
 from tests.client.support import assert_valid, methods, scripted, sent
@@ -208,7 +209,7 @@ async def test_closing_the_rpc_first_with_a_connection_task_still_waiting(tmp_pa
     finished: list[str] = []
     with anyio.fail_after(10):
         async with scripted(tmp_path) as (client, _):
-            client.start_soon(anyio.sleep_forever)
+            hub_of(client).start_soon(anyio.sleep_forever)
             await anyio.sleep(0.05)
             with anyio.CancelScope(shield=True):
                 await client.rpc.aclose()

@@ -19,6 +19,7 @@ import msgspec
 import pytest
 
 from acp_session import ClientBuilder, ClientConnection
+from acp_session.client.connection import hub_of
 from acp_session.protocol.routes import ClientOffer, Route, advertised
 from acp_session.protocol.v1.adapter import V1Protocol
 from acp_session.protocol.v2 import V2Protocol
@@ -147,7 +148,7 @@ async def test_session_update_keeps_its_typed_decoder_and_batch(version: int) ->
         # One frame goes through the adapter (which skips a usage update without its counts: usage_quirk.py);
         # a run decoded in one pass holds only well-formed updates, and v2 hands it to the client directly.
         assert handler.fn == adapter._on_update
-        assert handler.batch == (client.receive_updates if version == 2 else adapter._on_updates)
+        assert handler.batch == (hub_of(client).receive_updates if version == 2 else adapter._on_updates)
 
 
 def _capability_flags(builder: ClientBuilder) -> dict[str, bool]:

@@ -15,6 +15,7 @@ import anyio
 import pytest
 
 from acp_session import ClientBuilder
+from acp_session.client.connection import hub_of
 from acp_session.conversation import Conversation
 from acp_session.conversation.entities import Message, UnknownEntry
 from acp_session.errors import AcpError, ConnectionClosed
@@ -160,7 +161,7 @@ async def test_an_agent_that_cancels_a_prompt_when_the_next_comes(tmp_path: Path
             await conversation.wait_for_idle()
             waiter.set()
 
-        conversation.session.connection.start_soon(wait)
+        hub_of(conversation.session.connection).start_soon(wait)
         await anyio.sleep(0.05)
         seen["waited"] = waiter.is_set()
         await release.wait()

@@ -10,6 +10,7 @@ import anyio
 import pytest
 
 from acp_session import ClientBuilder, Limits
+from acp_session.client.connection import hub_of
 from acp_session.rpc.connection import FAIR_SHARE_FRAMES
 from acp_session.schema import (
     BackgroundToolCall,
@@ -60,7 +61,7 @@ async def test_updates_for_sessions_never_opened_are_counted_not_tracked(tmp_pat
         async with ClientBuilder().on_session_update(on_update).spawn([sys.executable, str(script)]) as client:
             await client.new_session(str(tmp_path))
             await done.wait()
-            tracked = len(client.session_tracks)
+            tracked = len(hub_of(client).session_tracks)
             unknown = client.unknown_session_updates
     assert len(seen) == 20001  # the application's handler still sees every update
     assert tracked <= 17 and unknown >= 20000 - 16  # not 20 001 records: at most the bounded early ones

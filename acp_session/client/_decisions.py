@@ -1,0 +1,180 @@
+"""The answers to the agent's interactive requests (internal): permission and elicitation.
+
+A handler decides; a cancelled or failed handler, a request ``cancel_active_work`` covers, or an option the agent
+never offered all become the cancelled answer, never an approval.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import anyio
+import msgspec
+
+from ..interactions import Interaction, InteractionRegistry, call_handler
+from ..rpc import Connection
+from ..schema.types import (
+    CancelledPermissionOutcome,
+    CommandPermissionSubject,
+    CreateElicitationRequest,
+    CreateElicitationResponse,
+    ElicitationCancelAction,
+    ElicitationFormMode,
+    ElicitationUrlMode,
+    RequestPermissionRequest,
+    RequestPermissionResponse,
+    SelectedPermissionOutcome,
+    ToolCallPermissionSubject,
+)
+from ..session import (
+    SessionTrack,
+)
+
+if TYPE_CHECKING:
+    pass
+
+if TYPE_CHECKING:
+    from .builder import ClientBuilder
+
+_log = logging.getLogger("acp_session.client")
+T = TypeVar("T")
+_CANCELLED_PERMISSION = RequestPermissionResponse(outcome=CancelledPermissionOutcome())
+
+
+class Decisions:
+    """The permission and elicitation answers of one connection."""
+
+    def __init__(
+        self,
+        rpc: Connection,
+        builder: ClientBuilder,
+        interactions: InteractionRegistry,
+        session_tracks: Mapping[str, SessionTrack],
+    ) -> None:
+        self.rpc = rpc
+        self.builder = builder
+        self.interactions = interactions
+        self.session_tracks = session_tracks
+
+    async def decide_permission(self, request: RequestPermissionRequest) -> RequestPermissionResponse:
+        subject = request.subject
+        tool_call_id: str | None = None
+        terminal_id: str | None = None
+        if isinstance(subject, ToolCallPermissionSubject):
+            tool_call_id = subject.tool_call.tool_call_id
+        elif isinstance(subject, CommandPermissionSubject):
+            tool_call_id = subject.tool_call_id if isinstance(subject.tool_call_id, str) else None
+            terminal_id = subject.terminal_id if isinstance(subject.terminal_id, str) else None
+        fn = self.builder._permission
+        if fn is None:
+            _log.warning("no permission handler: answering %r with the cancelled outcome", request.title)
+            return _CANCELLED_PERMISSION
+        item = Interaction("permission", request.session_id, tool_call_id, terminal_id, request)
+
+        async def decide(params: RequestPermissionRequest) -> RequestPermissionResponse:
+            return _permission_response(await call_handler(fn, params))
+
+        answer = await self._decide(item, decide, lambda: _CANCELLED_PERMISSION)
+        return _offered_only(request, answer)
+
+    async def _decide(self, item: Interaction, fn: Callable[[Any], Any], cancelled: Callable[[], T]) -> T:
+        """Run an interactive request's handler, unless ``cancel_active_work`` covers the request; a handler that
+        fails, or is cancelled or withdrawn while it decides, gets the ``cancelled()`` answer (never an approval;
+        the failure is logged here, nothing of it reaches the agent)."""
+        receipt = self.rpc.request_receipt()
+        if self._declines(item, receipt):
+            return cancelled()  # its work was cancelled before its handler could start
+        try:
+            answer: T = await self.interactions.run(item, fn, cancelled)
+        except Exception:
+            _log.exception("the %s handler failed; answering with the cancelled outcome", item.kind)
+            return cancelled()
+        if self._declines(item, receipt) or anyio.current_effective_deadline() == -math.inf:
+            return cancelled()  # cancelled (or withdrawn) while the handler was deciding
+        return answer
+
+    def _declines(self, item: Interaction, receipt: int | None) -> bool:
+        """Whether ``cancel_active_work`` covers this request: it was read before the cancelled work ended and
+        its subject is not background work (which keeps running)."""
+        track = self.session_tracks.get(item.session_id or "")
+        if track is None or receipt is None or receipt >= track.cancel_barrier:
+            return False
+        return not item.subject_in(track.background)
+
+    def waiting_interactions(self, session_id: str, background: frozenset[tuple[str, str]]) -> int:
+        """Interactive requests of ``session_id`` read but still waiting for a handler slot (they will be
+        declined when they start), for ``cancel_active_work``'s count."""
+        count = 0
+        for method, params in self.rpc.waiting_requests():
+            if method not in ("session/request_permission", "elicitation/create") or params is None:
+                continue
+            try:
+                peek = _PEEK_INTERACTION.decode(params)
+            except msgspec.DecodeError:
+                continue
+            if peek.sessionId != session_id:
+                continue
+            tool_call = peek.toolCall or (peek.subject or {}).get("toolCall") or {}
+            tool_call_id = tool_call.get("toolCallId") if isinstance(tool_call, dict) else None
+            if ("tool_call", tool_call_id) not in background:
+                count += 1
+        return count
+
+    async def decide_elicitation(self, request: CreateElicitationRequest) -> CreateElicitationResponse:
+        fn = self.builder._elicitation
+        mode = (
+            "form"
+            if isinstance(request, ElicitationFormMode)
+            else "url"
+            if isinstance(request, ElicitationUrlMode)
+            else ""
+        )
+        if fn is None or mode not in self.builder._elicitation_modes:
+            return ElicitationCancelAction()  # a mode we did not advertise, or unknown (ACP2-025)
+        assert isinstance(request, (ElicitationFormMode, ElicitationUrlMode))
+        session_id = request.session_id if isinstance(request.session_id, str) else None
+        tool_call_id = request.tool_call_id if isinstance(request.tool_call_id, str) else None
+        item = Interaction("elicitation", session_id, tool_call_id, None, request)
+        answer: CreateElicitationResponse = await self._decide(item, fn, ElicitationCancelAction)
+        return answer
+
+
+def _permission_response(answer: Any) -> RequestPermissionResponse:
+    if isinstance(answer, RequestPermissionResponse):
+        return answer
+    if isinstance(answer, (SelectedPermissionOutcome, CancelledPermissionOutcome)):
+        return RequestPermissionResponse(outcome=answer)
+    if isinstance(answer, str):
+        return RequestPermissionResponse(outcome=SelectedPermissionOutcome(option_id=answer))
+    if answer is None:
+        return _CANCELLED_PERMISSION
+    raise TypeError(f"a permission handler returned {type(answer).__name__}")
+
+
+class _InteractionPeek(msgspec.Struct):
+    """The few fields of a waiting permission/elicitation request that ``cancel_active_work`` counts by."""
+
+    sessionId: Any = None
+    toolCall: Any = None
+    subject: Any = None
+
+
+_PEEK_INTERACTION = msgspec.json.Decoder(_InteractionPeek)
+
+
+def _offered_only(request: RequestPermissionRequest, response: RequestPermissionResponse) -> RequestPermissionResponse:
+    """A selected option the agent never offered is not an approval: it becomes cancelled (and is logged)."""
+    outcome = response.outcome
+    if isinstance(outcome, SelectedPermissionOutcome):
+        offered = {option.option_id for option in request.options}
+        if outcome.option_id not in offered:
+            _log.warning(
+                "the permission handler chose %r, which the agent did not offer (%s): answering cancelled",
+                outcome.option_id,
+                ", ".join(sorted(offered)) or "no options",
+            )
+            return _CANCELLED_PERMISSION
+    return response

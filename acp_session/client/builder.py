@@ -1,0 +1,399 @@
+"""``ClientBuilder``: identity, capabilities and typed handlers; ``connect``/``spawn`` make a ``ClientConnection``.
+
+Handlers receive generated types and may be plain functions or coroutine functions. Capabilities that depend
+on a handler (elicitation modes) are derived from what was registered, so they cannot disagree.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any, Literal
+
+import anyio
+import msgspec
+
+from .._version import __version__
+from ..codec import convert
+from ..errors import InitializeTimeout
+from ..protocol.negotiate import DEFAULT_INITIALIZE_TIMEOUT, SUPPORTED_VERSIONS
+from ..protocol.routes import ClientOffer
+from ..protocol.v1_offer import v1_initialize_params
+from ..rpc import Connection
+from ..schema.types import (
+    ClientAuthCapabilities,
+    ClientCapabilities,
+    CompleteElicitationNotification,
+    CreateElicitationRequest,
+    ElicitationCapabilities,
+    ElicitationFormCapabilities,
+    ElicitationUrlCapabilities,
+    Implementation,
+    RequestPermissionRequest,
+    TerminalAuthCapabilities,
+    UpdateSessionNotification,
+)
+from ..session import (
+    DEFAULT_LIMITS,
+)
+from ..transport import AgentProcess, Transport, stdio_agent
+from ..transport.environment import EnvPolicy, agent_environment
+
+if TYPE_CHECKING:
+    from ..providers import FileSystemProvider, TerminalProvider
+    from ..registry import AgentCommand, Registry
+    from ..schema.v1 import types as v1
+from .connection import ClientConnection, ext_name, hub_of
+
+__all__ = ["ClientBuilder", "ElicitationMode"]
+
+ElicitationMode = Literal["form", "url"]
+Handler = Callable[[Any], Any]
+Fallback = Callable[[str, bytes], Any]
+
+
+class ClientBuilder:
+    """Collects the client's identity, capabilities and handlers; ``connect()`` applies them to a connection."""
+
+    def __init__(self, name: str = "acp-session", version: str = __version__, *, title: str | None = None) -> None:
+        self.info = Implementation(name=name, version=version, title=msgspec.UNSET if title is None else title)
+        self.terminal_auth = False
+        self.meta: dict[str, Any] | None = None
+        self._update: Handler | None = None
+        self._permission: Handler | None = None
+        self._elicitation: Handler | None = None
+        self._elicitation_modes: frozenset[str] = frozenset()
+        self._elicitation_complete: Handler | None = None
+        self._ext_requests: dict[str, Handler] = {}
+        self._ext_notifications: dict[str, Handler] = {}
+        self._fallback_request: Fallback | None = None
+        self._fallback_notification: Fallback | None = None
+        self._transcript: str | os.PathLike[str] | None = None
+        self._versions: tuple[int, ...] = SUPPORTED_VERSIONS
+        self._file_system: Callable[[], FileSystemProvider] | None = None
+        self._fs_access = (False, False)  # (read, write) advertised with a file-system provider
+        self._terminals: Callable[[], TerminalProvider] | None = None
+        self._own_terminals = False  # built-in terminals: started and stopped with each connection
+        self._tools_over_mcp = True  # v2 agents get the providers as an MCP server (tools_over_mcp)
+        self._limits = DEFAULT_LIMITS
+
+    def limits(
+        self,
+        *,
+        early_sessions: int | None = None,
+        early_updates: int | None = None,
+        cancellable: int | None = None,
+        answer_bytes: int | None = None,
+        parked_requests: int | None = None,
+    ) -> ClientBuilder:
+        """Change what a connection keeps at most (``Limits``; the defaults are documented there and in
+        docs/robustness.md). Omitted ones keep their value."""
+        changes = {
+            "early_sessions": early_sessions,
+            "early_updates": early_updates,
+            "cancellable": cancellable,
+            "answer_bytes": answer_bytes,
+            "parked_requests": parked_requests,
+        }
+        self._limits = dataclasses.replace(self._limits, **{k: v for k, v in changes.items() if v is not None})
+        return self
+
+    # -- protocol versions ---------------------------------------------------------------------------------
+
+    def protocol_versions(self, *versions: int) -> ClientBuilder:
+        """Speak only these protocol versions (default: 2 and 1). The newest is offered first; an agent
+        that answers another allowed version continues in it, any other answer is a ``ProtocolVersionMismatch``."""
+        unknown = [v for v in versions if v not in SUPPORTED_VERSIONS]
+        if not versions or unknown:
+            raise ValueError(f"protocol versions must be some of {list(SUPPORTED_VERSIONS)} (got {list(versions)})")
+        self._versions = tuple(sorted(set(versions), reverse=True))
+        return self
+
+    @property
+    def versions(self) -> tuple[int, ...]:
+        return self._versions
+
+    # -- identity and capabilities ---------------------------------------------------------------------------
+
+    def with_terminal_auth(self, enabled: bool = True) -> ClientBuilder:
+        """Advertise that this client can run terminal authentication methods itself."""
+        self.terminal_auth = enabled
+        return self
+
+    def record_transcript(self, path: str | os.PathLike[str] | None) -> ClientBuilder:
+        """Append every wire line, both directions and timestamped, to ``path`` (JSON lines; see
+        ``acp_session.transcript``). For bug reports and test fixtures; None turns it off."""
+        self._transcript = path
+        return self
+
+    def with_meta(self, meta: dict[str, Any] | None) -> ClientBuilder:
+        self.meta = meta
+        return self
+
+    def capabilities(self) -> ClientCapabilities:
+        """What ``initialize`` will advertise; elicitation modes come from ``on_elicitation``."""
+        elicitation: ElicitationCapabilities | msgspec.UnsetType = msgspec.UNSET
+        if self._elicitation is not None and self._elicitation_modes:
+            elicitation = ElicitationCapabilities(
+                form=ElicitationFormCapabilities() if "form" in self._elicitation_modes else msgspec.UNSET,
+                url=ElicitationUrlCapabilities() if "url" in self._elicitation_modes else msgspec.UNSET,
+            )
+        auth = ClientAuthCapabilities(terminal=TerminalAuthCapabilities()) if self.terminal_auth else msgspec.UNSET
+        meta = msgspec.UNSET if self.meta is None else self.meta
+        return ClientCapabilities(auth=auth, elicitation=elicitation, meta=meta)
+
+    def offer(self) -> ClientOffer:
+        """What this client offers the agent: the conditions of the protocol adapters' incoming routes
+        (``acp_session.protocol.routes``), from which the v1 ``fs`` / ``terminal`` capabilities are derived."""
+        files = self._file_system is not None
+        return ClientOffer(
+            file_system=files,
+            read_files=files and self._fs_access[0],
+            write_files=files and self._fs_access[1],
+            terminals=self._terminals is not None,
+            elicitation_complete=self._elicitation_complete is not None,
+        )
+
+    def v1_initialize_request(self) -> v1.InitializeRequest:
+        """What ``initialize`` advertises to a version 1 agent, as the v1 type: the same identity and capabilities,
+        plus ``fs`` and ``terminal`` exactly when a provider for them is set (``with_file_system`` /
+        ``with_terminals`` or ``on_file_system`` / ``on_terminals``), i.e. exactly when the v1 adapter registers
+        their methods (``acp_session.protocol.v1_offer``, which the negotiation sends as plain JSON)."""
+        from ..schema.v1 import types as v1  # the v1 types load only for a v1 agent, or on this call
+
+        return convert(v1_initialize_params(self.capabilities(), self.info, self.offer()), v1.InitializeRequest)
+
+    # -- the agent's calls into the client (protocol version 1) ----------------------------------------------
+
+    def with_file_system(
+        self,
+        roots: Sequence[str | os.PathLike[str]] = (),
+        *,
+        read: bool = True,
+        write: bool = True,
+        max_read_bytes: int = 16 * 1024 * 1024,
+    ) -> ClientBuilder:
+        """Answer v1 ``fs/read_text_file`` / ``fs/write_text_file`` from the local disk, confined to each
+        session's cwd and additional directories plus ``roots`` (see ``acp_session.providers.LocalFileSystem``).
+        Off by default: without it (or ``on_file_system``) the file-system capability is not advertised."""
+        from ..providers import LocalFileSystem
+
+        paths = list(roots)
+        self._file_system = lambda: LocalFileSystem(paths, read=read, write=write, max_read_bytes=max_read_bytes)
+        self._fs_access = (read, write)
+        return self
+
+    def on_file_system(self, provider: FileSystemProvider, *, read: bool = True, write: bool = True) -> ClientBuilder:
+        """Answer v1 ``fs/*`` calls with your own provider; ``read`` / ``write`` say what is advertised."""
+        self._file_system = lambda: provider
+        self._fs_access = (read, write)
+        return self
+
+    def with_terminals(
+        self,
+        roots: Sequence[str | os.PathLike[str]] = (),
+        *,
+        env: Mapping[str, str] | None = None,
+        output_byte_limit: int = 1024 * 1024,
+        max_terminals: int = 32,
+        kill_grace: float = 2.0,
+    ) -> ClientBuilder:
+        """Run v1 ``terminal/*`` commands as local processes (``acp_session.providers.LocalTerminals``): in the
+        session's cwd or ``roots``, with an explicit environment, bounded output; all ended with the connection.
+        Off by default: without it (or ``on_terminals``) the terminal capability is not advertised."""
+        from ..providers import LocalTerminals
+
+        paths = list(roots)
+        self._terminals = lambda: LocalTerminals(
+            paths, env=env, output_byte_limit=output_byte_limit, max_terminals=max_terminals, kill_grace=kill_grace
+        )
+        self._own_terminals = True
+        return self
+
+    def tools_over_mcp(self, enabled: bool = True) -> ClientBuilder:
+        """Whether a protocol version 2 agent gets the file-system and terminal providers as an MCP server in
+        each session it opens or resumes (the default; needs the ``mcp`` extra). See ``docs/mcp.md``."""
+        self._tools_over_mcp = enabled
+        return self
+
+    def on_terminals(self, provider: TerminalProvider) -> ClientBuilder:
+        """Answer v1 ``terminal/*`` calls with your own provider (you start and stop it)."""
+        self._terminals = lambda: provider
+        self._own_terminals = False
+        return self
+
+    # -- handlers --------------------------------------------------------------------------------------------
+
+    def on_session_update(self, fn: Callable[[UpdateSessionNotification], Any]) -> ClientBuilder:
+        """Every ``session/update``, in arrival order, including sessions this process has no handle for."""
+        self._update = fn
+        return self
+
+    def on_request_permission(self, fn: Callable[[RequestPermissionRequest], Any]) -> ClientBuilder:
+        """Answer permission requests: return a ``RequestPermissionResponse``, an outcome or an option id.
+
+        Without one, every request is answered with the cancelled outcome (never an approval).
+        """
+        self._permission = fn
+        return self
+
+    def on_elicitation(
+        self, fn: Callable[[CreateElicitationRequest], Any], modes: Iterable[ElicitationMode] = ("form",)
+    ) -> ClientBuilder:
+        """Answer ``elicitation/create`` for ``modes``; those modes are advertised, nothing else is."""
+        self._elicitation = fn
+        self._elicitation_modes = frozenset(modes)
+        return self
+
+    def on_elicitation_complete(self, fn: Callable[[CompleteElicitationNotification], Any]) -> ClientBuilder:
+        self._elicitation_complete = fn
+        return self
+
+    def on_ext_request(self, method: str, fn: Callable[[Any], Any]) -> ClientBuilder:
+        """Answer an extension request (``_``-prefixed); ``fn`` gets the params as plain JSON values."""
+        self._ext_requests[ext_name(method)] = fn
+        return self
+
+    def on_ext_notification(self, method: str, fn: Callable[[Any], Any]) -> ClientBuilder:
+        self._ext_notifications[ext_name(method)] = fn
+        return self
+
+    def on_fallback(self, request: Fallback | None = None, notification: Fallback | None = None) -> ClientBuilder:
+        """``(method, raw params JSON)`` handlers for anything without its own handler (default: -32601 / drop)."""
+        self._fallback_request = request
+        self._fallback_notification = notification
+        return self
+
+    # -- connecting ------------------------------------------------------------------------------------------
+
+    @asynccontextmanager
+    async def connect(
+        self,
+        transport: Transport,
+        *,
+        initialize_timeout: float | None = DEFAULT_INITIALIZE_TIMEOUT,
+        **options: Any,
+    ) -> AsyncIterator[ClientConnection]:
+        """Initialize over ``transport``; leaving the block closes the connection and the transport.
+
+        ``initialize_timeout`` (seconds, default 30; None for none) bounds the ``initialize`` exchange: an agent
+        that does not answer in time ends in ``InitializeTimeout`` (naming the agent, with its last stderr
+        lines). ``options`` go to ``acp_session.rpc.Connection`` (queue sizes, frame limit, ...).
+        """
+        # Entered by hand, not with ``async with``: a task group wraps the body's exception in an
+        # ExceptionGroup, and callers should see ``ProtocolVersionMismatch`` or their own error as raised.
+        source = transport  # the agent's own transport (command line, stderr), before any wrapping
+        if isinstance(getattr(source, "name", None), str):
+            options.setdefault("peer_name", source.name)  # type: ignore[attr-defined]
+        if self._transcript is not None:
+            from ..transport.recording import RecordingTransport
+
+            transport = RecordingTransport(transport, self._transcript)
+        for name, value in self._limits.connection_options().items():
+            options.setdefault(name, value)
+        rpc = Connection(transport, **options)
+        await rpc.__aenter__()
+        try:
+            tg = anyio.create_task_group()
+            await tg.__aenter__()
+            try:
+                client = ClientConnection(rpc, self, tg)
+                terminals = client.terminals if self._own_terminals else None
+                if terminals is not None:
+                    await terminals.__aenter__()  # type: ignore[attr-defined]
+                try:
+                    try:
+                        await hub_of(client).first_initialize(initialize_timeout, source)
+                    except InitializeTimeout:
+                        if isinstance(source, AgentProcess):  # it never said hello: no need to wait long for it
+                            source.grace_period = min(source.grace_period, 0.2)
+                        raise
+                    yield client
+                finally:
+                    if terminals is not None:  # it shields its own shutdown; a scope here would not nest
+                        await terminals.__aexit__(None, None, None)  # type: ignore[attr-defined]
+            finally:
+                tg.cancel_scope.cancel()
+                await tg.__aexit__(None, None, None)
+        except anyio.get_cancelled_exc_class() as exc:
+            # rpc.aclose() (Conversation.disconnect) cancels the rpc task group's scope, which encloses this
+            # task group: a task of it still waiting then ends in that cancellation, which only the rpc task
+            # group may absorb. Any other cancellation comes from outside and goes on.
+            if not await rpc.__aexit__(type(exc), exc, exc.__traceback__):
+                raise
+        except BaseException:
+            await rpc.__aexit__(None, None, None)
+            raise
+        else:
+            await rpc.__aexit__(None, None, None)
+
+    @asynccontextmanager
+    async def spawn(
+        self,
+        argv: str | Sequence[str] | AgentCommand,
+        cwd: str | None = None,
+        env: Mapping[str, str] | None = None,
+        *,
+        env_policy: EnvPolicy = "inherit",
+        pass_env: Sequence[str] = (),
+        own_process_group: bool = True,
+        grace_period: float = 2.0,
+        terminate_timeout: float = 2.0,
+        initialize_timeout: float | None = DEFAULT_INITIALIZE_TIMEOUT,
+        registry: Registry | str | os.PathLike[str] | None = None,
+        channel: str = "stable",
+        **options: Any,
+    ) -> AsyncIterator[ClientConnection]:
+        """Start an agent subprocess and connect to it; leaving the block shuts the process down.
+
+        Use it with ``async with``::
+
+            async with ClientBuilder("my-editor", "1.0").spawn(["my-agent", "--acp"]) as client:
+                conversation = await client.start_conversation("/path/to/project")
+                reply = await conversation.chat("hello")  # the whole turn: reply.text, reply.stop_reason
+
+        ``argv`` is the command: a list (or any sequence) of strings is run as it is; a single string is an
+        agent id of the ACP registry (``"codex-acp"``) or an alias (``"codex"``), resolved for this machine
+        through ``registry`` (default: ``acp_session.registry.load_registry()``) and its ``channel``
+        (``"stable"`` or ``"preview"``), a binary being downloaded into the per-user cache first (in a worker
+        thread); an ``AgentCommand`` is run with its ``env`` merged over the environment chosen below. (A
+        string was never run as a command: it would have been split into characters.)
+
+        The agent runs in its own session and process group (``own_process_group``, the default), which is
+        ours: leaving the block closes its stdin, waits ``grace_period`` for every process of the group to
+        exit, then sends SIGTERM to the group, waits ``terminate_timeout``, then SIGKILL, so nothing the
+        agent started outlives the block (unless it left the group itself). A terminal's Ctrl-C reaches only
+        this process (interactive front ends turn it into ``session/cancel``). ``own_process_group=False``
+        keeps the agent in this process's group and signals only the agent itself (its children are left
+        alone). ``initialize_timeout`` and ``options``: see ``connect``.
+
+        The agent's environment: ``env`` when given (exactly that); else ``env_policy``: ``"inherit"`` (the
+        default: all of this process's environment, which real agents need for their keys and settings) or
+        ``"minimal"`` (PATH, HOME, user, locale, terminal, temp dir, and the variables named in ``pass_env``;
+        see ``acp_session.transport.environment``)."""
+        base_env = env if env is not None else agent_environment(env_policy, pass_env)
+        if isinstance(argv, str):
+            from ..registry import resolve_agent
+
+            name = argv
+            argv = await anyio.to_thread.run_sync(lambda: resolve_agent(name, registry=registry, channel=channel))
+        if not isinstance(argv, (str, Sequence)):  # an AgentCommand
+            base_env = argv.environment(base_env)
+            cwd = cwd if cwd is not None else argv.cwd
+            argv = argv.argv
+        process = stdio_agent(
+            argv,
+            cwd,
+            base_env,
+            own_process_group=own_process_group,
+            grace_period=grace_period,
+            terminate_timeout=terminate_timeout,
+        )
+        transport = await process.__aenter__()  # by hand, for the same reason as in connect()
+        try:
+            async with self.connect(transport, initialize_timeout=initialize_timeout, **options) as client:
+                yield client
+        finally:
+            await process.__aexit__(None, None, None)

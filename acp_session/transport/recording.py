@@ -1,0 +1,70 @@
+"""Recording a transport: every JSON-RPC line in both directions appended to a file, in the transcript format.
+
+Each line of the file is ``{"t": <unix seconds>, "dir": "in" | "out", "msg": <the message>}``; a line that is not
+JSON is kept as ``"raw": "<text>"`` instead of ``msg``. ``ClientBuilder.record_transcript(path)`` wraps the agent's
+transport in one; ``acp_session.transcript`` reads the file back (``read_transcript``, ``load_transcript``).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import IO, Literal
+
+import msgspec
+
+from .base import DEFAULT_RECEIVE_SIZE, PeerExit, Transport
+
+__all__ = ["Direction", "RecordingTransport"]
+
+Direction = Literal["in", "out"]
+
+
+class RecordingTransport:
+    """A ``Transport`` that passes bytes through unchanged and appends each complete line to a file."""
+
+    def __init__(self, inner: Transport, path: str | os.PathLike[str]) -> None:
+        self.inner = inner
+        self.path = Path(path)
+        self._file: IO[bytes] | None = self.path.open("ab")
+        self._partial = {"in": b"", "out": b""}
+
+    def _record(self, direction: Direction, data: bytes) -> None:
+        file = self._file
+        if file is None:
+            return
+        lines = (self._partial[direction] + data).split(b"\n")
+        self._partial[direction] = lines.pop()
+        prefix = b'{"t":%.6f,"dir":"%s",' % (time.time(), direction.encode())
+        for line in lines:
+            line = line.rstrip(b"\r")
+            if not line.strip():
+                continue
+            try:
+                msgspec.json.decode(line)
+            except msgspec.DecodeError:
+                file.write(prefix + b'"raw":' + msgspec.json.encode(line.decode("utf-8", "replace")) + b"}\n")
+            else:
+                file.write(prefix + b'"msg":' + line + b"}\n")
+        file.flush()
+
+    async def receive(self, max_bytes: int = DEFAULT_RECEIVE_SIZE) -> bytes:
+        data = await self.inner.receive(max_bytes)
+        self._record("in", data)
+        return data
+
+    async def send(self, item: bytes) -> None:
+        self._record("out", bytes(item))
+        await self.inner.send(item)
+
+    async def aclose(self) -> None:
+        try:
+            await self.inner.aclose()
+        finally:
+            if self._file is not None:
+                self._file.close()
+                self._file = None
+
+    async def peer_exit(self) -> PeerExit:
+        return await self.inner.peer_exit()
