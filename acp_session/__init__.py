@@ -5,10 +5,11 @@ from typing import TYPE_CHECKING, Any
 from ._version import __version__
 from .auth import AuthenticationRequired, LoginMethod
 from .client import PROTOCOL_VERSION, ClientBuilder, ClientConnection
+from .client.active_session import ActiveSession
 from .client.connection import set_conversation_opener
 from .client_errors import CapabilityNotSupported, ProtocolVersionMismatch, SessionClosed
 from .interactions import Interaction
-from .session import TRACKED_UPDATES, ActiveSession, BatchUpdateListener, Limits, SentRequest, TrackedPrompt
+from .session import TRACKED_UPDATES, BatchUpdateListener, Limits, SentRequest, TrackedPrompt
 
 if TYPE_CHECKING:
     from .conversation import ChatResponse, ChatTurn, Conversation, SessionState

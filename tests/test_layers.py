@@ -427,7 +427,6 @@ KNOWN_LONG_MODULES: frozenset[str] = frozenset(
         "acp_session.conversation.conversation",  # 837
         "acp_session.conversation.state",  # 771
         "acp_session.rpc.connection",  # 895
-        "acp_session.session",  # 686
     }
 )
 
@@ -455,20 +454,11 @@ def test_known_long_modules_are_still_long() -> None:
 
 SESSION_MODULE = "acp_session.session"
 
-# session.py's calls on its connection handle (``ActiveSession._conn``, the ``SessionLink`` that ClientConnection
-# implements), by method, with how many call sites. The first five are the prompt's trip back up (a prompt goes
-# down through the client into ActiveSession, which calls the client again to build, watch and expire it); the
-# rest are commands the session sends through the client. After the split a prompt goes down once: ActiveSession
-# hands its prompt and its requests to the connection through one interface below it (not the client's hub), and
-# gets the outcome back through that interface, so this list is empty.
-KNOWN_SESSION_CALLS: dict[str, int] = {
-    "send_prompt": 1,  # send_tracked: the prompt handed down once; its outcome comes back settled on the track
-    "session_track": 1,  # track: the per-session record the client keeps
-    "supports": 1,  # close: is session/close offered
-    "rpc_request": 4,  # set_config_option, cancel_tool_call, cancel_terminal, close
-    "rpc_notify": 2,  # cancel_active_work, close (v1)
-    "waiting_interactions": 1,  # cancel_active_work
-}
+# session.py holds what a connection knows about each session (SessionTrack, TrackedPrompt, Limits, SentRequest),
+# sans-IO: the connection's hub drives it and nothing in it calls a connection or imports the client. The command
+# handle, ActiveSession, is in the client package (client/active_session.py) beside ClientConnection; its prompt
+# goes down once (test_a_prompt_goes_down_once below). Calls found here, by method, with how many call sites:
+KNOWN_SESSION_CALLS: dict[str, int] = {}
 
 
 def session_calls_into_the_client(source: str) -> dict[str, int]:
@@ -507,6 +497,20 @@ def test_session_calls_the_client_only_as_known() -> None:
     assert not new, f"new calls from session.py back into the client: {new}"
     stale = {name: count for name, count in KNOWN_SESSION_CALLS.items() if calls.get(name, 0) < count}
     assert not stale, f"fewer calls than KNOWN_SESSION_CALLS in tests/test_layers.py lists, lower it: {stale}"
+
+
+HANDLE_MODULE = "acp_session.client.active_session"
+
+
+def test_a_prompt_goes_down_once() -> None:
+    """``ActiveSession.send_tracked`` hands its prompt to the connection in one call (``SessionLink.send_prompt``),
+    which checks, sends, tracks and settles it: no call comes back up to build, watch or expire it."""
+    tree = ast.parse(all_modules()[HANDLE_MODULE].read_text(encoding="utf-8"))
+    handle = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "ActiveSession")
+    send = next(n for n in handle.body if isinstance(n, ast.FunctionDef) and n.name == "send_tracked")
+    assert session_calls_into_the_client(ast.unparse(send)) == {"send_prompt": 1}
+    everywhere = session_calls_into_the_client(ast.unparse(tree))
+    assert not {"prompt_exchange", "watch_prompt", "prompt_capabilities", "auth_error", "run_soon"} & set(everywhere)
 
 
 def test_the_session_call_finder_sees_aliases_lambdas_and_lazy_imports() -> None:

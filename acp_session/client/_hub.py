@@ -39,14 +39,13 @@ from ..schema.types import (
 )
 from ..session import (
     TRACKED_UPDATES,
-    ActiveSession,
     BatchUpdateListener,
     SentRequest,
     SessionTrack,
     TrackedPrompt,
-    cancel_quietly,
     prepare_blocks,
 )
+from .active_session import ActiveSession, cancel_quietly
 
 if TYPE_CHECKING:
     from ..mcp.host import BuiltinServers

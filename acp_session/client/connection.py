@@ -42,15 +42,16 @@ from ..schema.types import (
     SessionInfo,
 )
 from ..session import (
-    ActiveSession,
     SentRequest,
 )
+from .active_session import ActiveSession
 
 if TYPE_CHECKING:
     from ..conversation.conversation import Conversation
     from ..protocol.base import ClientSide
     from ..providers import FileSystemProvider, TerminalProvider
-    from ..session import Limits, SessionLink
+    from ..session import Limits
+    from .active_session import SessionLink
     from .builder import ClientBuilder
 
 from ._hub import ConnectionHub

@@ -27,9 +27,9 @@ from ..schema.types import (
     ResumeSessionResponse,
 )
 from ..session import (
-    ActiveSession,
     UpdateListener,
 )
+from .active_session import ActiveSession
 
 if TYPE_CHECKING:
     pass

@@ -60,8 +60,9 @@ from acp_session.session import BatchUpdateListener
 
 if TYPE_CHECKING:
     from acp_session.client import ClientBuilder, ClientConnection
+    from acp_session.client.active_session import ActiveSession
     from acp_session.registry import AgentCommand
-    from acp_session.session import ActiveSession, TrackedPrompt
+    from acp_session.session import TrackedPrompt
 
 __all__ = ["DEFAULT_MAX_HISTORY", "Conversation", "IdleTimeout", "TurnTimeout"]
 

@@ -28,9 +28,9 @@ import pytest
 import acp_session
 from acp_session import ClientConnection
 from acp_session.client._hub import ConnectionHub
+from acp_session.client.active_session import SessionLink
 from acp_session.client.connection import hub_of
 from acp_session.protocol.base import ClientSide
-from acp_session.session import SessionLink
 from tests.client.support import scripted
 
 PACKAGE_DIR = Path(acp_session.__file__).parent
