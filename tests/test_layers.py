@@ -426,7 +426,6 @@ KNOWN_LONG_MODULES: frozenset[str] = frozenset(
         "acp_session.cli.render",  # 645
         "acp_session.conversation.conversation",  # 837
         "acp_session.conversation.state",  # 771
-        "acp_session.rpc.connection",  # 895
     }
 )
 

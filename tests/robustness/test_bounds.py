@@ -11,7 +11,7 @@ import pytest
 
 from acp_session import ClientBuilder, Limits
 from acp_session.client.connection import hub_of
-from acp_session.rpc.connection import FAIR_SHARE_FRAMES
+from acp_session.rpc.reading import FAIR_SHARE_FRAMES
 from acp_session.schema import (
     BackgroundToolCall,
     StateUpdate,

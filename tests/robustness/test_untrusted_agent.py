@@ -90,7 +90,7 @@ async def test_the_connection_bounds_are_limits_set_on_the_builder(tmp_path: Pat
         ClientBuilder().limits(parked_requests=-1)
     builder = ClientBuilder("test", "1").limits(answer_bytes=5 * MiB, parked_requests=7)
     async with v1_requests_agent(tmp_path, builder, []) as (client, _conversation, _log):
-        assert client.rpc.answer_budget.capacity == 5 * MiB and client.rpc._max_parked == 7
+        assert client.rpc.answer_budget.capacity == 5 * MiB and client.rpc._incoming.max_parked == 7
         assert client.limits.answer_bytes == 5 * MiB
 
 
