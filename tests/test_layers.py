@@ -423,7 +423,6 @@ GENERATED = "acp_session.schema"  # generated types (schema/generate.py): long b
 # handler registry and read loop, and cli/render.py's terminal and JSON renderers, go to modules of their own.
 KNOWN_LONG_MODULES: frozenset[str] = frozenset(
     {
-        "acp_session.cli.render",  # 645
         "acp_session.conversation.conversation",  # 837
         "acp_session.conversation.state",  # 771
     }

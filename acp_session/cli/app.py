@@ -41,7 +41,8 @@ from .messages import Failure, describe, error_record, failure_lines, stderr_tai
 from .parser import history_file
 from .prompts import LineReader, choose_option, permission_question
 from .recent import RecentSessions, state_dir
-from .render import JsonRenderer, Renderer, TerminalRenderer, color_enabled
+from .render import Renderer, TerminalRenderer, color_enabled
+from .render_json import JsonRenderer
 from .status import StatusLine
 
 __all__ = ["ChatApp"]

@@ -19,7 +19,8 @@ from .app import ChatApp
 from .exits import EXIT_ERROR, EXIT_OK, EXIT_USAGE
 from .login import EXIT_AUTH, pick_method
 from .messages import Failure
-from .render import JsonRenderer, plain_text
+from .render import plain_text
+from .render_json import JsonRenderer
 
 __all__ = ["chat", "local_time", "login", "resume", "sessions"]
 

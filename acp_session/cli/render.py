@@ -10,7 +10,6 @@ import sys
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from acp_session.codec import to_builtins
 from acp_session.conversation import (
     ChatDone,
     ChatError,
@@ -46,9 +45,9 @@ from acp_session.schema import (
 from acp_session.schema import Terminal as TerminalContent
 
 from .markdown import MarkdownStream
-from .messages import STDERR_LINES, describe, error_record
+from .messages import STDERR_LINES, describe
 
-__all__ = ["JsonRenderer", "Renderer", "TerminalRenderer", "color_enabled", "raw_output_text"]
+__all__ = ["Renderer", "TerminalRenderer", "color_enabled", "raw_output_text"]
 
 RESET = "\x1b[0m"
 BOLD = "\x1b[1m"
@@ -176,7 +175,7 @@ def context_usage_json(usage: ContextUsage) -> dict[str, Any]:
     }
 
 
-class _ContentTracker:
+class ContentTracker:
     """Which content items of each tool call were shown, so each update shows only what is new; an update that
     replaced the content with something else shows it all again."""
 
@@ -254,7 +253,7 @@ class TerminalRenderer(Renderer):
         self._stream: tuple[str, str] | None = None  # (kind, message id) of the fragment stream being written
         self._col0 = True  # the cursor is at the start of a line
         self._tool_status: dict[str, str] = {}
-        self._tool_content = _ContentTracker()
+        self._tool_content = ContentTracker()
         self._terminals_shown: set[str] = set()
         self._files: dict[str, str | None] = {}  # path -> text of the files shown in this turn
         self._text_ended = False  # the last thing written was an agent message's text
@@ -523,123 +522,3 @@ class TerminalRenderer(Renderer):
 
     def usage(self, usage: ContextUsage) -> None:
         self._line(f"[usage] {format_context_usage(usage)}", DIM)
-
-
-def _tool_fields(call: ToolCall) -> dict[str, Any]:
-    """The tool call's fields a record carries besides its content (``raw_input`` / ``raw_output`` as the agent
-    sent them)."""
-    return {
-        "name": call.name,
-        "title": call.title,
-        "kind": call.kind,
-        "status": call.status,
-        "locations": to_builtins(call.locations),
-        "raw_input": call.raw_input,
-        "raw_output": call.raw_output,
-    }
-
-
-class _ToolRecords:
-    """A tool call's ``--json`` record: every field in its first record, then only what changed (and content
-    items not reported before)."""
-
-    def __init__(self) -> None:
-        self._content = _ContentTracker()
-        self._sent: dict[str, dict[str, Any]] = {}
-
-    def record(self, call: ToolCall, *, full: bool = False) -> dict[str, Any]:
-        fields = _tool_fields(call)
-        sent = self._sent.get(call.tool_call_id)
-        self._sent[call.tool_call_id] = fields
-        record: dict[str, Any] = {"id": call.tool_call_id}
-        if full or sent is None:
-            record.update(fields)
-        else:
-            record.update({key: value for key, value in fields.items() if sent.get(key) != value})
-        items, replaced = self._content.new_items(call)
-        if items or full or sent is None:
-            record["content"] = [to_builtins(item) for item in items]
-        if replaced:
-            record["content_replaced"] = True
-        return record
-
-
-class JsonRenderer(Renderer):
-    """One JSON object per line on stdout, each with an ``event`` key; the stream of a turn ends with ``done``
-    or ``error``."""
-
-    def __init__(self, out: TextIO | None = None) -> None:
-        self.out = out if out is not None else sys.stdout
-        self._tools = _ToolRecords()
-        self.context: Callable[[], ContextUsage | None] = lambda: None
-        """The session's latest context usage (set by the CLI), for the ``done`` record's ``context``."""
-
-    def emit(self, record: dict[str, Any]) -> None:
-        self.before_output()
-        self.out.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
-        self.out.flush()
-
-    def event(self, event: ChatEvent) -> None:
-        record: dict[str, Any] = {"event": event.kind}
-        if isinstance(event, ChatStart):
-            record["message_id"] = event.message_id
-        elif isinstance(event, (ChatText, ChatThought)):
-            record.update(text=event.text, message_id=event.message_id, replaced=event.replaced)
-        elif isinstance(event, (ChatToolBegin, ChatToolUpdate)):
-            record["tool_call"] = self._tools.record(event.tool_call, full=isinstance(event, ChatToolBegin))
-        elif isinstance(event, ChatToolEnd):
-            record.update(tool_call=self._tools.record(event.tool_call), status=event.status)
-        elif isinstance(event, ChatProgress):
-            record.update(plan_id=event.plan.plan_id, entries=to_builtins(event.entries), removed=event.removed)
-        elif isinstance(event, ChatFile):
-            record.update(
-                path=event.path,
-                text=event.text,
-                tool_call_id=event.tool_call_id,
-                mime_type=event.mime_type,
-                operation=event.operation,
-                old_path=event.old_path,
-                patch=event.patch,
-                source=event.source,
-            )
-        elif isinstance(event, ChatNotice):
-            record["notice"] = to_builtins(event.notice)
-        elif isinstance(event, ChatDone):
-            response = event.response
-            record.update(
-                stop_reason=response.stop_reason,
-                text=response.text,
-                error=to_builtins(response.error) if response.error is not None else None,
-                usage=to_builtins(response.usage) if response.usage is not None else None,
-            )
-            context = self.context()
-            record["context"] = context_usage_json(context) if context is not None else None
-        elif isinstance(event, ChatError):
-            record = error_record(describe(event.error, stderr_tail=self.stderr_tail()))
-        self.emit(record)
-
-    def history(self, entries: list[TimelineEntry]) -> None:
-        for entry in entries:
-            if isinstance(entry, Message):
-                self.emit({"event": "history", "type": "message", "role": entry.role, "text": entry.text})
-            elif isinstance(entry, ToolCall):
-                tool_call = self._tools.record(entry, full=True)
-                self.emit({"event": "history", "type": "tool_call", "tool_call": tool_call})
-            elif isinstance(entry, Plan):
-                self.emit({"event": "history", "type": "plan", "entries": to_builtins(entry.entries)})
-
-    def info(self, text: str) -> None:
-        print(text, file=sys.stderr)
-
-    def usage(self, usage: ContextUsage) -> None:
-        self.emit({"event": "usage", **context_usage_json(usage)})
-
-    def permission(self, title: str, options: list[tuple[str, str, str]], answer: str | None) -> None:
-        self.emit(
-            {
-                "event": "permission",
-                "title": title,
-                "options": [{"id": i, "name": n, "kind": k} for i, n, k in options],
-                "answer": answer,
-            }
-        )

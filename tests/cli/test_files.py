@@ -6,7 +6,8 @@ import io
 import json
 from pathlib import Path
 
-from acp_session.cli.render import JsonRenderer, TerminalRenderer
+from acp_session.cli.render import TerminalRenderer
+from acp_session.cli.render_json import JsonRenderer
 from acp_session.conversation import ChatFile, ChatStart
 from conformance.agent.scenarios import EDIT_DIR, EDITS, LOCKED
 

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from acp_session.cli.attach import attachment
-from acp_session.cli.render import JsonRenderer, TerminalRenderer
+from acp_session.cli.render import TerminalRenderer
+from acp_session.cli.render_json import JsonRenderer
 from acp_session.conversation import ChatDone, ChatResponse, ChatText, ChatToolBegin, ChatToolUpdate, ToolCall
 from acp_session.conversation.entities import TokenUsage
 from acp_session.schema import (
