@@ -424,7 +424,6 @@ GENERATED = "acp_session.schema"  # generated types (schema/generate.py): long b
 KNOWN_LONG_MODULES: frozenset[str] = frozenset(
     {
         "acp_session.conversation.conversation",  # 837
-        "acp_session.conversation.state",  # 771
     }
 )
 

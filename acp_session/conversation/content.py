@@ -9,9 +9,19 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+import msgspec
+
 from acp_session.schema import Diff, DiffPatch, TextContent
 
-__all__ = ["MESSAGE_SEPARATOR", "diff_patch_text", "diff_paths", "join_messages", "meta_patched", "text_of"]
+__all__ = [
+    "MESSAGE_SEPARATOR",
+    "copy_set_fields",
+    "diff_patch_text",
+    "diff_paths",
+    "join_messages",
+    "meta_patched",
+    "text_of",
+]
 
 MESSAGE_SEPARATOR = "\n\n"
 """What ``join_messages`` puts between two messages' texts when neither has whitespace at the seam."""
@@ -62,6 +72,14 @@ def diff_patch_text(diff: Diff) -> str | None:
     if isinstance(patch, DiffPatch) and isinstance(patch.text, str):
         return patch.text
     return None
+
+
+def copy_set_fields(update: Any, target: Any, names: tuple[str, ...]) -> None:
+    """Patch semantics for plain fields: omitted keeps the old value, ``null`` or a value replaces it."""
+    for name in names:
+        value = getattr(update, name)
+        if value is not msgspec.UNSET:
+            setattr(target, name, value)
 
 
 def meta_patched(stored: dict[str, Any] | None, patch: Any) -> dict[str, Any] | None:

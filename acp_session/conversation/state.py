@@ -12,17 +12,16 @@ resets it), so replaying a history onto the live state that saw it gives an iden
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import msgspec
 
-from acp_session.conversation.content import meta_patched
+from acp_session.conversation.content import copy_set_fields, meta_patched
 from acp_session.conversation.entities import (
     Compaction,
     ContextUsage,
     Message,
-    MessageRole,
     Plan,
     SessionInfo,
     Terminal,
@@ -47,6 +46,7 @@ from acp_session.conversation.events import (
     UnknownUpdate,
     UsageChanged,
 )
+from acp_session.conversation.state_view import KNOWN_STATES, ROLES, StateView
 from acp_session.schema import (
     AvailableCommand,
     AvailableCommandsUpdate,
@@ -71,27 +71,23 @@ from acp_session.schema import (
     UpdateSessionNotification,
     UsageUpdate,
 )
-from acp_session.session import current_of_category
 from acp_session.update_kinds import KINDS, chunk_types, kind_of
 
 __all__ = ["KNOWN_STATES", "SessionState"]
 
 UNSET = msgspec.UNSET
 
-KNOWN_STATES = frozenset({"running", "idle", "requires_action"})
-"""Foreground states with a specific presentation; anything else is shown as generic busy."""
 
 _Handler = Callable[["SessionState", Any], StateEvent]
-_ROLES: tuple[MessageRole, MessageRole, MessageRole] = ("user", "agent", "thought")
 
 
-class SessionState:
+class SessionState(StateView):
     """The folded state of one session: timeline, entities by id, foreground state and usage."""
 
     def __init__(self, session_id: str | None = None) -> None:
         self.session_id = session_id
         self._timeline: list[TimelineEntry] = []
-        # One message store per role, indexed like _ROLES, so ids of different roles never collide.
+        # One message store per role, indexed like ROLES, so ids of different roles never collide.
         self._messages: tuple[dict[str, Message], dict[str, Message], dict[str, Message]] = ({}, {}, {})
         self._chunk_targets: tuple[Any, Any, dict[type, dict[str, Message]]] | None = None  # chunk_targets' cache
         self._tool_calls: dict[str, ToolCall] = {}
@@ -142,7 +138,7 @@ class SessionState:
         targets = self._chunk_targets
         if targets is None or targets[0] is not stores or targets[1] is not chunk_types():
             roles = chunk_types()
-            targets = self._chunk_targets = (stores, roles, {t: stores[_ROLES.index(r)] for t, r in roles})
+            targets = self._chunk_targets = (stores, roles, {t: stores[ROLES.index(r)] for t, r in roles})
         return targets[2]
 
     def append_chunks(self, message: Message, blocks: list[ContentBlock]) -> None:
@@ -189,15 +185,6 @@ class SessionState:
         self._config_options = list(response.config_options)
         return ConfigOptionsChanged(self._config_options)
 
-    @property
-    def resuming(self) -> bool:
-        return self._resume_marks is not None
-
-    @property
-    def replaying(self) -> bool:
-        """Inside a resume window with replay: the updates folded now re-send the agent's history."""
-        return self._replay_seen is not None
-
     # ------------------------------------------------------------------ local edits (not from the wire)
 
     def drop_oldest(self, count: int) -> list[TimelineEntry]:
@@ -218,7 +205,7 @@ class SessionState:
         for entry in dropped:
             entry.position = -1
             if isinstance(entry, Message):
-                self._messages[_ROLES.index(entry.role)].pop(entry.message_id, None)
+                self._messages[ROLES.index(entry.role)].pop(entry.message_id, None)
             elif isinstance(entry, ToolCall):
                 self._tool_calls.pop(entry.tool_call_id, None)
             elif isinstance(entry, Plan):
@@ -257,163 +244,6 @@ class SessionState:
                 call.status = "cancelled"
                 events.append(ToolCallChanged(call, False))
         return events
-
-    # ------------------------------------------------------------------ reading
-
-    @property
-    def timeline(self) -> Sequence[TimelineEntry]:
-        """History entities in first-appearance order (live list: do not mutate)."""
-        return self._timeline
-
-    def message(self, message_id: str, role: MessageRole = "agent") -> Message | None:
-        return self._messages[_ROLES.index(role)].get(message_id)
-
-    def messages(self, role: MessageRole) -> Mapping[str, Message]:
-        return self._messages[_ROLES.index(role)]
-
-    @property
-    def tool_calls(self) -> Mapping[str, ToolCall]:
-        return self._tool_calls
-
-    @property
-    def terminals(self) -> Mapping[str, Terminal]:
-        """Agent-owned terminals by id. They are not timeline entries: tool call content and the
-        background list reference them by id."""
-        return self._terminals
-
-    @property
-    def plans(self) -> Mapping[str, Plan]:
-        return self._plans
-
-    @property
-    def compactions(self) -> Mapping[str, Compaction]:
-        return self._compactions
-
-    @property
-    def state(self) -> str:
-        """The last reported foreground state string, as sent (``idle`` before any report)."""
-        return self._state
-
-    @property
-    def state_reported(self) -> bool:
-        return self._state_reported
-
-    @property
-    def is_idle(self) -> bool:
-        """Only a reported (or default) ``idle``; unrecognized states are never idle (ACP2-058)."""
-        return self._state == "idle"
-
-    @property
-    def display_state(self) -> str:
-        """``running``, ``idle`` or ``requires_action``; any other state shows as generic ``busy``."""
-        state = self._state
-        return state if state in KNOWN_STATES else "busy"
-
-    @property
-    def stop_reason(self) -> str | None:
-        """Stop reason of the latest state update when it is idle and carries one, else None."""
-        return self._stop_reason
-
-    @property
-    def error(self) -> Error | None:
-        return self._error
-
-    @property
-    def background(self) -> list[BackgroundWork] | None:
-        """Latest background snapshot: None when not reported (unknown), [] when none runs."""
-        return self._background
-
-    @property
-    def completions(self) -> int:
-        """Foreground work items seen ending (repeated and resume idle snapshots excluded)."""
-        return self._completions
-
-    @property
-    def usage(self) -> ContextUsage | None:
-        return self._usage
-
-    @property
-    def turn_usage_total(self) -> TokenUsage | None:
-        """Sum of the per-work usage reported on new completions (unstable); None if never reported."""
-        return self._turn_usage_total
-
-    @property
-    def last_turn_usage(self) -> TokenUsage | None:
-        return self._last_turn_usage
-
-    @property
-    def config_options(self) -> list[SessionConfigOption]:
-        return self._config_options
-
-    @property
-    def mode(self) -> str | None:
-        """The current value of the session's mode option (``category == "mode"``; v1 modes are one)."""
-        return current_of_category(self._config_options, "mode")
-
-    @property
-    def model(self) -> str | None:
-        """The current value of the session's model option (``category == "model"``)."""
-        return current_of_category(self._config_options, "model")
-
-    def config_option(self, config_id: str) -> SessionConfigOption | None:
-        """Look an option up by id; categories are never needed for this (ACP2-033)."""
-        for option in self._config_options:
-            found = option.get("configId") if isinstance(option, dict) else option.config_id
-            if found == config_id:
-                return option
-        return None
-
-    @property
-    def available_commands(self) -> list[AvailableCommand]:
-        return self._available_commands
-
-    @property
-    def session_info(self) -> SessionInfo:
-        return self._session_info
-
-    def to_snapshot(self) -> dict[str, Any]:
-        """Plain-JSON view of everything folded, for equality and debugging.
-
-        Terminal output is compared as bytes, because a chunked stream and one replacement
-        snapshot of the same bytes are the same terminal state.
-        """
-        dump = msgspec.to_builtins
-        terminals = {}
-        for terminal_id, terminal in self._terminals.items():
-            data = dump(terminal)
-            data.pop("chunks")
-            data["output"] = None if terminal.output is None and not terminal.chunks else terminal.output_bytes.hex()
-            terminals[terminal_id] = data
-        return {
-            "session_id": self.session_id,
-            "timeline": [dump(entry) for entry in self._timeline],
-            "terminals": terminals,
-            "state": self._state,
-            "state_reported": self._state_reported,
-            "stop_reason": self._stop_reason,
-            "error": dump(self._error),
-            "background": dump(self._background),
-            "completions": self._completions,
-            "usage": dump(self._usage),
-            "turn_usage_total": dump(self._turn_usage_total),
-            "last_turn_usage": dump(self._last_turn_usage),
-            "config_options": dump(self._config_options),
-            "available_commands": dump(self._available_commands),
-            "session_info": dump(self._session_info),
-        }
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, SessionState):
-            return NotImplemented
-        return self.to_snapshot() == other.to_snapshot()
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        return (
-            f"SessionState(session_id={self.session_id!r}, state={self._state!r}, "
-            f"timeline={len(self._timeline)}, completions={self._completions})"
-        )
 
     # ------------------------------------------------------------------ timeline helpers
 
@@ -467,7 +297,7 @@ class SessionState:
             self._place(call)
         elif self._replay_seen is not None:
             self._touch(call)
-        _copy_set_fields(update, call, ("name", "title", "raw_input", "raw_output", "capabilities"))
+        copy_set_fields(update, call, ("name", "title", "raw_input", "raw_output", "capabilities"))
         value: Any = update.kind
         if value is not UNSET:
             call.kind = "other" if value is None else value
@@ -510,7 +340,7 @@ class SessionState:
 
     def _on_terminal(self, update: TerminalUpdate) -> StateEvent:
         terminal, created = self._terminal(update.terminal_id)
-        _copy_set_fields(update, terminal, ("command", "cwd", "exit_status", "size", "capabilities"))
+        copy_set_fields(update, terminal, ("command", "cwd", "exit_status", "size", "capabilities"))
         value: Any = update.output
         if value is not UNSET:
             # An output snapshot replaces every byte retained so far, chunks included.
@@ -682,7 +512,7 @@ class SessionState:
 
 def _message_handlers(role_index: int) -> tuple[_Handler, _Handler]:
     """Chunk and upsert handlers bound to one role's message store."""
-    role = _ROLES[role_index]
+    role = ROLES[role_index]
 
     def on_chunk(state: SessionState, update: Any) -> StateEvent:
         store = state._messages[role_index]
@@ -761,11 +591,3 @@ def _handler_of(update_type: type) -> _Handler | None:
         return None
     handler = _HANDLERS[update_type] = _BY_TAG[kind.tag]
     return handler
-
-
-def _copy_set_fields(update: Any, target: Any, names: tuple[str, ...]) -> None:
-    """Patch semantics for plain fields: omitted keeps the old value, ``null`` or a value replaces it."""
-    for name in names:
-        value = getattr(update, name)
-        if value is not UNSET:
-            setattr(target, name, value)

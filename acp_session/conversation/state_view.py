@@ -1,0 +1,231 @@
+"""The read side of ``SessionState`` (a base class of it, kept apart for size): the timeline, the entities by id,
+the foreground state, usage, config options and commands, and a snapshot for comparison.
+
+``SessionState.__init__`` sets every attribute read here; the annotations name them for the type checker.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import msgspec
+
+from acp_session.conversation.entities import (
+    Compaction,
+    ContextUsage,
+    Message,
+    MessageRole,
+    Plan,
+    SessionInfo,
+    Terminal,
+    TimelineEntry,
+    TokenUsage,
+    ToolCall,
+)
+from acp_session.schema import (
+    AvailableCommand,
+    BackgroundWork,
+    Error,
+    SessionConfigOption,
+)
+from acp_session.session import current_of_category
+
+__all__ = ["KNOWN_STATES", "StateView"]
+
+KNOWN_STATES = frozenset({"running", "idle", "requires_action"})
+"""Foreground states with a specific presentation; anything else is shown as generic busy."""
+
+ROLES: tuple[MessageRole, MessageRole, MessageRole] = ("user", "agent", "thought")
+"""The message roles, in the order of ``SessionState``'s message stores."""
+
+
+class StateView:
+    """What a folded session state reads like: every query of ``SessionState``."""
+
+    session_id: str | None
+    _timeline: list[TimelineEntry]
+    _messages: tuple[dict[str, Message], dict[str, Message], dict[str, Message]]
+    _tool_calls: dict[str, ToolCall]
+    _terminals: dict[str, Terminal]
+    _plans: dict[str, Plan]
+    _compactions: dict[str, Compaction]
+    _state: str
+    _state_reported: bool
+    _stop_reason: str | None
+    _error: Error | None
+    _background: list[BackgroundWork] | None
+    _completions: int
+    _usage: ContextUsage | None
+    _turn_usage_total: TokenUsage | None
+    _last_turn_usage: TokenUsage | None
+    _config_options: list[SessionConfigOption]
+    _available_commands: list[AvailableCommand]
+    _session_info: SessionInfo
+    _resume_marks: tuple[int, int] | None
+    _replay_seen: set[int] | None
+
+    @property
+    def resuming(self) -> bool:
+        """Inside a resume window (``begin_resume`` until ``apply_resume_response``)."""
+        return self._resume_marks is not None
+
+    @property
+    def replaying(self) -> bool:
+        """Inside a resume window with replay: the updates folded now re-send the agent's history."""
+        return self._replay_seen is not None
+
+    @property
+    def timeline(self) -> Sequence[TimelineEntry]:
+        """History entities in first-appearance order (live list: do not mutate)."""
+        return self._timeline
+
+    def message(self, message_id: str, role: MessageRole = "agent") -> Message | None:
+        return self._messages[ROLES.index(role)].get(message_id)
+
+    def messages(self, role: MessageRole) -> Mapping[str, Message]:
+        return self._messages[ROLES.index(role)]
+
+    @property
+    def tool_calls(self) -> Mapping[str, ToolCall]:
+        return self._tool_calls
+
+    @property
+    def terminals(self) -> Mapping[str, Terminal]:
+        """Agent-owned terminals by id. They are not timeline entries: tool call content and the
+        background list reference them by id."""
+        return self._terminals
+
+    @property
+    def plans(self) -> Mapping[str, Plan]:
+        return self._plans
+
+    @property
+    def compactions(self) -> Mapping[str, Compaction]:
+        return self._compactions
+
+    @property
+    def state(self) -> str:
+        """The last reported foreground state string, as sent (``idle`` before any report)."""
+        return self._state
+
+    @property
+    def state_reported(self) -> bool:
+        return self._state_reported
+
+    @property
+    def is_idle(self) -> bool:
+        """Only a reported (or default) ``idle``; unrecognized states are never idle (ACP2-058)."""
+        return self._state == "idle"
+
+    @property
+    def display_state(self) -> str:
+        """``running``, ``idle`` or ``requires_action``; any other state shows as generic ``busy``."""
+        state = self._state
+        return state if state in KNOWN_STATES else "busy"
+
+    @property
+    def stop_reason(self) -> str | None:
+        """Stop reason of the latest state update when it is idle and carries one, else None."""
+        return self._stop_reason
+
+    @property
+    def error(self) -> Error | None:
+        return self._error
+
+    @property
+    def background(self) -> list[BackgroundWork] | None:
+        """Latest background snapshot: None when not reported (unknown), [] when none runs."""
+        return self._background
+
+    @property
+    def completions(self) -> int:
+        """Foreground work items seen ending (repeated and resume idle snapshots excluded)."""
+        return self._completions
+
+    @property
+    def usage(self) -> ContextUsage | None:
+        return self._usage
+
+    @property
+    def turn_usage_total(self) -> TokenUsage | None:
+        """Sum of the per-work usage reported on new completions (unstable); None if never reported."""
+        return self._turn_usage_total
+
+    @property
+    def last_turn_usage(self) -> TokenUsage | None:
+        return self._last_turn_usage
+
+    @property
+    def config_options(self) -> list[SessionConfigOption]:
+        return self._config_options
+
+    @property
+    def mode(self) -> str | None:
+        """The current value of the session's mode option (``category == "mode"``; v1 modes are one)."""
+        return current_of_category(self._config_options, "mode")
+
+    @property
+    def model(self) -> str | None:
+        """The current value of the session's model option (``category == "model"``)."""
+        return current_of_category(self._config_options, "model")
+
+    def config_option(self, config_id: str) -> SessionConfigOption | None:
+        """Look an option up by id; categories are never needed for this (ACP2-033)."""
+        for option in self._config_options:
+            found = option.get("configId") if isinstance(option, dict) else option.config_id
+            if found == config_id:
+                return option
+        return None
+
+    @property
+    def available_commands(self) -> list[AvailableCommand]:
+        return self._available_commands
+
+    @property
+    def session_info(self) -> SessionInfo:
+        return self._session_info
+
+    def to_snapshot(self) -> dict[str, Any]:
+        """Plain-JSON view of everything folded, for equality and debugging.
+
+        Terminal output is compared as bytes, because a chunked stream and one replacement
+        snapshot of the same bytes are the same terminal state.
+        """
+        dump = msgspec.to_builtins
+        terminals = {}
+        for terminal_id, terminal in self._terminals.items():
+            data = dump(terminal)
+            data.pop("chunks")
+            data["output"] = None if terminal.output is None and not terminal.chunks else terminal.output_bytes.hex()
+            terminals[terminal_id] = data
+        return {
+            "session_id": self.session_id,
+            "timeline": [dump(entry) for entry in self._timeline],
+            "terminals": terminals,
+            "state": self._state,
+            "state_reported": self._state_reported,
+            "stop_reason": self._stop_reason,
+            "error": dump(self._error),
+            "background": dump(self._background),
+            "completions": self._completions,
+            "usage": dump(self._usage),
+            "turn_usage_total": dump(self._turn_usage_total),
+            "last_turn_usage": dump(self._last_turn_usage),
+            "config_options": dump(self._config_options),
+            "available_commands": dump(self._available_commands),
+            "session_info": dump(self._session_info),
+        }
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, StateView):
+            return NotImplemented
+        return self.to_snapshot() == other.to_snapshot()
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return (
+            f"SessionState(session_id={self.session_id!r}, state={self._state!r}, "
+            f"timeline={len(self._timeline)}, completions={self._completions})"
+        )
