@@ -20,10 +20,8 @@ held, started, finished, failed); the lists below keep the order of the turns in
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
-from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -31,9 +29,10 @@ import anyio
 from acp_session.client.connection import hub_of
 from acp_session.client.opening import open_new_session, open_resumed_session
 from acp_session.client_errors import SessionClosed
-from acp_session.conversation.chat_events import ChatFile, ChatMessage, ChatResponse
-from acp_session.conversation.entities import Compaction, Message, TimelineEntry, TokenUsage
-from acp_session.conversation.events import MessageChanged, StateChanged, StateEvent, ToolCallChanged
+from acp_session.conversation.chat_events import ChatFile, ChatResponse
+from acp_session.conversation.entities import Message
+from acp_session.conversation.events import MessageChanged, StateEvent
+from acp_session.conversation.routing import Segment, TurnRouting
 from acp_session.conversation.state import SessionState
 from acp_session.conversation.streams import (
     DEFAULT_STREAM_BUFFER,
@@ -44,10 +43,10 @@ from acp_session.conversation.streams import (
     open_stream,
 )
 from acp_session.conversation.turn import ChatTurn
+from acp_session.conversation.view import ConversationView, IdleTimeout, TurnTimeout
 from acp_session.errors import AcpError, ConnectionClosed
 from acp_session.mcp.servers import McpServerConfig
 from acp_session.schema import (
-    BackgroundToolCall,
     ContentBlock,
     NewSessionResponse,
     ReplayFrom,
@@ -70,41 +69,7 @@ DEFAULT_MAX_HISTORY = 10_000
 _SPAWNED_CLOSE_TIMEOUT = 10.0  # leaving Conversation.spawn's block: how long the session's close may take
 
 
-class IdleTimeout(AcpError, TimeoutError):
-    """``Conversation.wait_for_idle(timeout=...)`` ran out of time."""
-
-
-class TurnTimeout(AcpError, TimeoutError):
-    """``Conversation.chat_to_completion(timeout=...)`` ran out of time; the turn's work was cancelled.
-
-    ``turn`` is the ``ChatTurn``: it still ends when the agent reports the cancellation."""
-
-    def __init__(self, message: str, turn: ChatTurn) -> None:
-        super().__init__(message)
-        self.turn = turn
-
-
-class _Segment:
-    """Events after a user message no answer has claimed yet, or (``message_id`` None) events that came
-    before anything named the turn they belong to (see the module docstring)."""
-
-    __slots__ = ("events", "message_id", "owner")
-
-    def __init__(self, message_id: str | None, owner: ChatTurn | None) -> None:
-        self.message_id = message_id
-        self.owner = owner
-        self.events: list[StateEvent | ChatFile] = []
-
-    def feed(self, event: StateEvent | ChatFile) -> None:
-        self.events.append(event)
-
-    feed_message = feed
-
-    def feed_run(self, message: Message, blocks: list[ContentBlock]) -> None:
-        self.events.extend([MessageChanged(message, False, block) for block in blocks])
-
-
-class Conversation:
+class Conversation(ConversationView, TurnRouting):
     """Chat over one ``ActiveSession``: ``chat`` / ``chat_to_completion``, history and usage.
 
     ``max_history_size``: None keeps the newest 10 000 timeline entries, 0 keeps everything.
@@ -128,7 +93,7 @@ class Conversation:
         self._detach: Callable[[], None] | None = None
         self._awaiting: list[ChatTurn] = []  # sent, not inserted yet, in send order
         self._active: list[ChatTurn] = []  # inserted, not finished, in start order
-        self._segments: list[_Segment] = []
+        self._segments: list[Segment] = []
         self._receiver: Any = None  # where routed events go: the newest active turn, a segment, or None
         self._background: frozenset[str] = frozenset()
         self._times: dict[tuple[str, str], float] = {}
@@ -359,137 +324,6 @@ class Conversation:
             turn.fail(error)
         self._update_idle()
 
-    # ------------------------------------------------------------------ reading
-
-    @property
-    def session(self) -> ActiveSession:
-        if self._session is None:
-            raise AcpError("this conversation is not attached to a session")
-        return self._session
-
-    @property
-    def session_id(self) -> str | None:
-        return self._session.session_id if self._session is not None else self.state.session_id
-
-    @property
-    def conversation_id(self) -> str | None:
-        """``session_id`` under the name used by the conversation designs this layer was built against (listed
-        method by method in docs/conversation.md)."""
-        return self.session_id
-
-    @property
-    def connection(self) -> ClientConnection:
-        """The connection the session is on."""
-        return self.session.connection
-
-    @property
-    def owns_connection(self) -> bool:
-        """True when ``Conversation.spawn`` made the connection the session is on: ``disconnect()`` closes it too.
-        Every other conversation borrows its caller's connection, which ``disconnect()`` leaves open."""
-        owned = self._owned
-        return owned is not None and self._session is not None and self._session.connection is owned
-
-    def history(self) -> list[TimelineEntry]:
-        """The retained timeline (messages, tool calls, plans, compactions, unknown entries), oldest first."""
-        timeline = self.state.timeline
-        limit = self.max_history_size
-        if limit and len(timeline) > limit:
-            return list(timeline[-limit:])
-        return list(timeline)
-
-    def messages(self, *, include_thoughts: bool = False) -> list[ChatMessage]:
-        """Retained messages with role, content and when this client first saw them."""
-        out: list[ChatMessage] = []
-        for entry in self.history():
-            if type(entry) is Message and (include_thoughts or entry.role != "thought"):
-                seen = self._times.get((entry.role, entry.message_id), 0.0)
-                at = datetime.fromtimestamp(seen, timezone.utc)
-                out.append(ChatMessage(entry.role, list(entry.content), at, entry.message_id, entry))
-        return out
-
-    @property
-    def turn_start_indices(self) -> list[int]:
-        """History indices of the retained user messages (where each turn starts)."""
-        return [index for index, entry in enumerate(self.history()) if type(entry) is Message and entry.role == "user"]
-
-    @property
-    def compaction_indices(self) -> list[int]:
-        """History indices of the retained compactions (where the agent compacted its context); like
-        ``turn_start_indices`` they stay right after trimming."""
-        return [index for index, entry in enumerate(self.history()) if type(entry) is Compaction]
-
-    @property
-    def turn_count(self) -> int:
-        """User messages seen since creation or ``clear_history`` (replayed ones included, trimmed ones kept)."""
-        return self._turns_total
-
-    @property
-    def last_response(self) -> str:
-        """Text of the last finished chat turn; without one, of the last agent message in history."""
-        if self._last_response is not None:
-            return self._last_response.text
-        for entry in reversed(self.state.timeline):
-            if type(entry) is Message and entry.role == "agent":
-                return entry.text
-        return ""
-
-    @property
-    def last_chat_response(self) -> ChatResponse | None:
-        return self._last_response
-
-    @property
-    def total_usage(self) -> TokenUsage | None:
-        """Token usage summed over completions (None until the agent reports any)."""
-        return self.state.turn_usage_total
-
-    @property
-    def last_turn_usage(self) -> TokenUsage | None:
-        return self.state.last_turn_usage
-
-    @property
-    def is_idle(self) -> bool:
-        return self._idle.is_set()
-
-    @property
-    def pending_turns(self) -> list[ChatTurn]:
-        """Turns sent or running, oldest first."""
-        owned = [s.owner for s in self._segments if s.owner is not None]
-        return [*self._active, *owned, *self._awaiting]
-
-    def clear_history(self) -> None:
-        """Forget history, turn count and usage totals (the remote session is untouched)."""
-        self.state.clear_history()
-        self._times.clear()
-        self._turns_total = 0
-        self._last_response = None
-
-    async def wait_for_idle(self, timeout: float | None = None) -> None:
-        """Return once the session is idle and none of this conversation's prompts is pending (at once if so).
-
-        Raises ``ConnectionClosed`` if the connection is lost while waiting (or was lost before, unless this
-        conversation ``disconnect()``-ed), and ``IdleTimeout`` when ``timeout`` seconds pass first (nothing is
-        cancelled: the work goes on).
-        """
-        with anyio.move_on_after(timeout) as scope:
-            while not self._idle.is_set():
-                await self._idle.wait()
-        if scope.cancelled_caught:
-            raise IdleTimeout(f"the session was still busy after {timeout} s")
-        closed = self._lost_connection()
-        if closed is not None:
-            raise closed
-
-    def _lost_connection(self) -> ConnectionClosed | None:
-        """Why the session's connection ended, unless this conversation left it (``disconnect()``).
-
-        Read from the connection itself, not only from ``_watch_connection``: the prompt answers that the end
-        fails (and so the idle they make) are settled before that task runs, and a waiter woken by them may run
-        first."""
-        session = self._session
-        if session is None or self._closed is not None:
-            return self._closed if session is not None else None
-        return None if self._disconnected else session.connection.rpc.close_reason
-
     # ------------------------------------------------------------------ chatting
 
     def chat(self, prompt: str | ContentBlock | Sequence[ContentBlock]) -> ChatTurn:
@@ -676,205 +510,3 @@ class Conversation:
         streams = self._streams  # None unless a receive_steps() / receive_chunks() stream is open
         if streams is not None:
             streams.chunk_run(message, blocks)
-
-    def _route(self, event: StateEvent) -> None:
-        kind = type(event)
-        if kind is MessageChanged:
-            assert isinstance(event, MessageChanged)
-            if event.created:
-                message = event.message
-                self._times[(message.role, message.message_id)] = time.time()
-                if message.role == "user":
-                    self._turns_total += 1
-                    self._user_message(message.message_id)
-                self._trim()
-        elif kind is ToolCallChanged:
-            assert isinstance(event, ToolCallChanged)
-            if event.tool_call.tool_call_id in self._background:
-                return
-            if event.created:
-                self._trim()
-        elif kind is StateChanged:
-            assert isinstance(event, StateChanged)
-            self._on_state(event)
-            return
-        elif getattr(event, "created", False):
-            self._trim()
-        receiver = self._receiver
-        if receiver is None:
-            receiver = self._hold_for_answer()
-        if receiver is not None:
-            receiver.feed(event)
-
-    def _on_state(self, event: StateChanged) -> None:
-        background = event.background
-        if background is not None:
-            self._background = frozenset(
-                item.tool_call_id for item in background if isinstance(item, BackgroundToolCall)
-            )
-            for turn in self._active:
-                turn.end_tools(self._background)
-        if not self._segments and not self._active:
-            self._hold_for_answer()
-        if self._segments:
-            self._segments[-1].feed(event)
-        elif event.completed and self._active:
-            finished, self._active = self._active, []
-            for index, turn in enumerate(finished):
-                last = index == len(finished) - 1
-                self._last_response = turn.finish(event if last else _without_usage(event))
-            self._receiver = None
-        self._update_idle()
-
-    def _user_message(self, message_id: str) -> None:
-        owner = next((t for t in self._awaiting if message_id in (t.message_id, t.known_message_id)), None)
-        if owner is None and not self._awaiting and not self._segments:
-            return  # nobody's prompt of ours is unanswered: someone else's message
-        held = self._segments[-1] if self._segments else None
-        if held is not None and held.message_id is None:
-            # The work held before anything named its turn is this user message's turn.
-            held.message_id = message_id
-            if owner is not None:
-                self._hold(owner, held)
-            self._drain()
-            return
-        if owner is not None and not self._segments:
-            self._awaiting.remove(owner)
-            self._start(owner, message_id)
-            return
-        segment = _Segment(message_id, None)
-        if owner is not None:
-            self._hold(owner, segment)
-        self._segments.append(segment)
-        self._receiver = segment
-        self._drain()
-
-    def _hold_for_answer(self) -> _Segment | None:
-        """Work reported while a prompt of ours is unanswered and nothing names its turn yet (no answer, no
-        user message): held, so the answer or the user message that follows claims it; None otherwise."""
-        if self._segments or self._active or not any(t.known_message_id is None for t in self._awaiting):
-            return None
-        segment = _Segment(None, None)
-        self._segments.append(segment)
-        self._receiver = segment
-        self._update_idle()
-        return segment
-
-    def _hold(self, turn: ChatTurn, segment: _Segment) -> None:
-        """``turn`` (sent or accepted) owns the held ``segment``: it starts when the segment is replayed."""
-        turn.advance("hold")
-        self._awaiting.remove(turn)
-        segment.owner = turn
-
-    def _start(self, turn: ChatTurn, message_id: str) -> None:
-        turn.start(message_id)
-        self._active.append(turn)
-        self._receiver = turn
-        self._update_idle()
-
-    def _on_answer(self, turn: ChatTurn, tracked: TrackedPrompt) -> None:
-        """The ``session/prompt`` answer (runs in the connection's prompt-watcher task)."""
-        self._answered(turn, tracked.message_id if tracked.error is None else None, tracked.error)
-
-    def _answered(self, turn: ChatTurn, message_id: str | None, error: BaseException | None) -> None:
-        if message_id is None and turn.state == "started":
-            # A v1 turn starts when its prompt is sent; an error answer is how it fails.
-            if turn in self._active:
-                self._active.remove(turn)
-            turn.fail(error or AcpError("the prompt failed"))
-            if self._receiver is turn:
-                self._receiver = self._active[-1] if self._active else None
-            self._update_idle()
-            return
-        if (turn.state != "sent" and turn.state != "held") or turn.message_id is not None:
-            return  # already started, ended, or answered
-        if message_id is None:
-            if turn in self._awaiting:
-                self._awaiting.remove(turn)
-            for segment in self._segments:
-                if segment.owner is turn:  # named by its user message, then refused: the work is nobody's of ours
-                    segment.owner = None
-            turn.fail(error or AcpError("the prompt was not inserted"))
-            self._drain()
-            self._update_idle()
-            return
-        if turn.reported_start:
-            turn.advance("accept")
-            return  # its user message, reported when its turn starts, starts it
-        turn.message_id = message_id
-        for segment in self._segments if turn.state == "sent" else ():
-            if segment.message_id in (message_id, None) and segment.owner is None:
-                # Its user message, or (message_id None) work reported before anything named the turn.
-                segment.message_id = message_id
-                self._hold(turn, segment)
-                self._drain()
-                return
-        if not self._segments:
-            # Inserted: the turn starts now (its user message, when it comes, is not a new start).
-            self._awaiting.remove(turn)
-            self._start(turn, message_id)
-        else:
-            turn.advance("accept")  # starts once the segments held before it are replayed (_drain)
-        self._drain()
-
-    def _drain(self) -> None:
-        """Replay held segments from the front while their owner is known (or can no longer be ours)."""
-        while self._segments:
-            segment = self._segments[0]
-            if segment.owner is None and any(t.message_id is None for t in self._awaiting):
-                self._receiver = self._segments[-1]
-                return
-            self._segments.pop(0)
-            if segment.owner is not None:
-                self._start(segment.owner, segment.message_id or "")
-            else:
-                self._receiver = self._active[-1] if self._active else None
-            for event in segment.events:
-                self._replay_event(event)
-        self._receiver = self._active[-1] if self._active else None
-        # A prompt answered while segments were held, whose user message is not here yet, starts now.
-        for turn in [t for t in self._awaiting if t.message_id is not None]:
-            self._awaiting.remove(turn)
-            self._start(turn, turn.message_id or "")
-        self._update_idle()
-
-    def _replay_event(self, event: StateEvent | ChatFile) -> None:
-        if type(event) is StateChanged:
-            assert isinstance(event, StateChanged)
-            if event.completed and self._active:
-                finished, self._active = self._active, []
-                for index, turn in enumerate(finished):
-                    last = index == len(finished) - 1
-                    self._last_response = turn.finish(event if last else _without_usage(event))
-            return
-        receiver = self._active[-1] if self._active else None
-        if receiver is not None:
-            receiver.feed(event)
-
-    # ------------------------------------------------------------------ bookkeeping
-
-    def _update_idle(self) -> None:
-        busy = bool(self._awaiting or self._active or self._segments) or not self.state.is_idle
-        if self._closed is not None or self._disconnected:  # nothing more will be reported
-            busy = False
-        if busy:
-            if self._idle.is_set():
-                self._idle = anyio.Event()
-        elif not self._idle.is_set():
-            self._idle.set()
-
-    def _trim(self) -> None:
-        limit = self.max_history_size
-        if not limit or self.state.resuming:
-            return
-        excess = len(self.state.timeline) - limit
-        if excess > limit // 8:  # trim in batches; history() hides the slack
-            for entry in self.state.drop_oldest(excess):
-                if type(entry) is Message:
-                    self._times.pop((entry.role, entry.message_id), None)
-
-
-def _without_usage(event: StateChanged) -> StateChanged:
-    return StateChanged(
-        event.state, event.previous, event.stop_reason, event.error, event.background, event.completed, None
-    )
