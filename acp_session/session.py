@@ -19,6 +19,7 @@ import msgspec
 from .client_errors import CapabilityNotSupported, SessionClosed
 from .codec import decoder
 from .errors import AcpError, RequestCancelled, ResourceNotFound
+from .protocol.capabilities import REQUIRED_CAPABILITY
 from .rpc import PendingRequest
 from .schema import unstable
 from .schema.types import (
@@ -49,6 +50,7 @@ from .schema.types import (
     ToolCallUpdated,
     UpdateSessionNotification,
     UserMessage,
+    UserMessageChunk,
 )
 from .update_kinds import TRACKED_UPDATES
 
@@ -281,6 +283,8 @@ class SessionTrack:
                 self._patch_cancel(self.cancellable_terminals, update.terminal_id, update.capabilities)
         elif isinstance(update, UserMessage):
             self._join(update)
+        elif isinstance(update, UserMessageChunk):
+            self._join_chunk(update)
         elif isinstance(update, ConfigOptionUpdate):
             self.config_options = list(update.config_options)
 
@@ -299,10 +303,27 @@ class SessionTrack:
         for prompt in self.prompts:
             if prompt.message_id == message.message_id:
                 prompt.user_message = message
+                if prompt.status not in ("pending", "held"):
+                    self.prompts.remove(prompt)  # answered and joined: nothing left to wait for
                 return
         self.unjoined[message.message_id] = message
         while len(self.unjoined) > 256:  # replayed history can be long; keep only recent ones
             self.unjoined.pop(next(iter(self.unjoined)))
+
+    def _join_chunk(self, chunk: UserMessageChunk) -> None:
+        """A prompt echoed as ``user_message_chunk``s (codex-acp does): the chunks make up its user message."""
+        for prompt in self.prompts:
+            if prompt.message_id == chunk.message_id:
+                if prompt.user_message is None:
+                    self._join(UserMessage(message_id=chunk.message_id, content=[chunk.content]))
+                elif isinstance(prompt.user_message.content, list):
+                    prompt.user_message.content.append(chunk.content)
+                return
+        known = self.unjoined.get(chunk.message_id)
+        if known is not None and isinstance(known.content, list):
+            known.content.append(chunk.content)
+        else:
+            self._join(UserMessage(message_id=chunk.message_id, content=[chunk.content]))
 
     def settle(self, prompt: TrackedPrompt, response: PromptResponse | None, error: AcpError | None) -> None:
         """Record a prompt's answer and join it to its user message if that arrived first."""
@@ -338,6 +359,10 @@ def _still_running(ids: dict[str, None], background: frozenset[tuple[str, str]],
 
 
 _CLOSE = decoder(CloseSessionResponse)
+_SET_TITLE = decoder(unstable.SetSessionTitleResponse)
+_ARCHIVE = decoder(unstable.ArchiveSessionResponse)
+_UNARCHIVE = decoder(unstable.UnarchiveSessionResponse)
+_STATUS = decoder(unstable.SessionStatusResponse)
 _SET_CONFIG = decoder(SetSessionConfigOptionResponse)
 
 
@@ -503,6 +528,8 @@ class ActiveSession:
         if track.cancel_barrier == math.inf:  # new work: requests read from now on are not the cancelled work's
             track.cancel_barrier = conn.rpc.requests_received
         tracked.message_id = exchange.message_id
+        if track.state is not None and track.state != "idle":
+            tracked.status = "held"  # the agent reports the session busy: it holds this prompt until then
         track.prompts.append(tracked)
         if on_tracked is not None:
             on_tracked(tracked)
@@ -601,6 +628,43 @@ class ActiveSession:
             raise CapabilityNotSupported("terminal/cancel", f"capabilities.cancel on terminal {terminal_id!r}")
         params = CancelTerminalRequest(session_id=self._session_id, terminal_id=terminal_id)
         await self._conn.rpc_request("terminal/cancel", params, decoder(CancelTerminalResponse), timeout)
+
+    # -- Preview (unstable schema; each only when the agent advertises it) -------------------------------------
+
+    def _preview(self, method: str) -> None:
+        if not self._conn.supports(method):
+            raise CapabilityNotSupported(method, REQUIRED_CAPABILITY.get(method, "it"))
+
+    async def set_title(self, title: str, *, timeout: float | None = None) -> str:
+        """``session/set_title`` (Preview, ``session.title``): returns the title the agent stored (it may
+        normalise it); the agent also reports it with ``session_info_update``."""
+        self._check_open()
+        self._preview("session/set_title")
+        params = unstable.SetSessionTitleRequest(session_id=self._session_id, title=title)
+        response = await self._conn.rpc_request("session/set_title", params, _SET_TITLE, timeout)
+        return response.title
+
+    async def archive(self, *, timeout: float | None = None) -> None:
+        """``session/archive`` (Preview, ``session.archive``): hide the session from default listings."""
+        self._preview("session/archive")
+        params = unstable.ArchiveSessionRequest(session_id=self._session_id)
+        await self._conn.rpc_request("session/archive", params, _ARCHIVE, timeout)
+
+    async def unarchive(self, *, timeout: float | None = None) -> None:
+        """``session/unarchive`` (Preview, ``session.archive``)."""
+        self._preview("session/unarchive")
+        params = unstable.UnarchiveSessionRequest(session_id=self._session_id)
+        await self._conn.rpc_request("session/unarchive", params, _UNARCHIVE, timeout)
+
+    async def status(self, *, timeout: float | None = None) -> unstable.SessionStatusResponse:
+        """``session/status`` (Preview, ``session.status``): ``open`` (in the agent's memory) or ``saved`` (an
+        unknown value counts as ``saved``), with a foreground-state snapshot that is never a new completion."""
+        self._preview("session/status")
+        params = unstable.SessionStatusRequest(session_id=self._session_id)
+        response = await self._conn.rpc_request("session/status", params, _STATUS, timeout)
+        if response.status not in unstable.SESSION_STATUS_VALUES:
+            response = msgspec.structs.replace(response, status="saved")
+        return response
 
     async def close(self, *, timeout: float | None = None) -> None:
         """Close the remote session. Idempotent: closing twice, or a -32002 answer, counts as success."""

@@ -60,7 +60,7 @@ def _kind(*types: type, tracked: bool = False, chunk_role: ChunkRole | None = No
 
 
 KINDS: tuple[UpdateKind, ...] = (
-    _kind(UserMessageChunk, chunk_role="user"),
+    _kind(UserMessageChunk, tracked=True, chunk_role="user"),  # an echo of a prompt joins it (SessionTrack)
     _kind(UserMessage, tracked=True),
     _kind(AgentMessageChunk, chunk_role="agent"),
     _kind(AgentMessage),

@@ -37,6 +37,7 @@ def test_the_fold_and_the_tracking_read_the_same_table() -> None:
         "tool_call_update",
         "terminal_update",
         "user_message",
+        "user_message_chunk",
         "config_option_update",
     }
     assert {tp: role for tp, role in chunk_types() if tp.__module__ == types.__name__} == {

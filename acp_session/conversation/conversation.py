@@ -53,7 +53,7 @@ from acp_session.schema import (
 from acp_session.session import BatchUpdateListener
 
 if TYPE_CHECKING:
-    from acp_session.client import ClientBuilder, ClientConnection
+    from acp_session.client import ClientBuilder, ClientConnection, SystemPromptInput
     from acp_session.session import ActiveSession, TrackedPrompt
 
 __all__ = ["DEFAULT_MAX_HISTORY", "Conversation", "IdleTimeout", "TurnTimeout"]
@@ -148,16 +148,61 @@ class Conversation:
         mcp_servers: Sequence[McpServer] = (),
         additional_directories: Sequence[str | os.PathLike[str]] = (),
         max_history_size: int | None = None,
+        system_prompt: SystemPromptInput | None = None,
+        system_prompt_mode: str = "append",
     ) -> Conversation:
-        """``session/new`` with this conversation listening from the first update (``start_conversation``)."""
+        """``session/new`` with this conversation listening from the first update (``start_conversation``);
+        ``system_prompt`` (Preview): see ``ClientConnection.new_session``."""
         conversation = cls(max_history_size=max_history_size)
         session, response = await client.open_new_session(
-            cwd, mcp_servers, additional_directories, listener=conversation._listener
+            cwd,
+            mcp_servers,
+            additional_directories,
+            listener=conversation._listener,
+            system_prompt=system_prompt,
+            system_prompt_mode=system_prompt_mode,
         )
         conversation._opened(session, response)
         return conversation
 
-    def _opened(self, session: ActiveSession, response: NewSessionResponse) -> None:
+    async def fork(
+        self,
+        cwd: str | os.PathLike[str],
+        *,
+        mcp_servers: Sequence[McpServer] = (),
+        additional_directories: Sequence[str | os.PathLike[str]] = (),
+        system_prompt: SystemPromptInput | None = None,
+        system_prompt_mode: str = "append",
+        max_history_size: int | None = None,
+    ) -> Conversation:
+        """``session/fork`` (Preview, ``session.fork``): a new conversation on a new session that starts from this
+        one's context; its history starts as a copy of this one's (the agent does not replay it), and from then on
+        the two go their own ways. This conversation and its session are unchanged."""
+        client = self.session.connection
+        session_id = self.session.session_id
+        client.require("session/fork")
+        state = self.state.copy(None)
+        conversation = Conversation(
+            max_history_size=self.max_history_size if max_history_size is None else max_history_size, state=state
+        )
+        session, response = await client.open_forked_session(
+            session_id,
+            cwd,
+            mcp_servers,
+            additional_directories,
+            listener=conversation._listener,
+            system_prompt=system_prompt,
+            system_prompt_mode=system_prompt_mode,
+        )
+        answer = NewSessionResponse(
+            session_id=response.session_id,
+            config_options=response.config_options,
+            available_commands=response.available_commands,
+        )
+        conversation._opened(session, answer)
+        return conversation
+
+    def _opened(self, session: ActiveSession, response: NewSessionResponse) -> None:  # also a fork's answer
         self.state.apply_new_session_response(response)
         self._bind(session)
 
@@ -802,5 +847,5 @@ class Conversation:
 
 def _without_usage(event: StateChanged) -> StateChanged:
     return StateChanged(
-        event.state, event.previous, event.stop_reason, event.error, event.background, event.completed, None
+        event.state, event.previous, event.stop_reason, event.error, event.background, event.completed, None, event.meta
     )

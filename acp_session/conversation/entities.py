@@ -315,6 +315,8 @@ class ContextUsage(msgspec.Struct, kw_only=True):
     used: int
     size: int
     cost: Cost | None = None
+    meta: Meta | None = None
+    """The latest ``usage_update``'s ``_meta``, as sent (each update's own, not patched)."""
 
     @property
     def fraction(self) -> float:

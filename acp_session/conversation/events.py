@@ -101,6 +101,8 @@ class StateChanged(StateEvent, frozen=True):
     background: list[BackgroundWork] | None
     completed: bool
     turn_usage: TokenUsage | None = None
+    meta: dict[str, Any] | None = None
+    """The update's ``_meta`` (e.g. codex-acp's ``quota``), as sent."""
 
     @property
     def repeated(self) -> bool:

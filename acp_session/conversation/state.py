@@ -12,6 +12,7 @@ resets it), so replaying a history onto the live state that saw it gives an iden
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -104,6 +105,7 @@ class SessionState:
         self._stop_reason: str | None = None
         self._error: Error | None = None
         self._background: list[BackgroundWork] | None = None
+        self._state_meta: dict[str, Any] | None = None
         self._completions = 0
         self._usage: ContextUsage | None = None
         self._turn_usage_total: TokenUsage | None = None
@@ -199,6 +201,16 @@ class SessionState:
         return self._replay_seen is not None
 
     # ------------------------------------------------------------------ local edits (not from the wire)
+
+    def copy(self, session_id: str | None) -> SessionState:
+        """An independent copy of this state (every entity copied) for another session, e.g. a fork's: the
+        copy's history starts as this one's and from then on the two are folded apart."""
+        if self._resume_marks is not None:
+            raise RuntimeError("cannot copy a state during a resume")
+        clone = copy.deepcopy(self)
+        clone.session_id = session_id
+        clone._chunk_targets = None
+        return clone
 
     def drop_oldest(self, count: int) -> list[TimelineEntry]:
         """Forget the ``count`` oldest timeline entries (history trimming); returns what was dropped.
@@ -322,6 +334,11 @@ class SessionState:
     def background(self) -> list[BackgroundWork] | None:
         """Latest background snapshot: None when not reported (unknown), [] when none runs."""
         return self._background
+
+    @property
+    def state_meta(self) -> dict[str, Any] | None:
+        """The ``_meta`` of the latest state update (e.g. codex-acp's ``quota``); None when it carried none."""
+        return self._state_meta
 
     @property
     def completions(self) -> int:
@@ -586,6 +603,8 @@ class SessionState:
         self._state_reported = True
         background = update.background
         self._background = list(background) if isinstance(background, list) else None
+        meta = update.meta
+        self._state_meta = meta if isinstance(meta, dict) else None
         completed = False
         turn_usage: TokenUsage | None = None
         if state == "idle":
@@ -608,14 +627,19 @@ class SessionState:
         else:
             self._stop_reason = None
             self._error = None
-        return StateChanged(state, previous, self._stop_reason, self._error, self._background, completed, turn_usage)
+        return StateChanged(
+            state, previous, self._stop_reason, self._error, self._background, completed, turn_usage, self._state_meta
+        )
 
     def _on_usage(self, update: UsageUpdate) -> StateEvent:
         previous = self._usage
         cost = update.cost
         if cost is UNSET:
             cost = previous.cost if previous is not None else None
-        self._usage = ContextUsage(used=update.used, size=update.size, cost=cost)
+        meta = update.meta
+        self._usage = ContextUsage(
+            used=update.used, size=update.size, cost=cost, meta=meta if isinstance(meta, dict) else None
+        )
         return UsageChanged(self._usage)
 
     def _on_commands(self, update: AvailableCommandsUpdate) -> StateEvent:

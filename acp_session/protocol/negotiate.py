@@ -35,6 +35,7 @@ from ..errors import (
 )
 from ..rpc import Connection
 from ..schema import types as m
+from ..schema import unstable as mu
 from ..schema.v1 import types as v1
 from .base import ProtocolAdapter
 from .v2 import V2Protocol
@@ -50,6 +51,7 @@ DEFAULT_INITIALIZE_TIMEOUT = 30.0
 """Seconds an agent has to answer ``initialize`` (agents measured take up to ~8 s on a cold start)."""
 
 _V2_RESPONSE = decoder(m.InitializeResponse)
+_V2_RECORD = decoder(mu.InitializeResponse)
 _V1_RESPONSE = decoder(v1.InitializeResponse)
 
 
@@ -167,13 +169,13 @@ def adapter_for(rpc: Connection, raw: bytes, offered: int, versions: Sequence[in
                 "(agentInfo/agentCapabilities instead of info/capabilities)"
             )
         try:
-            return V2Protocol(rpc, _V2_RESPONSE(raw))
+            return V2Protocol(rpc, _V2_RESPONSE(raw), _V2_RECORD(raw))
         except msgspec.ValidationError as exc:
             raise InvalidResponse(f"result of 'initialize' (protocol version 2) did not decode: {exc}") from exc
     from .v1.adapter import V1Protocol  # only when a v1 agent answers: start-up stays light
 
     try:
-        return V1Protocol(rpc, _V1_RESPONSE(raw))
+        return V1Protocol(rpc, _V1_RESPONSE(raw), raw)
     except msgspec.ValidationError as exc:
         raise InvalidResponse(f"result of 'initialize' (protocol version 1) did not decode: {exc}") from exc
 

@@ -7,6 +7,7 @@ from typing import Any, ClassVar, TypeVar
 
 from ..codec import decoder
 from ..rpc import PendingRequest
+from ..schema import unstable as mu
 from ..schema.types import (
     CompleteElicitationNotification,
     ContentBlock,
@@ -14,20 +15,14 @@ from ..schema.types import (
     PromptRequest,
     PromptResponse,
     RequestPermissionRequest,
-    UpdateSessionNotification,
 )
-from .base import PromptExchange, ProtocolAdapter
+from .base import AUTH_STATUS_ROUTES, PromptExchange, ProtocolAdapter
 from .routes import Route, Target
 
 __all__ = ["V2Protocol"]
 
 T = TypeVar("T")
 _PROMPT = decoder(PromptResponse)
-
-# Methods a v2 agent that advertises ``capabilities.session`` must offer (the baseline).
-_BASELINE = frozenset(
-    {"session/new", "session/list", "session/resume", "session/close", "session/prompt", "session/cancel"}
-)
 
 
 class V2Protocol(ProtocolAdapter):
@@ -36,7 +31,7 @@ class V2Protocol(ProtocolAdapter):
         Route(
             "session/update",
             "notification",
-            decoder(UpdateSessionNotification),
+            decoder(mu.UpdateSessionNotification),  # the superset: nothing the unstable schema defines is lost
             Target("client", "receive_update"),
             batch=Target("client", "receive_updates"),
         ),
@@ -56,6 +51,7 @@ class V2Protocol(ProtocolAdapter):
             Target("client", "elicitation_complete"),
             when="elicitation_complete",
         ),
+        *AUTH_STATUS_ROUTES,
     )
 
     def request(self, method: str, params: Any, decode: Callable[[bytes], T]) -> PendingRequest[T]:
@@ -63,9 +59,6 @@ class V2Protocol(ProtocolAdapter):
 
     async def notify(self, method: str, params: Any) -> None:
         await self.rpc.notify(method, params)
-
-    def supports(self, method: str) -> bool:
-        return method in _BASELINE or not method.startswith("session/")
 
     def prompt(self, session_id: str, blocks: Sequence[ContentBlock]) -> PromptExchange:
         params = PromptRequest(session_id=session_id, prompt=list(blocks))

@@ -59,6 +59,12 @@ def _parser() -> argparse.ArgumentParser:
         help="keep sessions in this JSON file so later agent processes can list and resume them "
         "(default: $ACP_REFERENCE_AGENT_STORE, else memory only)",
     )
+    parser.add_argument(
+        "--preview",
+        action="store_true",
+        help="advertise and serve the Preview methods: session/fork, session/set_title, systemPrompt (append and "
+        "override), session/archive, session/unarchive, session/status, auth/status, providers/*",
+    )
     parser.add_argument("--log-level", default="WARNING", help="stderr log level (default WARNING)")
     return parser
 
@@ -75,7 +81,7 @@ async def serve(options: AgentOptions) -> None:
 def main(argv: list[str] | None = None) -> None:
     args = _parser().parse_args(argv)
     logging.basicConfig(stream=sys.stderr, level=args.log_level.upper(), format="%(name)s: %(message)s")
-    options = AgentOptions(broken=frozenset(args.broken), delay=args.delay, store=args.store)
+    options = AgentOptions(broken=frozenset(args.broken), delay=args.delay, store=args.store, preview=args.preview)
     if "junk-stdout" in options.broken:
         os.write(sys.stdout.fileno(), b"reference agent starting up\n")  # not an ACP message: a framing error
     with contextlib.suppress(KeyboardInterrupt):
