@@ -1192,6 +1192,8 @@ class ClientConnection:
         if type(note.update) in TRACKED_UPDATES:  # a set probe instead of four isinstance calls per chunk
             self._apply_tracked(track, note)
         listeners = track.listeners
+        if not listeners and track.parent is not None:
+            listeners = self._root_listeners(track)
         if listeners:
             try:
                 for listener in listeners:
@@ -1227,7 +1229,13 @@ class ClientConnection:
             self._track_runs(notes)
             return None
         track = self.session_tracks.get(notes[0].session_id)
-        if track is not None and track.early is None and not track.listeners and not self._update_is_async:
+        if (
+            track is not None
+            and track.early is None
+            and not track.listeners
+            and track.parent is None
+            and not self._update_is_async
+        ):
             steps = self._update_steps(notes, (track.session_id, fn))
         else:
             steps = self._update_steps(notes)
@@ -1264,11 +1272,42 @@ class ClientConnection:
         track.apply(note)
         if track.cancel_barrier == math.inf and track.state == "idle":
             track.cancel_barrier = self.rpc.requests_received  # the cancelled work ended here
+        update: Any = note.update
+        if type(update) is mu.SubagentUpdate and update.session_id in track.subagents:
+            self._child_track(track, update)
+
+    def _child_track(self, parent: SessionTrack, update: mu.SubagentUpdate) -> None:
+        """A subagent (Preview): the parent announced a child session. Its track is made here, so the child's
+        own updates are tracked and handed to the parent's listeners (a ``Conversation`` folds them into the
+        child's state); its ``capabilities`` say whether the client may cancel it."""
+        child = self.session_tracks.get(update.session_id)
+        if child is None:
+            child = self.session_track(update.session_id)
+        if child.parent is None and update.session_id != parent.session_id:
+            child.parent = parent.session_id
+        caps = update.capabilities
+        if caps is not msgspec.UNSET:
+            cancel = getattr(caps, "cancel", None)
+            child.cancellable = cancel is not None and cancel is not msgspec.UNSET
+
+    def _root_listeners(self, track: SessionTrack) -> list[UpdateListener]:
+        """A child session's updates go to the listeners of the nearest ancestor that has some."""
+        seen = 0
+        while track.parent is not None and seen < 64:  # a cycle an agent made up cannot loop
+            parent = self.session_tracks.get(track.parent)
+            if parent is None:
+                return []
+            if parent.listeners:
+                return parent.listeners
+            track, seen = parent, seen + 1
+        return []
 
     def _hand_run(self, track: SessionTrack, run: list[UpdateSessionNotification]) -> None:
         """A tracked stretch of one session's updates to its listeners: in one call to a lone
         ``BatchUpdateListener``, else note by note; kept for later while a ``session/new`` may still claim it."""
         listeners = track.listeners
+        if not listeners and track.parent is not None:
+            listeners = self._root_listeners(track)
         if len(listeners) == 1 and type(listeners[0]) is BatchUpdateListener:
             try:
                 listeners[0].many(run)

@@ -222,6 +222,12 @@ class SessionTrack:
     # Updates that arrived while a session/new was in flight and before anyone listened: handed to the
     # first listener, so a Conversation opened with the session sees what came before the response.
     early: list[UpdateSessionNotification] | None = None
+    # A subagent (child) session's parent, from the parent's subagent_update (Preview); None for a session of ours.
+    parent: str | None = None
+    # The child advertises capabilities.cancel (the parent's latest subagent_update says so).
+    cancellable: bool = False
+    # Child session ids this session announced, oldest first (at most MAX_SUBAGENTS are tracked).
+    subagents: dict[str, None] = field(default_factory=dict)
 
     def listen(self, listener: UpdateListener, *, take_early: bool = True) -> Callable[[], None]:
         """Add a listener (fed the early backlog first); returns a function that removes it."""
@@ -287,6 +293,8 @@ class SessionTrack:
             self._join_chunk(update)
         elif isinstance(update, ConfigOptionUpdate):
             self.config_options = list(update.config_options)
+        elif isinstance(update, unstable.SubagentUpdate) and len(self.subagents) < MAX_SUBAGENTS:
+            self.subagents[update.session_id] = None  # the connection makes the child's track
 
     def _patch_cancel(self, ids: dict[str, None], item_id: str, capabilities: Any) -> None:
         if capabilities is msgspec.UNSET:
@@ -341,6 +349,8 @@ class SessionTrack:
 
 
 _STATE_UPDATES = (StateUpdate, unstable.StateUpdate)
+MAX_SUBAGENTS = 4096
+"""Child sessions tracked per session: an agent announcing endless children cannot grow a connection past it."""
 FINAL_TOOL_CALL_STATUSES = frozenset({"completed", "failed", "cancelled"})
 """Statuses after which a tool call does not run again; any other value (even an unknown one) is in progress."""
 
@@ -552,9 +562,13 @@ class ActiveSession:
         """Send ``session/cancel``, then answer this session's foreground interactive requests cancelled.
 
         Requests whose subject is in the latest background list are left alone: that work keeps running.
-        Returns how many pending requests were cancelled locally.
+        Returns how many pending requests were cancelled locally. For a subagent (child) session, only when the
+        parent's ``subagent_update`` advertises the child's ``capabilities.cancel`` (else
+        ``CapabilityNotSupported``).
         """
         track = self._check_open()
+        if track.parent is not None and not track.cancellable:
+            raise CapabilityNotSupported("session/cancel", f"capabilities.cancel of subagent {self._session_id!r}")
         # A barrier, set before session/cancel is sent: every interactive request of this session read before the
         # cancelled work ends (the agent's idle, or our next prompt) is answered cancelled from now on, whether its
         # handler is running, waiting for a slot, or starts later (ClientConnection.declines).

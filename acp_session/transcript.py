@@ -23,8 +23,8 @@ from .schema import (
     NewSessionResponse,
     ResumeSessionResponse,
     SetSessionConfigOptionResponse,
-    UpdateSessionNotification,
 )
+from .schema import unstable as mu
 from .transport import DEFAULT_RECEIVE_SIZE, PeerExit, Transport
 
 __all__ = ["RecordingTransport", "TranscriptEntry", "load_transcript", "read_transcript"]
@@ -121,10 +121,12 @@ def load_transcript(path: str | os.PathLike[str], session_id: str | None = None)
                     state.begin_resume(replay=params.get("replayFrom") is not None)
             continue
         if method == "session/update":
-            note = convert(params, UpdateSessionNotification)
+            note = convert(params, mu.UpdateSessionNotification)
             if _ours(state, note.session_id):
                 state.session_id = note.session_id
                 state.apply(note.update)
+            elif state.descendant(note.session_id) is not None:  # a subagent's own update (Preview)
+                state.apply_descendant(note.session_id, note.update)
             continue
         request = requests.pop(_key(message.get("id")), None)
         if request is None or "result" not in message:

@@ -80,6 +80,9 @@ KINDS: tuple[UpdateKind, ...] = (
     _kind(Notice),
     _kind(CompactionUpdate),
     _kind(CompactionSummaryChunk),
+    _kind(unstable.SubagentUpdate, tracked=True),  # the connection tracks the child session it announces
+    _kind(unstable.SessionMessage),
+    _kind(unstable.SessionMessageChunk),
 )
 """Every update kind with a meaning here; anything else is kept raw (``UnknownSessionUpdate``)."""
 

@@ -24,11 +24,11 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from acp_session.client_errors import SessionClosed
+from acp_session.client_errors import CapabilityNotSupported, SessionClosed
 from acp_session.conversation.chat_events import ChatFile, ChatMessage, ChatResponse
 from acp_session.conversation.entities import Compaction, Message, TimelineEntry, TokenUsage
 from acp_session.conversation.events import MessageChanged, StateChanged, StateEvent, ToolCallChanged
-from acp_session.conversation.state import SessionState
+from acp_session.conversation.state import SessionState, Subagent
 from acp_session.conversation.streams import (
     DEFAULT_STREAM_BUFFER,
     ChunkStream,
@@ -604,6 +604,9 @@ class Conversation:
     # ------------------------------------------------------------------ folding (hot path)
 
     def _on_note(self, note: UpdateSessionNotification) -> None:
+        if note.session_id != self.state.session_id and self.state.session_id is not None:
+            self._on_child_note(note)
+            return
         event = self._apply(note.update)
         if type(event) is MessageChanged and not event.created:
             receiver = self._receiver  # None during a resume: every turn ended before it started
@@ -620,6 +623,10 @@ class Conversation:
         is what ``_on_note`` gives one by one (``tests/conversation/test_batch_delivery.py``).
         """
         state = self.state
+        if notes[0].session_id != state.session_id and state.session_id is not None:
+            for note in notes:  # a subagent's run (one session's stretch): folded into the child's state
+                self._on_child_note(note)
+            return
         targets = state.chunk_targets() or {}
         message: Message | None = None  # the message of the current stretch of chunks
         blocks: list[Any] = []
@@ -646,6 +653,34 @@ class Conversation:
             push = blocks.append
         if message is not None:
             self._end_stretch(message, blocks)
+
+    def _on_child_note(self, note: UpdateSessionNotification) -> None:
+        """A subagent's own update (Preview; the connection hands a child's updates to its parent's listeners):
+        folded into the child's state, then reported to the turn as a ``SubagentEvent``."""
+        if self.state.descendant(note.session_id) is None:
+            return  # not a child of this conversation's session
+        event = self.state.apply_descendant(note.session_id, note.update)
+        receiver = self._receiver
+        if receiver is None:
+            receiver = self._hold_for_answer()
+        if receiver is not None:
+            receiver.feed(event)
+
+    @property
+    def subagents(self) -> Mapping[str, Subagent]:
+        """The session's child sessions (Preview), each with its own ``state`` (history, state, usage) and its own
+        children: a tree."""
+        return self.state.subagents
+
+    async def cancel_subagent(self, session_id: str) -> None:
+        """Cancel a subagent's current work (``session/cancel`` with the child's id), only when the parent's
+        ``subagent_update`` advertised the child's ``capabilities.cancel`` (else ``CapabilityNotSupported``)."""
+        subagent = self.state.descendant(session_id)
+        if subagent is None:
+            raise KeyError(session_id)
+        if not subagent.cancellable:
+            raise CapabilityNotSupported("session/cancel", f"capabilities.cancel of subagent {session_id!r}")
+        await self.session.connection.session(session_id).cancel_active_work()
 
     def _end_stretch(self, message: Message, blocks: list[ContentBlock]) -> None:
         """Fold a stretch of chunks of ``message``, then report it to the turn and the streams as one run."""

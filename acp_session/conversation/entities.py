@@ -42,6 +42,7 @@ __all__ = [
     "MessageRole",
     "Plan",
     "SessionInfo",
+    "SessionMessageEntry",
     "Terminal",
     "TimelineEntry",
     "TokenUsage",
@@ -298,7 +299,31 @@ class UnknownEntry(_Entity, tag="unknown"):
         """Raw entries are never rebuilt: a replayed copy is matched, not merged."""
 
 
-TimelineEntry = Message | ToolCall | Plan | Compaction | UnknownEntry
+class SessionMessageEntry(_Entity, tag="session_message"):
+    """A message between two sessions (Preview ``session_message`` upserts and ``session_message_chunk``s): a
+    parent's task to a subagent, or a subagent's answer, in the transcript of the session it was reported on."""
+
+    message_id: str
+    sender_session_id: str | None = None
+    recipient_session_id: str | None = None
+    sender_message_id: str | None = None
+    """On an incoming view: the same message's id in the sender's transcript."""
+    recipient_message_id: str | None = None
+    """On an outgoing view: the same message's id in the recipient's transcript."""
+    content: list[ContentBlock] = msgspec.field(default_factory=list)
+
+    @property
+    def text(self) -> str:
+        return "".join(block.text for block in self.content if isinstance(block, TextContent))
+
+    def reset(self) -> None:
+        self.sender_session_id = self.recipient_session_id = None
+        self.sender_message_id = self.recipient_message_id = None
+        self.content = []
+        self.meta = None
+
+
+TimelineEntry = Message | ToolCall | Plan | Compaction | SessionMessageEntry | UnknownEntry
 
 
 class SessionInfo(msgspec.Struct, kw_only=True):
