@@ -89,6 +89,7 @@ from .schema.types import (
     UpdateSessionNotification,
 )
 from .schema.v1 import types as v1
+from .schema.v1 import unstable as v1u
 from .session import (
     DEFAULT_LIMITS,
     TRACKED_UPDATES,
@@ -148,6 +149,7 @@ class ClientBuilder:
         self._ext_requests: dict[str, Handler] = {}
         self._ext_notifications: dict[str, Handler] = {}
         self._auth_status: Handler | None = None
+        self._subagents = False
         self._fallback_request: Fallback | None = None
         self._fallback_notification: Fallback | None = None
         self._transcript: str | os.PathLike[str] | None = None
@@ -187,6 +189,12 @@ class ClientBuilder:
         return self._versions
 
     # -- identity and capabilities ---------------------------------------------------------------------------
+
+    def with_subagents(self, enabled: bool = True) -> ClientBuilder:
+        """Ask a version 1 agent for subagent (child) sessions: ``clientCapabilities.subagents``, the v1 opt-in
+        (v2 agents report them to every client). Off by default; a ``Conversation`` folds the children either way."""
+        self._subagents = enabled
+        return self
 
     def with_terminal_auth(self, enabled: bool = True) -> ClientBuilder:
         """Advertise that this client can run terminal authentication methods itself."""
@@ -239,9 +247,11 @@ class ClientBuilder:
         plain.update(advertised(V1Protocol.routes, offer))
         if not offer.file_system:
             plain["fs"] = {}  # no provider: an empty object, as v1 clients commonly send
+        if self._subagents:
+            plain["subagents"] = {}
         return v1.InitializeRequest(
             protocol_version=1,
-            client_capabilities=convert(plain, v1.ClientCapabilities),
+            client_capabilities=convert(plain, v1u.ClientCapabilities if self._subagents else v1.ClientCapabilities),
             client_info=convert(to_builtins(self.info), v1.Implementation),
         )
 

@@ -176,3 +176,31 @@ async def test_live_state_equals_load_transcript_of_the_same_wire(tmp_path: Path
     assert loaded.to_snapshot()["subagents"] == live.to_snapshot()["subagents"]
     assert len(loaded.subagents) == 2
     assert any(n.session_id != live.session_id for n in seen)  # the application saw the children's updates too
+
+
+async def test_v1_subagents_only_when_asked_and_folded_the_same_way(tmp_path: Path) -> None:
+    from tests.protocol.support import chunk, sent, v1_agent
+
+    child = {"sessionId": "child-1", "title": "Helper", "capabilities": {"cancel": {}}}
+    prompts = [
+        {
+            "updates": [
+                {"sessionUpdate": "subagent_update", **child},
+                chunk("agent_message_chunk", "Delegated."),
+            ],
+            "result": {"stopReason": "end_turn"},
+        }
+    ]
+    with anyio.fail_after(20):
+        async with v1_agent(tmp_path, ClientBuilder("t", "1").with_subagents(), prompts=prompts) as (client, log):
+            conversation = await client.start_conversation(tmp_path)
+            response = await conversation.chat_to_completion("go")
+            assert response.text == "Delegated."
+            (subagent,) = conversation.subagents.values()
+            assert subagent.session_id == "child-1" and subagent.title == "Helper" and subagent.cancellable
+    offer = sent(log)[0]["params"]
+    assert offer["clientCapabilities"]["subagents"] == {}
+    (tmp_path / "plain").mkdir()
+    async with v1_agent(tmp_path / "plain") as (client, log2):
+        pass
+    assert "subagents" not in sent(log2)[0]["params"]["clientCapabilities"]

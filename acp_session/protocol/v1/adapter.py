@@ -426,7 +426,7 @@ class V1Protocol(ProtocolAdapter):
                 plain = cv.update_plain(to_builtins(update), state.plan_id)
                 if plain is None:
                     return None
-                model = convert(plain, m.SessionUpdate)
+                model = convert(plain, mu.SessionUpdate)  # the superset: subagent and session messages typed
                 if type(model) is m.ConfigOptionUpdate:
                     state.agent_options = list(model.config_options)
                     model = m.ConfigOptionUpdate(config_options=state.options(), meta=model.meta)
