@@ -32,6 +32,7 @@ from acp_session.schema import (
     UnknownSessionUpdate,
 )
 from acp_session.schema import Terminal as TerminalContent
+from acp_session.schema import unstable as mu
 from acp_session.session import FINAL_TOOL_CALL_STATUSES
 
 __all__ = [
@@ -262,6 +263,18 @@ class Plan(_Entity, tag="plan"):
     def entries(self) -> list[PlanEntry]:
         content = self.content
         return list(content.entries) if isinstance(content, PlanItems) else []
+
+    @property
+    def markdown(self) -> str | None:
+        """A Preview markdown plan's text (``PlanMarkdown``), else None."""
+        content = self.content
+        return content.content if isinstance(content, mu.PlanMarkdown) else None
+
+    @property
+    def file_uri(self) -> str | None:
+        """A Preview file plan's URI (``PlanFile``: the plan lives in that file), else None."""
+        content = self.content
+        return content.uri if isinstance(content, mu.PlanFile) else None
 
     def reset(self) -> None:
         self.content = None

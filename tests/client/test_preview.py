@@ -242,3 +242,18 @@ def test_the_agents_auth_status_extension_reads_as_the_schemas_state() -> None:
     assert schema_shape is not None and schema_shape.state == "authenticated"
     assert isinstance(schema_shape.accounts, list) and schema_shape.accounts[0].label == "me"
     assert auth_status_change(["not", "an", "object"]) is None and auth_status_change({"other": 1}) is None
+
+
+async def test_a_prompt_echoed_by_user_message_chunks_is_joined_to_its_prompt(tmp_path: Path) -> None:
+    from tests.conversation.chat_support import chat_agent_argv
+
+    async with ClientBuilder("t", "1").spawn(chat_agent_argv(tmp_path, echo_chunks=True)) as client:
+        conversation = await client.start_conversation("/w")
+        with anyio.fail_after(20):
+            first = await conversation.chat_to_completion("stream 2")
+            await conversation.chat_to_completion("stream 1")
+        assert first.text == "w0 w1 "
+        # Each answered prompt met its echo: nothing lingers in session.prompts.
+        assert conversation.session.prompts == []
+        users = [m.text for m in conversation.messages() if m.role == "user"]
+        assert users == ["stream 2", "stream 1"]
