@@ -30,10 +30,18 @@ from .errors import AcpError, AuthRequired, InitializeTimeout, ResourceNotFound
 from .interactions import Interaction, InteractionRegistry, call_handler
 from .mcp.servers import McpServerConfig, check_transports
 from .protocol.base import PromptExchange, ProtocolAdapter
+from .protocol.capabilities import (
+    PREVIEW_METHODS,
+    REQUIRED_CAPABILITY,
+    auth_status_change,
+    pushes_auth_status,
+    system_prompt_modes,
+)
 from .protocol.negotiate import DEFAULT_INITIALIZE_TIMEOUT, SUPPORTED_VERSIONS, negotiate
 from .protocol.routes import ClientOffer
 from .protocol.v1_offer import v1_initialize_params
 from .rpc import Connection, PendingRequest, json_decode
+from .schema import unstable as mu
 from .schema.types import (
     AGENT_METHODS,
     AgentCapabilities,
@@ -63,19 +71,18 @@ from .schema.types import (
     LoginAuthResponse,
     LogoutAuthRequest,
     LogoutAuthResponse,
-    NewSessionRequest,
     NewSessionResponse,
     PromptCapabilities,
     ReplayFrom,
     ReplayFromStart,
     RequestPermissionRequest,
     RequestPermissionResponse,
-    ResumeSessionRequest,
     ResumeSessionResponse,
     SelectedPermissionOutcome,
     SessionCapabilities,
     SessionInfo,
     TerminalAuthCapabilities,
+    TextContent,
     ToolCallPermissionSubject,
     UpdateSessionNotification,
 )
@@ -107,6 +114,8 @@ PROTOCOL_VERSION = 2
 _log = logging.getLogger("acp_session.client")
 T = TypeVar("T")
 ElicitationMode = Literal["form", "url"]
+SystemPromptInput = str | Sequence[ContentBlock] | mu.SystemPrompt
+"""A system prompt (Preview): its text, its content blocks, or the wire value with its mode."""
 Handler = Callable[[Any], Any]
 Fallback = Callable[[str, bytes], Any]
 
@@ -142,6 +151,8 @@ class ClientBuilder:
         self._elicitation_complete: Handler | None = None
         self._ext_requests: dict[str, Handler] = {}
         self._ext_notifications: dict[str, Handler] = {}
+        self._auth_status: Handler | None = None
+        self._subagents = False
         self._fallback_request: Fallback | None = None
         self._fallback_notification: Fallback | None = None
         self._transcript: str | os.PathLike[str] | None = None
@@ -191,6 +202,12 @@ class ClientBuilder:
 
     # -- identity and capabilities ---------------------------------------------------------------------------
 
+    def with_subagents(self, enabled: bool = True) -> ClientBuilder:
+        """Ask a version 1 agent for subagent (child) sessions: ``clientCapabilities.subagents``, the v1 opt-in
+        (v2 agents report them to every client). Off by default; a ``Conversation`` folds the children either way."""
+        self._subagents = enabled
+        return self
+
     def with_terminal_auth(self, enabled: bool = True) -> ClientBuilder:
         """Advertise that this client can run terminal authentication methods itself."""
         self.terminal_auth = enabled
@@ -228,6 +245,7 @@ class ClientBuilder:
             write_files=files and self._fs_access[1],
             terminals=self._terminals is not None,
             elicitation_complete=self._elicitation_complete is not None,
+            subagents=self._subagents,
         )
 
     def v1_initialize_request(self) -> v1.InitializeRequest:
@@ -236,8 +254,10 @@ class ClientBuilder:
         ``with_terminals`` or ``on_file_system`` / ``on_terminals``), i.e. exactly when the v1 adapter registers
         their methods (``acp_session.protocol.v1_offer``, which the negotiation sends as plain JSON)."""
         from .schema.v1 import types as v1  # the v1 types load only for a v1 agent, or on this call
+        from .schema.v1 import unstable as v1u
 
-        return convert(v1_initialize_params(self.capabilities(), self.info, self.offer()), v1.InitializeRequest)
+        kind = v1u.InitializeRequest if self._subagents else v1.InitializeRequest  # subagents: v1's unstable
+        return convert(v1_initialize_params(self.capabilities(), self.info, self.offer()), kind)
 
     # -- the agent's calls into the client (protocol version 1) ----------------------------------------------
 
@@ -323,6 +343,12 @@ class ClientBuilder:
 
     def on_elicitation_complete(self, fn: Callable[[CompleteElicitationNotification], Any]) -> ClientBuilder:
         self._elicitation_complete = fn
+        return self
+
+    def on_auth_status(self, fn: Callable[[mu.AuthStatusUpdateNotification], Any]) -> ClientBuilder:
+        """Each auth state change the agent pushes (Preview ``auth/status_update``, also sent by agents as the
+        extension ``_auth/status_update``); ``ClientConnection.auth_state`` keeps the latest."""
+        self._auth_status = fn
         return self
 
     def on_ext_request(self, method: str, fn: Callable[[Any], Any]) -> ClientBuilder:
@@ -476,6 +502,9 @@ class ClientBuilder:
 _INITIALIZE = decoder(InitializeResponse)
 _NEW = decoder(NewSessionResponse)
 _RESUME = decoder(ResumeSessionResponse)
+_FORK = decoder(mu.ForkSessionResponse)
+_AUTH_STATUS = decoder(mu.AuthStatusResponse)
+_PROVIDERS = decoder(mu.ListProvidersResponse)
 _LIST = decoder(ListSessionsResponse)
 _DELETE = decoder(DeleteSessionResponse)
 _CANCELLED_PERMISSION = RequestPermissionResponse(outcome=CancelledPermissionOutcome())
@@ -519,6 +548,7 @@ class ClientConnection:
         self._offer = builder.offer()
         self._tools_over_mcp = builder._tools_over_mcp
         self._builtin: BuiltinServers | None = None  # the client's tools as MCP servers (v2; first session)
+        self._auth_state: mu.AuthStatusUpdateNotification | None = None
         if builder._update is not None:
             tg.start_soon(self._update_consumer, receive)
         self._install(builder)
@@ -559,9 +589,31 @@ class ClientConnection:
         """The protocol version agreed at ``initialize`` (1 or 2)."""
         return self.protocol.version
 
+    @property
+    def capability_record(self) -> mu.InitializeResponse:
+        """The agent's whole ``initialize`` answer in the unstable schema's types, for both versions (a v1 answer
+        mapped): the Preview capabilities (``session.fork``, ``session.title``, ``session.systemPrompt``,
+        ``session.archive``, ``session.status``, ``auth.status``, ``providers``) are here, typed, where
+        ``initialize_response`` (the stable types) has no field for them."""
+        return self.protocol.capability_record
+
     def supports(self, method: str) -> bool:
-        """Whether the agent offers ``method`` (model method names, e.g. ``session/list``) in the agreed version."""
+        """Whether the agent offers ``method`` (model method names, e.g. ``session/list``) in the agreed version,
+        read from the capability record: a baseline method when the agent offers sessions, any other only when
+        its capability was advertised (``session/fork`` with ``session.fork``, ``auth/status`` with
+        ``auth.status``, ...); extension methods (``_``-prefixed) are always allowed, unknown methods never."""
         return self.protocol.supports(method)
+
+    def require(self, method: str) -> None:
+        """Raise ``CapabilityNotSupported`` (naming the capability) unless the agent offers ``method``."""
+        if not self.supports(method):
+            raise CapabilityNotSupported(method, REQUIRED_CAPABILITY.get(method, "it"))
+
+    @property
+    def system_prompt_modes(self) -> frozenset[str]:
+        """The ``systemPrompt`` modes (Preview) the agent accepts on new, resume and fork: empty, ``append``, or
+        ``append`` and ``override``."""
+        return system_prompt_modes(self.capability_record)
 
     # -- what the agent may call (protocol version 1) ---------------------------------------------------------
 
@@ -692,10 +744,15 @@ class ClientConnection:
 
     def request(self, method: str, params: Any = None, *, timeout: float | None = None) -> SentRequest[Any]:
         """Send an extension request (``_``-prefixed) or a schema method by name; the result is plain JSON
-        for extensions and the generated type for schema methods. ``timeout``: see ``SentRequest``."""
+        for extensions and the generated type for schema methods. A method of the unstable schema only
+        (``session/fork``, ``auth/status``, ...) is sent when the agent advertised it (``supports``), else
+        ``CapabilityNotSupported``. ``timeout``: see ``SentRequest``."""
         if method == "initialize":
             raise ValueError("use ClientConnection.initialize()")
         spec = AGENT_METHODS.get(method)
+        if spec is None and method in PREVIEW_METHODS:
+            self.require(method)  # an unstable method only when the agent advertised it
+            spec = mu.AGENT_METHODS[method]
         decode = json_decode if spec is None else decoder(spec.result)
         if spec is None:
             _ext_name(method)
@@ -706,6 +763,82 @@ class ClientConnection:
         await self.rpc_notify(_ext_name(method), params)
 
     # -- auth ------------------------------------------------------------------------------------------------
+
+    @property
+    def pushes_auth_status(self) -> bool:
+        """Whether the agent says it pushes its auth state: ``auth.status`` (Preview), or the extension marker
+        ``authStatus`` in ``_meta`` that codex-acp and claude-agent-acp advertise."""
+        return pushes_auth_status(self.capability_record)
+
+    @property
+    def auth_state(self) -> mu.AuthStatusUpdateNotification | None:
+        """The agent's latest auth state (Preview): from its ``auth/status_update`` notifications and
+        ``auth_status()`` answers; None until either arrived."""
+        return self._auth_state
+
+    def auth_status_changed(self, note: mu.AuthStatusUpdateNotification) -> Any:
+        """An ``auth/status_update`` notification (Preview; routed by the adapter): kept, then the builder's
+        ``on_auth_status`` handler."""
+        self._auth_state = note
+        fn = self.builder._auth_status
+        return None if fn is None else fn(note)
+
+    def ext_auth_status_changed(self, params: Any) -> Any:
+        """The extension ``_auth/status_update`` (plain JSON) that codex-acp and claude-agent-acp push: read into the
+        same typed state (``auth_status_change``), then an application handler registered for that name still
+        gets the params as they came."""
+        outcome = None
+        change = auth_status_change(params)
+        if change is not None:
+            outcome = self.auth_status_changed(change)
+        fn = self.builder._ext_notifications.get("_auth/status_update")
+        if fn is not None:
+            outcome = fn(params)
+        return outcome
+
+    async def auth_status(self, *, timeout: float | None = None) -> mu.AuthStatusResponse:
+        """``auth/status`` (Preview, ``auth.status``): whether the user is logged in, with their accounts; the
+        answer also becomes ``auth_state``."""
+        self.require("auth/status")
+        response = await self._call("auth/status", mu.AuthStatusRequest(), _AUTH_STATUS, timeout)
+        self._auth_state = mu.AuthStatusUpdateNotification(
+            state=response.state, accounts=response.accounts, meta=response.meta
+        )
+        return response
+
+    # -- providers (Preview, ``providers``) ---------------------------------------------------------------
+
+    async def list_providers(self, *, timeout: float | None = None) -> list[mu.ProviderInfo]:
+        """``providers/list``: the model providers the agent can be pointed at, with their current settings."""
+        self.require("providers/list")
+        response = await self._call("providers/list", mu.ListProvidersRequest(), _PROVIDERS, timeout)
+        return list(response.providers)
+
+    async def set_provider(
+        self,
+        provider_id: str,
+        api_type: str,
+        base_url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        timeout: float | None = None,
+    ) -> None:
+        """``providers/set``: point a provider at ``base_url`` speaking ``api_type`` (``openai``, ``anthropic``,
+        ...), with extra request ``headers``."""
+        self.require("providers/set")
+        params = mu.SetProviderRequest(
+            provider_id=provider_id,
+            api_type=api_type,
+            base_url=base_url,
+            headers=dict(headers) if headers is not None else msgspec.UNSET,
+        )
+        await self._call("providers/set", params, decoder(mu.SetProviderResponse), timeout)
+
+    async def disable_provider(self, provider_id: str, *, timeout: float | None = None) -> None:
+        """``providers/disable``: stop using a provider that is not required."""
+        self.require("providers/disable")
+        params = mu.DisableProviderRequest(provider_id=provider_id)
+        await self._call("providers/disable", params, decoder(mu.DisableProviderResponse), timeout)
 
     @property
     def login_methods(self) -> list[LoginMethod]:
@@ -766,20 +899,72 @@ class ClientConnection:
         check_transports(method, mcp_servers, protocol.mcp_transports, protocol.version)
         return cwd_text, dirs or msgspec.UNSET, list(mcp_servers) or msgspec.UNSET
 
+    def _system_prompt(self, method: str, system_prompt: SystemPromptInput | None, mode: str) -> Any:
+        """The ``systemPrompt`` field of a session lifecycle request (Preview), checked against the agent's
+        ``session.systemPrompt`` capability and its modes; omitted when None."""
+        if system_prompt is None:
+            return msgspec.UNSET
+        if isinstance(system_prompt, mu.SystemPrompt):
+            value = system_prompt
+        else:
+            content: list[ContentBlock] = (
+                [TextContent(text=system_prompt)] if isinstance(system_prompt, str) else list(system_prompt)
+            )
+            value = mu.SystemPrompt(mode=mode, content=content)
+        if not value.content or all(isinstance(b, TextContent) and not b.text for b in value.content):
+            raise ValueError("a system prompt needs at least one non-empty content block")
+        modes = self.system_prompt_modes
+        if value.mode not in modes:
+            needed = "session.systemPrompt" if not modes else f"session.systemPrompt.mode.{value.mode}"
+            raise CapabilityNotSupported(method, needed)
+        return value
+
+    def _opening_fields(
+        self,
+        method: str,
+        cwd: str | os.PathLike[str],
+        mcp_servers: Sequence[McpServerConfig],
+        additional_directories: Sequence[str | os.PathLike[str]],
+        system_prompt: SystemPromptInput | None,
+        system_prompt_mode: str,
+    ) -> dict[str, Any]:
+        """The fields every session lifecycle request (new, resume, fork) shares, each checked against what the
+        agent advertised; one more shared field is one more keyword here."""
+        cwd_text, dirs, servers = self._roots(method, cwd, mcp_servers, additional_directories)
+        return {
+            "cwd": cwd_text,
+            "additional_directories": dirs,
+            "mcp_servers": servers,
+            "system_prompt": self._system_prompt(method, system_prompt, system_prompt_mode),
+        }
+
     async def new_session(
         self,
         cwd: str | os.PathLike[str],
         mcp_servers: Sequence[McpServerConfig] = (),
         additional_directories: Sequence[str | os.PathLike[str]] = (),
         *,
+        system_prompt: SystemPromptInput | None = None,
+        system_prompt_mode: str = "append",
         timeout: float | None = None,
     ) -> ActiveSession:
         """``session/new``: returns a handle; updates sent before the response are already tracked.
 
+        ``system_prompt`` (Preview; text, content blocks or a ``SystemPrompt``) is sent with
+        ``system_prompt_mode`` (``append``, or ``override``) when the agent advertises ``session.systemPrompt``
+        (and ``mode.override`` for an override); otherwise ``CapabilityNotSupported`` and nothing is sent.
+
         ``timeout`` (seconds; None: no limit, the default) withdraws the request with ``$/cancel_request`` and
         raises ``RequestTimeout`` when the agent has not answered in time. The same holds for the
         ``timeout`` of every other call here and on ``ActiveSession``."""
-        session, _ = await self.open_new_session(cwd, mcp_servers, additional_directories, timeout=timeout)
+        session, _ = await self.open_new_session(
+            cwd,
+            mcp_servers,
+            additional_directories,
+            system_prompt=system_prompt,
+            system_prompt_mode=system_prompt_mode,
+            timeout=timeout,
+        )
         return session
 
     async def open_new_session(
@@ -789,22 +974,89 @@ class ClientConnection:
         additional_directories: Sequence[str | os.PathLike[str]],
         listener: UpdateListener | None = None,
         *,
+        system_prompt: SystemPromptInput | None = None,
+        system_prompt_mode: str = "append",
         timeout: float | None = None,
     ) -> tuple[ActiveSession, NewSessionResponse]:
         """``new_session`` returning the agent's response too, with ``listener`` on the session before its first
         update is delivered (``Conversation.open``'s entry point; internal)."""
-        cwd_text, dirs, servers = self._roots("session/new", cwd, mcp_servers, additional_directories)
-        servers, bind = await self._with_builtin_tools(servers)
-        params = NewSessionRequest(cwd=cwd_text, additional_directories=dirs, mcp_servers=servers)
+        fields = self._opening_fields(
+            "session/new", cwd, mcp_servers, additional_directories, system_prompt, system_prompt_mode
+        )
+        fields["mcp_servers"], bind = await self._with_builtin_tools(fields["mcp_servers"])
+        params = mu.NewSessionRequest(**fields)
+        response = await self._open_session("session/new", params, _NEW, listener, timeout, bind)
+        return ActiveSession(self, response.session_id), response
+
+    async def fork_session(
+        self,
+        session_id: str,
+        cwd: str | os.PathLike[str],
+        *,
+        mcp_servers: Sequence[McpServerConfig] = (),
+        additional_directories: Sequence[str | os.PathLike[str]] = (),
+        system_prompt: SystemPromptInput | None = None,
+        system_prompt_mode: str = "append",
+        timeout: float | None = None,
+    ) -> ActiveSession:
+        """``session/fork`` (Preview): a new session that starts from ``session_id``'s context, which is left
+        unchanged. Only when the agent advertises ``session.fork`` (else ``CapabilityNotSupported``);
+        ``system_prompt`` as for ``new_session`` (the spec asks for the source session's)."""
+        session, _ = await self.open_forked_session(
+            session_id,
+            cwd,
+            mcp_servers,
+            additional_directories,
+            system_prompt=system_prompt,
+            system_prompt_mode=system_prompt_mode,
+            timeout=timeout,
+        )
+        return session
+
+    async def open_forked_session(
+        self,
+        session_id: str,
+        cwd: str | os.PathLike[str],
+        mcp_servers: Sequence[McpServerConfig],
+        additional_directories: Sequence[str | os.PathLike[str]],
+        listener: UpdateListener | None = None,
+        *,
+        system_prompt: SystemPromptInput | None = None,
+        system_prompt_mode: str = "append",
+        timeout: float | None = None,
+    ) -> tuple[ActiveSession, mu.ForkSessionResponse]:
+        """``fork_session`` returning the agent's response too, with ``listener`` on the new session before its
+        first update (``Conversation.fork``'s entry point; internal)."""
+        self.require("session/fork")
+        fields = self._opening_fields(
+            "session/fork", cwd, mcp_servers, additional_directories, system_prompt, system_prompt_mode
+        )
+        fields["mcp_servers"], bind = await self._with_builtin_tools(fields["mcp_servers"])
+        params = mu.ForkSessionRequest(session_id=session_id, **fields)
+        response = await self._open_session("session/fork", params, _FORK, listener, timeout, bind)
+        return ActiveSession(self, response.session_id), response
+
+    async def _open_session(
+        self,
+        method: str,
+        params: Any,
+        decode: Callable[[bytes], Any],
+        listener: UpdateListener | None,
+        timeout: float | None,
+        bind: Callable[[str | None, str, list[str]], None],
+    ) -> Any:
+        """Send a request that creates a session (new, fork) and track the session it names; updates of unknown
+        sessions that arrive while it is in flight are kept for it. ``bind``: see ``_with_builtin_tools``."""
         self._opening += 1
         try:
-            response = await self._call_auth("session/new", params, _NEW, timeout)
+            response = await self._call_auth(method, params, decode, timeout)
         except BaseException:
             bind(None, "", [])
             raise
         finally:
             self._opening -= 1
-        bind(response.session_id, cwd_text, dirs or [])
+        dirs = params.additional_directories or []
+        bind(response.session_id, params.cwd, dirs)
         if not self._opening:
             self._drop_provisional(keep=response.session_id)
         track = self.session_track(response.session_id)
@@ -813,8 +1065,8 @@ class ClientConnection:
         track.early = None
         if isinstance(response.config_options, list) and not track.config_options:
             track.config_options = list(response.config_options)  # an earlier config_option_update is newer
-        self.protocol.session_opened(response.session_id, cwd_text, dirs or [])
-        return ActiveSession(self, response.session_id), response
+        self.protocol.session_opened(response.session_id, params.cwd, dirs)
+        return response
 
     async def resume_session(
         self,
@@ -824,11 +1076,21 @@ class ClientConnection:
         replay_from: ReplayFrom | Literal["start"] | None = None,
         mcp_servers: Sequence[McpServerConfig] = (),
         additional_directories: Sequence[str | os.PathLike[str]] = (),
+        system_prompt: SystemPromptInput | None = None,
+        system_prompt_mode: str = "append",
         timeout: float | None = None,
     ) -> ActiveSession:
-        """``session/resume`` with the session's cwd (ACP2-068); replayed updates reach the handlers first."""
+        """``session/resume`` with the session's cwd (ACP2-068); replayed updates reach the handlers first.
+        ``system_prompt``: as for ``new_session`` (v1: on ``session/load`` or ``session/resume``)."""
         session, _ = await self.open_resumed_session(
-            session_id, cwd, replay_from, mcp_servers, additional_directories, timeout=timeout
+            session_id,
+            cwd,
+            replay_from,
+            mcp_servers,
+            additional_directories,
+            system_prompt=system_prompt,
+            system_prompt_mode=system_prompt_mode,
+            timeout=timeout,
         )
         return session
 
@@ -841,18 +1103,20 @@ class ClientConnection:
         additional_directories: Sequence[str | os.PathLike[str]],
         listener: UpdateListener | None = None,
         *,
+        system_prompt: SystemPromptInput | None = None,
+        system_prompt_mode: str = "append",
         timeout: float | None = None,
     ) -> tuple[ActiveSession, ResumeSessionResponse]:
         """``resume_session`` returning the agent's response too, with ``listener`` on the session before the
         replay starts (``Conversation.resume`` and ``reconnect``'s entry point; internal)."""
-        cwd_text, dirs, servers = self._roots("session/resume", cwd, mcp_servers, additional_directories)
-        servers, bind = await self._with_builtin_tools(servers)
+        fields = self._opening_fields(
+            "session/resume", cwd, mcp_servers, additional_directories, system_prompt, system_prompt_mode
+        )
+        fields["mcp_servers"], bind = await self._with_builtin_tools(fields["mcp_servers"])
         replay: Any = (
             ReplayFromStart() if replay_from == "start" else msgspec.UNSET if replay_from is None else replay_from
         )
-        params = ResumeSessionRequest(
-            session_id=session_id, cwd=cwd_text, additional_directories=dirs, mcp_servers=servers, replay_from=replay
-        )
+        params = mu.ResumeSessionRequest(session_id=session_id, replay_from=replay, **fields)
         track = self.session_track(session_id)
         remove = track.listen(listener, take_early=False) if listener is not None else None
         try:
@@ -862,11 +1126,12 @@ class ClientConnection:
             if remove is not None:
                 remove()
             raise
-        bind(session_id, cwd_text, dirs or [])
+        dirs = params.additional_directories or []
+        bind(session_id, params.cwd, dirs)
         track.closed = False
         if isinstance(response.config_options, list):
             track.config_options = list(response.config_options)
-        self.protocol.session_opened(session_id, cwd_text, dirs or [])
+        self.protocol.session_opened(session_id, params.cwd, dirs)
         await self._updates_drained()
         return ActiveSession(self, session_id), response
 
@@ -935,8 +1200,11 @@ class ClientConnection:
         mcp_servers: Sequence[McpServerConfig] = (),
         additional_directories: Sequence[str | os.PathLike[str]] = (),
         max_history_size: int | None = None,
+        system_prompt: SystemPromptInput | None = None,
+        system_prompt_mode: str = "append",
     ) -> Conversation:
-        """Open a new session with a ``Conversation`` folding its updates from the very first one."""
+        """Open a new session with a ``Conversation`` folding its updates from the very first one
+        (``system_prompt``: see ``new_session``)."""
         from .conversation.conversation import Conversation
 
         return await Conversation.open(
@@ -945,6 +1213,8 @@ class ClientConnection:
             mcp_servers=mcp_servers,
             additional_directories=additional_directories,
             max_history_size=max_history_size,
+            system_prompt=system_prompt,
+            system_prompt_mode=system_prompt_mode,
         )
 
     async def list_sessions(
@@ -1046,6 +1316,8 @@ class ClientConnection:
         if type(note.update) in TRACKED_UPDATES:  # a set probe instead of four isinstance calls per chunk
             self._apply_tracked(track, note)
         listeners = track.listeners
+        if not listeners and track.parent is not None:
+            listeners = self._root_listeners(track)
         if listeners:
             try:
                 for listener in listeners:
@@ -1081,7 +1353,13 @@ class ClientConnection:
             self._track_runs(notes)
             return None
         track = self.session_tracks.get(notes[0].session_id)
-        if track is not None and track.early is None and not track.listeners and not self._update_is_async:
+        if (
+            track is not None
+            and track.early is None
+            and not track.listeners
+            and track.parent is None
+            and not self._update_is_async
+        ):
             steps = self._update_steps(notes, (track.session_id, fn))
         else:
             steps = self._update_steps(notes)
@@ -1118,11 +1396,42 @@ class ClientConnection:
         track.apply(note)
         if track.cancel_barrier == math.inf and track.state == "idle":
             track.cancel_barrier = self.rpc.requests_received  # the cancelled work ended here
+        update: Any = note.update
+        if type(update) is mu.SubagentUpdate and update.session_id in track.subagents:
+            self._child_track(track, update)
+
+    def _child_track(self, parent: SessionTrack, update: mu.SubagentUpdate) -> None:
+        """A subagent (Preview): the parent announced a child session. Its track is made here, so the child's
+        own updates are tracked and handed to the parent's listeners (a ``Conversation`` folds them into the
+        child's state); its ``capabilities`` say whether the client may cancel it."""
+        child = self.session_tracks.get(update.session_id)
+        if child is None:
+            child = self.session_track(update.session_id)
+        if child.parent is None and update.session_id != parent.session_id:
+            child.parent = parent.session_id
+        caps = update.capabilities
+        if caps is not msgspec.UNSET:
+            cancel = getattr(caps, "cancel", None)
+            child.cancellable = cancel is not None and cancel is not msgspec.UNSET
+
+    def _root_listeners(self, track: SessionTrack) -> list[UpdateListener]:
+        """A child session's updates go to the listeners of the nearest ancestor that has some."""
+        seen = 0
+        while track.parent is not None and seen < 64:  # a cycle an agent made up cannot loop
+            parent = self.session_tracks.get(track.parent)
+            if parent is None:
+                return []
+            if parent.listeners:
+                return parent.listeners
+            track, seen = parent, seen + 1
+        return []
 
     def _hand_run(self, track: SessionTrack, run: list[UpdateSessionNotification]) -> None:
         """A tracked stretch of one session's updates to its listeners: in one call to a lone
         ``BatchUpdateListener``, else note by note; kept for later while a ``session/new`` may still claim it."""
         listeners = track.listeners
+        if not listeners and track.parent is not None:
+            listeners = self._root_listeners(track)
         if len(listeners) == 1 and type(listeners[0]) is BatchUpdateListener:
             try:
                 listeners[0].many(run)

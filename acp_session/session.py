@@ -20,6 +20,7 @@ from ._turn_state import OPEN_PROMPT_STATES, PROMPT_TABLE, PromptState
 from .client_errors import CapabilityNotSupported, SessionClosed
 from .codec import decoder
 from .errors import AcpError, RequestCancelled, ResourceNotFound
+from .protocol.capabilities import REQUIRED_CAPABILITY
 from .rpc import PendingRequest
 from .rpc.budget import DEFAULT_ANSWER_BUDGET
 from .rpc.connection import DEFAULT_MAX_PARKED_REQUESTS
@@ -52,6 +53,7 @@ from .schema.types import (
     ToolCallUpdated,
     UpdateSessionNotification,
     UserMessage,
+    UserMessageChunk,
 )
 from .update_kinds import TRACKED_UPDATES
 
@@ -238,6 +240,12 @@ class SessionTrack:
     # Updates that arrived while a session/new was in flight and before anyone listened: handed to the
     # first listener, so a Conversation opened with the session sees what came before the response.
     early: list[UpdateSessionNotification] | None = None
+    # A subagent (child) session's parent, from the parent's subagent_update (Preview); None for a session of ours.
+    parent: str | None = None
+    # The child advertises capabilities.cancel (the parent's latest subagent_update says so).
+    cancellable: bool = False
+    # Child session ids this session announced, oldest first (at most MAX_SUBAGENTS are tracked).
+    subagents: dict[str, None] = field(default_factory=dict)
 
     def listen(self, listener: UpdateListener, *, take_early: bool = True) -> Callable[[], None]:
         """Add a listener (fed the early backlog first); returns a function that removes it."""
@@ -299,8 +307,12 @@ class SessionTrack:
                 self._patch_cancel(self.cancellable_terminals, update.terminal_id, update.capabilities)
         elif isinstance(update, UserMessage):
             self._join(update)
+        elif isinstance(update, UserMessageChunk):
+            self._join_chunk(update)
         elif isinstance(update, ConfigOptionUpdate):
             self.config_options = list(update.config_options)
+        elif isinstance(update, unstable.SubagentUpdate) and len(self.subagents) < MAX_SUBAGENTS:
+            self.subagents[update.session_id] = None  # the connection makes the child's track
 
     def _patch_cancel(self, ids: dict[str, None], item_id: str, capabilities: Any) -> None:
         if capabilities is msgspec.UNSET:
@@ -317,10 +329,27 @@ class SessionTrack:
         for prompt in self.prompts:
             if prompt.message_id == message.message_id:
                 prompt.user_message = message
+                if prompt.status not in ("pending", "held"):
+                    self.prompts.remove(prompt)  # answered and joined: nothing left to wait for
                 return
         self.unjoined[message.message_id] = message
         while len(self.unjoined) > 256:  # replayed history can be long; keep only recent ones
             self.unjoined.pop(next(iter(self.unjoined)))
+
+    def _join_chunk(self, chunk: UserMessageChunk) -> None:
+        """A prompt echoed as ``user_message_chunk``s (codex-acp does): the chunks make up its user message."""
+        for prompt in self.prompts:
+            if prompt.message_id == chunk.message_id:
+                if prompt.user_message is None:
+                    self._join(UserMessage(message_id=chunk.message_id, content=[chunk.content]))
+                elif isinstance(prompt.user_message.content, list):
+                    prompt.user_message.content.append(chunk.content)
+                return
+        known = self.unjoined.get(chunk.message_id)
+        if known is not None and isinstance(known.content, list):
+            known.content.append(chunk.content)
+        else:
+            self._join(UserMessage(message_id=chunk.message_id, content=[chunk.content]))
 
     def settle(self, prompt: TrackedPrompt, response: PromptResponse | None, error: AcpError | None) -> None:
         """Record a prompt's answer and join it to its user message if that arrived first."""
@@ -341,6 +370,8 @@ class SessionTrack:
 
 
 _STATE_UPDATES = (StateUpdate, unstable.StateUpdate)
+MAX_SUBAGENTS = 4096
+"""Child sessions tracked per session: an agent announcing endless children cannot grow a connection past it."""
 FINAL_TOOL_CALL_STATUSES = frozenset({"completed", "failed", "cancelled"})
 """Statuses after which a tool call does not run again; any other value (even an unknown one) is in progress."""
 
@@ -359,6 +390,10 @@ def _still_running(ids: dict[str, None], background: frozenset[tuple[str, str]],
 
 
 _CLOSE = decoder(CloseSessionResponse)
+_SET_TITLE = decoder(unstable.SetSessionTitleResponse)
+_ARCHIVE = decoder(unstable.ArchiveSessionResponse)
+_UNARCHIVE = decoder(unstable.UnarchiveSessionResponse)
+_STATUS = decoder(unstable.SessionStatusResponse)
 _SET_CONFIG = decoder(SetSessionConfigOptionResponse)
 
 
@@ -524,6 +559,8 @@ class ActiveSession:
         if track.cancel_barrier == math.inf:  # new work: requests read from now on are not the cancelled work's
             track.cancel_barrier = conn.rpc.requests_received
         tracked.message_id = exchange.message_id
+        if track.state is not None and track.state != "idle":
+            tracked.status = "held"  # the agent reports the session busy: it holds this prompt until then
         track.prompts.append(tracked)
         if on_tracked is not None:
             on_tracked(tracked)
@@ -546,9 +583,13 @@ class ActiveSession:
         """Send ``session/cancel``, then answer this session's foreground interactive requests cancelled.
 
         Requests whose subject is in the latest background list are left alone: that work keeps running.
-        Returns how many pending requests were cancelled locally.
+        Returns how many pending requests were cancelled locally. For a subagent (child) session, only when the
+        parent's ``subagent_update`` advertises the child's ``capabilities.cancel`` (else
+        ``CapabilityNotSupported``).
         """
         track = self._check_open()
+        if track.parent is not None and not track.cancellable:
+            raise CapabilityNotSupported("session/cancel", f"capabilities.cancel of subagent {self._session_id!r}")
         # A barrier, set before session/cancel is sent: every interactive request of this session read before the
         # cancelled work ends (the agent's idle, or our next prompt) is answered cancelled from now on, whether its
         # handler is running, waiting for a slot, or starts later (ClientConnection.declines).
@@ -622,6 +663,43 @@ class ActiveSession:
             raise CapabilityNotSupported("terminal/cancel", f"capabilities.cancel on terminal {terminal_id!r}")
         params = CancelTerminalRequest(session_id=self._session_id, terminal_id=terminal_id)
         await self._conn.rpc_request("terminal/cancel", params, decoder(CancelTerminalResponse), timeout)
+
+    # -- Preview (unstable schema; each only when the agent advertises it) -------------------------------------
+
+    def _preview(self, method: str) -> None:
+        if not self._conn.supports(method):
+            raise CapabilityNotSupported(method, REQUIRED_CAPABILITY.get(method, "it"))
+
+    async def set_title(self, title: str, *, timeout: float | None = None) -> str:
+        """``session/set_title`` (Preview, ``session.title``): returns the title the agent stored (it may
+        normalise it); the agent also reports it with ``session_info_update``."""
+        self._check_open()
+        self._preview("session/set_title")
+        params = unstable.SetSessionTitleRequest(session_id=self._session_id, title=title)
+        response = await self._conn.rpc_request("session/set_title", params, _SET_TITLE, timeout)
+        return response.title
+
+    async def archive(self, *, timeout: float | None = None) -> None:
+        """``session/archive`` (Preview, ``session.archive``): hide the session from default listings."""
+        self._preview("session/archive")
+        params = unstable.ArchiveSessionRequest(session_id=self._session_id)
+        await self._conn.rpc_request("session/archive", params, _ARCHIVE, timeout)
+
+    async def unarchive(self, *, timeout: float | None = None) -> None:
+        """``session/unarchive`` (Preview, ``session.archive``)."""
+        self._preview("session/unarchive")
+        params = unstable.UnarchiveSessionRequest(session_id=self._session_id)
+        await self._conn.rpc_request("session/unarchive", params, _UNARCHIVE, timeout)
+
+    async def status(self, *, timeout: float | None = None) -> unstable.SessionStatusResponse:
+        """``session/status`` (Preview, ``session.status``): ``open`` (in the agent's memory) or ``saved`` (an
+        unknown value counts as ``saved``), with a foreground-state snapshot that is never a new completion."""
+        self._preview("session/status")
+        params = unstable.SessionStatusRequest(session_id=self._session_id)
+        response = await self._conn.rpc_request("session/status", params, _STATUS, timeout)
+        if response.status not in unstable.SESSION_STATUS_VALUES:
+            response = msgspec.structs.replace(response, status="saved")
+        return response
 
     async def close(self, *, timeout: float | None = None) -> None:
         """Close the remote session. Idempotent: closing twice, or a -32002 answer, counts as success."""

@@ -439,6 +439,7 @@ KNOWN_LONG_MODULES: frozenset[str] = frozenset(
         "acp_session.client",  # 1259
         "acp_session.conversation.conversation",  # 837
         "acp_session.conversation.state",  # 771
+        "acp_session.protocol.v1.adapter",  # 652 (after the issue 26 fixes: held prompts, unopened sessions)
         "acp_session.rpc.connection",  # 895
         "acp_session.session",  # 686
     }
@@ -481,8 +482,9 @@ KNOWN_SESSION_CALLS: dict[str, int] = {
     "watch_prompt": 1,  # send_tracked: the client watches the answer only to call back into session.py
     "run_soon": 1,  # _prompt_expired: the cancel task started on the client's task group
     "session_track": 1,  # track: the per-session record the client keeps
-    "supports": 1,  # close: is session/close offered
-    "rpc_request": 4,  # set_config_option, cancel_tool_call, cancel_terminal, close
+    "supports": 2,  # close: is session/close offered; cancel_subagent
+    "rpc_request": 8,  # set_config_option, cancel_tool_call, cancel_terminal, close; set_title, archive,
+    # unarchive, status (the Preview calls, issue 27)
     "rpc_notify": 2,  # cancel_active_work, close (v1)
     "waiting_interactions": 1,  # cancel_active_work
 }

@@ -12,6 +12,7 @@ resets it), so replaying a history onto the live state that saw it gives an iden
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -25,6 +26,7 @@ from acp_session.conversation.entities import (
     MessageRole,
     Plan,
     SessionInfo,
+    SessionMessageEntry,
     Terminal,
     TimelineEntry,
     TokenUsage,
@@ -40,8 +42,11 @@ from acp_session.conversation.events import (
     NoticeReceived,
     PlanChanged,
     SessionInfoChanged,
+    SessionMessageChanged,
     StateChanged,
     StateEvent,
+    SubagentChanged,
+    SubagentEvent,
     TerminalChanged,
     ToolCallChanged,
     UnknownUpdate,
@@ -71,10 +76,11 @@ from acp_session.schema import (
     UpdateSessionNotification,
     UsageUpdate,
 )
+from acp_session.schema import unstable as mu
 from acp_session.session import current_of_category
 from acp_session.update_kinds import KINDS, chunk_types, kind_of
 
-__all__ = ["KNOWN_STATES", "SessionState"]
+__all__ = ["KNOWN_STATES", "SessionState", "Subagent"]
 
 UNSET = msgspec.UNSET
 
@@ -83,6 +89,81 @@ KNOWN_STATES = frozenset({"running", "idle", "requires_action"})
 
 _Handler = Callable[["SessionState", Any], StateEvent]
 _ROLES: tuple[MessageRole, MessageRole, MessageRole] = ("user", "agent", "thought")
+
+
+class Subagent:
+    """A child session that a session created (Preview ``subagent_update``), with its own folded ``state``.
+
+    The parent's ``subagent_update`` patches the display fields (omitted keeps, null clears); the child's own
+    updates fold into ``state``, a ``SessionState`` that may have subagents of its own (a tree).
+    ``tool_call_id`` is the parent's tool call whose content links the child (``{"type": "session"}``).
+    """
+
+    __slots__ = (
+        "additional_directories",
+        "capabilities",
+        "cwd",
+        "description",
+        "meta",
+        "parent_session_id",
+        "reported_state",
+        "session_id",
+        "state",
+        "title",
+        "tool_call_id",
+    )
+
+    def __init__(self, session_id: str, parent_session_id: str | None, state: SessionState) -> None:
+        self.session_id = session_id
+        self.parent_session_id = parent_session_id
+        self.state = state
+        self.title: str | None = None
+        self.description: str | None = None
+        self.capabilities: mu.SubagentSessionCapabilities | None = None
+        self.cwd: str | None = None
+        self.additional_directories: list[str] | None = None
+        self.meta: dict[str, Any] | None = None
+        self.reported_state: Any = None
+        """The parent's latest mirror of the child's state (a ``StateUpdate``), None when not reported."""
+        self.tool_call_id: str | None = None
+
+    @property
+    def cancellable(self) -> bool:
+        """The child advertises ``capabilities.cancel``: the client may cancel its work (``session/cancel``)."""
+        caps = self.capabilities
+        return caps is not None and caps.cancel is not UNSET and caps.cancel is not None
+
+    @property
+    def history(self) -> Sequence[TimelineEntry]:
+        return self.state.timeline
+
+    @property
+    def usage(self) -> TokenUsage | None:
+        """The child's token usage summed over its completions."""
+        return self.state.turn_usage_total
+
+    @property
+    def subagents(self) -> Mapping[str, Subagent]:
+        return self.state.subagents
+
+    def to_snapshot(self) -> dict[str, Any]:
+        dump = msgspec.to_builtins
+        return {
+            "session_id": self.session_id,
+            "parent_session_id": self.parent_session_id,
+            "title": self.title,
+            "description": self.description,
+            "capabilities": dump(self.capabilities),
+            "cwd": self.cwd,
+            "additional_directories": self.additional_directories,
+            "meta": self.meta,
+            "reported_state": dump(self.reported_state),
+            "tool_call_id": self.tool_call_id,
+            "state": self.state.to_snapshot(),
+        }
+
+    def __repr__(self) -> str:
+        return f"Subagent({self.session_id!r}, title={self.title!r}, state={self.state.state!r})"
 
 
 class SessionState:
@@ -98,12 +179,19 @@ class SessionState:
         self._terminals: dict[str, Terminal] = {}
         self._plans: dict[str, Plan] = {}
         self._compactions: dict[str, Compaction] = {}
+        self._session_messages: dict[str, SessionMessageEntry] = {}
+        self._subagents: dict[str, Subagent] = {}
+        # Every descendant subagent by session id, kept on the root of a tree (a child state's root is its root's).
+        self._root: SessionState = self
+        self._descendants: dict[str, Subagent] = {}
+        self._links: dict[str, str] = {}  # child session id -> the tool call whose content linked it first
         # A new session is idle until a state update says otherwise.
         self._state = "idle"
         self._state_reported = False
         self._stop_reason: str | None = None
         self._error: Error | None = None
         self._background: list[BackgroundWork] | None = None
+        self._state_meta: dict[str, Any] | None = None
         self._completions = 0
         self._usage: ContextUsage | None = None
         self._turn_usage_total: TokenUsage | None = None
@@ -151,8 +239,24 @@ class SessionState:
         join_chunks(message.content, blocks)
 
     def apply_notification(self, notification: UpdateSessionNotification) -> StateEvent:
-        """Fold the update carried by a ``session/update`` notification."""
-        return self.apply(notification.update)
+        """Fold the update carried by a ``session/update`` notification: this session's, or a descendant
+        subagent's (into that child's state, reported as a ``SubagentEvent``); ``KeyError`` for another
+        session's."""
+        session_id = notification.session_id
+        if session_id == self.session_id or self.session_id is None:
+            return self.apply(notification.update)
+        return self.apply_descendant(session_id, notification.update)
+
+    def descendant(self, session_id: str) -> Subagent | None:
+        """The subagent ``session_id`` anywhere below this session (children, their children, ...)."""
+        return self._root._descendants.get(session_id)
+
+    def apply_descendant(self, session_id: str, update: Any) -> StateEvent:
+        """Fold a descendant subagent's own update into its state; the event says which child it was."""
+        subagent = self.descendant(session_id)
+        if subagent is None:
+            raise KeyError(session_id)
+        return SubagentEvent(subagent, subagent.state.apply(update))
 
     def apply_new_session_response(self, response: NewSessionResponse) -> list[StateEvent]:
         """Take the session id and initial lists, never overwriting what updates already reported.
@@ -173,10 +277,15 @@ class SessionState:
         self._resume_marks = (self._config_updates, self._command_updates)
         self._replay_seen = set() if replay else None
         self._replay_order = []
+        for child in self._subagents.values():  # a subagent's history is replayed with its parent's
+            child.state.begin_resume(replay=replay)
 
     def apply_resume_response(self, response: ResumeSessionResponse) -> list[StateEvent]:
         """Close the resume window. The response does not imply any state (ACP2-055)."""
         marks = self._resume_marks or (self._config_updates, self._command_updates)
+        for child in self._subagents.values():
+            if child.state.resuming:
+                child.state.apply_resume_response(ResumeSessionResponse())
         self._resume_marks = None
         if self._replay_seen is not None:
             self._adopt_replay_order()
@@ -199,6 +308,17 @@ class SessionState:
         return self._replay_seen is not None
 
     # ------------------------------------------------------------------ local edits (not from the wire)
+
+    def copy(self, session_id: str | None) -> SessionState:
+        """An independent copy of this state (every entity copied) for another session, e.g. a fork's: the
+        copy's history starts as this one's and from then on the two are folded apart."""
+        if self._resume_marks is not None:
+            raise RuntimeError("cannot copy a state during a resume")
+        clone = copy.deepcopy(self)
+        clone.session_id = session_id
+        clone._chunk_targets = None
+        clone._root = clone  # the copy is the root of its own tree
+        return clone
 
     def drop_oldest(self, count: int) -> list[TimelineEntry]:
         """Forget the ``count`` oldest timeline entries (history trimming); returns what was dropped.
@@ -225,6 +345,8 @@ class SessionState:
                 self._plans.pop(entry.plan_id, None)
             elif isinstance(entry, Compaction):
                 self._compactions.pop(entry.compaction_id, None)
+            elif isinstance(entry, SessionMessageEntry):
+                self._session_messages.pop(entry.message_id, None)
         return dropped
 
     def clear_history(self) -> None:
@@ -240,6 +362,7 @@ class SessionState:
         self._terminals = {}
         self._plans = {}
         self._compactions = {}
+        self._session_messages = {}
         self._completions = 0
         self._turn_usage_total = None
         self._last_turn_usage = None
@@ -290,6 +413,20 @@ class SessionState:
         return self._compactions
 
     @property
+    def session_messages(self) -> Mapping[str, SessionMessageEntry]:
+        """Messages between sessions (Preview) by message id, in this session's transcript."""
+        return self._session_messages
+
+    @property
+    def subagents(self) -> Mapping[str, Subagent]:
+        """This session's child sessions (Preview ``subagent_update``) by session id, in announcement order."""
+        return self._subagents
+
+    def subagents_of(self, tool_call_id: str) -> list[Subagent]:
+        """The children a tool call's content links (``{"type": "session", "sessionId": ...}``)."""
+        return [child for child in self._subagents.values() if child.tool_call_id == tool_call_id]
+
+    @property
     def state(self) -> str:
         """The last reported foreground state string, as sent (``idle`` before any report)."""
         return self._state
@@ -322,6 +459,11 @@ class SessionState:
     def background(self) -> list[BackgroundWork] | None:
         """Latest background snapshot: None when not reported (unknown), [] when none runs."""
         return self._background
+
+    @property
+    def state_meta(self) -> dict[str, Any] | None:
+        """The ``_meta`` of the latest state update (e.g. codex-acp's ``quota``); None when it carried none."""
+        return self._state_meta
 
     @property
     def completions(self) -> int:
@@ -400,6 +542,7 @@ class SessionState:
             "config_options": dump(self._config_options),
             "available_commands": dump(self._available_commands),
             "session_info": dump(self._session_info),
+            "subagents": {sid: child.to_snapshot() for sid, child in self._subagents.items()},
         }
 
     def __eq__(self, other: object) -> bool:
@@ -425,7 +568,7 @@ class SessionState:
             self._replay_seen.add(id(entity))
             self._replay_order.append(entity)
 
-    def _touch(self, entity: Message | ToolCall | Plan | Compaction | Terminal) -> None:
+    def _touch(self, entity: Message | ToolCall | Plan | Compaction | SessionMessageEntry | Terminal) -> None:
         """A replayed update of an existing entity: the first one resets it so the replay rebuilds it."""
         seen = self._replay_seen
         assert seen is not None
@@ -477,6 +620,9 @@ class SessionState:
         value = update.content
         if value is not UNSET:
             call.content = list(value) if value else []
+            for item in call.content:
+                if isinstance(item, dict) and item.get("type") == "session":  # a link to a child session
+                    self._link(item.get("sessionId"), call.tool_call_id)
         value = update.locations
         if value is not UNSET:
             call.locations = list(value) if value else []
@@ -586,6 +732,8 @@ class SessionState:
         self._state_reported = True
         background = update.background
         self._background = list(background) if isinstance(background, list) else None
+        meta = update.meta
+        self._state_meta = meta if isinstance(meta, dict) else None
         completed = False
         turn_usage: TokenUsage | None = None
         if state == "idle":
@@ -608,14 +756,19 @@ class SessionState:
         else:
             self._stop_reason = None
             self._error = None
-        return StateChanged(state, previous, self._stop_reason, self._error, self._background, completed, turn_usage)
+        return StateChanged(
+            state, previous, self._stop_reason, self._error, self._background, completed, turn_usage, self._state_meta
+        )
 
     def _on_usage(self, update: UsageUpdate) -> StateEvent:
         previous = self._usage
         cost = update.cost
         if cost is UNSET:
             cost = previous.cost if previous is not None else None
-        self._usage = ContextUsage(used=update.used, size=update.size, cost=cost)
+        meta = update.meta
+        self._usage = ContextUsage(
+            used=update.used, size=update.size, cost=cost, meta=meta if isinstance(meta, dict) else None
+        )
         return UsageChanged(self._usage)
 
     def _on_commands(self, update: AvailableCommandsUpdate) -> StateEvent:
@@ -637,6 +790,80 @@ class SessionState:
         if update.meta is not UNSET:
             info.meta = meta_patched(info.meta, update.meta)
         return SessionInfoChanged(info)
+
+    def _link(self, child_id: Any, tool_call_id: str) -> None:
+        if not isinstance(child_id, str):
+            return
+        child = self._subagents.get(child_id)
+        if child is not None:
+            if child.tool_call_id is None:
+                child.tool_call_id = tool_call_id
+        elif len(self._links) < 4096:
+            self._links.setdefault(child_id, tool_call_id)
+
+    def _on_subagent(self, update: mu.SubagentUpdate) -> StateEvent:
+        child_id = update.session_id
+        child = self._subagents.get(child_id)
+        created = child is None
+        if child is None:
+            state = SessionState(child_id)
+            state._root = self._root
+            if self._resume_marks is not None:  # announced inside a replay: its history replays with ours
+                state.begin_resume(replay=self._replay_seen is not None)
+            child = Subagent(child_id, self.session_id, state)
+            child.tool_call_id = self._links.pop(child_id, None)
+            self._subagents[child_id] = child
+            self._root._descendants[child_id] = child
+        value: Any
+        for name in ("title", "description", "cwd"):
+            value = getattr(update, name)
+            if value is not UNSET:
+                setattr(child, name, value)
+        value = update.capabilities
+        if value is not UNSET:
+            child.capabilities = value if isinstance(value, mu.SubagentSessionCapabilities) else None
+        value = update.additional_directories
+        if value is not UNSET:
+            child.additional_directories = list(value) if isinstance(value, list) else None
+        if update.meta is not UNSET:
+            child.meta = meta_patched(child.meta, update.meta)
+        mirrored: StateEvent | None = None
+        value = update.state
+        if value is not UNSET:
+            child.reported_state = value
+            # The mirror is the child's own snapshot: applied when it tells the child's state something new,
+            # so a duplicate report (before or after the child's own) changes nothing.
+            if value is not None and value.state != child.state.state:
+                mirrored = child.state.apply(value)
+        return SubagentChanged(child, created, mirrored)
+
+    def _on_session_message(self, update: mu.SessionMessage) -> StateEvent:
+        entry, created = self._session_message(update.message_id)
+        _copy_set_fields(
+            update, entry, ("sender_session_id", "recipient_session_id", "sender_message_id", "recipient_message_id")
+        )
+        value: Any = update.content
+        if value is not UNSET:
+            entry.content = list(value) if value else []
+        if update.meta is not UNSET:
+            entry.meta = meta_patched(entry.meta, update.meta)
+        return SessionMessageChanged(entry, created)
+
+    def _on_session_message_chunk(self, update: mu.SessionMessageChunk) -> StateEvent:
+        entry, created = self._session_message(update.message_id)
+        join_chunks(entry.content, [update.content])
+        return SessionMessageChanged(entry, created, update.content)
+
+    def _session_message(self, message_id: str) -> tuple[SessionMessageEntry, bool]:
+        entry = self._session_messages.get(message_id)
+        if entry is None:
+            entry = SessionMessageEntry(message_id=message_id)
+            self._session_messages[message_id] = entry
+            self._place(entry)
+            return entry, True
+        if self._replay_seen is not None:
+            self._touch(entry)
+        return entry, False
 
     def _on_notice(self, update: Notice) -> StateEvent:
         return NoticeReceived(update)
@@ -743,6 +970,9 @@ _BY_TAG: dict[str, _Handler] = {
     "notice": SessionState._on_notice,
     "compaction_update": SessionState._on_compaction,
     "compaction_summary_chunk": SessionState._on_compaction_chunk,
+    "subagent_update": SessionState._on_subagent,
+    "session_message": SessionState._on_session_message,
+    "session_message_chunk": SessionState._on_session_message_chunk,
 }
 """The fold's rule for each update kind of ``update_kinds.KINDS`` (the one registry of kinds), by tag."""
 

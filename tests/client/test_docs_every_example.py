@@ -13,7 +13,7 @@ PYTHON = re.compile(r"```python\n(.*?)```", re.DOTALL)
 RUN_BY = {
     "client.md": ("tests/client/test_docs_examples.py", {"connect", "providers", "sessions"}),
     "conversation.md": ("tests/conversation/test_docs_conversation.py", {"chat", "streams", "spawn", "transcript"}),
-    "protocol-versions.md": ("tests/protocol/test_docs_protocol_versions.py", {"versions"}),
+    "protocol-versions.md": ("tests/protocol/test_docs_protocol_versions.py", {"versions", "preview"}),
     "providers.md": ("tests/providers/test_docs.py", {"buffers"}),
     "embedding.md": ("tests/client/test_docs_embedding.py", {"editor"}),
     "registry.md": ("tests/registry/test_docs_registry.py", {"registry"}),
