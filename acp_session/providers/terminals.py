@@ -26,7 +26,7 @@ from acp_session.errors import InternalError, InvalidParams, RequestCancelled, R
 from acp_session.schema import v1
 from acp_session.transport.subprocess import group_running
 
-from ._roots import SessionRoots, root_of, unknown_session
+from ._roots import SessionRoots, resolve_requested, root_of, unknown_session
 
 __all__ = ["LocalTerminals", "TerminalProvider", "minimal_environment"]
 
@@ -86,6 +86,19 @@ def complete_length(buffer: bytes | bytearray) -> int:
     return size
 
 
+def fit_utf8(text: str, limit: int, truncated: bool = False) -> tuple[str, bool]:
+    """The end of ``text`` that fits in ``limit`` UTF-8 bytes, cut at a character boundary, and whether
+    anything was cut (or ``truncated`` already)."""
+    data = text.encode("utf-8")
+    excess = len(data) - limit
+    if excess <= 0:
+        return text, truncated
+    size = len(data)
+    while excess < size and data[excess] & 0xC0 == 0x80:  # never start inside a character
+        excess += 1
+    return data[excess:].decode("utf-8"), True
+
+
 class _Terminal:
     """One command: its process, the read end of its output pipe and the retained output."""
 
@@ -138,10 +151,18 @@ class _Terminal:
             del buffer[:excess]
             self.truncated = True
 
-    def text(self) -> str:
-        """The retained output as text; an incomplete last character waits for its remaining bytes."""
+    def text(self) -> tuple[str, bool]:
+        """The retained output as text, and whether it was truncated; an incomplete last character waits for
+        its remaining bytes.
+
+        Bytes that are not UTF-8 become U+FFFD, three bytes each, so the text can be longer than the bytes
+        kept: it is cut again after decoding, from the beginning and at a character boundary, to stay within
+        the limit in UTF-8 bytes (ACP1-009)."""
         end = len(self.output) if self.eof else complete_length(self.output)
-        return self.output[:end].decode("utf-8", "replace")
+        text = self.output[:end].decode("utf-8", "replace")
+        if len(text) * 4 <= self.limit:  # no character takes more than 4 bytes: it fits
+            return text, self.truncated
+        return fit_utf8(text, self.limit, self.truncated)
 
     def record_exit(self, returncode: int) -> None:
         """Note the exit once, after taking in what the command wrote before it ended."""
@@ -298,7 +319,8 @@ class LocalTerminals:
         if term.returncode is not None:
             code, name = exit_status(term.returncode)
             status = v1.TerminalExitStatus(exit_code=code, signal=name)
-        return v1.TerminalOutputResponse(output=term.text(), truncated=term.truncated, exit_status=status)
+        output, truncated = term.text()
+        return v1.TerminalOutputResponse(output=output, truncated=truncated, exit_status=status)
 
     async def wait_for_terminal_exit(self, request: v1.WaitForTerminalExitRequest) -> v1.WaitForTerminalExitResponse:
         term = self._find(request.session_id, request.terminal_id)
@@ -345,7 +367,7 @@ class LocalTerminals:
         else:
             if "\0" in requested or not os.path.isabs(requested):
                 raise InvalidParams(message=f"cwd must be an absolute path: {requested!r}", data={"cwd": requested})
-            cwd = os.path.realpath(requested)
+            cwd = resolve_requested(requested, "cwd")
             if root_of(cwd, roots) is None:
                 raise InvalidParams(
                     message=f"cwd {requested} is outside the directories this session may access",
