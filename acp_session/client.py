@@ -444,7 +444,10 @@ async def _end_terminals_on_close(rpc: Connection, terminals: Any) -> None:
     """When the agent's connection ends (the agent died or hung up), end its terminals at once: nobody is left
     to read, wait for or release them, and they must not run on until the client's block is left."""
     await rpc.wait_closed()
-    await terminals.end_all()
+    try:
+        await terminals.end_all()
+    except Exception:  # the block's own shutdown tries again; never fail the connection for it
+        _log.exception("ending the terminals of a closed connection failed")
 
 
 _INITIALIZE = decoder(InitializeResponse)

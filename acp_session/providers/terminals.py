@@ -117,6 +117,7 @@ class _Terminal:
         self.exited = anyio.Event()
         self.reader_scope = anyio.CancelScope()
         self.reader_done = anyio.Event()
+        self.disposed: anyio.Event | None = None  # set once killed and released (a second dispose waits for it)
 
     def read_chunk(self) -> bool | None:
         """One non-blocking read: True if bytes came, None if none are ready, False at end of output."""
@@ -428,12 +429,17 @@ class LocalTerminals:
         await term.tree.wait_all()
 
     async def _dispose(self, term: _Terminal) -> None:
+        if term.disposed is not None:  # released and ended at the same time (the connection closed): once
+            await term.disposed.wait()
+            return
+        term.disposed = anyio.Event()
         with anyio.CancelScope(shield=True):
             await self._stop(term)
             term.close_tree()
             term.reader_scope.cancel()
             await term.reader_done.wait()
             self._live.discard(term)
+            term.disposed.set()
 
     async def _dispose_all(self, terms: Sequence[_Terminal]) -> None:
         if not terms:

@@ -182,6 +182,7 @@ class ReapedTree:
         self._exited = False  # the command itself exited (reported)
         self._gone = False  # the reaper exited: the command and all it started are gone
         self._reader: anyio.Event | None = None  # set when the task reading the socket now is done
+        self._closing = False  # close() was called while a task was reading: that task closes the socket
         self._pending = pending  # reported lines read but not yet taken
         self._group = GroupTree(process, pid)  # the fallback if the reaper itself was killed
 
@@ -218,6 +219,8 @@ class ReapedTree:
         finally:
             self._reader = None
             reader.set()
+            if self._closing:
+                self._control.close()
 
     def running(self) -> bool:
         return not self._gone or self._group.running()
@@ -243,8 +246,13 @@ class ReapedTree:
             self.process.kill()
 
     def close(self) -> None:
-        """Close our end of the socket: the reaper then ends whatever is left on its own."""
-        self._control.close()
+        """Close our end of the socket: the reaper then ends whatever is left on its own. Safe while another
+        task waits for a report: that task sees the reaper's end of file, then the socket is closed."""
+        self._closing = True
+        with suppress(OSError):
+            self._control.shutdown(socket.SHUT_WR)  # the reaper's end of file: it finishes the tree
+        if self._reader is None:
+            self._control.close()
 
 
 async def open_tree(
