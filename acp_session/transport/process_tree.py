@@ -204,7 +204,8 @@ class ReapedTree:
             return
         self._reader = reader = anyio.Event()
         try:
-            line = await _read_line(self._control, self._pending)
+            closed = self._control.fileno() < 0  # closed by us: only the reaper's own exit is left to see
+            line = None if closed else await _read_line(self._control, self._pending)
             if line is None:  # the reaper exited: nothing of the tree is left
                 with anyio.CancelScope(shield=True):
                     await self.process.wait()
@@ -220,7 +221,7 @@ class ReapedTree:
             self._reader = None
             reader.set()
             if self._closing:
-                self._control.close()
+                self._control.close()  # idempotent
 
     def running(self) -> bool:
         return not self._gone or self._group.running()
