@@ -19,7 +19,8 @@ theirs). FD is a socket to the client:
 - the client sends ``T`` (SIGTERM, then SIGCONT, to every descendant) and ``K`` (SIGKILL to every descendant,
   again until none is left);
 - end of file (the client closed it, or the client died, and the kernel closed it) means: SIGTERM to every
-  descendant, GRACE seconds for them to end, then SIGKILL.
+  descendant, GRACE seconds for them to end, then SIGKILL. (A socket rather than a parent-death signal on the
+  reaper: that one fires when the *thread* that forked it ends, and trio spawns from short-lived threads.)
 
 It exits once the command has exited and no descendant is left, with the command's exit code (128 + the
 signal number for a command killed by a signal). SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 sent
