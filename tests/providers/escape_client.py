@@ -1,6 +1,6 @@
 """A client that runs the hostile v1 agent's script, prints ``ready`` and waits to be killed.
 
-argv: LOG CWD STEPS_JSON. ``test_escapes.py`` SIGKILLs it to check that the reapers end everything on their own.
+argv: LOG CWD STEPS_JSON BACKEND. ``test_escapes.py`` SIGKILLs it to check that the reapers end everything on their own.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from tests.providers.agent_support import agent_argv, run_steps
 
 
 async def main() -> None:
-    log, cwd, steps = sys.argv[1:]
+    log, cwd, steps, _backend = sys.argv[1:]
     builder = ClientBuilder("doomed", "1").with_terminals(kill_grace=0.3)
     async with builder.spawn(agent_argv(Path(log)), grace_period=0.3, terminate_timeout=0.3) as client:
         session = await client.new_session(cwd)
@@ -26,4 +26,4 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    anyio.run(main)
+    anyio.run(main, backend=sys.argv[4])

@@ -155,13 +155,17 @@ async def test_an_agents_escaped_descendants_end_when_the_dead_agent_is_left(tmp
         kill_all(pids)
 
 
-async def test_nothing_outlives_a_client_that_is_killed(tmp_path: Path) -> None:
+async def test_nothing_outlives_a_client_that_is_killed(tmp_path: Path, anyio_backend: str) -> None:
     # The client process gets SIGKILL: no cleanup of ours runs. The reapers see their socket close and end
     # everything on their own (SIGTERM, their grace period, SIGKILL).
     pidfile, log = tmp_path / "pids", tmp_path / "agent.log"
     steps = [*terminal_escapes(pidfile), *agent_escapes(pidfile)]
     client = subprocess.Popen(
-        [sys.executable, str(Path(__file__).parent / "escape_client.py"), str(log), str(tmp_path), json.dumps(steps)],
+        [
+            sys.executable,
+            str(Path(__file__).parent / "escape_client.py"),
+            *(str(log), str(tmp_path), json.dumps(steps), anyio_backend),
+        ],
         stdout=subprocess.PIPE,
         text=True,
         env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
