@@ -183,11 +183,13 @@ class ReapedTree:
         self._gone = False  # the reaper exited: the command and all it started are gone
         self._reader: anyio.Event | None = None  # set when the task reading the socket now is done
         self._closing = False  # close() was called while a task was reading: that task closes the socket
-        self._pending = pending  # reported lines read but not yet taken
+        self._pending = pending  # reported bytes read but not yet taken
+        self._eof = False  # the reaper closed its end: it exited
         self._group = GroupTree(process, pid)  # the fallback if the reaper itself was killed
 
     @property
     def returncode(self) -> int | None:
+        self._take_reports()  # up to date without awaiting anything, as a subprocess's returncode is
         return self._returncode
 
     async def wait(self) -> int:
@@ -196,40 +198,64 @@ class ReapedTree:
         assert self._returncode is not None
         return self._returncode
 
+    def running(self) -> bool:
+        self._take_reports()
+        if not self._gone and self.process.returncode is None:
+            return True
+        return self._group.running()  # members of the command's group the reaper could not hold (it died)
+
+    async def wait_all(self) -> None:
+        while not self._gone:
+            await self._follow()
+        await self._group.wait_all()
+
+    def _take_reports(self) -> None:
+        """Read what the reaper has reported so far, without waiting."""
+        while not self._eof and self._control.fileno() >= 0:
+            try:
+                data = self._control.recv(4096)
+            except BlockingIOError:
+                break
+            except OSError:
+                data = b""
+            if not data:
+                self._eof = True
+                break
+            self._pending += data
+        while (newline := self._pending.find(b"\n")) >= 0:
+            line = bytes(self._pending[:newline]).decode("ascii", "replace")
+            del self._pending[: newline + 1]
+            word, _, value = line.partition(" ")
+            if word == "exited" and self._returncode is None:
+                self._returncode = os.waitstatus_to_exitcode(int(value))
+                self._exited = True
+
     async def _follow(self) -> None:
-        """Take the reaper's next report, or wait while another task takes it. Whoever waits reads: no
+        """Take the reaper's next reports, or wait while another task waits for them. Whoever waits reads: no
         background task is needed, so a cancelled owner still finds every report when it shuts down."""
+        before = (self._exited, self._eof)
+        self._take_reports()
+        if (self._exited, self._eof) != before:
+            return  # news already: the caller looks again
         if self._reader is not None:
             await self._reader.wait()
             return
         self._reader = reader = anyio.Event()
         try:
-            closed = self._control.fileno() < 0  # closed by us: only the reaper's own exit is left to see
-            line = None if closed else await _read_line(self._control, self._pending)
-            if line is None:  # the reaper exited: nothing of the tree is left
+            if self._eof or self._control.fileno() < 0:  # the reaper exited (or we closed): the tree is gone
                 with anyio.CancelScope(shield=True):
                     await self.process.wait()
                 if self._returncode is None:  # killed before it could report the command's exit
                     self._returncode = self.process.returncode
                 self._exited = self._gone = True
-                return
-            word, _, value = line.partition(" ")
-            if word == "exited" and self._returncode is None:
-                self._returncode = os.waitstatus_to_exitcode(int(value))
-                self._exited = True
+            else:
+                await anyio.wait_readable(self._control)
+                self._take_reports()
         finally:
             self._reader = None
             reader.set()
             if self._closing:
                 self._control.close()  # idempotent
-
-    def running(self) -> bool:
-        return not self._gone or self._group.running()
-
-    async def wait_all(self) -> None:
-        while not self._gone:
-            await self._follow()
-        await self._group.wait_all()  # members of the command's group the reaper could not hold (it died)
 
     def signal_all(self, signum: int) -> None:
         command = b"K" if signum == signal.SIGKILL else b"T"

@@ -105,3 +105,18 @@ async def test_killing_the_reaper_outright_kills_the_command() -> None:
         await tree.wait_all()  # parent-death signal: the command does not run on as an orphan
     assert tree.returncode == -signal.SIGKILL
     tree.close()
+
+
+async def test_the_exit_code_is_seen_without_awaiting_it() -> None:
+    # As a subprocess's returncode: callers poll it (the conformance runner does, after a failed initialize).
+    tree = await open_tree(["sh", "-c", "exit 3"], reap=True, stdin=None, stdout=None, stderr=None)
+    assert isinstance(tree, ReapedTree)
+    with anyio.fail_after(5):
+        while tree.returncode is None:
+            await anyio.sleep(0.01)
+    assert tree.returncode == 3
+    with anyio.fail_after(5):
+        while tree.running():
+            await anyio.sleep(0.01)
+        await tree.wait_all()
+    tree.close()
