@@ -293,15 +293,22 @@ class ClientBuilder:
         output_byte_limit: int = 1024 * 1024,
         max_terminals: int = 32,
         kill_grace: float = 2.0,
+        reap_descendants: bool = True,
     ) -> ClientBuilder:
         """Run v1 ``terminal/*`` commands as local processes (``acp_session.providers.LocalTerminals``): in the
-        session's cwd or ``roots``, with an explicit environment, bounded output; all ended with the connection.
+        session's cwd or ``roots``, with an explicit environment, bounded output; all ended, with everything
+        they started (``reap_descendants``: however it detached, on Linux), when the connection ends.
         Off by default: without it (or ``on_terminals``) the terminal capability is not advertised."""
         from .providers import LocalTerminals
 
         paths = list(roots)
         self._terminals = lambda: LocalTerminals(
-            paths, env=env, output_byte_limit=output_byte_limit, max_terminals=max_terminals, kill_grace=kill_grace
+            paths,
+            env=env,
+            output_byte_limit=output_byte_limit,
+            max_terminals=max_terminals,
+            kill_grace=kill_grace,
+            reap_descendants=reap_descendants,
         )
         self._own_terminals = True
         return self
@@ -403,6 +410,7 @@ class ClientBuilder:
                 terminals = client.terminals if self._own_terminals else None
                 if terminals is not None:
                     await terminals.__aenter__()  # type: ignore[attr-defined]
+                    tg.start_soon(_end_terminals_on_close, rpc, terminals)
                 try:
                     try:
                         await client._first_initialize(initialize_timeout, source)
@@ -439,6 +447,7 @@ class ClientBuilder:
         env_policy: EnvPolicy = "inherit",
         pass_env: Sequence[str] = (),
         own_process_group: bool = True,
+        reap_descendants: bool = True,
         grace_period: float = 2.0,
         terminate_timeout: float = 2.0,
         initialize_timeout: float | None = DEFAULT_INITIALIZE_TIMEOUT,
@@ -461,11 +470,14 @@ class ClientBuilder:
         thread); an ``AgentCommand`` is run with its ``env`` merged over the environment chosen below. (A
         string was never run as a command: it would have been split into characters.)
 
-        The agent runs in its own session and process group (``own_process_group``, the default), which is
-        ours: leaving the block closes its stdin, waits ``grace_period`` for every process of the group to
-        exit, then sends SIGTERM to the group, waits ``terminate_timeout``, then SIGKILL, so nothing the
-        agent started outlives the block (unless it left the group itself). A terminal's Ctrl-C reaches only
-        this process (interactive front ends turn it into ``session/cancel``). ``own_process_group=False``
+        Everything the agent starts is ours (``own_process_group``, the default): leaving the block closes its
+        stdin, waits ``grace_period`` for the agent and every process it started to exit, then sends SIGTERM to
+        all of them, waits ``terminate_timeout``, then SIGKILL, so nothing the agent started outlives the block.
+        On Linux (``reap_descendants``, the default) the agent runs under the reaper, which holds its
+        descendants however they detach (``setsid``, daemons) and ends them even if this process dies;
+        elsewhere it runs in its own session and process group, and a process that leaves the group is out of
+        reach. A terminal's Ctrl-C reaches only this process (interactive front ends turn it into
+        ``session/cancel``). ``own_process_group=False``
         keeps the agent in this process's group and signals only the agent itself (its children are left
         alone). ``initialize_timeout`` and ``options``: see ``connect``.
 
@@ -488,6 +500,7 @@ class ClientBuilder:
             cwd,
             base_env,
             own_process_group=own_process_group,
+            reap_descendants=reap_descendants,
             grace_period=grace_period,
             terminate_timeout=terminate_timeout,
         )
@@ -497,6 +510,16 @@ class ClientBuilder:
                 yield client
         finally:
             await process.__aexit__(None, None, None)
+
+
+async def _end_terminals_on_close(rpc: Connection, terminals: Any) -> None:
+    """When the agent's connection ends (the agent died or hung up), end its terminals at once: nobody is left
+    to read, wait for or release them, and they must not run on until the client's block is left."""
+    await rpc.wait_closed()
+    try:
+        await terminals.end_all()
+    except Exception:  # the block's own shutdown tries again; never fail the connection for it
+        _log.exception("ending the terminals of a closed connection failed")
 
 
 _INITIALIZE = decoder(InitializeResponse)

@@ -24,7 +24,8 @@ SIGNATURES = {
     ("providers.md", "LocalFileSystem(roots=(), *, read=True, write=True, max_read_bytes=16 * 1024 * 1024)"),
     (
         "providers.md",
-        "LocalTerminals(roots=(), *, env=None, output_byte_limit=1024 * 1024, max_terminals=32, kill_grace=2.0)",
+        "LocalTerminals(roots=(), *, env=None, output_byte_limit=1024 * 1024, max_terminals=32, kill_grace=2.0, "
+        "reap_descendants=True)",
     ),
     ("providers.md", "class FileSystemProvider(Protocol):"),
 }
