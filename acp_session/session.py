@@ -42,6 +42,7 @@ from .schema.types import (
     ToolCallUpdated,
     UpdateSessionNotification,
     UserMessage,
+    UserMessageChunk,
 )
 from .update_kinds import TRACKED_UPDATES
 
@@ -224,6 +225,12 @@ class SessionTrack:
     # Updates that arrived while a session/new was in flight and before anyone listened: handed to the
     # first listener, so a Conversation opened with the session sees what came before the response.
     early: list[UpdateSessionNotification] | None = None
+    # A subagent (child) session's parent, from the parent's subagent_update (Preview); None for a session of ours.
+    parent: str | None = None
+    # The child advertises capabilities.cancel (the parent's latest subagent_update says so).
+    cancellable: bool = False
+    # Child session ids this session announced, oldest first (at most MAX_SUBAGENTS are tracked).
+    subagents: dict[str, None] = field(default_factory=dict)
 
     def listen(self, listener: UpdateListener, *, take_early: bool = True) -> Callable[[], None]:
         """Add a listener (fed the early backlog first); returns a function that removes it."""
@@ -285,8 +292,12 @@ class SessionTrack:
                 self._patch_cancel(self.cancellable_terminals, update.terminal_id, update.capabilities)
         elif isinstance(update, UserMessage):
             self._join(update)
+        elif isinstance(update, UserMessageChunk):
+            self._join_chunk(update)
         elif isinstance(update, ConfigOptionUpdate):
             self.config_options = list(update.config_options)
+        elif isinstance(update, unstable.SubagentUpdate) and len(self.subagents) < MAX_SUBAGENTS:
+            self.subagents[update.session_id] = None  # the connection makes the child's track
 
     def _patch_cancel(self, ids: dict[str, None], item_id: str, capabilities: Any) -> None:
         if capabilities is msgspec.UNSET:
@@ -303,16 +314,36 @@ class SessionTrack:
         for prompt in self.prompts:
             if prompt.message_id == message.message_id:
                 prompt.user_message = message
+                if prompt.status not in ("pending", "held"):
+                    self.prompts.remove(prompt)  # answered and joined: nothing left to wait for
                 return
         self.unjoined[message.message_id] = message
         while len(self.unjoined) > 256:  # replayed history can be long; keep only recent ones
             self.unjoined.pop(next(iter(self.unjoined)))
 
+    def _join_chunk(self, chunk: UserMessageChunk) -> None:
+        """A prompt echoed as ``user_message_chunk``s (codex-acp does): the chunks make up its user message."""
+        for prompt in self.prompts:
+            if prompt.message_id == chunk.message_id:
+                if prompt.user_message is None:
+                    self._join(UserMessage(message_id=chunk.message_id, content=[chunk.content]))
+                elif isinstance(prompt.user_message.content, list):
+                    prompt.user_message.content.append(chunk.content)
+                return
+        known = self.unjoined.get(chunk.message_id)
+        if known is not None and isinstance(known.content, list):
+            known.content.append(chunk.content)
+        else:
+            self._join(UserMessage(message_id=chunk.message_id, content=[chunk.content]))
+
     def begin_prompt(self, prompt: TrackedPrompt, requests_received: int) -> None:
         """A prompt was sent: track it. New work after a cancel: interactive requests read from now on
-        (``requests_received``, the connection's count) are not the cancelled work's."""
+        (``requests_received``, the connection's count) are not the cancelled work's. A session the agent reports
+        busy holds the prompt until it is idle again."""
         if self.cancel_barrier == math.inf:
             self.cancel_barrier = requests_received
+        if self.state is not None and self.state != "idle":
+            prompt.status = "held"
         self.prompts.append(prompt)
 
     def settle(self, prompt: TrackedPrompt, response: PromptResponse | None, error: AcpError | None) -> None:
@@ -334,6 +365,8 @@ class SessionTrack:
 
 
 _STATE_UPDATES = (StateUpdate, unstable.StateUpdate)
+MAX_SUBAGENTS = 4096
+"""Child sessions tracked per session: an agent announcing endless children cannot grow a connection past it."""
 FINAL_TOOL_CALL_STATUSES = frozenset({"completed", "failed", "cancelled"})
 """Statuses after which a tool call does not run again; any other value (even an unknown one) is in progress."""
 

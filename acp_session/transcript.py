@@ -22,11 +22,11 @@ from .schema import (
     NewSessionResponse,
     ResumeSessionResponse,
     SetSessionConfigOptionResponse,
-    UpdateSessionNotification,
 )
+from .schema import unstable as mu
 from .transport.recording import Direction, RecordingTransport
 
-__all__ = ["RecordingTransport", "TranscriptEntry", "load_transcript", "read_transcript"]
+__all__ = ["RecordingTransport", "TranscriptEntry", "WireLoss", "load_transcript", "read_transcript", "wire_losses"]
 
 
 @dataclass(frozen=True)
@@ -69,10 +69,12 @@ def load_transcript(path: str | os.PathLike[str], session_id: str | None = None)
                     state.begin_resume(replay=params.get("replayFrom") is not None)
             continue
         if method == "session/update":
-            note = convert(params, UpdateSessionNotification)
+            note = convert(params, mu.UpdateSessionNotification)
             if _ours(state, note.session_id):
                 state.session_id = note.session_id
                 state.apply(note.update)
+            elif state.descendant(note.session_id) is not None:  # a subagent's own update (Preview)
+                state.apply_descendant(note.session_id, note.update)
             continue
         request = requests.pop(_key(message.get("id")), None)
         if request is None or "result" not in message:
@@ -102,3 +104,82 @@ def _ours(state: SessionState, session_id: Any) -> bool:
 
 def _key(request_id: Any) -> str:
     return msgspec.json.encode(request_id).decode()
+
+
+@dataclass(frozen=True)
+class WireLoss:
+    """A value of a recorded message that its typed decode does not give back: ``path`` (JSON pointer-like,
+    e.g. ``update/usage/totalTokens``) in message ``index`` of the transcript (``what``: the method, or the
+    answered request's method); ``raw`` is what the agent sent, ``decoded`` what the types gave back (None when
+    the field was dropped)."""
+
+    index: int
+    what: str
+    path: str
+    raw: Any
+    decoded: Any
+
+
+def wire_losses(path: str | os.PathLike[str]) -> list[WireLoss]:
+    """Check that nothing a (protocol version 2) agent sent is lost by the types this library decodes it with:
+    every incoming ``session/update``, agent request, notification of the schema and answer to a schema method is
+    decoded with the unstable schema's types (what the connection uses) and compared field by field with the raw
+    JSON. Returns every dropped or changed value (empty: nothing lost). Extension methods (``_``) are not typed
+    and not checked."""
+    from .codec import decode
+    from .schema import AGENT_METHODS, CLIENT_METHODS
+
+    requests: dict[str, str] = {}
+    losses: list[WireLoss] = []
+    for index, entry in enumerate(read_transcript(path)):
+        message = entry.message
+        if not isinstance(message, dict):
+            continue
+        method = message.get("method")
+        if entry.direction == "out":
+            if isinstance(method, str) and "id" in message:
+                requests[_key(message["id"])] = method
+            continue
+        if isinstance(method, str):
+            spec: Any = mu.CLIENT_NOTIFICATIONS.get(method) if "id" not in message else None
+            tp = spec.params if spec is not None else None
+            if tp is None and "id" in message:
+                request_spec = mu.CLIENT_METHODS.get(method) or CLIENT_METHODS.get(method)
+                tp = None if request_spec is None else request_spec.params
+            raw = message.get("params")
+            what = method
+        else:
+            what = requests.pop(_key(message.get("id")), "")
+            result_spec = mu.AGENT_METHODS.get(what) or AGENT_METHODS.get(what)
+            tp = None if result_spec is None or "result" not in message else result_spec.result
+            raw = message.get("result")
+        if tp is None:
+            continue
+        back = msgspec.to_builtins(decode(msgspec.json.encode(raw), tp))
+        losses.extend(WireLoss(index, what, where, sent, got) for where, sent, got in _differences(raw, back, ""))
+    return losses
+
+
+def _differences(raw: Any, back: Any, where: str) -> list[tuple[str, Any, Any]]:
+    """Where ``back`` lost or changed a value of ``raw`` (keys ``back`` added, e.g. defaults, are not losses)."""
+    if isinstance(raw, dict):
+        if not isinstance(back, dict):
+            return [(where, raw, back)]
+        out: list[tuple[str, Any, Any]] = []
+        for key, value in raw.items():
+            inner = f"{where}/{key}" if where else str(key)
+            if key not in back:
+                out.append((inner, value, None))
+            else:
+                out.extend(_differences(value, back[key], inner))
+        return out
+    if isinstance(raw, list):
+        if not isinstance(back, list) or len(back) != len(raw):
+            return [(where, raw, back)]
+        pairs = enumerate(zip(raw, back, strict=True))
+        return [d for i, (a, b) in pairs for d in _differences(a, b, f"{where}/{i}")]
+    if raw != back or (
+        type(raw) is not type(back) and not (isinstance(raw, (int, float)) and isinstance(back, (int, float)))
+    ):
+        return [(where, raw, back)]
+    return []

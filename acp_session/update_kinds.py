@@ -60,7 +60,7 @@ def _kind(*types: type, tracked: bool = False, chunk_role: ChunkRole | None = No
 
 
 KINDS: tuple[UpdateKind, ...] = (
-    _kind(UserMessageChunk, chunk_role="user"),
+    _kind(UserMessageChunk, tracked=True, chunk_role="user"),  # an echo of a prompt joins it (SessionTrack)
     _kind(UserMessage, tracked=True),
     _kind(AgentMessageChunk, chunk_role="agent"),
     _kind(AgentMessage),
@@ -80,6 +80,9 @@ KINDS: tuple[UpdateKind, ...] = (
     _kind(Notice),
     _kind(CompactionUpdate),
     _kind(CompactionSummaryChunk),
+    _kind(unstable.SubagentUpdate, tracked=True),  # the connection tracks the child session it announces
+    _kind(unstable.SessionMessage),
+    _kind(unstable.SessionMessageChunk),
 )
 """Every update kind with a meaning here; anything else is kept raw (``UnknownSessionUpdate``)."""
 

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import dataclasses
 import hashlib
 import json
 import keyword
@@ -874,9 +875,14 @@ def render_module(
     only: set[str] | None,
     imports_from: str | None,
     version: int = 2,
+    extends: set[str] | None = None,
 ) -> str:
+    """``extends``: structs of the stable module that a same-named struct here subclasses, so an unstable value
+    is also an instance of the stable type (``isinstance`` checks against the stable types keep holding)."""
     entities = gen.entities
     emit = [e for e in entities.values() if only is None or e.name in only]
+    if extends and imports_from:
+        emit = [_extending(e) if e.kind == "struct" and e.name in extends else e for e in emit]
     emitted = {x.name for x in emit}
     wanted = {dep for e in emit for dep in e.deps} | {n for n, d in gen.defs.items() if d.get("x-method")}
     imported = []
@@ -886,6 +892,9 @@ def render_module(
     local_imports = ""
     if imported and imports_from:
         local_imports = f"from {imports_from} import (\n" + "".join(f"    {n},\n" for n in imported) + ")\n"
+    if extends and imports_from and any(e.code.startswith(f"class {e.name}(_stable.") for e in emit):
+        package, _, module = imports_from.rpartition(".")
+        local_imports = f"from {package} import {module} as _stable\n" + local_imports
 
     def by_kind(kind: str) -> list[Entity]:
         return [e for e in emit if e.kind == kind]
@@ -916,6 +925,14 @@ def render_module(
     imports = header_imports(body) + local_imports
     note = OPEN_UNIONS_NOTE if gen.open_unions else ""
     return HEADER.format(title=title, version=version, sources=sources, note=note, imports=imports) + body
+
+
+def _extending(e: Entity) -> Entity:
+    """A struct entity rewritten to subclass the stable struct of the same name (its fields are redeclared, so
+    the unstable types and leniency apply)."""
+    head, rest = e.code.split("\n", 1)
+    head = head.replace(f"class {e.name}(AcpStruct", f"class {e.name}(_stable.{e.name}", 1)
+    return dataclasses.replace(e, code=f"{head}\n{rest}")
 
 
 def dependency_order(entities: list[Entity], needs: Callable[[Entity], Iterable[str]]) -> list[Entity]:
@@ -1015,6 +1032,7 @@ def generate(schema_dir: Path, version: int | None = None, open_unions: bool | N
         unstable.run()
         only = changed_names(stable, unstable)
         unstable_src = f"schema.unstable.json sha256 {sha256(unstable_path)}"
+        stable_structs = {n for n, e in stable.entities.items() if e.kind == "struct"}
         files["unstable.py"] = render_module(
             unstable,
             f"ACP v{version} wire types that exist only, or differ, in the unstable schema (opt-in).",
@@ -1022,6 +1040,7 @@ def generate(schema_dir: Path, version: int | None = None, open_unions: bool | N
             only,
             f"{package}.types",
             version,
+            extends=stable_structs,
         )
     stable_hash = sha256(stable_path)
     unstable_hash = sha256(unstable_path) if unstable_path.exists() else ""

@@ -15,7 +15,7 @@ from acp_session.session import SessionTrack
 from acp_session.update_kinds import KINDS, TRACKED_UPDATES, chunk_types, kind_of, register_subtype
 
 # Unstable kinds with no fold rule yet: kept raw at their place in the timeline (UnknownEntry), like unknown ones.
-KEPT_RAW = {"subagent_update", "session_message", "session_message_chunk"}
+KEPT_RAW: set[str] = set()
 
 
 def _tag(tp: type) -> str:
@@ -37,7 +37,9 @@ def test_the_fold_and_the_tracking_read_the_same_table() -> None:
         "tool_call_update",
         "terminal_update",
         "user_message",
+        "user_message_chunk",
         "config_option_update",
+        "subagent_update",
     }
     assert {tp: role for tp, role in chunk_types() if tp.__module__ == types.__name__} == {
         types.UserMessageChunk: "user",

@@ -18,6 +18,9 @@ from acp_session.conversation import (
     ChatNotice,
     ChatProgress,
     ChatStart,
+    ChatSubagentEnd,
+    ChatSubagentStart,
+    ChatSubagentUpdate,
     ChatText,
     ChatThought,
     ChatToolBegin,
@@ -255,6 +258,7 @@ class TerminalRenderer(Renderer):
         self._tool_status: dict[str, str] = {}
         self._tool_content = ContentTracker()
         self._terminals_shown: set[str] = set()
+        self._child_tools_done: set[tuple[str, str]] = set()  # subagent tool calls shown as ended
         self._files: dict[str, str | None] = {}  # path -> text of the files shown in this turn
         self._text_ended = False  # the last thing written was an agent message's text
         self.terminals: Callable[[str], Terminal | None] = lambda terminal_id: None
@@ -485,6 +489,38 @@ class TerminalRenderer(Renderer):
             self._stream = None
             self._text_ended = False
             self._files.clear()
+        elif kind is ChatSubagentStart or kind is ChatSubagentUpdate or kind is ChatSubagentEnd:
+            self._subagent(event)
+
+    def _subagent(self, event: ChatEvent) -> None:
+        """A subagent's work (Preview), indented under the tool call that started it: its start, its tool calls as
+        they begin and end, its reply and its end."""
+        child = getattr(event, "subagent", None)
+        if child is None:
+            return
+        name = _clean(child.title or child.session_id)
+        if isinstance(event, ChatSubagentStart):
+            via = f" (from tool call {child.tool_call_id})" if child.tool_call_id else ""
+            self._line(f"  [subagent {name}] started{via}", CYAN)
+        elif isinstance(event, ChatSubagentUpdate):
+            change = event.change
+            call = getattr(change, "tool_call", None)
+            if not isinstance(call, ToolCall):
+                return
+            label = _clean(f"    [tool] {call.title or call.name or call.tool_call_id}")
+            if getattr(change, "created", False):
+                self._line(label, DIM)
+            key = (child.session_id, call.tool_call_id)
+            if call.is_final and key not in self._child_tools_done:  # events are read after the fold: once
+                self._child_tools_done.add(key)
+                self._line(f"{label}: {call.status}", DIM)
+        elif isinstance(event, ChatSubagentEnd):
+            replies = [m for m in child.state.messages("agent").values() if m.text]
+            if replies:
+                for line in _clean(replies[-1].text).rstrip("\n").split("\n"):
+                    self._line("    " + line)
+            usage = f", {format_token_usage(event.usage)}" if event.usage is not None else ""
+            self._line(f"  [subagent {name}] ended: {event.stop_reason or 'unknown'}{usage}", DIM)
 
     def history(self, entries: list[TimelineEntry]) -> None:
         for entry in entries:

@@ -16,6 +16,9 @@ from acp_session.conversation import (
     ChatNotice,
     ChatProgress,
     ChatStart,
+    ChatSubagentEnd,
+    ChatSubagentStart,
+    ChatSubagentUpdate,
     ChatText,
     ChatThought,
     ChatToolBegin,
@@ -80,6 +83,7 @@ class JsonRenderer(Renderer):
     def __init__(self, out: TextIO | None = None) -> None:
         self.out = out if out is not None else sys.stdout
         self._tools = _ToolRecords()
+        self._child_tools: dict[str, _ToolRecords] = {}  # by subagent session id
         self.context: Callable[[], ContextUsage | None] = lambda: None
         """The session's latest context usage (set by the CLI), for the ``done`` record's ``context``."""
 
@@ -125,6 +129,23 @@ class JsonRenderer(Renderer):
             record["context"] = context_usage_json(context) if context is not None else None
         elif isinstance(event, ChatError):
             record = error_record(describe(event.error, stderr_tail=self.stderr_tail()))
+        elif isinstance(event, (ChatSubagentStart, ChatSubagentUpdate, ChatSubagentEnd)):
+            child = event.subagent
+            record.update(session_id=child.session_id, title=child.title, tool_call_id=child.tool_call_id)
+            if isinstance(event, ChatSubagentUpdate):
+                call = getattr(event.change, "tool_call", None)
+                if not isinstance(call, ToolCall):
+                    return  # only a child's tool calls are reported line by line; its text comes with its end
+                # A child's tool call ids are its own (they may repeat the parent's): one record keeper per child.
+                records = self._child_tools.setdefault(child.session_id, _ToolRecords())
+                record["tool_call"] = records.record(call)
+            elif isinstance(event, ChatSubagentEnd):
+                replies = [m.text for m in child.state.messages("agent").values() if m.text]
+                record.update(
+                    stop_reason=event.stop_reason,
+                    text=replies[-1] if replies else "",
+                    usage=to_builtins(event.usage) if event.usage is not None else None,
+                )
         self.emit(record)
 
     def history(self, entries: list[TimelineEntry]) -> None:

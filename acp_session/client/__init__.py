@@ -7,6 +7,6 @@ call), the permission and elicitation answers (``_decisions``) and session openi
 """
 
 from .builder import ClientBuilder, ElicitationMode
-from .connection import PROTOCOL_VERSION, ClientConnection
+from .connection import PROTOCOL_VERSION, ClientConnection, SystemPromptInput
 
-__all__ = ["PROTOCOL_VERSION", "ClientBuilder", "ClientConnection", "ElicitationMode"]
+__all__ = ["PROTOCOL_VERSION", "ClientBuilder", "ClientConnection", "ElicitationMode", "SystemPromptInput"]

@@ -10,23 +10,22 @@ from __future__ import annotations
 
 import inspect
 import logging
-import math
-from collections.abc import Awaitable, Callable, Coroutine, Iterator, Sequence
-from itertools import chain
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 from anyio.abc import TaskGroup
-from anyio.streams.memory import MemoryObjectReceiveStream
 
 from ..auth import AuthenticationRequired, LoginMethod, login_methods
 from ..client_errors import CapabilityNotSupported
 from ..errors import AcpError, AuthRequired
 from ..interactions import InteractionRegistry
 from ..protocol.base import PromptExchange, ProtocolAdapter
+from ..protocol.capabilities import REQUIRED_CAPABILITY, auth_status_change, system_prompt_modes
 from ..protocol.negotiate import negotiate
 from ..protocol.routes import ClientOffer
 from ..rpc import Connection, PendingRequest
+from ..schema import unstable as mu
 from ..schema.types import (
     AgentCapabilities,
     AuthMethod,
@@ -38,8 +37,6 @@ from ..schema.types import (
     UpdateSessionNotification,
 )
 from ..session import (
-    TRACKED_UPDATES,
-    BatchUpdateListener,
     SentRequest,
     SessionTrack,
     TrackedPrompt,
@@ -51,6 +48,7 @@ if TYPE_CHECKING:
     from ..mcp.host import BuiltinServers
     from ..providers import FileSystemProvider, TerminalProvider
 from ._decisions import Decisions
+from ._updates import UpdateRouting
 
 if TYPE_CHECKING:
     from .builder import ClientBuilder
@@ -60,7 +58,7 @@ _log = logging.getLogger("acp_session.client")
 T = TypeVar("T")
 
 
-class ConnectionHub:
+class ConnectionHub(UpdateRouting):
     """One connection's internals: the ``SessionLink`` of its ``ActiveSession`` handles and the ``ClientSide``
     its protocol adapter hands incoming traffic to."""
 
@@ -92,6 +90,8 @@ class ConnectionHub:
         self._terminals = builder._terminals() if builder._terminals is not None else None
         self._offer = builder.offer()
         self.tools_over_mcp = builder._tools_over_mcp
+        self.auth_state: mu.AuthStatusUpdateNotification | None = None
+        """The agent's latest auth state (Preview), from ``auth/status_update`` and ``auth/status`` answers."""
         self.builtin: BuiltinServers | None = None  # the client's tools as MCP servers (v2; first session)
         self.decisions = Decisions(rpc, builder, self.interactions, self.session_tracks)
         self.decide_permission = self.decisions.decide_permission
@@ -131,6 +131,41 @@ class ConnectionHub:
     def auth_methods(self) -> list[AuthMethod]:
         methods = self._init().auth_methods
         return list(methods) if isinstance(methods, list) else []
+
+    @property
+    def capability_record(self) -> mu.InitializeResponse:
+        """The agent's whole ``initialize`` answer in the unstable schema's types (``ClientConnection``'s)."""
+        return self.protocol.capability_record
+
+    def require(self, method: str) -> None:
+        """Raise ``CapabilityNotSupported`` (naming the capability) unless the agent offers ``method``."""
+        if not self.supports(method):
+            raise CapabilityNotSupported(method, REQUIRED_CAPABILITY.get(method, "it"))
+
+    @property
+    def system_prompt_modes(self) -> frozenset[str]:
+        """The ``systemPrompt`` modes (Preview) the agent accepts on new, resume and fork."""
+        return system_prompt_modes(self.capability_record)
+
+    def auth_status_changed(self, note: mu.AuthStatusUpdateNotification) -> Any:
+        """An ``auth/status_update`` notification (Preview; routed by the adapter): kept, then the builder's
+        ``on_auth_status`` handler."""
+        self.auth_state = note
+        fn = self.builder._auth_status
+        return None if fn is None else fn(note)
+
+    def ext_auth_status_changed(self, params: Any) -> Any:
+        """The extension ``_auth/status_update`` (plain JSON) that codex-acp and claude-agent-acp push: read into the
+        same typed state (``auth_status_change``), then an application handler registered for that name still
+        gets the params as they came."""
+        outcome = None
+        change = auth_status_change(params)
+        if change is not None:
+            outcome = self.auth_status_changed(change)
+        fn = self.builder._ext_notifications.get("_auth/status_update")
+        if fn is not None:
+            outcome = fn(params)
+        return outcome
 
     def supports(self, method: str) -> bool:
         """Whether the agent offers ``method`` (model method names, e.g. ``session/list``) in the agreed version."""
@@ -288,18 +323,6 @@ class ConnectionHub:
             track = self.session_tracks[session_id] = SessionTrack(session_id, max_cancellable=self.limits.cancellable)
         return track
 
-    def _arrival_track(self, session_id: str) -> SessionTrack | None:
-        """The track for an update of a session this connection has no track for: while a ``session/new`` is in
-        flight it may be the session being created, so a bounded number of such sessions keep their early
-        updates; otherwise None (the update is counted and only the application's handler sees it)."""
-        if not self.opening or self._provisional >= self.limits.early_sessions:
-            self.unknown_session_updates += 1
-            return None
-        self._provisional += 1
-        track = self.session_tracks[session_id] = SessionTrack(session_id, max_cancellable=self.limits.cancellable)
-        track.early = []  # perhaps the session a pending session/new is creating
-        return track
-
     def drop_provisional(self, keep: str) -> None:
         """No session/new is in flight any more: forget the tracks kept for unknown sessions meanwhile."""
         for session_id in [s for s, t in self.session_tracks.items() if t.early is not None and not t.listeners]:
@@ -355,170 +378,6 @@ class ConnectionHub:
             rpc.on_notification(method, fn)
         rpc.set_fallback_request_handler(builder._fallback_request)
         rpc.set_fallback_notification_handler(builder._fallback_notification)
-
-    def receive_update(self, note: UpdateSessionNotification) -> Any:
-        """Runs inline in the reader (sync): track first, then the application's handler, in arrival order.
-
-        Async handlers go through this connection's own bounded queue, counted at arrival, so ``resume_session``
-        can wait for every replayed update that arrived before its response.
-        """
-        track = self.session_tracks.get(note.session_id) or self._arrival_track(note.session_id)
-        if track is None:
-            return self._to_application(note)  # a session this connection never opened or resumed
-        if type(note.update) in TRACKED_UPDATES:  # a set probe instead of four isinstance calls per chunk
-            self._apply_tracked(track, note)
-        listeners = track.listeners
-        if listeners:
-            try:
-                for listener in listeners:
-                    listener(note)
-            except Exception:
-                _log.exception("session update listener failed")
-        elif track.early is not None and len(track.early) < self.limits.early_updates:
-            track.early.append(note)
-        return self._to_application(note)
-
-    def _to_application(self, note: UpdateSessionNotification) -> Any:
-        """Hand an update to the builder's ``on_session_update`` handler (every session's, in order)."""
-        fn = self.builder._update
-        if fn is None:
-            return None
-        if self._update_is_async:
-            return self._queue_update(note)
-        outcome = fn(note)
-        if outcome is not None and inspect.isawaitable(outcome):
-            return self._queue_update(outcome)
-        return None
-
-    def receive_updates(self, notes: list[UpdateSessionNotification]) -> Any:
-        """``receive_update`` for a run of updates that one read brought in: same outcome, same order.
-
-        Without an application handler, each stretch of one session's updates is tracked, then handed on in
-        one call (``_hand_run``). With one, updates go note by note (a sync handler with no listeners is
-        called in a tight loop). Returns None, or an awaitable that delivers the rest once the application's
-        update queue has room.
-        """
-        fn = self.builder._update
-        if fn is None:
-            self._track_runs(notes)
-            return None
-        track = self.session_tracks.get(notes[0].session_id)
-        if track is not None and track.early is None and not track.listeners and not self._update_is_async:
-            steps = self._update_steps(notes, (track.session_id, fn))
-        else:
-            steps = self._update_steps(notes)
-        for waiting in steps:
-            return self._finish_updates(chain((waiting,), steps))
-        return None
-
-    def _track_runs(self, notes: list[UpdateSessionNotification]) -> None:
-        """Track each update, then hand each stretch of one session's updates to its listeners (forward only)."""
-        tracks = self.session_tracks
-        tracked = TRACKED_UPDATES
-        current = notes[0].session_id
-        track = tracks.get(current) or self._arrival_track(current)
-        start = 0
-        for index, note in enumerate(notes):
-            session_id = note.session_id
-            if session_id != current:
-                if track is not None and start < index:
-                    self._hand_run(track, notes[start:index])
-                start, current = index, session_id
-                track = tracks.get(session_id) or self._arrival_track(session_id)
-                if track is None:
-                    continue  # counted by _arrival_track
-            if track is None:
-                if index > start:
-                    self.unknown_session_updates += 1
-            elif type(note.update) in tracked:  # a set probe instead of four isinstance calls per chunk
-                self._apply_tracked(track, note)
-        if track is not None:
-            self._hand_run(track, notes if start == 0 else notes[start:])
-
-    def _apply_tracked(self, track: SessionTrack, note: UpdateSessionNotification) -> None:
-        """An update of a tracked kind changes the session's track; an idle after a cancel closes the barrier."""
-        track.apply(note)
-        if track.cancel_barrier == math.inf and track.state == "idle":
-            track.cancel_barrier = self.rpc.requests_received  # the cancelled work ended here
-
-    def _hand_run(self, track: SessionTrack, run: list[UpdateSessionNotification]) -> None:
-        """A tracked stretch of one session's updates to its listeners: in one call to a lone
-        ``BatchUpdateListener``, else note by note; kept for later while a ``session/new`` may still claim it."""
-        listeners = track.listeners
-        if len(listeners) == 1 and type(listeners[0]) is BatchUpdateListener:
-            try:
-                listeners[0].many(run)
-            except Exception:
-                _log.exception("session update listener failed")
-            return
-        if listeners:
-            for note in run:
-                try:
-                    for listener in listeners:
-                        listener(note)
-                except Exception:
-                    _log.exception("session update listener failed")
-            return
-        early = track.early
-        if early is not None:
-            early.extend(run[: max(0, self.limits.early_updates - len(early))])
-
-    async def _finish_updates(self, steps: Iterator[Awaitable[Any]]) -> None:
-        for waiting in steps:
-            try:
-                await waiting
-            except Exception:
-                _log.exception("session update handler failed")
-
-    def _update_steps(
-        self, notes: list[UpdateSessionNotification], direct: tuple[str, Callable[[Any], Any]] | None = None
-    ) -> Iterator[Awaitable[Any]]:
-        """``receive_update`` note by note; yields each awaitable to finish before the next note.
-
-        ``direct`` is ``(session_id, handler)`` for a session without listeners and a sync application
-        handler: its untracked updates go straight to the handler.
-        """
-        for note in notes:
-            try:
-                if direct is None or note.session_id != direct[0] or type(note.update) in TRACKED_UPDATES:
-                    outcome = self.receive_update(note)
-                else:
-                    outcome = direct[1](note)
-                    if outcome is not None and inspect.isawaitable(outcome):
-                        outcome = self._queue_update(outcome)
-            except Exception:
-                _log.exception("session update handler failed")
-                continue
-            if outcome is not None:
-                yield outcome
-
-    def _queue_update(self, item: Any) -> Any:
-        self._update_inflight += 1
-        if self._updates_idle.is_set():
-            self._updates_idle = anyio.Event()
-        try:
-            self._update_send.send_nowait(item)
-        except anyio.WouldBlock:
-            return self._update_send.send(item)  # full: the rpc layer awaits this in order (backpressure)
-        return None
-
-    async def _update_consumer(self, receive: MemoryObjectReceiveStream[Any]) -> None:
-        fn = self.builder._update
-        assert fn is not None
-        async with receive:
-            async for item in receive:
-                try:
-                    await (item if inspect.isawaitable(item) else fn(item))
-                except Exception:
-                    _log.exception("session/update handler failed")
-                finally:
-                    self._update_inflight -= 1
-                    if self._update_inflight == 0:
-                        self._updates_idle.set()
-
-    async def updates_drained(self) -> None:
-        while self._update_inflight:
-            await self._updates_idle.wait()
 
 
 async def _await(outcome: Awaitable[Any]) -> None:

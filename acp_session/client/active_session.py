@@ -13,11 +13,15 @@ from collections.abc import Callable, Mapping, Sequence
 from contextlib import suppress
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
+import msgspec
+
 from .._turn_state import OPEN_PROMPT_STATES
 from ..client_errors import CapabilityNotSupported, SessionClosed
 from ..codec import decoder
 from ..errors import AcpError, ResourceNotFound
+from ..protocol.capabilities import REQUIRED_CAPABILITY
 from ..rpc import PendingRequest
+from ..schema import unstable
 from ..schema.types import (
     CancelSessionNotification,
     CancelTerminalRequest,
@@ -48,6 +52,10 @@ T = TypeVar("T")
 
 
 _CLOSE = decoder(CloseSessionResponse)
+_SET_TITLE = decoder(unstable.SetSessionTitleResponse)
+_ARCHIVE = decoder(unstable.ArchiveSessionResponse)
+_UNARCHIVE = decoder(unstable.UnarchiveSessionResponse)
+_STATUS = decoder(unstable.SessionStatusResponse)
 _SET_CONFIG = decoder(SetSessionConfigOptionResponse)
 
 
@@ -214,9 +222,13 @@ class ActiveSession:
         """Send ``session/cancel``, then answer this session's foreground interactive requests cancelled.
 
         Requests whose subject is in the latest background list are left alone: that work keeps running.
-        Returns how many pending requests were cancelled locally.
+        Returns how many pending requests were cancelled locally. For a subagent (child) session, only when the
+        parent's ``subagent_update`` advertises the child's ``capabilities.cancel`` (else
+        ``CapabilityNotSupported``).
         """
         track = self._check_open()
+        if track.parent is not None and not track.cancellable:
+            raise CapabilityNotSupported("session/cancel", f"capabilities.cancel of subagent {self._session_id!r}")
         # A barrier, set before session/cancel is sent: every interactive request of this session read before the
         # cancelled work ends (the agent's idle, or our next prompt) is answered cancelled from now on, whether its
         # handler is running, waiting for a slot, or starts later (ClientConnection.declines).
@@ -290,6 +302,43 @@ class ActiveSession:
             raise CapabilityNotSupported("terminal/cancel", f"capabilities.cancel on terminal {terminal_id!r}")
         params = CancelTerminalRequest(session_id=self._session_id, terminal_id=terminal_id)
         await self._conn.rpc_request("terminal/cancel", params, decoder(CancelTerminalResponse), timeout)
+
+    # -- Preview (unstable schema; each only when the agent advertises it) -------------------------------------
+
+    def _preview(self, method: str) -> None:
+        if not self._conn.supports(method):
+            raise CapabilityNotSupported(method, REQUIRED_CAPABILITY.get(method, "it"))
+
+    async def set_title(self, title: str, *, timeout: float | None = None) -> str:
+        """``session/set_title`` (Preview, ``session.title``): returns the title the agent stored (it may
+        normalise it); the agent also reports it with ``session_info_update``."""
+        self._check_open()
+        self._preview("session/set_title")
+        params = unstable.SetSessionTitleRequest(session_id=self._session_id, title=title)
+        response = await self._conn.rpc_request("session/set_title", params, _SET_TITLE, timeout)
+        return response.title
+
+    async def archive(self, *, timeout: float | None = None) -> None:
+        """``session/archive`` (Preview, ``session.archive``): hide the session from default listings."""
+        self._preview("session/archive")
+        params = unstable.ArchiveSessionRequest(session_id=self._session_id)
+        await self._conn.rpc_request("session/archive", params, _ARCHIVE, timeout)
+
+    async def unarchive(self, *, timeout: float | None = None) -> None:
+        """``session/unarchive`` (Preview, ``session.archive``)."""
+        self._preview("session/unarchive")
+        params = unstable.UnarchiveSessionRequest(session_id=self._session_id)
+        await self._conn.rpc_request("session/unarchive", params, _UNARCHIVE, timeout)
+
+    async def status(self, *, timeout: float | None = None) -> unstable.SessionStatusResponse:
+        """``session/status`` (Preview, ``session.status``): ``open`` (in the agent's memory) or ``saved`` (an
+        unknown value counts as ``saved``), with a foreground-state snapshot that is never a new completion."""
+        self._preview("session/status")
+        params = unstable.SessionStatusRequest(session_id=self._session_id)
+        response = await self._conn.rpc_request("session/status", params, _STATUS, timeout)
+        if response.status not in unstable.SESSION_STATUS_VALUES:
+            response = msgspec.structs.replace(response, status="saved")
+        return response
 
     async def close(self, *, timeout: float | None = None) -> None:
         """Close the remote session. Idempotent: closing twice, or a -32002 answer, counts as success."""

@@ -7,6 +7,7 @@ on a handler (elicitation modes) are derived from what was registered, so they c
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -22,6 +23,7 @@ from ..protocol.negotiate import DEFAULT_INITIALIZE_TIMEOUT, SUPPORTED_VERSIONS
 from ..protocol.routes import ClientOffer
 from ..protocol.v1_offer import v1_initialize_params
 from ..rpc import Connection
+from ..schema import unstable as mu
 from ..schema.types import (
     ClientAuthCapabilities,
     ClientCapabilities,
@@ -49,6 +51,8 @@ from .connection import ClientConnection, ext_name, hub_of
 
 __all__ = ["ClientBuilder", "ElicitationMode"]
 
+_log = logging.getLogger("acp_session.client")
+
 ElicitationMode = Literal["form", "url"]
 Handler = Callable[[Any], Any]
 Fallback = Callable[[str, bytes], Any]
@@ -68,6 +72,8 @@ class ClientBuilder:
         self._elicitation_complete: Handler | None = None
         self._ext_requests: dict[str, Handler] = {}
         self._ext_notifications: dict[str, Handler] = {}
+        self._auth_status: Handler | None = None
+        self._subagents = False
         self._fallback_request: Fallback | None = None
         self._fallback_notification: Fallback | None = None
         self._transcript: str | os.PathLike[str] | None = None
@@ -117,6 +123,12 @@ class ClientBuilder:
 
     # -- identity and capabilities ---------------------------------------------------------------------------
 
+    def with_subagents(self, enabled: bool = True) -> ClientBuilder:
+        """Ask a version 1 agent for subagent (child) sessions: ``clientCapabilities.subagents``, the v1 opt-in
+        (v2 agents report them to every client). Off by default; a ``Conversation`` folds the children either way."""
+        self._subagents = enabled
+        return self
+
     def with_terminal_auth(self, enabled: bool = True) -> ClientBuilder:
         """Advertise that this client can run terminal authentication methods itself."""
         self.terminal_auth = enabled
@@ -154,6 +166,7 @@ class ClientBuilder:
             write_files=files and self._fs_access[1],
             terminals=self._terminals is not None,
             elicitation_complete=self._elicitation_complete is not None,
+            subagents=self._subagents,
         )
 
     def v1_initialize_request(self) -> v1.InitializeRequest:
@@ -162,8 +175,10 @@ class ClientBuilder:
         ``with_terminals`` or ``on_file_system`` / ``on_terminals``), i.e. exactly when the v1 adapter registers
         their methods (``acp_session.protocol.v1_offer``, which the negotiation sends as plain JSON)."""
         from ..schema.v1 import types as v1  # the v1 types load only for a v1 agent, or on this call
+        from ..schema.v1 import unstable as v1u
 
-        return convert(v1_initialize_params(self.capabilities(), self.info, self.offer()), v1.InitializeRequest)
+        kind = v1u.InitializeRequest if self._subagents else v1.InitializeRequest  # subagents: v1's unstable
+        return convert(v1_initialize_params(self.capabilities(), self.info, self.offer()), kind)
 
     # -- the agent's calls into the client (protocol version 1) ----------------------------------------------
 
@@ -199,15 +214,22 @@ class ClientBuilder:
         output_byte_limit: int = 1024 * 1024,
         max_terminals: int = 32,
         kill_grace: float = 2.0,
+        reap_descendants: bool = True,
     ) -> ClientBuilder:
         """Run v1 ``terminal/*`` commands as local processes (``acp_session.providers.LocalTerminals``): in the
-        session's cwd or ``roots``, with an explicit environment, bounded output; all ended with the connection.
+        session's cwd or ``roots``, with an explicit environment, bounded output; all ended, with everything
+        they started (``reap_descendants``: however it detached, on Linux), when the connection ends.
         Off by default: without it (or ``on_terminals``) the terminal capability is not advertised."""
         from ..providers import LocalTerminals
 
         paths = list(roots)
         self._terminals = lambda: LocalTerminals(
-            paths, env=env, output_byte_limit=output_byte_limit, max_terminals=max_terminals, kill_grace=kill_grace
+            paths,
+            env=env,
+            output_byte_limit=output_byte_limit,
+            max_terminals=max_terminals,
+            kill_grace=kill_grace,
+            reap_descendants=reap_descendants,
         )
         self._own_terminals = True
         return self
@@ -249,6 +271,12 @@ class ClientBuilder:
 
     def on_elicitation_complete(self, fn: Callable[[CompleteElicitationNotification], Any]) -> ClientBuilder:
         self._elicitation_complete = fn
+        return self
+
+    def on_auth_status(self, fn: Callable[[mu.AuthStatusUpdateNotification], Any]) -> ClientBuilder:
+        """Each auth state change the agent pushes (Preview ``auth/status_update``, also sent by agents as the
+        extension ``_auth/status_update``); ``ClientConnection.auth_state`` keeps the latest."""
+        self._auth_status = fn
         return self
 
     def on_ext_request(self, method: str, fn: Callable[[Any], Any]) -> ClientBuilder:
@@ -303,6 +331,7 @@ class ClientBuilder:
                 terminals = client.terminals if self._own_terminals else None
                 if terminals is not None:
                     await terminals.__aenter__()  # type: ignore[attr-defined]
+                    tg.start_soon(_end_terminals_on_close, rpc, terminals)
                 try:
                     try:
                         await hub_of(client).first_initialize(initialize_timeout, source)
@@ -339,6 +368,7 @@ class ClientBuilder:
         env_policy: EnvPolicy = "inherit",
         pass_env: Sequence[str] = (),
         own_process_group: bool = True,
+        reap_descendants: bool = True,
         grace_period: float = 2.0,
         terminate_timeout: float = 2.0,
         initialize_timeout: float | None = DEFAULT_INITIALIZE_TIMEOUT,
@@ -361,11 +391,14 @@ class ClientBuilder:
         thread); an ``AgentCommand`` is run with its ``env`` merged over the environment chosen below. (A
         string was never run as a command: it would have been split into characters.)
 
-        The agent runs in its own session and process group (``own_process_group``, the default), which is
-        ours: leaving the block closes its stdin, waits ``grace_period`` for every process of the group to
-        exit, then sends SIGTERM to the group, waits ``terminate_timeout``, then SIGKILL, so nothing the
-        agent started outlives the block (unless it left the group itself). A terminal's Ctrl-C reaches only
-        this process (interactive front ends turn it into ``session/cancel``). ``own_process_group=False``
+        Everything the agent starts is ours (``own_process_group``, the default): leaving the block closes its
+        stdin, waits ``grace_period`` for the agent and every process it started to exit, then sends SIGTERM to
+        all of them, waits ``terminate_timeout``, then SIGKILL, so nothing the agent started outlives the block.
+        On Linux (``reap_descendants``, the default) the agent runs under the reaper, which holds its
+        descendants however they detach (``setsid``, daemons) and ends them even if this process dies;
+        elsewhere it runs in its own session and process group, and a process that leaves the group is out of
+        reach. A terminal's Ctrl-C reaches only this process (interactive front ends turn it into
+        ``session/cancel``). ``own_process_group=False``
         keeps the agent in this process's group and signals only the agent itself (its children are left
         alone). ``initialize_timeout`` and ``options``: see ``connect``.
 
@@ -388,6 +421,7 @@ class ClientBuilder:
             cwd,
             base_env,
             own_process_group=own_process_group,
+            reap_descendants=reap_descendants,
             grace_period=grace_period,
             terminate_timeout=terminate_timeout,
         )
@@ -397,3 +431,13 @@ class ClientBuilder:
                 yield client
         finally:
             await process.__aexit__(None, None, None)
+
+
+async def _end_terminals_on_close(rpc: Connection, terminals: Any) -> None:
+    """When the agent's connection ends (the agent died or hung up), end its terminals at once: nobody is left
+    to read, wait for or release them, and they must not run on until the client's block is left."""
+    await rpc.wait_closed()
+    try:
+        await terminals.end_all()
+    except Exception:  # the block's own shutdown tries again; never fail the connection for it
+        _log.exception("ending the terminals of a closed connection failed")

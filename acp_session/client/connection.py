@@ -7,7 +7,7 @@ sessions are opened by ``opening``; this class only delegates, so its members ar
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import suppress
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -21,8 +21,10 @@ from ..errors import ResourceNotFound
 from ..interactions import InteractionRegistry
 from ..mcp.servers import McpServerConfig
 from ..protocol.base import ProtocolAdapter
+from ..protocol.capabilities import PREVIEW_METHODS, pushes_auth_status
 from ..protocol.routes import ClientOffer
 from ..rpc import Connection, json_decode
+from ..schema import unstable as mu
 from ..schema.types import (
     AGENT_METHODS,
     AgentCapabilities,
@@ -55,13 +57,22 @@ if TYPE_CHECKING:
     from .builder import ClientBuilder
 
 from ._hub import ConnectionHub
-from .opening import absolute, open_new_session, open_resumed_session, tools_over_mcp_transport
+from .opening import (
+    SystemPromptInput,
+    absolute,
+    open_forked_session,
+    open_new_session,
+    open_resumed_session,
+    tools_over_mcp_transport,
+)
 
-__all__ = ["PROTOCOL_VERSION", "ClientConnection", "hub_of"]
+__all__ = ["PROTOCOL_VERSION", "ClientConnection", "SystemPromptInput", "hub_of"]
 
 PROTOCOL_VERSION = 2
 """The newest protocol version this library speaks (and offers first); version 1 is spoken too."""
 _LIST = decoder(ListSessionsResponse)
+_AUTH_STATUS = decoder(mu.AuthStatusResponse)
+_PROVIDERS = decoder(mu.ListProvidersResponse)
 _DELETE = decoder(DeleteSessionResponse)
 
 ConversationOpener = Callable[..., Awaitable[Any]]
@@ -147,9 +158,30 @@ class ClientConnection:
         """The protocol version agreed at ``initialize`` (1 or 2)."""
         return self._hub.protocol.version
 
+    @property
+    def capability_record(self) -> mu.InitializeResponse:
+        """The agent's whole ``initialize`` answer in the unstable schema's types, for both versions (a v1 answer
+        mapped): the Preview capabilities (``session.fork``, ``session.title``, ``session.systemPrompt``,
+        ``session.archive``, ``session.status``, ``auth.status``, ``providers``) are here, typed, where
+        ``initialize_response`` (the stable types) has no field for them."""
+        return self._hub.capability_record
+
     def supports(self, method: str) -> bool:
-        """Whether the agent offers ``method`` (model method names, e.g. ``session/list``) in the agreed version."""
+        """Whether the agent offers ``method`` (model method names, e.g. ``session/list``) in the agreed version,
+        read from the capability record: a baseline method when the agent offers sessions, any other only when
+        its capability was advertised (``session/fork`` with ``session.fork``, ``auth/status`` with
+        ``auth.status``, ...); extension methods (``_``-prefixed) are always allowed, unknown methods never."""
         return self._hub.supports(method)
+
+    def require(self, method: str) -> None:
+        """Raise ``CapabilityNotSupported`` (naming the capability) unless the agent offers ``method``."""
+        self._hub.require(method)
+
+    @property
+    def system_prompt_modes(self) -> frozenset[str]:
+        """The ``systemPrompt`` modes (Preview) the agent accepts on new, resume and fork: empty, ``append``, or
+        ``append`` and ``override``."""
+        return self._hub.system_prompt_modes
 
     @property
     def file_system(self) -> FileSystemProvider | None:
@@ -176,10 +208,15 @@ class ClientConnection:
 
     def request(self, method: str, params: Any = None, *, timeout: float | None = None) -> SentRequest[Any]:
         """Send an extension request (``_``-prefixed) or a schema method by name; the result is plain JSON
-        for extensions and the generated type for schema methods. ``timeout``: see ``SentRequest``."""
+        for extensions and the generated type for schema methods. A method of the unstable schema only
+        (``session/fork``, ``auth/status``, ...) is sent when the agent advertised it (``supports``), else
+        ``CapabilityNotSupported``. ``timeout``: see ``SentRequest``."""
         if method == "initialize":
             raise ValueError("use ClientConnection.initialize()")
         spec = AGENT_METHODS.get(method)
+        if spec is None and method in PREVIEW_METHODS:
+            self.require(method)  # an unstable method only when the agent advertised it
+            spec = mu.AGENT_METHODS[method]
         decode = json_decode if spec is None else decoder(spec.result)
         if spec is None:
             ext_name(method)
@@ -192,6 +229,62 @@ class ClientConnection:
     # -- auth ------------------------------------------------------------------------------------------------
 
     # -- auth ------------------------------------------------------------------------------------------------
+
+    @property
+    def pushes_auth_status(self) -> bool:
+        """Whether the agent says it pushes its auth state: ``auth.status`` (Preview), or the extension marker
+        ``authStatus`` in ``_meta`` that codex-acp and claude-agent-acp advertise."""
+        return pushes_auth_status(self._hub.capability_record)
+
+    @property
+    def auth_state(self) -> mu.AuthStatusUpdateNotification | None:
+        """The agent's latest auth state (Preview): from its ``auth/status_update`` notifications and
+        ``auth_status()`` answers; None until either arrived."""
+        return self._hub.auth_state
+
+    async def auth_status(self, *, timeout: float | None = None) -> mu.AuthStatusResponse:
+        """``auth/status`` (Preview, ``auth.status``): whether the user is logged in, with their accounts; the
+        answer also becomes ``auth_state``."""
+        self.require("auth/status")
+        response = await self._hub.call("auth/status", mu.AuthStatusRequest(), _AUTH_STATUS, timeout)
+        self._hub.auth_state = mu.AuthStatusUpdateNotification(
+            state=response.state, accounts=response.accounts, meta=response.meta
+        )
+        return response
+
+    # -- providers (Preview, ``providers``) ---------------------------------------------------------------
+
+    async def list_providers(self, *, timeout: float | None = None) -> list[mu.ProviderInfo]:
+        """``providers/list``: the model providers the agent can be pointed at, with their current settings."""
+        self.require("providers/list")
+        response = await self._hub.call("providers/list", mu.ListProvidersRequest(), _PROVIDERS, timeout)
+        return list(response.providers)
+
+    async def set_provider(
+        self,
+        provider_id: str,
+        api_type: str,
+        base_url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        timeout: float | None = None,
+    ) -> None:
+        """``providers/set``: point a provider at ``base_url`` speaking ``api_type`` (``openai``, ``anthropic``,
+        ...), with extra request ``headers``."""
+        self.require("providers/set")
+        params = mu.SetProviderRequest(
+            provider_id=provider_id,
+            api_type=api_type,
+            base_url=base_url,
+            headers=dict(headers) if headers is not None else msgspec.UNSET,
+        )
+        await self._hub.call("providers/set", params, decoder(mu.SetProviderResponse), timeout)
+
+    async def disable_provider(self, provider_id: str, *, timeout: float | None = None) -> None:
+        """``providers/disable``: stop using a provider that is not required."""
+        self.require("providers/disable")
+        params = mu.DisableProviderRequest(provider_id=provider_id)
+        await self._hub.call("providers/disable", params, decoder(mu.DisableProviderResponse), timeout)
 
     @property
     def login_methods(self) -> list[LoginMethod]:
@@ -232,14 +325,54 @@ class ClientConnection:
         mcp_servers: Sequence[McpServerConfig] = (),
         additional_directories: Sequence[str | os.PathLike[str]] = (),
         *,
+        system_prompt: SystemPromptInput | None = None,
+        system_prompt_mode: str = "append",
         timeout: float | None = None,
     ) -> ActiveSession:
         """``session/new``: returns a handle; updates sent before the response are already tracked.
 
+        ``system_prompt`` (Preview; text, content blocks or a ``SystemPrompt``) is sent with
+        ``system_prompt_mode`` (``append``, or ``override``) when the agent advertises ``session.systemPrompt``
+        (and ``mode.override`` for an override); otherwise ``CapabilityNotSupported`` and nothing is sent.
+
         ``timeout`` (seconds; None: no limit, the default) withdraws the request with ``$/cancel_request`` and
         raises ``RequestTimeout`` when the agent has not answered in time. The same holds for the
         ``timeout`` of every other call here and on ``ActiveSession``."""
-        session, _ = await open_new_session(self._hub, cwd, mcp_servers, additional_directories, timeout=timeout)
+        session, _ = await open_new_session(
+            self._hub,
+            cwd,
+            mcp_servers,
+            additional_directories,
+            system_prompt=system_prompt,
+            system_prompt_mode=system_prompt_mode,
+            timeout=timeout,
+        )
+        return session
+
+    async def fork_session(
+        self,
+        session_id: str,
+        cwd: str | os.PathLike[str],
+        *,
+        mcp_servers: Sequence[McpServerConfig] = (),
+        additional_directories: Sequence[str | os.PathLike[str]] = (),
+        system_prompt: SystemPromptInput | None = None,
+        system_prompt_mode: str = "append",
+        timeout: float | None = None,
+    ) -> ActiveSession:
+        """``session/fork`` (Preview): a new session that starts from ``session_id``'s context, which is left
+        unchanged. Only when the agent advertises ``session.fork`` (else ``CapabilityNotSupported``);
+        ``system_prompt`` as for ``new_session`` (the spec asks for the source session's)."""
+        session, _ = await open_forked_session(
+            self._hub,
+            session_id,
+            cwd,
+            mcp_servers,
+            additional_directories,
+            system_prompt=system_prompt,
+            system_prompt_mode=system_prompt_mode,
+            timeout=timeout,
+        )
         return session
 
     async def resume_session(
@@ -250,11 +383,22 @@ class ClientConnection:
         replay_from: ReplayFrom | Literal["start"] | None = None,
         mcp_servers: Sequence[McpServerConfig] = (),
         additional_directories: Sequence[str | os.PathLike[str]] = (),
+        system_prompt: SystemPromptInput | None = None,
+        system_prompt_mode: str = "append",
         timeout: float | None = None,
     ) -> ActiveSession:
-        """``session/resume`` with the session's cwd (ACP2-068); replayed updates reach the handlers first."""
+        """``session/resume`` with the session's cwd (ACP2-068); replayed updates reach the handlers first.
+        ``system_prompt``: as for ``new_session`` (v1: on ``session/load`` or ``session/resume``)."""
         session, _ = await open_resumed_session(
-            self._hub, session_id, cwd, replay_from, mcp_servers, additional_directories, timeout=timeout
+            self._hub,
+            session_id,
+            cwd,
+            replay_from,
+            mcp_servers,
+            additional_directories,
+            system_prompt=system_prompt,
+            system_prompt_mode=system_prompt_mode,
+            timeout=timeout,
         )
         return session
 
@@ -272,8 +416,11 @@ class ClientConnection:
         mcp_servers: Sequence[McpServerConfig] = (),
         additional_directories: Sequence[str | os.PathLike[str]] = (),
         max_history_size: int | None = None,
+        system_prompt: SystemPromptInput | None = None,
+        system_prompt_mode: str = "append",
     ) -> Conversation:
-        """Open a new session with a ``Conversation`` folding its updates from the very first one."""
+        """Open a new session with a ``Conversation`` folding its updates from the very first one
+        (``system_prompt``: see ``new_session``)."""
         if not _conversation_opener:
             raise RuntimeError("the conversation layer is not installed (import acp_session first)")
         conversation: Conversation = await _conversation_opener[0](
@@ -282,6 +429,8 @@ class ClientConnection:
             mcp_servers=mcp_servers,
             additional_directories=additional_directories,
             max_history_size=max_history_size,
+            system_prompt=system_prompt,
+            system_prompt_mode=system_prompt_mode,
         )
         return conversation
 

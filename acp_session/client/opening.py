@@ -18,13 +18,14 @@ import msgspec
 from ..client_errors import CapabilityNotSupported
 from ..codec import decoder
 from ..mcp.servers import McpServerConfig, check_transports
+from ..schema import unstable as mu
 from ..schema.types import (
-    NewSessionRequest,
+    ContentBlock,
     NewSessionResponse,
     ReplayFrom,
     ReplayFromStart,
-    ResumeSessionRequest,
     ResumeSessionResponse,
+    TextContent,
 )
 from ..session import (
     UpdateListener,
@@ -37,10 +38,20 @@ from functools import partial
 
 from ._hub import ConnectionHub
 
-__all__ = ["open_new_session", "open_resumed_session", "tools_over_mcp_transport"]
+__all__ = [
+    "SystemPromptInput",
+    "open_forked_session",
+    "open_new_session",
+    "open_resumed_session",
+    "tools_over_mcp_transport",
+]
+
+SystemPromptInput = str | Sequence[ContentBlock] | mu.SystemPrompt
+"""A system prompt (Preview): its text, its content blocks, or the wire value with its mode."""
 
 _log = logging.getLogger("acp_session.client")
 _NEW = decoder(NewSessionResponse)
+_FORK = decoder(mu.ForkSessionResponse)
 _RESUME = decoder(ResumeSessionResponse)
 
 
@@ -73,6 +84,47 @@ def _roots(
     return cwd_text, dirs or msgspec.UNSET, list(mcp_servers) or msgspec.UNSET
 
 
+def _system_prompt(hub: ConnectionHub, method: str, system_prompt: SystemPromptInput | None, mode: str) -> Any:
+    """The ``systemPrompt`` field of a session lifecycle request (Preview), checked against the agent's
+    ``session.systemPrompt`` capability and its modes; omitted when None."""
+    if system_prompt is None:
+        return msgspec.UNSET
+    if isinstance(system_prompt, mu.SystemPrompt):
+        value = system_prompt
+    else:
+        content: list[ContentBlock] = (
+            [TextContent(text=system_prompt)] if isinstance(system_prompt, str) else list(system_prompt)
+        )
+        value = mu.SystemPrompt(mode=mode, content=content)
+    if not value.content or all(isinstance(b, TextContent) and not b.text for b in value.content):
+        raise ValueError("a system prompt needs at least one non-empty content block")
+    modes = hub.system_prompt_modes
+    if value.mode not in modes:
+        needed = "session.systemPrompt" if not modes else f"session.systemPrompt.mode.{value.mode}"
+        raise CapabilityNotSupported(method, needed)
+    return value
+
+
+def _opening_fields(
+    hub: ConnectionHub,
+    method: str,
+    cwd: str | os.PathLike[str],
+    mcp_servers: Sequence[McpServerConfig],
+    additional_directories: Sequence[str | os.PathLike[str]],
+    system_prompt: SystemPromptInput | None,
+    system_prompt_mode: str,
+) -> dict[str, Any]:
+    """The fields every session lifecycle request (new, resume, fork) shares, each checked against what the
+    agent advertised; one more shared field is one more keyword here."""
+    cwd_text, dirs, servers = _roots(hub, method, cwd, mcp_servers, additional_directories)
+    return {
+        "cwd": cwd_text,
+        "additional_directories": dirs,
+        "mcp_servers": servers,
+        "system_prompt": _system_prompt(hub, method, system_prompt, system_prompt_mode),
+    }
+
+
 async def open_new_session(
     hub: ConnectionHub,
     cwd: str | os.PathLike[str],
@@ -80,22 +132,66 @@ async def open_new_session(
     additional_directories: Sequence[str | os.PathLike[str]],
     listener: UpdateListener | None = None,
     *,
+    system_prompt: SystemPromptInput | None = None,
+    system_prompt_mode: str = "append",
     timeout: float | None = None,
 ) -> tuple[ActiveSession, NewSessionResponse]:
     """``new_session`` returning the agent's response too, with ``listener`` on the session before its first
     update is delivered (``Conversation.open``'s entry point; internal)."""
-    cwd_text, dirs, servers = _roots(hub, "session/new", cwd, mcp_servers, additional_directories)
-    servers, bind = await _with_builtin_tools(hub, servers)
-    params = NewSessionRequest(cwd=cwd_text, additional_directories=dirs, mcp_servers=servers)
+    fields = _opening_fields(
+        hub, "session/new", cwd, mcp_servers, additional_directories, system_prompt, system_prompt_mode
+    )
+    fields["mcp_servers"], bind = await _with_builtin_tools(hub, fields["mcp_servers"])
+    params = mu.NewSessionRequest(**fields)
+    response = await _open_session(hub, "session/new", params, _NEW, listener, timeout, bind)
+    return ActiveSession(hub, response.session_id), response
+
+
+async def open_forked_session(
+    hub: ConnectionHub,
+    session_id: str,
+    cwd: str | os.PathLike[str],
+    mcp_servers: Sequence[McpServerConfig],
+    additional_directories: Sequence[str | os.PathLike[str]],
+    listener: UpdateListener | None = None,
+    *,
+    system_prompt: SystemPromptInput | None = None,
+    system_prompt_mode: str = "append",
+    timeout: float | None = None,
+) -> tuple[ActiveSession, mu.ForkSessionResponse]:
+    """``fork_session`` returning the agent's response too, with ``listener`` on the new session before its
+    first update (``Conversation.fork``'s entry point; internal)."""
+    hub.require("session/fork")
+    fields = _opening_fields(
+        hub, "session/fork", cwd, mcp_servers, additional_directories, system_prompt, system_prompt_mode
+    )
+    fields["mcp_servers"], bind = await _with_builtin_tools(hub, fields["mcp_servers"])
+    params = mu.ForkSessionRequest(session_id=session_id, **fields)
+    response = await _open_session(hub, "session/fork", params, _FORK, listener, timeout, bind)
+    return ActiveSession(hub, response.session_id), response
+
+
+async def _open_session(
+    hub: ConnectionHub,
+    method: str,
+    params: Any,
+    decode: Callable[[bytes], Any],
+    listener: UpdateListener | None,
+    timeout: float | None,
+    bind: Callable[[str | None, str, list[str]], None],
+) -> Any:
+    """Send a request that creates a session (new, fork) and track the session it names; updates of unknown
+    sessions that arrive while it is in flight are kept for it. ``bind``: see ``_with_builtin_tools``."""
     hub.opening += 1
     try:
-        response = await hub.call_auth("session/new", params, _NEW, timeout)
+        response = await hub.call_auth(method, params, decode, timeout)
     except BaseException:
         bind(None, "", [])
         raise
     finally:
         hub.opening -= 1
-    bind(response.session_id, cwd_text, dirs or [])
+    dirs = params.additional_directories or []
+    bind(response.session_id, params.cwd, dirs)
     if not hub.opening:
         hub.drop_provisional(keep=response.session_id)
     track = hub.session_track(response.session_id)
@@ -104,8 +200,8 @@ async def open_new_session(
     track.early = None
     if isinstance(response.config_options, list) and not track.config_options:
         track.config_options = list(response.config_options)  # an earlier config_option_update is newer
-    hub.protocol.session_opened(response.session_id, cwd_text, dirs or [])
-    return ActiveSession(hub, response.session_id), response
+    hub.protocol.session_opened(response.session_id, params.cwd, dirs)
+    return response
 
 
 async def open_resumed_session(
@@ -117,16 +213,18 @@ async def open_resumed_session(
     additional_directories: Sequence[str | os.PathLike[str]],
     listener: UpdateListener | None = None,
     *,
+    system_prompt: SystemPromptInput | None = None,
+    system_prompt_mode: str = "append",
     timeout: float | None = None,
 ) -> tuple[ActiveSession, ResumeSessionResponse]:
     """``resume_session`` returning the agent's response too, with ``listener`` on the session before the
     replay starts (``Conversation.resume`` and ``reconnect``'s entry point; internal)."""
-    cwd_text, dirs, servers = _roots(hub, "session/resume", cwd, mcp_servers, additional_directories)
-    servers, bind = await _with_builtin_tools(hub, servers)
-    replay: Any = ReplayFromStart() if replay_from == "start" else msgspec.UNSET if replay_from is None else replay_from
-    params = ResumeSessionRequest(
-        session_id=session_id, cwd=cwd_text, additional_directories=dirs, mcp_servers=servers, replay_from=replay
+    fields = _opening_fields(
+        hub, "session/resume", cwd, mcp_servers, additional_directories, system_prompt, system_prompt_mode
     )
+    fields["mcp_servers"], bind = await _with_builtin_tools(hub, fields["mcp_servers"])
+    replay: Any = ReplayFromStart() if replay_from == "start" else msgspec.UNSET if replay_from is None else replay_from
+    params = mu.ResumeSessionRequest(session_id=session_id, replay_from=replay, **fields)
     track = hub.session_track(session_id)
     remove = track.listen(listener, take_early=False) if listener is not None else None
     try:
@@ -136,11 +234,12 @@ async def open_resumed_session(
         if remove is not None:
             remove()
         raise
-    bind(session_id, cwd_text, dirs or [])
+    dirs = params.additional_directories or []
+    bind(session_id, params.cwd, dirs)
     track.closed = False
     if isinstance(response.config_options, list):
         track.config_options = list(response.config_options)
-    hub.protocol.session_opened(session_id, cwd_text, dirs or [])
+    hub.protocol.session_opened(session_id, params.cwd, dirs)
     await hub.updates_drained()
     return ActiveSession(hub, session_id), response
 

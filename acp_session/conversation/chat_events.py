@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 import msgspec
 
@@ -26,6 +26,9 @@ __all__ = [
     "ChatProgress",
     "ChatResponse",
     "ChatStart",
+    "ChatSubagentEnd",
+    "ChatSubagentStart",
+    "ChatSubagentUpdate",
     "ChatText",
     "ChatThought",
     "ChatToolBegin",
@@ -107,6 +110,32 @@ class ChatToolEnd(ChatEvent, frozen=True):
     kind: ClassVar[str] = "tool_end"
     tool_call: ToolCall
     status: str
+
+
+class ChatSubagentStart(ChatEvent, frozen=True):
+    """The agent started a subagent (Preview): a child session, ``subagent`` (live: its ``state`` keeps folding
+    the child's updates; ``tool_call_id`` is the tool call that started it, when its content links the child)."""
+
+    kind: ClassVar[str] = "subagent_start"
+    subagent: Any  # conversation.state.Subagent
+
+
+class ChatSubagentUpdate(ChatEvent, frozen=True):
+    """One of a subagent's own updates, folded into its state: ``change`` is what it changed there (a message,
+    a tool call, ...)."""
+
+    kind: ClassVar[str] = "subagent_update"
+    subagent: Any
+    change: Any  # a StateEvent of the child's fold
+
+
+class ChatSubagentEnd(ChatEvent, frozen=True):
+    """A subagent's work ended (its idle completion): its stop reason and that work's token usage if reported."""
+
+    kind: ClassVar[str] = "subagent_end"
+    subagent: Any
+    stop_reason: str | None
+    usage: TokenUsage | None = None
 
 
 class ChatFile(ChatEvent, frozen=True):

@@ -27,13 +27,13 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from acp_session.client.connection import hub_of
-from acp_session.client.opening import open_new_session, open_resumed_session
-from acp_session.client_errors import SessionClosed
+from acp_session.client.opening import open_forked_session, open_new_session, open_resumed_session
+from acp_session.client_errors import CapabilityNotSupported, SessionClosed
 from acp_session.conversation.chat_events import ChatFile, ChatResponse
 from acp_session.conversation.entities import Message
 from acp_session.conversation.events import MessageChanged, StateEvent
 from acp_session.conversation.routing import Segment, TurnRouting
-from acp_session.conversation.state import SessionState
+from acp_session.conversation.state import SessionState, Subagent
 from acp_session.conversation.streams import (
     DEFAULT_STREAM_BUFFER,
     ChunkStream,
@@ -58,7 +58,7 @@ from acp_session.schema import (
 from acp_session.session import BatchUpdateListener
 
 if TYPE_CHECKING:
-    from acp_session.client import ClientBuilder, ClientConnection
+    from acp_session.client import ClientBuilder, ClientConnection, SystemPromptInput
     from acp_session.client.active_session import ActiveSession
     from acp_session.registry import AgentCommand
     from acp_session.session import TrackedPrompt
@@ -124,17 +124,64 @@ class Conversation(ConversationView, TurnRouting):
         mcp_servers: Sequence[McpServerConfig] = (),
         additional_directories: Sequence[str | os.PathLike[str]] = (),
         max_history_size: int | None = None,
+        system_prompt: SystemPromptInput | None = None,
+        system_prompt_mode: str = "append",
     ) -> Conversation:
-        """``session/new`` with this conversation listening from the first update (``start_conversation``)."""
+        """``session/new`` with this conversation listening from the first update (``start_conversation``);
+        ``system_prompt`` (Preview): see ``ClientConnection.new_session``."""
         conversation = cls(max_history_size=max_history_size)
         session, response = await open_new_session(
-            hub_of(client), cwd, mcp_servers, additional_directories, listener=conversation._listener
+            hub_of(client),
+            cwd,
+            mcp_servers,
+            additional_directories,
+            listener=conversation._listener,
+            system_prompt=system_prompt,
+            system_prompt_mode=system_prompt_mode,
         )
         conversation._remember(mcp_servers, additional_directories)
         conversation._opened(session, response)
         return conversation
 
-    def _opened(self, session: ActiveSession, response: NewSessionResponse) -> None:
+    async def fork(
+        self,
+        cwd: str | os.PathLike[str],
+        *,
+        mcp_servers: Sequence[McpServerConfig] = (),
+        additional_directories: Sequence[str | os.PathLike[str]] = (),
+        system_prompt: SystemPromptInput | None = None,
+        system_prompt_mode: str = "append",
+        max_history_size: int | None = None,
+    ) -> Conversation:
+        """``session/fork`` (Preview, ``session.fork``): a new conversation on a new session that starts from this
+        one's context; its history starts as a copy of this one's (the agent does not replay it), and from then on
+        the two go their own ways. This conversation and its session are unchanged."""
+        client = self.session.connection
+        session_id = self.session.session_id
+        client.require("session/fork")
+        state = self.state.copy(None)
+        conversation = Conversation(
+            max_history_size=self.max_history_size if max_history_size is None else max_history_size, state=state
+        )
+        session, response = await open_forked_session(
+            hub_of(client),
+            session_id,
+            cwd,
+            mcp_servers,
+            additional_directories,
+            listener=conversation._listener,
+            system_prompt=system_prompt,
+            system_prompt_mode=system_prompt_mode,
+        )
+        answer = NewSessionResponse(
+            session_id=response.session_id,
+            config_options=response.config_options,
+            available_commands=response.available_commands,
+        )
+        conversation._opened(session, answer)
+        return conversation
+
+    def _opened(self, session: ActiveSession, response: NewSessionResponse) -> None:  # also a fork's answer
         self.state.apply_new_session_response(response)
         self._bind(session)
 
@@ -458,6 +505,9 @@ class Conversation(ConversationView, TurnRouting):
     # ------------------------------------------------------------------ folding (hot path)
 
     def _on_note(self, note: UpdateSessionNotification) -> None:
+        if note.session_id != self.state.session_id and self.state.session_id is not None:
+            self._on_child_note(note)
+            return
         event = self._apply(note.update)
         if type(event) is MessageChanged and not event.created:
             receiver = self._receiver  # None during a resume: every turn ended before it started
@@ -474,6 +524,10 @@ class Conversation(ConversationView, TurnRouting):
         is what ``_on_note`` gives one by one (``tests/conversation/test_batch_delivery.py``).
         """
         state = self.state
+        if notes[0].session_id != state.session_id and state.session_id is not None:
+            for note in notes:  # a subagent's run (one session's stretch): folded into the child's state
+                self._on_child_note(note)
+            return
         targets = state.chunk_targets() or {}
         message: Message | None = None  # the message of the current stretch of chunks
         blocks: list[Any] = []
@@ -500,6 +554,34 @@ class Conversation(ConversationView, TurnRouting):
             push = blocks.append
         if message is not None:
             self._end_stretch(message, blocks)
+
+    def _on_child_note(self, note: UpdateSessionNotification) -> None:
+        """A subagent's own update (Preview; the connection hands a child's updates to its parent's listeners):
+        folded into the child's state, then reported to the turn as a ``SubagentEvent``."""
+        if self.state.descendant(note.session_id) is None:
+            return  # not a child of this conversation's session
+        event = self.state.apply_descendant(note.session_id, note.update)
+        receiver = self._receiver
+        if receiver is None:
+            receiver = self._hold_for_answer()
+        if receiver is not None:
+            receiver.feed(event)
+
+    @property
+    def subagents(self) -> Mapping[str, Subagent]:
+        """The session's child sessions (Preview), each with its own ``state`` (history, state, usage) and its own
+        children: a tree."""
+        return self.state.subagents
+
+    async def cancel_subagent(self, session_id: str) -> None:
+        """Cancel a subagent's current work (``session/cancel`` with the child's id), only when the parent's
+        ``subagent_update`` advertised the child's ``capabilities.cancel`` (else ``CapabilityNotSupported``)."""
+        subagent = self.state.descendant(session_id)
+        if subagent is None:
+            raise KeyError(session_id)
+        if not subagent.cancellable:
+            raise CapabilityNotSupported("session/cancel", f"capabilities.cancel of subagent {session_id!r}")
+        await self.session.connection.session(session_id).cancel_active_work()
 
     def _end_stretch(self, message: Message, blocks: list[ContentBlock]) -> None:
         """Fold a stretch of chunks of ``message``, then report it to the turn and the streams as one run."""

@@ -32,6 +32,7 @@ from acp_session.schema import (
     UnknownSessionUpdate,
 )
 from acp_session.schema import Terminal as TerminalContent
+from acp_session.schema import unstable as mu
 from acp_session.session import FINAL_TOOL_CALL_STATUSES
 
 __all__ = [
@@ -42,6 +43,7 @@ __all__ = [
     "MessageRole",
     "Plan",
     "SessionInfo",
+    "SessionMessageEntry",
     "Terminal",
     "TimelineEntry",
     "TokenUsage",
@@ -262,6 +264,18 @@ class Plan(_Entity, tag="plan"):
         content = self.content
         return list(content.entries) if isinstance(content, PlanItems) else []
 
+    @property
+    def markdown(self) -> str | None:
+        """A Preview markdown plan's text (``PlanMarkdown``), else None."""
+        content = self.content
+        return content.content if isinstance(content, mu.PlanMarkdown) else None
+
+    @property
+    def file_uri(self) -> str | None:
+        """A Preview file plan's URI (``PlanFile``: the plan lives in that file), else None."""
+        content = self.content
+        return content.uri if isinstance(content, mu.PlanFile) else None
+
     def reset(self) -> None:
         self.content = None
 
@@ -298,7 +312,31 @@ class UnknownEntry(_Entity, tag="unknown"):
         """Raw entries are never rebuilt: a replayed copy is matched, not merged."""
 
 
-TimelineEntry = Message | ToolCall | Plan | Compaction | UnknownEntry
+class SessionMessageEntry(_Entity, tag="session_message"):
+    """A message between two sessions (Preview ``session_message`` upserts and ``session_message_chunk``s): a
+    parent's task to a subagent, or a subagent's answer, in the transcript of the session it was reported on."""
+
+    message_id: str
+    sender_session_id: str | None = None
+    recipient_session_id: str | None = None
+    sender_message_id: str | None = None
+    """On an incoming view: the same message's id in the sender's transcript."""
+    recipient_message_id: str | None = None
+    """On an outgoing view: the same message's id in the recipient's transcript."""
+    content: list[ContentBlock] = msgspec.field(default_factory=list)
+
+    @property
+    def text(self) -> str:
+        return "".join(block.text for block in self.content if isinstance(block, TextContent))
+
+    def reset(self) -> None:
+        self.sender_session_id = self.recipient_session_id = None
+        self.sender_message_id = self.recipient_message_id = None
+        self.content = []
+        self.meta = None
+
+
+TimelineEntry = Message | ToolCall | Plan | Compaction | SessionMessageEntry | UnknownEntry
 
 
 class SessionInfo(msgspec.Struct, kw_only=True):
@@ -315,6 +353,8 @@ class ContextUsage(msgspec.Struct, kw_only=True):
     used: int
     size: int
     cost: Cost | None = None
+    meta: Meta | None = None
+    """The latest ``usage_update``'s ``_meta``, as sent (each update's own, not patched)."""
 
     @property
     def fraction(self) -> float:

@@ -18,6 +18,7 @@ from acp_session.conversation.entities import (
     Message,
     Plan,
     SessionInfo,
+    SessionMessageEntry,
     Terminal,
     TokenUsage,
     ToolCall,
@@ -33,8 +34,11 @@ __all__ = [
     "NoticeReceived",
     "PlanChanged",
     "SessionInfoChanged",
+    "SessionMessageChanged",
     "StateChanged",
     "StateEvent",
+    "SubagentChanged",
+    "SubagentEvent",
     "TerminalChanged",
     "ToolCallChanged",
     "UnknownUpdate",
@@ -101,6 +105,8 @@ class StateChanged(StateEvent, frozen=True):
     background: list[BackgroundWork] | None
     completed: bool
     turn_usage: TokenUsage | None = None
+    meta: dict[str, Any] | None = None
+    """The update's ``_meta`` (e.g. codex-acp's ``quota``), as sent."""
 
     @property
     def repeated(self) -> bool:
@@ -134,3 +140,27 @@ class UnknownUpdate(StateEvent, frozen=True):
 
     entry: UnknownEntry
     created: bool
+
+
+class SessionMessageChanged(StateEvent, frozen=True):
+    """A message between sessions (Preview) was created or patched; ``appended`` is a streamed chunk's block."""
+
+    entry: SessionMessageEntry
+    created: bool
+    appended: ContentBlock | None = None
+
+
+class SubagentChanged(StateEvent, frozen=True):
+    """The parent's ``subagent_update``: a child was announced (``created``) or its display fields patched.
+    ``mirrored`` is what the parent's copy of the child's state changed in the child's fold, if anything."""
+
+    subagent: Any  # state.Subagent (the fold's own type; not importable here)
+    created: bool
+    mirrored: StateEvent | None = None
+
+
+class SubagentEvent(StateEvent, frozen=True):
+    """One of a subagent's own updates, folded into the child's state: ``event`` is what it changed there."""
+
+    subagent: Any  # state.Subagent
+    event: StateEvent

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from acp_session.session import TrackedPrompt
 
 
-__all__ = ["TurnRouting"]
+__all__ = ["Segment", "TurnRouting"]
 
 
 class Segment:
@@ -270,5 +270,5 @@ class TurnRouting:
 
 def _without_usage(event: StateChanged) -> StateChanged:
     return StateChanged(
-        event.state, event.previous, event.stop_reason, event.error, event.background, event.completed, None
+        event.state, event.previous, event.stop_reason, event.error, event.background, event.completed, None, event.meta
     )

@@ -12,18 +12,20 @@ resets it), so replaying a history onto the live state that saw it gives an iden
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import msgspec
 
-from acp_session.conversation.content import copy_set_fields, meta_patched
+from acp_session.conversation.content import meta_patched
 from acp_session.conversation.entities import (
     Compaction,
     ContextUsage,
     Message,
     Plan,
     SessionInfo,
+    SessionMessageEntry,
     Terminal,
     TimelineEntry,
     TokenUsage,
@@ -33,26 +35,24 @@ from acp_session.conversation.entities import (
 )
 from acp_session.conversation.events import (
     CommandsChanged,
-    CompactionChanged,
     ConfigOptionsChanged,
-    MessageChanged,
     NoticeReceived,
-    PlanChanged,
     SessionInfoChanged,
     StateChanged,
     StateEvent,
-    TerminalChanged,
+    SubagentChanged,
+    SubagentEvent,
     ToolCallChanged,
     UnknownUpdate,
     UsageChanged,
 )
+from acp_session.conversation.state_rules import ENTITY_RULES, MESSAGE_RULES, EntityRules
 from acp_session.conversation.state_view import KNOWN_STATES, ROLES, StateView
+from acp_session.conversation.subagent import Subagent
 from acp_session.schema import (
     AvailableCommand,
     AvailableCommandsUpdate,
     BackgroundWork,
-    CompactionSummaryChunk,
-    CompactionUpdate,
     ConfigOptionUpdate,
     ContentBlock,
     Error,
@@ -62,18 +62,14 @@ from acp_session.schema import (
     SessionConfigOption,
     SessionInfoUpdate,
     SetSessionConfigOptionResponse,
-    TerminalOutput,
-    TerminalOutputChunk,
-    TerminalUpdate,
-    ToolCallContentChunk,
-    ToolCallUpdated,
     UnknownSessionUpdate,
     UpdateSessionNotification,
     UsageUpdate,
 )
+from acp_session.schema import unstable as mu
 from acp_session.update_kinds import KINDS, chunk_types, kind_of
 
-__all__ = ["KNOWN_STATES", "SessionState"]
+__all__ = ["KNOWN_STATES", "SessionState", "Subagent"]
 
 UNSET = msgspec.UNSET
 
@@ -81,7 +77,7 @@ UNSET = msgspec.UNSET
 _Handler = Callable[["SessionState", Any], StateEvent]
 
 
-class SessionState(StateView):
+class SessionState(StateView, EntityRules):
     """The folded state of one session: timeline, entities by id, foreground state and usage."""
 
     def __init__(self, session_id: str | None = None) -> None:
@@ -94,12 +90,19 @@ class SessionState(StateView):
         self._terminals: dict[str, Terminal] = {}
         self._plans: dict[str, Plan] = {}
         self._compactions: dict[str, Compaction] = {}
+        self._session_messages: dict[str, SessionMessageEntry] = {}
+        self._subagents: dict[str, Subagent] = {}
+        # Every descendant subagent by session id, kept on the root of a tree (a child state's root is its root's).
+        self._root: SessionState = self
+        self._descendants: dict[str, Subagent] = {}
+        self._links: dict[str, str] = {}  # child session id -> the tool call whose content linked it first
         # A new session is idle until a state update says otherwise.
         self._state = "idle"
         self._state_reported = False
         self._stop_reason: str | None = None
         self._error: Error | None = None
         self._background: list[BackgroundWork] | None = None
+        self._state_meta: dict[str, Any] | None = None
         self._completions = 0
         self._usage: ContextUsage | None = None
         self._turn_usage_total: TokenUsage | None = None
@@ -147,8 +150,24 @@ class SessionState(StateView):
         join_chunks(message.content, blocks)
 
     def apply_notification(self, notification: UpdateSessionNotification) -> StateEvent:
-        """Fold the update carried by a ``session/update`` notification."""
-        return self.apply(notification.update)
+        """Fold the update carried by a ``session/update`` notification: this session's, or a descendant
+        subagent's (into that child's state, reported as a ``SubagentEvent``); ``KeyError`` for another
+        session's."""
+        session_id = notification.session_id
+        if session_id == self.session_id or self.session_id is None:
+            return self.apply(notification.update)
+        return self.apply_descendant(session_id, notification.update)
+
+    def descendant(self, session_id: str) -> Subagent | None:
+        """The subagent ``session_id`` anywhere below this session (children, their children, ...)."""
+        return self._root._descendants.get(session_id)
+
+    def apply_descendant(self, session_id: str, update: Any) -> StateEvent:
+        """Fold a descendant subagent's own update into its state; the event says which child it was."""
+        subagent = self.descendant(session_id)
+        if subagent is None:
+            raise KeyError(session_id)
+        return SubagentEvent(subagent, subagent.state.apply(update))
 
     def apply_new_session_response(self, response: NewSessionResponse) -> list[StateEvent]:
         """Take the session id and initial lists, never overwriting what updates already reported.
@@ -169,10 +188,15 @@ class SessionState(StateView):
         self._resume_marks = (self._config_updates, self._command_updates)
         self._replay_seen = set() if replay else None
         self._replay_order = []
+        for child in self._subagents.values():  # a subagent's history is replayed with its parent's
+            child.state.begin_resume(replay=replay)
 
     def apply_resume_response(self, response: ResumeSessionResponse) -> list[StateEvent]:
         """Close the resume window. The response does not imply any state (ACP2-055)."""
         marks = self._resume_marks or (self._config_updates, self._command_updates)
+        for child in self._subagents.values():
+            if child.state.resuming:
+                child.state.apply_resume_response(ResumeSessionResponse())
         self._resume_marks = None
         if self._replay_seen is not None:
             self._adopt_replay_order()
@@ -186,6 +210,17 @@ class SessionState(StateView):
         return ConfigOptionsChanged(self._config_options)
 
     # ------------------------------------------------------------------ local edits (not from the wire)
+
+    def copy(self, session_id: str | None) -> SessionState:
+        """An independent copy of this state (every entity copied) for another session, e.g. a fork's: the
+        copy's history starts as this one's and from then on the two are folded apart."""
+        if self._resume_marks is not None:
+            raise RuntimeError("cannot copy a state during a resume")
+        clone = copy.deepcopy(self)
+        clone.session_id = session_id
+        clone._chunk_targets = None
+        clone._root = clone  # the copy is the root of its own tree
+        return clone
 
     def drop_oldest(self, count: int) -> list[TimelineEntry]:
         """Forget the ``count`` oldest timeline entries (history trimming); returns what was dropped.
@@ -212,6 +247,8 @@ class SessionState(StateView):
                 self._plans.pop(entry.plan_id, None)
             elif isinstance(entry, Compaction):
                 self._compactions.pop(entry.compaction_id, None)
+            elif isinstance(entry, SessionMessageEntry):
+                self._session_messages.pop(entry.message_id, None)
         return dropped
 
     def clear_history(self) -> None:
@@ -227,6 +264,7 @@ class SessionState(StateView):
         self._terminals = {}
         self._plans = {}
         self._compactions = {}
+        self._session_messages = {}
         self._completions = 0
         self._turn_usage_total = None
         self._last_turn_usage = None
@@ -245,170 +283,6 @@ class SessionState(StateView):
                 events.append(ToolCallChanged(call, False))
         return events
 
-    # ------------------------------------------------------------------ timeline helpers
-
-    def _place(self, entity: TimelineEntry) -> None:
-        """Give a first-seen entity its timeline slot (the end); in a replay it also joins the replay order."""
-        entity.position = len(self._timeline)
-        self._timeline.append(entity)
-        if self._replay_seen is not None:
-            self._replay_seen.add(id(entity))
-            self._replay_order.append(entity)
-
-    def _touch(self, entity: Message | ToolCall | Plan | Compaction | Terminal) -> None:
-        """A replayed update of an existing entity: the first one resets it so the replay rebuilds it."""
-        seen = self._replay_seen
-        assert seen is not None
-        key = id(entity)
-        if key not in seen:
-            seen.add(key)
-            entity.reset()
-            if not isinstance(entity, Terminal):  # terminals are looked up by id, not kept in the timeline
-                self._replay_order.append(entity)
-
-    def _remove(self, entity: TimelineEntry) -> None:
-        timeline = self._timeline
-        at = entity.position
-        del timeline[at]
-        for index in range(at, len(timeline)):
-            timeline[index].position = index
-        if self._replay_seen is not None and id(entity) in self._replay_seen:
-            self._replay_seen.discard(id(entity))
-            self._replay_order.remove(entity)
-
-    def _adopt_replay_order(self) -> None:
-        """End of a replay: the timeline takes the replay's order (first replayed appearance fixes a position);
-        entries the replay never mentioned keep their relative order after it."""
-        seen = self._replay_seen
-        assert seen is not None
-        timeline = self._replay_order + [entry for entry in self._timeline if id(entry) not in seen]
-        for index, entry in enumerate(timeline):
-            entry.position = index
-        self._timeline = timeline
-
-    # ------------------------------------------------------------------ handlers
-
-    def _on_tool_call(self, update: ToolCallUpdated) -> StateEvent:
-        call = self._tool_calls.get(update.tool_call_id)
-        created = call is None
-        if call is None:
-            call = ToolCall(tool_call_id=update.tool_call_id)
-            self._tool_calls[update.tool_call_id] = call
-            self._place(call)
-        elif self._replay_seen is not None:
-            self._touch(call)
-        copy_set_fields(update, call, ("name", "title", "raw_input", "raw_output", "capabilities"))
-        value: Any = update.kind
-        if value is not UNSET:
-            call.kind = "other" if value is None else value
-        value = update.status
-        if value is not UNSET:
-            call.status = "pending" if value is None else value
-        value = update.content
-        if value is not UNSET:
-            call.content = list(value) if value else []
-        value = update.locations
-        if value is not UNSET:
-            call.locations = list(value) if value else []
-        if update.meta is not UNSET:
-            call.meta = meta_patched(call.meta, update.meta)
-        return ToolCallChanged(call, created)
-
-    def _on_tool_call_chunk(self, update: ToolCallContentChunk) -> StateEvent:
-        call = self._tool_calls.get(update.tool_call_id)
-        if call is None:
-            call = ToolCall(tool_call_id=update.tool_call_id, content=[update.content])
-            self._tool_calls[update.tool_call_id] = call
-            self._place(call)
-            return ToolCallChanged(call, True, update.content)
-        if self._replay_seen is not None:
-            self._touch(call)
-        call.content.append(update.content)
-        return ToolCallChanged(call, False, update.content)
-
-    def _terminal(self, terminal_id: str) -> tuple[Terminal, bool]:
-        terminal = self._terminals.get(terminal_id)
-        if terminal is None:
-            terminal = Terminal(terminal_id=terminal_id)
-            self._terminals[terminal_id] = terminal
-            if self._replay_seen is not None:
-                self._replay_seen.add(id(terminal))
-            return terminal, True
-        if self._replay_seen is not None:
-            self._touch(terminal)
-        return terminal, False
-
-    def _on_terminal(self, update: TerminalUpdate) -> StateEvent:
-        terminal, created = self._terminal(update.terminal_id)
-        copy_set_fields(update, terminal, ("command", "cwd", "exit_status", "size", "capabilities"))
-        value: Any = update.output
-        if value is not UNSET:
-            # An output snapshot replaces every byte retained so far, chunks included.
-            terminal.output = value.data if isinstance(value, TerminalOutput) else None
-            terminal.chunks = []
-        if update.meta is not UNSET:
-            terminal.meta = meta_patched(terminal.meta, update.meta)
-        return TerminalChanged(terminal, created)
-
-    def _on_terminal_chunk(self, update: TerminalOutputChunk) -> StateEvent:
-        terminal, created = self._terminal(update.terminal_id)
-        terminal.chunks.append(update.data)
-        return TerminalChanged(terminal, created, update.data)
-
-    def _on_plan(self, update: Any) -> StateEvent:
-        content = update.plan
-        if isinstance(content, dict):
-            raw_id = content.get("planId")
-            plan_id = raw_id if isinstance(raw_id, str) else ""
-        else:
-            plan_id = content.plan_id
-        plan = self._plans.get(plan_id)
-        created = plan is None
-        if plan is None:
-            plan = Plan(plan_id=plan_id)
-            self._plans[plan_id] = plan
-            self._place(plan)
-        elif self._replay_seen is not None:
-            self._touch(plan)
-        plan.content = content
-        return PlanChanged(plan, created)
-
-    def _on_plan_removed(self, update: Any) -> StateEvent:
-        plan = self._plans.pop(update.plan_id, None)
-        if plan is None:
-            return PlanChanged(Plan(plan_id=update.plan_id), False, True)
-        self._remove(plan)
-        return PlanChanged(plan, False, True)
-
-    def _compaction(self, compaction_id: str, status: str) -> tuple[Compaction, bool]:
-        compaction = self._compactions.get(compaction_id)
-        if compaction is None:
-            compaction = Compaction(compaction_id=compaction_id, status=status)
-            self._compactions[compaction_id] = compaction
-            self._place(compaction)
-            return compaction, True
-        if self._replay_seen is not None:
-            self._touch(compaction)
-        return compaction, False
-
-    def _on_compaction(self, update: CompactionUpdate) -> StateEvent:
-        compaction, created = self._compaction(update.compaction_id, update.status)
-        compaction.status = update.status
-        value: Any = update.summary
-        if value is not UNSET:
-            compaction.summary = list(value) if value else []
-        value = update.error
-        if value is not UNSET:
-            compaction.error = value
-        if update.meta is not UNSET:
-            compaction.meta = meta_patched(compaction.meta, update.meta)
-        return CompactionChanged(compaction, created)
-
-    def _on_compaction_chunk(self, update: CompactionSummaryChunk) -> StateEvent:
-        compaction, created = self._compaction(update.compaction_id, "in_progress")
-        compaction.summary.append(update.content)
-        return CompactionChanged(compaction, created, update.content)
-
     def _on_state(self, update: Any) -> StateEvent:
         previous = self._state
         state = update.state
@@ -416,6 +290,8 @@ class SessionState(StateView):
         self._state_reported = True
         background = update.background
         self._background = list(background) if isinstance(background, list) else None
+        meta = update.meta
+        self._state_meta = meta if isinstance(meta, dict) else None
         completed = False
         turn_usage: TokenUsage | None = None
         if state == "idle":
@@ -438,14 +314,19 @@ class SessionState(StateView):
         else:
             self._stop_reason = None
             self._error = None
-        return StateChanged(state, previous, self._stop_reason, self._error, self._background, completed, turn_usage)
+        return StateChanged(
+            state, previous, self._stop_reason, self._error, self._background, completed, turn_usage, self._state_meta
+        )
 
     def _on_usage(self, update: UsageUpdate) -> StateEvent:
         previous = self._usage
         cost = update.cost
         if cost is UNSET:
             cost = previous.cost if previous is not None else None
-        self._usage = ContextUsage(used=update.used, size=update.size, cost=cost)
+        meta = update.meta
+        self._usage = ContextUsage(
+            used=update.used, size=update.size, cost=cost, meta=meta if isinstance(meta, dict) else None
+        )
         return UsageChanged(self._usage)
 
     def _on_commands(self, update: AvailableCommandsUpdate) -> StateEvent:
@@ -467,6 +348,42 @@ class SessionState(StateView):
         if update.meta is not UNSET:
             info.meta = meta_patched(info.meta, update.meta)
         return SessionInfoChanged(info)
+
+    def _on_subagent(self, update: mu.SubagentUpdate) -> StateEvent:
+        child_id = update.session_id
+        child = self._subagents.get(child_id)
+        created = child is None
+        if child is None:
+            state = SessionState(child_id)
+            state._root = self._root
+            if self._resume_marks is not None:  # announced inside a replay: its history replays with ours
+                state.begin_resume(replay=self._replay_seen is not None)
+            child = Subagent(child_id, self.session_id, state)
+            child.tool_call_id = self._links.pop(child_id, None)
+            self._subagents[child_id] = child
+            self._root._descendants[child_id] = child
+        value: Any
+        for name in ("title", "description", "cwd"):
+            value = getattr(update, name)
+            if value is not UNSET:
+                setattr(child, name, value)
+        value = update.capabilities
+        if value is not UNSET:
+            child.capabilities = value if isinstance(value, mu.SubagentSessionCapabilities) else None
+        value = update.additional_directories
+        if value is not UNSET:
+            child.additional_directories = list(value) if isinstance(value, list) else None
+        if update.meta is not UNSET:
+            child.meta = meta_patched(child.meta, update.meta)
+        mirrored: StateEvent | None = None
+        value = update.state
+        if value is not UNSET:
+            child.reported_state = value
+            # The mirror is the child's own snapshot: applied when it tells the child's state something new,
+            # so a duplicate report (before or after the child's own) changes nothing.
+            if value is not None and value.state != child.state.state:
+                mirrored = child.state.apply(value)
+        return SubagentChanged(child, created, mirrored)
 
     def _on_notice(self, update: Notice) -> StateEvent:
         return NoticeReceived(update)
@@ -510,69 +427,16 @@ class SessionState(StateView):
         return events
 
 
-def _message_handlers(role_index: int) -> tuple[_Handler, _Handler]:
-    """Chunk and upsert handlers bound to one role's message store."""
-    role = ROLES[role_index]
-
-    def on_chunk(state: SessionState, update: Any) -> StateEvent:
-        store = state._messages[role_index]
-        message = store.get(update.message_id)
-        if message is None:
-            # The chunk's _meta is scoped to the chunk: it never becomes the message's metadata.
-            message = Message(role=role, message_id=update.message_id, content=[update.content])
-            store[update.message_id] = message
-            state._place(message)
-            return MessageChanged(message, True, update.content)
-        if state._replay_seen is not None:
-            state._touch(message)
-        join_chunks(message.content, [update.content])
-        return MessageChanged(message, False, update.content)
-
-    def on_upsert(state: SessionState, update: Any) -> StateEvent:
-        store = state._messages[role_index]
-        message = store.get(update.message_id)
-        created = message is None
-        if message is None:
-            message = Message(role=role, message_id=update.message_id)
-            store[update.message_id] = message
-            state._place(message)
-        elif state._replay_seen is not None:
-            state._touch(message)
-        content = update.content
-        if content is not UNSET:
-            message.content = list(content) if content else []
-        if update.meta is not UNSET:
-            message.meta = meta_patched(message.meta, update.meta)
-        return MessageChanged(message, created)
-
-    return on_chunk, on_upsert
-
-
-_user_chunk, _user_upsert = _message_handlers(0)
-_agent_chunk, _agent_upsert = _message_handlers(1)
-_thought_chunk, _thought_upsert = _message_handlers(2)
-
 _BY_TAG: dict[str, _Handler] = {
-    "user_message_chunk": _user_chunk,
-    "user_message": _user_upsert,
-    "agent_message_chunk": _agent_chunk,
-    "agent_message": _agent_upsert,
-    "agent_thought_chunk": _thought_chunk,
-    "agent_thought": _thought_upsert,
+    **MESSAGE_RULES,
+    **ENTITY_RULES,
+    "subagent_update": SessionState._on_subagent,
     "state_update": SessionState._on_state,
-    "tool_call_update": SessionState._on_tool_call,
-    "tool_call_content_chunk": SessionState._on_tool_call_chunk,
-    "terminal_update": SessionState._on_terminal,
-    "terminal_output_chunk": SessionState._on_terminal_chunk,
-    "plan_update": SessionState._on_plan,
-    "plan_removed": SessionState._on_plan_removed,
     "available_commands_update": SessionState._on_commands,
     "config_option_update": SessionState._on_config,
     "session_info_update": SessionState._on_session_info,
     "usage_update": SessionState._on_usage,
     "notice": SessionState._on_notice,
-    "compaction_update": SessionState._on_compaction,
-    "compaction_summary_chunk": SessionState._on_compaction_chunk,
 }
 """The fold's rule for each update kind of ``update_kinds.KINDS`` (the one registry of kinds), by tag."""
 

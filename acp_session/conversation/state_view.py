@@ -1,5 +1,5 @@
 """The read side of ``SessionState`` (a base class of it, kept apart for size): the timeline, the entities by id,
-the foreground state, usage, config options and commands, and a snapshot for comparison.
+the subagents, the foreground state, usage, config options and commands, and a snapshot for comparison.
 
 ``SessionState.__init__`` sets every attribute read here; the annotations name them for the type checker.
 """
@@ -7,7 +7,7 @@ the foreground state, usage, config options and commands, and a snapshot for com
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -18,11 +18,13 @@ from acp_session.conversation.entities import (
     MessageRole,
     Plan,
     SessionInfo,
+    SessionMessageEntry,
     Terminal,
     TimelineEntry,
     TokenUsage,
     ToolCall,
 )
+from acp_session.conversation.subagent import Subagent
 from acp_session.schema import (
     AvailableCommand,
     BackgroundWork,
@@ -31,11 +33,13 @@ from acp_session.schema import (
 )
 from acp_session.session import current_of_category
 
-__all__ = ["KNOWN_STATES", "StateView"]
+if TYPE_CHECKING:
+    from acp_session.conversation.state import SessionState
+
+__all__ = ["KNOWN_STATES", "ROLES", "StateView"]
 
 KNOWN_STATES = frozenset({"running", "idle", "requires_action"})
 """Foreground states with a specific presentation; anything else is shown as generic busy."""
-
 ROLES: tuple[MessageRole, MessageRole, MessageRole] = ("user", "agent", "thought")
 """The message roles, in the order of ``SessionState``'s message stores."""
 
@@ -46,24 +50,34 @@ class StateView:
     session_id: str | None
     _timeline: list[TimelineEntry]
     _messages: tuple[dict[str, Message], dict[str, Message], dict[str, Message]]
+    _chunk_targets: tuple[Any, Any, dict[type, dict[str, Message]]] | None
     _tool_calls: dict[str, ToolCall]
     _terminals: dict[str, Terminal]
     _plans: dict[str, Plan]
     _compactions: dict[str, Compaction]
+    _session_messages: dict[str, SessionMessageEntry]
+    _subagents: dict[str, Subagent]
+    _root: SessionState
+    _descendants: dict[str, Subagent]
+    _links: dict[str, str]
     _state: str
     _state_reported: bool
     _stop_reason: str | None
     _error: Error | None
     _background: list[BackgroundWork] | None
+    _state_meta: dict[str, Any] | None
     _completions: int
     _usage: ContextUsage | None
     _turn_usage_total: TokenUsage | None
     _last_turn_usage: TokenUsage | None
     _config_options: list[SessionConfigOption]
     _available_commands: list[AvailableCommand]
+    _config_updates: int
+    _command_updates: int
     _session_info: SessionInfo
     _resume_marks: tuple[int, int] | None
     _replay_seen: set[int] | None
+    _replay_order: list[TimelineEntry]
 
     @property
     def resuming(self) -> bool:
@@ -105,6 +119,20 @@ class StateView:
         return self._compactions
 
     @property
+    def session_messages(self) -> Mapping[str, SessionMessageEntry]:
+        """Messages between sessions (Preview) by message id, in this session's transcript."""
+        return self._session_messages
+
+    @property
+    def subagents(self) -> Mapping[str, Subagent]:
+        """This session's child sessions (Preview ``subagent_update``) by session id, in announcement order."""
+        return self._subagents
+
+    def subagents_of(self, tool_call_id: str) -> list[Subagent]:
+        """The children a tool call's content links (``{"type": "session", "sessionId": ...}``)."""
+        return [child for child in self._subagents.values() if child.tool_call_id == tool_call_id]
+
+    @property
     def state(self) -> str:
         """The last reported foreground state string, as sent (``idle`` before any report)."""
         return self._state
@@ -137,6 +165,11 @@ class StateView:
     def background(self) -> list[BackgroundWork] | None:
         """Latest background snapshot: None when not reported (unknown), [] when none runs."""
         return self._background
+
+    @property
+    def state_meta(self) -> dict[str, Any] | None:
+        """The ``_meta`` of the latest state update (e.g. codex-acp's ``quota``); None when it carried none."""
+        return self._state_meta
 
     @property
     def completions(self) -> int:
@@ -215,6 +248,7 @@ class StateView:
             "config_options": dump(self._config_options),
             "available_commands": dump(self._available_commands),
             "session_info": dump(self._session_info),
+            "subagents": {sid: child.to_snapshot() for sid, child in self._subagents.items()},
         }
 
     def __eq__(self, other: object) -> bool:

@@ -28,6 +28,9 @@ from acp_session.conversation.chat_events import (
     ChatProgress,
     ChatResponse,
     ChatStart,
+    ChatSubagentEnd,
+    ChatSubagentStart,
+    ChatSubagentUpdate,
     ChatText,
     ChatThought,
     ChatToolBegin,
@@ -42,6 +45,8 @@ from acp_session.conversation.events import (
     PlanChanged,
     StateChanged,
     StateEvent,
+    SubagentChanged,
+    SubagentEvent,
     ToolCallChanged,
 )
 from acp_session.protocol.base import V1_DIFF_META
@@ -201,10 +206,28 @@ class ChatTurn:
         elif kind is ChatFile:  # a write the client performed for the agent (Conversation._on_file_written)
             assert isinstance(event, ChatFile)
             self._file(event)
+        elif kind is SubagentChanged:
+            assert isinstance(event, SubagentChanged)
+            if event.created:
+                self._push(ChatSubagentStart(event.subagent))
+            self._subagent_state(event.subagent, event.mirrored)
+        elif kind is SubagentEvent:
+            assert isinstance(event, SubagentEvent)
+            change = event.event
+            if type(change) is StateChanged:
+                self._subagent_state(event.subagent, change)
+            else:
+                self._push(ChatSubagentUpdate(event.subagent, change))
         elif kind is not StateChanged:
             entity = getattr(event, "compaction", None) or getattr(event, "entry", None)
             if entity is not None:
                 self._step(entity)
+
+    def _subagent_state(self, subagent: Any, change: StateEvent | None) -> None:
+        """A subagent's state changed in its fold: an idle completion ends its work (reported once)."""
+        if type(change) is StateChanged and change.completed:
+            assert isinstance(change, StateChanged)
+            self._push(ChatSubagentEnd(subagent, change.stop_reason, change.turn_usage))
 
     def feed_message(self, event: MessageChanged) -> None:
         """The hot path: one chunk appended to a known message becomes one queued (or merged) fragment."""

@@ -12,7 +12,9 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 
-from ..rpc import Connection, PendingRequest
+from ..codec import decoder
+from ..rpc import Connection, PendingRequest, json_decode
+from ..schema import unstable as mu
 from ..schema.types import (
     ContentBlock,
     CreateElicitationRequest,
@@ -23,12 +25,13 @@ from ..schema.types import (
     RequestPermissionResponse,
     UpdateSessionNotification,
 )
-from .routes import ClientOffer, Route, install_routes
+from .capabilities import method_offered
+from .routes import ClientOffer, Route, Target, install_routes
 
 if TYPE_CHECKING:
     from ..providers import FileSystemProvider, TerminalProvider
 
-__all__ = ["V1_DIFF_META", "ClientSide", "PromptExchange", "ProtocolAdapter"]
+__all__ = ["AUTH_STATUS_ROUTES", "V1_DIFF_META", "ClientSide", "PromptExchange", "ProtocolAdapter"]
 
 T = TypeVar("T")
 
@@ -46,6 +49,10 @@ class ClientSide(Protocol):
     def receive_updates(self, notes: list[UpdateSessionNotification]) -> Any: ...
 
     def deliver_synthetic(self, note: UpdateSessionNotification) -> None: ...
+
+    def auth_status_changed(self, note: mu.AuthStatusUpdateNotification) -> Any: ...
+
+    def ext_auth_status_changed(self, params: Any) -> Any: ...
 
     def run_soon(self, fn: Callable[[Any], Any], arg: Any) -> None: ...
 
@@ -68,6 +75,23 @@ class ClientSide(Protocol):
 
     @property
     def terminals(self) -> TerminalProvider | None: ...
+
+
+AUTH_STATUS_ROUTES: tuple[Route, ...] = (
+    Route(
+        "auth/status_update",
+        "notification",
+        decoder(mu.AuthStatusUpdateNotification),
+        Target("client", "auth_status_changed"),
+    ),
+    Route(  # the extension real agents push (``{"authStatus": {"kind", "label", ...}}``), read as plain JSON
+        "_auth/status_update",
+        "notification",
+        json_decode,
+        Target("client", "ext_auth_status_changed"),
+    ),
+)
+"""Preview: the agent's auth state changes, the same shapes in both versions."""
 
 
 class PromptExchange:
@@ -112,10 +136,13 @@ class ProtocolAdapter(ABC):
     mcp_transports: frozenset[str] = frozenset()
     """The MCP server transports the agent advertised (``stdio``, ``http``, ``sse``, ``acp``; set at ``initialize``)."""
 
-    def __init__(self, rpc: Connection, initialize_response: InitializeResponse) -> None:
+    def __init__(self, rpc: Connection, initialize_response: InitializeResponse, record: mu.InitializeResponse) -> None:
         self.rpc = rpc
         self.initialize_response = initialize_response
         """The agent's ``initialize`` answer in the model's shape."""
+        self.capability_record = record
+        """The same answer in the unstable schema's types (``capabilities.py``): every capability kept, the
+        Preview ones (fork, title, system prompt, auth status, providers, ...) included."""
 
     @abstractmethod
     def request(self, method: str, params: Any, decode: Callable[[bytes], T]) -> PendingRequest[T]:
@@ -128,9 +155,10 @@ class ProtocolAdapter(ABC):
     async def notify(self, method: str, params: Any) -> None:
         """Send the model's notification ``method``."""
 
-    @abstractmethod
     def supports(self, method: str) -> bool:
-        """Whether the agent offers ``method`` (a model method name) in this version."""
+        """Whether the agent offers ``method`` (a model method name) in this version: read from the capability
+        record (baseline methods with sessions, the others when their capability is advertised)."""
+        return method_offered(self.capability_record, method)
 
     @abstractmethod
     def prompt(self, session_id: str, blocks: Sequence[ContentBlock]) -> PromptExchange:

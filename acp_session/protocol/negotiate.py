@@ -36,6 +36,7 @@ from ..errors import (
 )
 from ..rpc import Connection
 from ..schema import types as m
+from ..schema import unstable as mu
 from .base import ProtocolAdapter
 from .mcp_transports import mcp_transports
 from .v1_offer import v1_initialize_params
@@ -52,6 +53,7 @@ DEFAULT_INITIALIZE_TIMEOUT = 30.0
 """Seconds an agent has to answer ``initialize`` (agents measured take up to ~8 s on a cold start)."""
 
 _V2_RESPONSE = decoder(m.InitializeResponse)
+_V2_RECORD = decoder(mu.InitializeResponse)
 
 
 class _Version(msgspec.Struct):
@@ -169,7 +171,7 @@ def adapter_for(rpc: Connection, raw: bytes, offered: int, versions: Sequence[in
                 "(agentInfo/agentCapabilities instead of info/capabilities)"
             )
         try:
-            return _with_mcp(V2Protocol(rpc, _V2_RESPONSE(raw)), raw)
+            return _with_mcp(V2Protocol(rpc, _V2_RESPONSE(raw), _V2_RECORD(raw)), raw)
         except msgspec.ValidationError as exc:
             raise InvalidResponse(f"result of 'initialize' (protocol version 2) did not decode: {exc}") from exc
     # Only now, when an agent answered 1, are the v1 adapter and the v1 types imported (tests/test_lazy_v1.py).
@@ -177,7 +179,7 @@ def adapter_for(rpc: Connection, raw: bytes, offered: int, versions: Sequence[in
     from .v1.adapter import V1Protocol
 
     try:
-        return _with_mcp(V1Protocol(rpc, decoder(v1.InitializeResponse)(raw)), raw)
+        return _with_mcp(V1Protocol(rpc, decoder(v1.InitializeResponse)(raw), raw), raw)
     except msgspec.ValidationError as exc:
         raise InvalidResponse(f"result of 'initialize' (protocol version 1) did not decode: {exc}") from exc
 

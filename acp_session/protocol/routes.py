@@ -41,6 +41,9 @@ class ClientOffer:
     """A terminal provider is set."""
     elicitation_complete: bool = False
     """The application handles ``elicitation/complete``."""
+    subagents: bool = False
+    """The application opted in to subagent sessions (``with_subagents``): v1's ``clientCapabilities.subagents``
+    (v2 clients handle them always)."""
 
 
 Owner = Literal["client", "adapter", "file_system", "terminals"]

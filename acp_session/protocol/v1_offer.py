@@ -48,9 +48,13 @@ def v1_initialize_params(capabilities: ClientCapabilities, info: Implementation,
         node[leaf] = bool(getattr(offer, condition))
     if not offer.file_system:
         plain["fs"] = {}
+    fields = V1_CAPABILITY_FIELDS
+    if offer.subagents:  # v1's unstable opt-in, only when the application asked for it
+        plain["subagents"] = {}
+        fields = fields | {"subagents"}
     client_info = {key: value for key, value in to_builtins(info).items() if key in V1_IMPLEMENTATION_FIELDS}
     return {
         "protocolVersion": 1,
-        "clientCapabilities": {key: value for key, value in plain.items() if key in V1_CAPABILITY_FIELDS},
+        "clientCapabilities": {key: value for key, value in plain.items() if key in fields},
         "clientInfo": client_info,
     }

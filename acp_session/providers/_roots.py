@@ -6,12 +6,15 @@ with a plain prefix comparison; a symlink or ``..`` can then never lead outside 
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Sequence
 
-from acp_session.errors import ResourceNotFound
+from acp_session.errors import InvalidParams, ResourceNotFound
 
-__all__ = ["SessionRoots", "inside", "resolve_root", "root_of", "unknown_session"]
+__all__ = ["SessionRoots", "inside", "resolve_requested", "resolve_root", "root_of", "unknown_session"]
+
+_log = logging.getLogger("acp_session.providers")
 
 
 def resolve_root(path: str | os.PathLike[str]) -> str:
@@ -20,6 +23,25 @@ def resolve_root(path: str | os.PathLike[str]) -> str:
     if not os.path.isabs(text):
         raise ValueError(f"allowed directories must be absolute paths, got {text!r}")
     return os.path.realpath(text)
+
+
+def resolve_requested(path: str, field: str = "path") -> str:
+    """The resolved form of a path the agent asked for; -32602 if resolving it fails.
+
+    ``os.path.realpath`` raises when the disk changes under it (a symlink swapped for a file between its
+    ``lstat`` and ``readlink``: EINVAL) or a link cannot be read (``/proc/PID/exe`` of a zombie). That is the
+    agent's request racing or probing the disk, not a client fault: one log line, never a traceback.
+    """
+    try:
+        return os.path.realpath(path)
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        _log.warning("refused %s %r: it could not be resolved (%s)", field, path, reason)
+        raise InvalidParams(
+            message=f"{path} could not be resolved (it changed while it was being checked, or a link in it "
+            f"cannot be read: {reason})",
+            data={field: path},
+        ) from None
 
 
 def inside(path: str, root: str) -> bool:

@@ -22,7 +22,7 @@ from acp_session.errors import InternalError, InvalidParams, MethodNotFound, Res
 from acp_session.rpc.budget import answer_bound, reserve_answer
 from acp_session.schema import v1
 
-from ._roots import SessionRoots, root_of
+from ._roots import SessionRoots, resolve_requested, root_of
 
 __all__ = ["FileSystemProvider", "LocalFileSystem"]
 
@@ -165,7 +165,7 @@ def _absolute(path: str) -> str:
 
 def _locate(path: str, roots: Sequence[str]) -> tuple[str, list[str]]:
     """The allowed root holding the resolved ``path`` and the components below it; -32602 if outside all roots."""
-    resolved = os.path.realpath(path)
+    resolved = resolve_requested(path)
     root = root_of(resolved, roots)
     if root is None:
         raise InvalidParams(message=f"{path} is outside the directories this session may access", data={"path": path})
@@ -270,6 +270,12 @@ def _read_fd(fd: int, path: str, limit: int) -> bytes:
         _fail(exc, path, "read")
 
 
+def _writable(name: str, parent: int) -> bool:
+    """Whether this process may write the existing file ``name`` itself (mode, ACLs, read-only mounts,
+    immutable files), with the effective ids, as ``open(path, "w")`` would check."""
+    return os.access(name, os.W_OK, dir_fd=parent, effective_ids=os.access in os.supports_effective_ids)
+
+
 def _write_bytes(path: str, roots: Sequence[str], data: bytes) -> None:
     """Write through a temporary file in the same directory, then rename it over the target (atomic)."""
     root, parts = _locate(path, roots)
@@ -292,6 +298,8 @@ def _write_bytes(path: str, roots: Sequence[str], data: bytes) -> None:
                 raise InvalidParams(message=f"{path} is a directory, not a file", data={"path": path})
             if not stat.S_ISREG(info.st_mode):
                 raise InvalidParams(message=f"{path} is not a regular file", data={"path": path})
+            if not _writable(name, parent):  # the replace below would succeed where the user's own write fails
+                _fail(PermissionError(errno.EACCES, "the file is read-only for this user"), path, "write")
         temp = f".{secrets.token_hex(8)}.acp-write.tmp"
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
         fd = os.open(temp, flags, 0o666 if info is None else 0o600, dir_fd=parent)

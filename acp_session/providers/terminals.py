@@ -1,9 +1,11 @@
 """Answer the agent's ``terminal/*`` requests by running commands as local subprocesses, bounded and reaped.
 
-Each command runs directly (no shell) in its own session and process group, with stdout and stderr joined on
-one pipe that a reader task drains into a buffer capped at the output limit. Killing signals the whole group,
-so a command's children go too. The reader and exit-watcher tasks live in the provider's own task group,
-entered by ``async with LocalTerminals(...)``; leaving it ends every process the provider started. POSIX only.
+Each command runs directly (no shell), with stdout and stderr joined on one pipe that a reader task drains
+into a buffer capped at the output limit. On Linux it runs under the reaper (``acp_session.transport.reaper``),
+which holds every process the command starts however it detaches (``setsid``, a double-fork daemon, ...);
+elsewhere in a session and process group of its own. Killing ends all of it (elsewhere: the whole group), so a
+command's children go too. The reader and exit-watcher tasks live in the provider's own task group, entered
+by ``async with LocalTerminals(...)``; leaving it ends every process the provider started. POSIX only.
 """
 
 from __future__ import annotations
@@ -20,21 +22,21 @@ from typing import Protocol, runtime_checkable
 import anyio
 import anyio.lowlevel
 import msgspec
-from anyio.abc import Process, TaskGroup
+from anyio.abc import TaskGroup
 
 from acp_session.errors import InternalError, InvalidParams, RequestCancelled, ResourceNotFound
 from acp_session.rpc.budget import answer_bound, reserve_answer
 from acp_session.schema import v1
-from acp_session.transport.subprocess import group_running
+from acp_session.transport.process_tree import ProcessTree, ReapedTree, open_tree
 
-from ._roots import SessionRoots, root_of, unknown_session
+from ._roots import SessionRoots, resolve_requested, root_of, unknown_session
 
 __all__ = ["LocalTerminals", "TerminalProvider", "minimal_environment"]
 
 _CHUNK = 64 * 1024
 _DRAIN_CHUNKS = 16  # a sync drain after exit reads at most this many chunks (a pipe holds 64 KiB by default)
-_GROUP_POLL = 0.01  # how often a kill checks whether the process group has emptied
-_KILL_SETTLE = 1.0  # how long a kill waits for SIGKILLed group members to finish dying
+_START_POLL = 0.01  # how often shutdown checks whether commands being started are done starting
+_KILL_SETTLE = 1.0  # how long a kill waits for SIGKILLed processes to finish dying
 _BASE_VARIABLES = ("PATH", "HOME", "LANG", "LC_ALL")
 
 
@@ -87,14 +89,26 @@ def complete_length(buffer: bytes | bytearray) -> int:
     return size
 
 
+def fit_utf8(text: str, limit: int, truncated: bool = False) -> tuple[str, bool]:
+    """The end of ``text`` that fits in ``limit`` UTF-8 bytes, cut at a character boundary, and whether
+    anything was cut (or ``truncated`` already)."""
+    data = text.encode("utf-8")
+    excess = len(data) - limit
+    if excess <= 0:
+        return text, truncated
+    size = len(data)
+    while excess < size and data[excess] & 0xC0 == 0x80:  # never start inside a character
+        excess += 1
+    return data[excess:].decode("utf-8"), True
+
+
 class _Terminal:
     """One command: its process, the read end of its output pipe and the retained output."""
 
-    def __init__(self, terminal_id: str, session_id: str, process: Process, fd: int, limit: int) -> None:
+    def __init__(self, terminal_id: str, session_id: str, tree: ProcessTree, fd: int, limit: int) -> None:
         self.id = terminal_id
         self.session_id = session_id
-        self.process = process
-        self.pgid = process.pid  # start_new_session: the command leads its own process group
+        self.tree = tree  # the command and everything it starts
         self.fd = fd  # -1 once closed
         self.limit = limit
         self.output = bytearray()
@@ -102,9 +116,9 @@ class _Terminal:
         self.eof = False
         self.returncode: int | None = None
         self.exited = anyio.Event()
-        self.group_gone = False  # once seen empty the group id is never signalled again (it may be reused)
         self.reader_scope = anyio.CancelScope()
         self.reader_done = anyio.Event()
+        self.disposed: anyio.Event | None = None  # set once killed and released (a second dispose waits for it)
 
     def read_chunk(self) -> bool | None:
         """One non-blocking read: True if bytes came, None if none are ready, False at end of output."""
@@ -139,10 +153,18 @@ class _Terminal:
             del buffer[:excess]
             self.truncated = True
 
-    def text(self) -> str:
-        """The retained output as text; an incomplete last character waits for its remaining bytes."""
+    def text(self) -> tuple[str, bool]:
+        """The retained output as text, and whether it was truncated; an incomplete last character waits for
+        its remaining bytes.
+
+        Bytes that are not UTF-8 become U+FFFD, three bytes each, so the text can be longer than the bytes
+        kept: it is cut again after decoding, from the beginning and at a character boundary, to stay within
+        the limit in UTF-8 bytes (ACP1-009)."""
         end = len(self.output) if self.eof else complete_length(self.output)
-        return self.output[:end].decode("utf-8", "replace")
+        text = self.output[:end].decode("utf-8", "replace")
+        if len(text) * 4 <= self.limit:  # no character takes more than 4 bytes: it fits
+            return text, self.truncated
+        return fit_utf8(text, self.limit, self.truncated)
 
     def record_exit(self, returncode: int) -> None:
         """Note the exit once, after taking in what the command wrote before it ended."""
@@ -151,28 +173,15 @@ class _Terminal:
             self.returncode = returncode
             self.exited.set()
 
-    def group_running(self) -> bool:
-        """True while a member of the command's process group still runs (zombies waiting for a reaper do not
-        count: an orphan's parent may take seconds to collect it)."""
-        if not self.signal_group(0):
-            return False
-        return group_running(self.pgid)
-
-    def signal_group(self, signum: int) -> bool:
-        """Send ``signum`` to the command's process group; False once the group is gone."""
-        if self.group_gone:
-            return False
-        try:
-            os.killpg(self.pgid, signum)
-        except (ProcessLookupError, PermissionError):
-            self.group_gone = True
-            return False
-        return True
-
     def close_output(self) -> None:
         fd, self.fd = self.fd, -1
         if fd >= 0:
             os.close(fd)
+
+    def close_tree(self) -> None:
+        """Let go of the reaper's socket (the tree is ended by then; were it not, the reaper ends it now)."""
+        if isinstance(self.tree, ReapedTree):
+            self.tree.close()
 
 
 class LocalTerminals:
@@ -182,7 +191,8 @@ class LocalTerminals:
     directories. ``env`` is the complete environment of every command (None: ``minimal_environment()``); the
     request's variables are added on top. Output is kept up to the smaller of the request's ``outputByteLimit``
     and ``output_byte_limit``; at most ``max_terminals`` terminals exist until released; a kill sends SIGTERM to
-    the command's process group and SIGKILL ``kill_grace`` seconds later. Use it as an async context manager.
+    the command and everything it started (``reap_descendants``, Linux: however it detached; else its process
+    group) and SIGKILL ``kill_grace`` seconds later. Use it as an async context manager.
     """
 
     def __init__(
@@ -193,6 +203,7 @@ class LocalTerminals:
         output_byte_limit: int = 1024 * 1024,
         max_terminals: int = 32,
         kill_grace: float = 2.0,
+        reap_descendants: bool = True,
     ) -> None:
         if output_byte_limit < 0:
             raise ValueError("output_byte_limit must not be negative")
@@ -204,6 +215,7 @@ class LocalTerminals:
         self.output_byte_limit = output_byte_limit
         self.max_terminals = max_terminals
         self.kill_grace = kill_grace
+        self.reap_descendants = reap_descendants
         self._sessions = SessionRoots(roots)
         self._terminals: dict[str, _Terminal] = {}  # by id, until released
         self._live: set[_Terminal] = set()  # until the process is reaped and its output closed
@@ -236,11 +248,16 @@ class LocalTerminals:
         self._closed = True
         with anyio.CancelScope(shield=True):
             while self._starting:  # a command being started now is stopped by its own request
-                await anyio.sleep(_GROUP_POLL)
-        self._terminals.clear()
-        await self._dispose_all(list(self._live))
+                await anyio.sleep(_START_POLL)
+        await self.end_all()
         if self._task_group is not None:
             self._task_group.cancel_scope.cancel()  # nothing should be left; never wait on a stray pipe
+
+    async def end_all(self) -> None:
+        """Kill and release every terminal now (concurrently, one grace period): what the client does when the
+        agent's connection ends, since nobody is left to read, wait for or release them."""
+        self._terminals.clear()
+        await self._dispose_all(list(self._live))
 
     def open_session(self, session_id: str, cwd: str, additional_directories: Sequence[str] = ()) -> None:
         """Allow ``session_id`` its cwd and additional directories (absolute paths); reopening replaces them."""
@@ -277,11 +294,12 @@ class LocalTerminals:
             )
         self._starting += 1
         try:
-            process, fd = await _spawn(argv, cwd, env)
-            term = _Terminal(f"term_{secrets.token_hex(8)}", session_id, process, fd, limit)
+            tree, fd = await _spawn(argv, cwd, env, self.reap_descendants, self.kill_grace)
+            term = _Terminal(f"term_{secrets.token_hex(8)}", session_id, tree, fd, limit)
             if self._closed or session_id not in self._sessions:  # closed while the command was starting
                 await self._stop(term)
                 term.close_output()
+                term.close_tree()
                 if self._closed:
                     raise RequestCancelled(message="the client is shutting down; no new terminals")
                 raise unknown_session(session_id)
@@ -300,7 +318,8 @@ class LocalTerminals:
         if term.returncode is not None:
             code, name = exit_status(term.returncode)
             status = v1.TerminalExitStatus(exit_code=code, signal=name)
-        return v1.TerminalOutputResponse(output=term.text(), truncated=term.truncated, exit_status=status)
+        output, truncated = term.text()
+        return v1.TerminalOutputResponse(output=output, truncated=truncated, exit_status=status)
 
     async def wait_for_terminal_exit(self, request: v1.WaitForTerminalExitRequest) -> v1.WaitForTerminalExitResponse:
         term = self._find(request.session_id, request.terminal_id)
@@ -347,7 +366,7 @@ class LocalTerminals:
         else:
             if "\0" in requested or not os.path.isabs(requested):
                 raise InvalidParams(message=f"cwd must be an absolute path: {requested!r}", data={"cwd": requested})
-            cwd = os.path.realpath(requested)
+            cwd = resolve_requested(requested, "cwd")
             if root_of(cwd, roots) is None:
                 raise InvalidParams(
                     message=f"cwd {requested} is outside the directories this session may access",
@@ -386,35 +405,43 @@ class LocalTerminals:
             term.reader_done.set()
 
     async def _watch(self, term: _Terminal) -> None:
-        term.record_exit(await term.process.wait())
-        term.signal_group(0)  # an empty group is marked gone now, before its id can be reused
+        term.record_exit(await term.tree.wait())
 
     async def _stop(self, term: _Terminal) -> None:
-        """SIGTERM to the group, SIGKILL to whatever is left after ``kill_grace``; returns once the command is
-        reaped and no member of its group runs (or ``_KILL_SETTLE`` after SIGKILL, for one stuck in the kernel).
-        Shielded: a cancelled request must not leave a half-killed command behind."""
+        """SIGTERM to the command and all it started, SIGKILL to whatever is left after ``kill_grace``; returns
+        once the command has exited and nothing it started runs (or ``_KILL_SETTLE`` after SIGKILL, for one
+        stuck in the kernel). Shielded: a cancelled request must not leave a half-killed command behind."""
+        tree = term.tree
         with anyio.CancelScope(shield=True):
-            if term.signal_group(signal.SIGTERM):
+            if tree.running():
+                tree.signal_all(signal.SIGTERM)
                 with anyio.move_on_after(self.kill_grace) as grace:
                     await self._ended(term)
                 if grace.cancelled_caught:
-                    term.signal_group(signal.SIGKILL)
-                    with anyio.move_on_after(_KILL_SETTLE):
+                    tree.signal_all(signal.SIGKILL)
+                    with anyio.move_on_after(_KILL_SETTLE) as settle:
                         await self._ended(term)
-            term.record_exit(await term.process.wait())
+                    if settle.cancelled_caught:
+                        tree.abandon()
+            term.record_exit(await tree.wait())
 
     @staticmethod
     async def _ended(term: _Terminal) -> None:
-        term.record_exit(await term.process.wait())
-        while term.group_running():
-            await anyio.sleep(_GROUP_POLL)
+        term.record_exit(await term.tree.wait())
+        await term.tree.wait_all()
 
     async def _dispose(self, term: _Terminal) -> None:
+        if term.disposed is not None:  # released and ended at the same time (the connection closed): once
+            await term.disposed.wait()
+            return
+        term.disposed = anyio.Event()
         with anyio.CancelScope(shield=True):
             await self._stop(term)
+            term.close_tree()
             term.reader_scope.cancel()
             await term.reader_done.wait()
             self._live.discard(term)
+            term.disposed.set()
 
     async def _dispose_all(self, terms: Sequence[_Terminal]) -> None:
         if not terms:
@@ -435,20 +462,22 @@ def _argv(request: v1.CreateTerminalRequest) -> list[str]:
     return argv
 
 
-async def _spawn(argv: list[str], cwd: str, env: dict[str, str]) -> tuple[Process, int]:
-    """Start ``argv`` in a new session with stdout and stderr on one pipe; returns the process and the read end."""
+async def _spawn(argv: list[str], cwd: str, env: dict[str, str], reap: bool, grace: float) -> tuple[ProcessTree, int]:
+    """Start ``argv`` with stdout and stderr on one pipe, under the reaper (``reap``, Linux) or in a new
+    session; returns the started tree and the read end of the pipe."""
     read_fd, write_fd = os.pipe()
     try:
         os.set_blocking(read_fd, False)
         with anyio.CancelScope(shield=True):  # once started, the process must be tracked
-            process = await anyio.open_process(
+            tree = await open_tree(
                 argv,
+                reap=reap,
+                grace=grace,
                 stdin=subprocess.DEVNULL,
                 stdout=write_fd,
                 stderr=write_fd,
                 cwd=cwd,
                 env=env,
-                start_new_session=True,
             )
     except BaseException as exc:
         os.close(read_fd)
@@ -463,4 +492,4 @@ async def _spawn(argv: list[str], cwd: str, env: dict[str, str]) -> tuple[Proces
         raise
     finally:
         os.close(write_fd)  # the child has its own copy; ours would keep the pipe from ever ending
-    return process, read_fd
+    return tree, read_fd

@@ -23,6 +23,7 @@ from acp_session._schema_runtime import (
     register_lenient,
     register_open_union,
 )
+from acp_session.schema import types as _stable
 from acp_session.schema.types import (
     AbsolutePath,
     AgentMessage,
@@ -101,14 +102,14 @@ if TYPE_CHECKING:
 else:
     TypeAlias = object
 
-class AgentAuthCapabilities(AcpStruct):
+class AgentAuthCapabilities(_stable.AgentAuthCapabilities):
     """Wire object `AgentAuthCapabilities`."""
 
     status: AuthStatusCapabilities | UnsetType | None = UNSET
     meta: dict[str, Any] | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
 
-class AgentCapabilities(AcpStruct):
+class AgentCapabilities(_stable.AgentCapabilities):
     """Wire object `AgentCapabilities`."""
 
     session: SessionCapabilities | UnsetType | None = UNSET
@@ -209,7 +210,7 @@ class ForkSessionResponse(AcpStruct):
     meta: dict[str, Any] | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
 
-class IdleStateUpdate(AcpStruct):
+class IdleStateUpdate(_stable.IdleStateUpdate):
     """Wire object `IdleStateUpdate`."""
 
     usage: Usage | UnsetType | None = UNSET
@@ -219,7 +220,7 @@ class IdleStateUpdate(AcpStruct):
     error: Error | UnsetType | None = UNSET
 
 
-class InitializeResponse(AcpStruct):
+class InitializeResponse(_stable.InitializeResponse):
     """Result of `initialize`."""
 
     protocol_version: ProtocolVersion
@@ -242,7 +243,7 @@ class ListProvidersResponse(AcpStruct):
     meta: dict[str, Any] | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
 
-class ListSessionsRequest(AcpStruct):
+class ListSessionsRequest(_stable.ListSessionsRequest):
     """Params of `session/list` (handled by the agent)."""
 
     cwd: AbsolutePath | UnsetType | None = UNSET
@@ -251,7 +252,7 @@ class ListSessionsRequest(AcpStruct):
     meta: dict[str, Any] | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
 
-class ListSessionsResponse(AcpStruct):
+class ListSessionsResponse(_stable.ListSessionsResponse):
     """Result of `session/list`."""
 
     sessions: list[SessionInfo]
@@ -265,7 +266,7 @@ class McpAcpCapabilities(AcpStruct):
     meta: dict[str, Any] | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
 
-class McpCapabilities(AcpStruct):
+class McpCapabilities(_stable.McpCapabilities):
     """Wire object `McpCapabilities`."""
 
     stdio: McpStdioCapabilities | UnsetType | None = UNSET
@@ -310,7 +311,7 @@ class MessageMcpRequest(AcpStruct):
     meta: dict[str, Any] | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
 
-class NewSessionRequest(AcpStruct):
+class NewSessionRequest(_stable.NewSessionRequest):
     """Params of `session/new` (handled by the agent)."""
 
     cwd: AbsolutePath
@@ -343,7 +344,7 @@ class PlanRemoved(AcpStruct, tag_field='sessionUpdate', tag='plan_removed'):
     meta: dict[str, Any] | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
 
-class PlanUpdate(AcpStruct, tag_field='sessionUpdate', tag='plan_update'):
+class PlanUpdate(_stable.PlanUpdate, tag_field='sessionUpdate', tag='plan_update'):
     """`sessionUpdate: 'plan_update'` member of `SessionUpdate`."""
 
     plan: PlanUpdateContent
@@ -390,14 +391,14 @@ class ProxySuccessorRequest(AcpStruct):
     meta: dict[str, Any] | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
 
-class RequiresActionStateUpdate(AcpStruct):
+class RequiresActionStateUpdate(_stable.RequiresActionStateUpdate):
     """Wire object `RequiresActionStateUpdate`."""
 
     background: list[BackgroundWork] | UnsetType | None = UNSET
     meta: dict[str, Any] | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
 
-class ResumeSessionRequest(AcpStruct):
+class ResumeSessionRequest(_stable.ResumeSessionRequest):
     """Params of `session/resume` (handled by the agent)."""
 
     session_id: SessionId
@@ -409,7 +410,7 @@ class ResumeSessionRequest(AcpStruct):
     meta: dict[str, Any] | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
 
-class RunningStateUpdate(AcpStruct):
+class RunningStateUpdate(_stable.RunningStateUpdate):
     """Wire object `RunningStateUpdate`."""
 
     background: list[BackgroundWork] | UnsetType | None = UNSET
@@ -428,7 +429,7 @@ class SessionCancelCapabilities(AcpStruct):
     meta: dict[str, Any] | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
 
-class SessionCapabilities(AcpStruct):
+class SessionCapabilities(_stable.SessionCapabilities):
     """Wire object `SessionCapabilities`."""
 
     prompt: PromptCapabilities | UnsetType | None = UNSET
@@ -449,7 +450,7 @@ class SessionForkCapabilities(AcpStruct):
     meta: dict[str, Any] | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
 
-class SessionInfo(AcpStruct):
+class SessionInfo(_stable.SessionInfo):
     """Wire object `SessionInfo`."""
 
     session_id: SessionId
@@ -559,7 +560,7 @@ class SetSessionTitleResponse(AcpStruct):
     meta: dict[str, Any] | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
 
-class StateUpdate(AcpStruct, tag_field='sessionUpdate', tag='state_update'):
+class StateUpdate(_stable.StateUpdate, tag_field='sessionUpdate', tag='state_update'):
     """`sessionUpdate: 'state_update'` member of `SessionUpdate`."""
 
     state: str
@@ -618,7 +619,7 @@ class UnknownStateUpdate(AcpStruct):
     meta: dict[str, Any] | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
 
-class UpdateSessionNotification(AcpStruct):
+class UpdateSessionNotification(_stable.UpdateSessionNotification):
     """Params of the `session/update` notification (received by the client)."""
 
     session_id: SessionId

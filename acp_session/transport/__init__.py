@@ -12,6 +12,7 @@ from .base import (
 from .framing import DEFAULT_MAX_FRAME_SIZE, Frame, FrameReader, InvalidUtf8Frame, OversizedFrame, encode_frame
 from .lines import LineFrames, frame_transport
 from .memory import MemoryTransport, memory_pair
+from .process_tree import ProcessTree, reaper_available
 from .sockets import tcp, unix_socket
 from .stdio import StdioServerTransport, stdio_server
 from .subprocess import AgentProcess, stdio_agent
@@ -30,12 +31,14 @@ __all__ = [
     "MemoryTransport",
     "OversizedFrame",
     "PeerExit",
+    "ProcessTree",
     "StdioServerTransport",
     "StreamTransport",
     "Transport",
     "encode_frame",
     "frame_transport",
     "memory_pair",
+    "reaper_available",
     "stdio_agent",
     "stdio_server",
     "tcp",

@@ -3,10 +3,11 @@
 stderr is read line by line on its own task into a callback or logger, never mixed with protocol bytes;
 the last lines are kept so a ``ConnectionClosed`` can say why the agent died.
 
-By default the agent runs in a session and process group of its own, and that whole group is ours: real
-agents start helpers (a node wrapper and its native binary, a CLI and its model client) that outlive a
-signal sent to the direct child alone, and some ignore the end of their stdin. Shutting down ends every
-member of the group (see ``AgentProcess.aclose``); a zombie left for a slow reaper counts as gone.
+By default everything the agent starts is ours: real agents start helpers (a node wrapper and its native
+binary, a CLI and its model client) that outlive a signal sent to the direct child alone, and some ignore the
+end of their stdin. On Linux the agent runs under the reaper (``process_tree.ReapedTree``), which holds every
+descendant however it detaches; elsewhere it runs in a session and process group of its own. Shutting down
+ends all of it (see ``AgentProcess.aclose``); a zombie left for a slow reaper counts as gone.
 """
 
 from __future__ import annotations
@@ -27,13 +28,13 @@ from .base import DEFAULT_RECEIVE_SIZE, FrameTransport, PeerExit
 from .framing import DEFAULT_MAX_FRAME_SIZE
 from .lines import LineFrames
 from .pipe import PipeFrames, PipeReader, PipeWriter, open_pipe, open_stdin_pipe
+from .process_tree import GroupTree, ProcessTree, ReapedTree, group_running, open_tree
 
-__all__ = ["AgentProcess", "group_running", "stdio_agent"]
+__all__ = ["AgentProcess", "group_running", "stdio_agent"]  # group_running: for callers of its former home
 
 _log = logging.getLogger("acp_session.agent.stderr")
 _MAX_STDERR_LINE = 64 * 1024
 _EXIT_WAIT = 0.05  # how long peer_exit() waits for the exit code once stdout ended
-_GROUP_POLL = 0.02  # how often shutdown looks for members of the agent's process group
 _KILL_WAIT = 2.0  # how long shutdown waits for SIGKILLed members to be gone (uninterruptible sleep)
 _MAX_NAME = 120
 
@@ -44,43 +45,13 @@ def command_line(argv: Sequence[str], limit: int = _MAX_NAME) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def group_running(pgid: int) -> bool:
-    """Whether process group ``pgid`` has a member that is not a zombie.
-
-    ``killpg(pgid, 0)`` answers at once when the group is gone (the usual case); when it still exists, Linux's
-    ``/proc`` tells the living from zombies that wait for their reaper (an orphan's new parent may take
-    seconds to collect it). Without ``/proc`` every member counts as running.
-    """
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # a member we may not signal still exists
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return True
-    wanted = b"%d" % pgid
-    for entry in entries:
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as file:
-                stat = file.read()
-        except OSError:
-            continue  # exited meanwhile
-        fields = stat[stat.rfind(b")") + 2 :].split()  # state, ppid, pgrp, ...: the name may hold spaces
-        if len(fields) > 2 and fields[2] == wanted and fields[0] not in (b"Z", b"X"):
-            return True
-    return False
-
-
 class AgentProcess:
     """A ``Transport`` over a running agent subprocess; ``aclose()`` shuts it down politely, then firmly.
 
-    ``pgid`` is the agent's own process group (None when it shares ours: ``own_process_group=False``);
-    ``argv`` the command it was started with, ``name`` that command for messages.
+    ``pid`` is the agent's own pid and ``pgid`` its process group (None when it shares ours:
+    ``own_process_group=False``); ``tree`` is the agent with everything it started (``process_tree``);
+    ``process`` is the process we started: the reaper when the agent runs under it (``reaped``), else the
+    agent itself. ``argv`` is the command the agent was started with, ``name`` that command for messages.
     """
 
     def __init__(
@@ -94,11 +65,12 @@ class AgentProcess:
         stderr_tail_lines: int,
         pgid: int | None = None,
         argv: Sequence[str] = (),
+        tree: ProcessTree | None = None,
     ) -> None:
         self.process = process
-        self.pgid = pgid
+        self.tree: ProcessTree = tree if tree is not None else GroupTree(process, pgid)
         self.argv: tuple[str, ...] = tuple(argv)
-        self.name = command_line(self.argv) if self.argv else f"pid {process.pid}"
+        self.name = command_line(self.argv) if self.argv else f"pid {self.tree.pid}"
         self._stdout = stdout  # read directly (POSIX); else the process's own stdout stream
         self._stdin = stdin  # written directly (POSIX); else the process's own stdin stream
         self.grace_period = grace_period
@@ -111,12 +83,25 @@ class AgentProcess:
 
     @property
     def pid(self) -> int:
-        return self.process.pid
+        return self.tree.pid
+
+    @property
+    def pgid(self) -> int | None:
+        return self.tree.pgid
+
+    @property
+    def reaped(self) -> bool:
+        """Whether the agent runs under the reaper, which ends every descendant however it detached (Linux)."""
+        return isinstance(self.tree, ReapedTree)
 
     @property
     def returncode(self) -> int | None:
         """The exit code, once the agent has exited."""
-        return self.process.returncode
+        return self.tree.returncode
+
+    async def wait(self) -> int:
+        """Wait for the agent itself to exit (not for what it started); its exit code."""
+        return await self.tree.wait()
 
     @property
     def stderr_tail(self) -> tuple[str, ...]:
@@ -147,34 +132,38 @@ class AgentProcess:
 
     async def peer_exit(self) -> PeerExit:
         with anyio.move_on_after(_EXIT_WAIT):
-            await self.process.wait()
+            await self.tree.wait()
             await self._stderr_done.wait()
-        return PeerExit(self.process.returncode, self.stderr_tail)
+        return PeerExit(self.tree.returncode, self.stderr_tail)
 
     async def aclose(self) -> None:
         """Close stdin, wait ``grace_period`` for a clean exit, then SIGTERM, wait ``terminate_timeout``, then SIGKILL.
 
-        With its own process group (the default) the agent has exited only once every member of the group
-        has, and the signals go to the whole group: a helper that ignores the end of stdin or outlives its
-        parent (the direct child exited, its child did not) is ended too, and none is left running when this
-        returns. Otherwise only the direct child is waited for and signalled.
+        Under the reaper (Linux, the default) the agent has exited only once it and every process it started
+        have, however they detached, and the signals go to all of them. With its own process group (elsewhere)
+        the same holds for the members of the group. Either way a helper that ignores the end of stdin or
+        outlives its parent is ended too, and none is left running when this returns. With
+        ``own_process_group=False`` only the direct child is waited for and signalled.
         """
         if self._closed:
             return
         self._closed = True
-        process = self.process
+        process, tree = self.process, self.tree
         with anyio.CancelScope(shield=True):
             if self._stdin is not None:
                 await self._stdin.aclose()
             if process.stdin is not None:
                 await process.stdin.aclose()
             if not await self._wait_exit(self.grace_period):
-                self._signal(signal.SIGTERM)
+                tree.signal_all(signal.SIGTERM)
                 if not await self._wait_exit(self.terminate_timeout):
-                    self._signal(signal.SIGKILL)
+                    tree.signal_all(signal.SIGKILL)
+                    if not await self._wait_exit(_KILL_WAIT):
+                        tree.abandon()
                     if process.returncode is None:
                         await process.wait()
-                    await self._wait_exit(_KILL_WAIT)
+            if isinstance(tree, ReapedTree):
+                tree.close()
             if process.stdout is not None:
                 await process.stdout.aclose()
             if self._stdout is not None:
@@ -183,31 +172,11 @@ class AgentProcess:
                 await self._stderr_done.wait()
             _release_pipes(process)
 
-    def _running(self) -> bool:
-        """Whether the direct child, or (own group) any member of its group, has not exited."""
-        if self.process.returncode is None:
-            return True
-        return self.pgid is not None and group_running(self.pgid)
-
     async def _wait_exit(self, timeout: float) -> bool:
         """Wait up to ``timeout`` seconds until nothing of the agent runs; True if nothing does."""
         with anyio.move_on_after(timeout):
-            if self.process.returncode is None:
-                await self.process.wait()
-            if self.pgid is not None:
-                while group_running(self.pgid):
-                    await anyio.sleep(_GROUP_POLL)
-        return not self._running()
-
-    def _signal(self, signum: signal.Signals) -> None:
-        """Send ``signum`` to the agent's process group, or to the direct child when it has none."""
-        pgid = self.pgid
-        if pgid is not None:
-            with suppress(ProcessLookupError, PermissionError):
-                os.killpg(pgid, signum)
-        if self.process.returncode is None and (pgid is None or _pgid_of(self.process.pid) != pgid):
-            with suppress(ProcessLookupError):
-                self.process.send_signal(signum)  # no group, or the child left it
+            await self.tree.wait_all()
+        return not self.tree.running()
 
     async def _pump_stderr(self, on_line: Callable[[str], object] | None) -> None:
         stream = self.process.stderr
@@ -260,19 +229,24 @@ async def stdio_agent(
     stderr_tail_lines: int = 20,
     own_process_group: bool = True,
     start_new_session: bool | None = None,
+    reap_descendants: bool = True,
 ) -> AsyncIterator[AgentProcess]:
     """Spawn ``argv`` and yield its transport; on exit the agent is shut down (see ``AgentProcess.aclose``).
 
     ``env`` replaces the environment when given. stderr lines go to ``on_stderr`` or, by default, to the
     ``acp_session.agent.stderr`` logger; the last ``stderr_tail_lines`` are kept for error messages.
 
-    ``own_process_group`` (the default, POSIX) runs the agent in a new session and process group: every
-    process it starts belongs to that group unless it leaves it itself (``setsid``), and leaving the block
-    ends the whole group (stdin closed, ``grace_period``, SIGTERM, ``terminate_timeout``, SIGKILL), so no
-    helper of the agent outlives it. A terminal's Ctrl-C then reaches only the caller, which can turn it into
-    ``session/cancel``. ``own_process_group=False`` keeps the agent in the caller's group and session (it gets
-    the terminal's signals) and signals only the direct child on shutdown, leaving whatever it started alone.
-    ``start_new_session`` is the former name of ``own_process_group`` (it wins when given).
+    ``own_process_group`` (the default, POSIX) makes everything the agent starts ours, and leaving the block
+    ends all of it (stdin closed, ``grace_period``, SIGTERM, ``terminate_timeout``, SIGKILL), so no helper of
+    the agent outlives it. On Linux, with ``reap_descendants`` (the default), the agent runs under the reaper
+    (``acp_session.transport.reaper``), a child subreaper that holds every descendant however it detaches
+    (``setsid``, a double-fork daemon, ...) and, should this process die, ends them on its own; elsewhere (or
+    with ``reap_descendants=False``) the agent runs in a new session and process group, and a process that
+    leaves the group (``setsid``) is out of reach. A terminal's Ctrl-C reaches only the caller either way,
+    which can turn it into ``session/cancel``. ``own_process_group=False`` keeps the agent in the caller's group
+    and session (it gets the terminal's signals) and signals only the direct child on shutdown, leaving
+    whatever it started alone. ``start_new_session`` is the former name of ``own_process_group`` (it wins
+    when given).
     """
     if start_new_session is not None:
         own_process_group = start_new_session
@@ -285,14 +259,16 @@ async def stdio_agent(
         stdout, child_stdout = open_pipe()
         stdin, child_stdin = open_stdin_pipe()
     try:
-        process = await anyio.open_process(
+        tree = await open_tree(
             list(argv),
+            reap=reap_descendants,
+            own_group=own_process_group,
+            grace=terminate_timeout,
             stdin=child_stdin,
             stdout=child_stdout,
             stderr=subprocess.PIPE,
             cwd=cwd,
             env=dict(env) if env is not None else None,
-            start_new_session=own_process_group,
         )
     except BaseException:
         if stdout is not None:
@@ -306,14 +282,14 @@ async def stdio_agent(
         if stdin is not None:
             os.close(child_stdin)
     agent = AgentProcess(
-        process,
+        tree.process,
         stdout,
         stdin,
         grace_period=grace_period,
         terminate_timeout=terminate_timeout,
         stderr_tail_lines=stderr_tail_lines,
-        pgid=process.pid if own_process_group else None,  # a new session leads its own process group
         argv=argv,
+        tree=tree,
     )
     async with anyio.create_task_group() as tg:
         tg.start_soon(agent._pump_stderr, on_stderr)
@@ -337,10 +313,3 @@ def _release_pipes(process: Process) -> None:
     if process.returncode is not None and callable(close):
         with suppress(Exception):
             close()
-
-
-def _pgid_of(pid: int) -> int | None:
-    try:
-        return os.getpgid(pid)
-    except OSError:
-        return None

@@ -66,6 +66,12 @@ def _parser() -> argparse.ArgumentParser:
         help="the MCP server transports to advertise, comma-separated (default: stdio,http,acp, when the mcp extra "
         "is installed; '' for none)",
     )
+    parser.add_argument(
+        "--preview",
+        action="store_true",
+        help="advertise and serve the Preview methods: session/fork, session/set_title, systemPrompt (append and "
+        "override), session/archive, session/unarchive, session/status, auth/status, providers/*",
+    )
     parser.add_argument("--log-level", default="WARNING", help="stderr log level (default WARNING)")
     return parser
 
@@ -83,7 +89,9 @@ def main(argv: list[str] | None = None) -> None:
     args = _parser().parse_args(argv)
     logging.basicConfig(stream=sys.stderr, level=args.log_level.upper(), format="%(name)s: %(message)s")
     mcp = frozenset(t for t in args.mcp.split(",") if t)
-    options = AgentOptions(broken=frozenset(args.broken), delay=args.delay, store=args.store, mcp=mcp)
+    options = AgentOptions(
+        broken=frozenset(args.broken), delay=args.delay, store=args.store, mcp=mcp, preview=args.preview
+    )
     if "junk-stdout" in options.broken:
         os.write(sys.stdout.fileno(), b"reference agent starting up\n")  # not an ACP message: a framing error
     with contextlib.suppress(KeyboardInterrupt):

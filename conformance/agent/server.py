@@ -24,6 +24,7 @@ from acp_session.errors import (
     UnsupportedProtocolVersion,
 )
 from acp_session.rpc import Connection
+from acp_session.schema import unstable as mu
 from acp_session.schema.types import (
     AgentCapabilities,
     CancelSessionNotification,
@@ -40,7 +41,6 @@ from acp_session.schema.types import (
     ListSessionsResponse,
     McpHttpCapabilities,
     McpStdioCapabilities,
-    NewSessionRequest,
     NewSessionResponse,
     PromptCapabilities,
     PromptEmbeddedContextCapabilities,
@@ -50,20 +50,18 @@ from acp_session.schema.types import (
     RequestPermissionRequest,
     RequestPermissionResponse,
     ResourceLink,
-    ResumeSessionRequest,
     ResumeSessionResponse,
     SessionAdditionalDirectoriesCapabilities,
     SessionCapabilities,
     SessionDeleteCapabilities,
     SessionInfo,
+    SessionInfoUpdate,
     SessionNotFoundErrorData,
-    SessionUpdate,
     SetSessionConfigOptionRequest,
     SetSessionConfigOptionResponse,
     TextContent,
     ToolCallUpdated,
     UnsupportedProtocolVersionErrorData,
-    UpdateSessionNotification,
     UserMessage,
 )
 from acp_session.schema.unstable import McpAcpCapabilities, McpCapabilities
@@ -96,6 +94,7 @@ class AgentOptions:
     delay: float = 0.0  # seconds between streamed chunks of ordinary replies
     store: str | None = None  # JSON file that keeps sessions across agent processes (None: memory only)
     mcp: frozenset[str] = frozenset({"stdio", "http", "acp"})  # MCP transports advertised (with the mcp extra)
+    preview: bool = False  # advertise and serve the Preview methods (fork, title, system prompt, ...)
 
 
 def _mcp_capabilities(offered: frozenset[str]) -> Any:
@@ -123,22 +122,43 @@ class ReferenceAgent:
         self.store = SessionStore(self.options.store, self._send_update)
         on = conn.on_request
         on("initialize", self.initialize, decoder(InitializeRequest))
-        on("session/new", self.new_session, decoder(NewSessionRequest))
+        on("session/new", self.new_session, decoder(mu.NewSessionRequest))
         on("session/list", self.list_sessions, decoder(ListSessionsRequest))
-        on("session/resume", self.resume_session, decoder(ResumeSessionRequest))
+        on("session/resume", self.resume_session, decoder(mu.ResumeSessionRequest))
         on("session/close", self.close_session, decoder(CloseSessionRequest))
         on("session/delete", self.delete_session, decoder(DeleteSessionRequest))
         on("session/set_config_option", self.set_config_option, decoder(SetSessionConfigOptionRequest))
         on("session/prompt", self.prompt, decoder(PromptRequest))
         conn.on_notification("session/cancel", self.cancel, decoder(CancelSessionNotification))
+        if self.options.preview:
+            on("session/fork", self.fork_session, decoder(mu.ForkSessionRequest))
+            on("session/set_title", self.set_title, decoder(mu.SetSessionTitleRequest))
+            on("session/archive", self.archive, decoder(mu.ArchiveSessionRequest))
+            on("session/unarchive", self.unarchive, decoder(mu.UnarchiveSessionRequest))
+            on("session/status", self.session_status, decoder(mu.SessionStatusRequest))
+            on("auth/status", self.auth_status, decoder(mu.AuthStatusRequest))
+            on("providers/list", self.list_providers, decoder(mu.ListProvidersRequest))
+            on("providers/set", self.set_provider, decoder(mu.SetProviderRequest))
+            on("providers/disable", self.disable_provider, decoder(mu.DisableProviderRequest))
+        self.providers: dict[str, mu.ProviderCurrentConfig | None] = {"reference": None}
 
     def broken(self, mode: str) -> bool:
         return mode in self.options.broken
 
     # -- helpers ---------------------------------------------------------------------------------------
 
-    async def _send_update(self, session_id: str, update: SessionUpdate) -> None:
-        await self.conn.notify("session/update", UpdateSessionNotification(session_id=session_id, update=update))
+    async def _send_update(self, session_id: str, update: mu.SessionUpdate) -> None:
+        await self.conn.notify("session/update", mu.UpdateSessionNotification(session_id=session_id, update=update))
+
+    def _find(self, session_id: str) -> Session | None:
+        """A session of the store, or a subagent (child) session of one."""
+        session = self.store.get(session_id)
+        if session is None:
+            for parent in self.store.all():
+                child = parent.subagents.get(session_id)
+                if child is not None:
+                    return child
+        return session
 
     def _session(self, session_id: str, *, open_only: bool = True) -> Session:
         session = self.store.get(session_id)
@@ -178,7 +198,9 @@ class ReferenceAgent:
         return InitializeResponse(
             protocol_version=PROTOCOL_VERSION,  # the highest we support at or below the requested one
             info=Implementation(name=AGENT_NAME, version=AGENT_VERSION, title="ACP reference agent"),
-            capabilities=AgentCapabilities(
+            capabilities=self._preview_capabilities()
+            if self.options.preview
+            else AgentCapabilities(
                 session=SessionCapabilities(
                     prompt=PromptCapabilities(embedded_context=PromptEmbeddedContextCapabilities()),
                     delete=SessionDeleteCapabilities(),
@@ -188,14 +210,49 @@ class ReferenceAgent:
             ),
         )
 
+    @staticmethod
+    def _preview_capabilities() -> mu.AgentCapabilities:
+        """``--preview``: the baseline's capabilities and every Preview one this agent serves."""
+        return mu.AgentCapabilities(
+            session=mu.SessionCapabilities(
+                prompt=PromptCapabilities(embedded_context=PromptEmbeddedContextCapabilities()),
+                delete=SessionDeleteCapabilities(),
+                additional_directories=SessionAdditionalDirectoriesCapabilities(),
+                fork=mu.SessionForkCapabilities(),
+                title=mu.SessionTitleCapabilities(),
+                system_prompt=mu.SessionSystemPromptCapabilities(
+                    mode=mu.SessionSystemPromptModeCapabilities(override=mu.SessionSystemPromptOverrideCapabilities())
+                ),
+                archive=mu.SessionArchiveCapabilities(),
+                status=mu.SessionStatusCapabilities(),
+            ),
+            auth=mu.AgentAuthCapabilities(status=mu.AuthStatusCapabilities()),
+            providers=mu.ProvidersCapabilities(),
+            meta={"authStatus": {}},  # the extension marker real agents advertise
+        )
+
+    def _system_prompt(self, value: Any) -> mu.SystemPrompt | None:
+        """A lifecycle request's ``systemPrompt``: only with ``--preview``, a known mode and text content."""
+        if value is UNSET or value is None:
+            return None
+        if not self.options.preview:
+            raise InvalidParams(data={"reason": "systemPrompt is not supported (session.systemPrompt not advertised)"})
+        if value.mode not in ("append", "override"):
+            raise InvalidParams(data={"reason": f"unsupported systemPrompt mode {value.mode!r}"})
+        if not value.content or not all(isinstance(b, TextContent) for b in value.content):
+            raise InvalidParams(data={"reason": "systemPrompt needs text content blocks"})
+        prompt: mu.SystemPrompt = value
+        return prompt
+
     # -- session setup ---------------------------------------------------------------------------------
 
-    async def new_session(self, request: NewSessionRequest) -> NewSessionResponse:
+    async def new_session(self, request: mu.NewSessionRequest) -> NewSessionResponse:
         self._check_path(request.cwd, "cwd")
         extra = [] if request.additional_directories is UNSET else list(request.additional_directories)
         for path in extra:
             self._check_path(path, "additionalDirectories entry")
         servers = self._check_mcp(request.mcp_servers)
+        system_prompt = self._system_prompt(request.system_prompt)
         session = Session(
             session_id=self.store.new_id(),
             cwd=request.cwd,
@@ -203,6 +260,7 @@ class ReferenceAgent:
             additional_directories=extra,
             updated_at=_now(),
             mcp_servers=servers,
+            system_prompt=system_prompt,
         )
         self.store.add(session)
         return NewSessionResponse(
@@ -238,8 +296,11 @@ class ReferenceAgent:
             next_cursor=f"offset:{start + PAGE_SIZE}" if more else UNSET,
         )
 
-    async def resume_session(self, request: ResumeSessionRequest) -> ResumeSessionResponse:
+    async def resume_session(self, request: mu.ResumeSessionRequest) -> ResumeSessionResponse:
         session = self._session(request.session_id, open_only=False)
+        system_prompt = self._system_prompt(request.system_prompt)
+        if system_prompt is not None:
+            session.system_prompt = system_prompt
         self._check_path(request.cwd, "cwd")
         if os.path.normpath(request.cwd) != os.path.normpath(session.cwd):
             raise InvalidParams(data={"reason": "cwd differs from the session's working directory"})
@@ -257,11 +318,104 @@ class ReferenceAgent:
         session.mcp_servers = servers  # a resume gives the session's MCP servers anew
         session.open = True
         if isinstance(replay, ReplayFromStart):
-            for update in list(session.history):
-                await self._send_update(session.session_id, update)
+            await self._replay(session)
         # The current-state snapshot after any replay and before the response (ACP2-039, ACP2-055).
         await self._send_update(session.session_id, session.state_update(session.state, session.last_stop_reason))
         return ResumeSessionResponse(config_options=session.config.options(), available_commands=available_commands())
+
+    async def _replay(self, session: Session) -> None:
+        """Re-send a session's history; a subagent's own history follows the update that announced it."""
+        announced: set[str] = set()
+        for update in list(session.history):
+            await self._send_update(session.session_id, update)
+            if isinstance(update, mu.SubagentUpdate) and update.session_id not in announced:
+                announced.add(update.session_id)
+                child = session.subagents.get(update.session_id)
+                if child is not None:
+                    child.open = True
+                    for child_update in list(child.history):
+                        await self._send_update(child.session_id, child_update)
+
+    # -- Preview (--preview) ---------------------------------------------------------------------------
+
+    async def fork_session(self, request: mu.ForkSessionRequest) -> mu.ForkSessionResponse:
+        source = self._session(request.session_id, open_only=False)
+        self._check_path(request.cwd, "cwd")
+        servers = self._check_mcp(request.mcp_servers)
+        system_prompt = self._system_prompt(request.system_prompt)
+        extra = [] if request.additional_directories is UNSET else list(request.additional_directories)
+        session = Session(
+            mcp_servers=servers,  # a fork is given its MCP servers anew, as a new session is
+            session_id=self.store.new_id(),
+            cwd=request.cwd,
+            emit_raw=self._send_update,
+            additional_directories=extra,
+            title=source.title,
+            updated_at=_now(),
+            history=list(source.history),  # the fork starts from the source's context
+            system_prompt=system_prompt if system_prompt is not None else source.system_prompt,
+            subagents=dict(source.subagents),
+        )
+        session.config.mode, session.config.thoughts = source.config.mode, source.config.thoughts
+        session.counters.update(source.counters)  # ids the copied history uses are not handed out again
+        self.store.add(session)
+        return mu.ForkSessionResponse(
+            session_id=session.session_id,
+            config_options=session.config.options(),
+            available_commands=list(available_commands()),
+        )
+
+    async def set_title(self, request: mu.SetSessionTitleRequest) -> mu.SetSessionTitleResponse:
+        session = self._session(request.session_id, open_only=False)
+        title = " ".join(request.title.split())
+        if not title:
+            raise InvalidParams(data={"reason": "the title is empty after normalization"})
+        session.title = title
+        self.store.save(session)
+        if session.open:
+            await session.emit(SessionInfoUpdate(title=title))
+        return mu.SetSessionTitleResponse(title=title)
+
+    async def archive(self, request: mu.ArchiveSessionRequest) -> mu.ArchiveSessionResponse:
+        self._session(request.session_id, open_only=False).archived = True
+        return mu.ArchiveSessionResponse()
+
+    async def unarchive(self, request: mu.UnarchiveSessionRequest) -> mu.UnarchiveSessionResponse:
+        self._session(request.session_id, open_only=False).archived = False
+        return mu.UnarchiveSessionResponse()
+
+    async def session_status(self, request: mu.SessionStatusRequest) -> mu.SessionStatusResponse:
+        session = self._session(request.session_id, open_only=False)
+        if not session.open:
+            return mu.SessionStatusResponse(status="saved")
+        return mu.SessionStatusResponse(
+            status="open", state=session.state_update(session.state, session.last_stop_reason)
+        )
+
+    async def auth_status(self, request: mu.AuthStatusRequest) -> mu.AuthStatusResponse:
+        return mu.AuthStatusResponse(state="not_required")
+
+    async def list_providers(self, request: mu.ListProvidersRequest) -> mu.ListProvidersResponse:
+        return mu.ListProvidersResponse(
+            providers=[
+                mu.ProviderInfo(provider_id=name, supported=["openai", "anthropic"], required=False, current=current)
+                for name, current in self.providers.items()
+            ]
+        )
+
+    async def set_provider(self, request: mu.SetProviderRequest) -> mu.SetProviderResponse:
+        if request.provider_id not in self.providers:
+            raise InvalidParams(data={"reason": f"unknown provider {request.provider_id!r}"})
+        self.providers[request.provider_id] = mu.ProviderCurrentConfig(
+            api_type=request.api_type, base_url=request.base_url
+        )
+        return mu.SetProviderResponse()
+
+    async def disable_provider(self, request: mu.DisableProviderRequest) -> mu.DisableProviderResponse:
+        if request.provider_id not in self.providers:
+            raise InvalidParams(data={"reason": f"unknown provider {request.provider_id!r}"})
+        self.providers[request.provider_id] = None
+        return mu.DisableProviderResponse()
 
     async def close_session(self, request: CloseSessionRequest) -> CloseSessionResponse:
         session = self.store.get(request.session_id)
@@ -390,6 +544,7 @@ class ReferenceAgent:
             start_background=lambda work: self._start_background(session, work),
             delay=self.options.delay,
             connection=self.conn,
+            notify=self.conn.notify,
         )
         stop_reason: str | None = "end_turn"
         error = None
@@ -422,6 +577,10 @@ class ReferenceAgent:
                     update = session.state_update("idle", stop_reason)
                     if error is not None:
                         update.error = error
+                    if ctx.turn_usage is not None:
+                        update.usage = ctx.turn_usage
+                    if ctx.idle_meta is not None:
+                        update.meta = ctx.idle_meta
                     await session.emit(update)
                 else:
                     session.state = "idle"
@@ -457,6 +616,6 @@ class ReferenceAgent:
     def cancel(self, note: CancelSessionNotification) -> None:
         if self.broken("ignore-cancel"):
             return
-        session = self.store.get(note.session_id)
+        session = self._find(note.session_id)
         if session is not None and session.open:
             self._cancel_foreground(session)

@@ -18,12 +18,12 @@ from msgspec import UNSET
 
 from acp_session.codec import decoder, to_builtins
 from acp_session.rpc import PendingRequest
+from acp_session.schema import unstable as mu
 from acp_session.schema.types import (
     AvailableCommandsUpdate,
     BackgroundWork,
     ConfigOptionUpdate,
     Notice,
-    SessionUpdate,
     StateUpdate,
     UsageUpdate,
 )
@@ -34,7 +34,7 @@ __all__ = ["HeldPrompt", "Session", "SessionStore"]
 
 _log = logging.getLogger("conformance.agent")
 
-Emit = Callable[[str, SessionUpdate], Awaitable[None]]
+Emit = Callable[[str, mu.SessionUpdate], Awaitable[None]]
 
 # Live-only updates: not conversation history, so never replayed (notices: session-setup.mdx "replay").
 _NOT_HISTORY = (StateUpdate, Notice, UsageUpdate, ConfigOptionUpdate, AvailableCommandsUpdate)
@@ -58,7 +58,7 @@ class Session:
     title: str | None = None
     updated_at: str | None = None
     config: ConfigValues = field(default_factory=ConfigValues)
-    history: list[SessionUpdate] = field(default_factory=list)
+    history: list[mu.SessionUpdate] = field(default_factory=list)
     open: bool = True
     state: str = "idle"
     last_stop_reason: str | None = None
@@ -71,12 +71,15 @@ class Session:
     background: list[BackgroundWork] | None = None  # None until background work was first reported
     background_scopes: list[anyio.CancelScope] = field(default_factory=list)
     counters: collections.Counter[str] = field(default_factory=collections.Counter)
+    system_prompt: mu.SystemPrompt | None = None  # Preview: given on new, resume or fork
+    archived: bool = False  # Preview: session/archive
+    subagents: dict[str, Session] = field(default_factory=dict)  # child sessions this session created
 
     def next_id(self, prefix: str) -> str:
         self.counters[prefix] += 1
         return f"{prefix}-{self.counters[prefix]}"
 
-    async def emit(self, update: SessionUpdate) -> None:
+    async def emit(self, update: mu.SessionUpdate) -> None:
         """Send one update for this session (nothing once it is closed) and keep history for replay."""
         if not self.open:
             return
@@ -84,10 +87,10 @@ class Session:
             self.history.append(update)
         await self.emit_raw(self.session_id, update)
 
-    def state_update(self, state: str, stop_reason: str | None = None) -> StateUpdate:
+    def state_update(self, state: str, stop_reason: str | None = None) -> mu.StateUpdate:
         # An agent that reports background work includes it on every state update (ACP2-042).
-        background = UNSET if self.background is None else list(self.background)
-        return StateUpdate(
+        background: Any = UNSET if self.background is None else list(self.background)
+        return mu.StateUpdate(
             state=state, stop_reason=UNSET if stop_reason is None else stop_reason, background=background
         )
 
@@ -177,6 +180,10 @@ class SessionStore:
         session.config.mode = str(config.get("mode", session.config.mode))
         session.config.thoughts = bool(config.get("thoughts", session.config.thoughts))
         session.counters.update({str(k): int(v) for k, v in raw.get("counters", {}).items()})
+        for child in raw.get("subagents", []):
+            child_id = str(child["sessionId"])
+            history = _HISTORY(json.dumps(child.get("history", [])).encode())
+            session.subagents[child_id] = Session(child_id, session.cwd, self._emit_raw, history=history, open=False)
         return session
 
     @staticmethod
@@ -191,6 +198,10 @@ class SessionStore:
             "history": to_builtins(session.history),
             "lastStopReason": session.last_stop_reason,
             "counters": dict(session.counters),
+            "subagents": [
+                {"sessionId": child.session_id, "history": to_builtins(child.history)}
+                for child in session.subagents.values()
+            ],
         }
 
     def save(self, *changed: Session) -> None:
@@ -217,4 +228,4 @@ class SessionStore:
             raise
 
 
-_HISTORY = decoder(list[SessionUpdate])
+_HISTORY = decoder(list[mu.SessionUpdate])

@@ -54,7 +54,9 @@ def test_the_schema_itself_is_valid() -> None:
     assert {"session", "start", "text", "tool_begin", "tool_update", "tool_end", "done", "error"} <= events
 
 
-@pytest.mark.parametrize("prompt", ["/all", "/tool", "/permission", "/usage", "/fail", "/refuse", "/markdown"])
+@pytest.mark.parametrize(
+    "prompt", ["/all", "/tool", "/permission", "/usage", "/fail", "/refuse", "/markdown", "/subagent"]
+)
 def test_chat_records_match_the_schema(tmp_path: Path, prompt: str) -> None:
     result = run_cli(tmp_path, "chat", "--json", "--yes", prompt)
     records = records_of(result.stdout)

@@ -13,7 +13,7 @@ PYTHON = re.compile(r"```python\n(.*?)```", re.DOTALL)
 RUN_BY = {
     "client.md": ("tests/client/test_docs_examples.py", {"connect", "providers", "sessions"}),
     "conversation.md": ("tests/conversation/test_docs_conversation.py", {"chat", "streams", "spawn", "transcript"}),
-    "protocol-versions.md": ("tests/protocol/test_docs_protocol_versions.py", {"versions"}),
+    "protocol-versions.md": ("tests/protocol/test_docs_protocol_versions.py", {"versions", "preview"}),
     "providers.md": ("tests/providers/test_docs.py", {"buffers"}),
     "embedding.md": ("tests/client/test_docs_embedding.py", {"editor"}),
     "registry.md": ("tests/registry/test_docs_registry.py", {"registry"}),
@@ -24,7 +24,8 @@ SIGNATURES = {
     ("providers.md", "LocalFileSystem(roots=(), *, read=True, write=True, max_read_bytes=16 * 1024 * 1024)"),
     (
         "providers.md",
-        "LocalTerminals(roots=(), *, env=None, output_byte_limit=1024 * 1024, max_terminals=32, kill_grace=2.0)",
+        "LocalTerminals(roots=(), *, env=None, output_byte_limit=1024 * 1024, max_terminals=32, kill_grace=2.0, "
+        "reap_descendants=True)",
     ),
     ("providers.md", "class FileSystemProvider(Protocol):"),
 }

@@ -10,9 +10,10 @@ from acp_session.conversation import (
     NoticeReceived,
     Plan,
     PlanChanged,
+    SessionMessageChanged,
+    SessionMessageEntry,
     SessionState,
     UnknownEntry,
-    UnknownUpdate,
     UsageChanged,
 )
 from acp_session.schema import (
@@ -156,13 +157,21 @@ def test_unknown_updates_are_kept_raw_in_the_timeline() -> None:
     assert session.message("m").text == "ab"  # type: ignore[union-attr]
 
 
-def test_unstable_only_variants_are_kept_raw() -> None:
+def test_session_messages_are_history_entries() -> None:
+    """Preview ``session_message`` upserts and chunks fold into one ``SessionMessageEntry`` (patch semantics)."""
     session = SessionState()
     event = session.apply(
         unstable_update({"sessionUpdate": "session_message", "messageId": "sm", "content": [text("hi")]})
     )
-    assert isinstance(event, UnknownUpdate) and event.created
-    assert event.entry.raw["sessionUpdate"] == "session_message" and event.entry.raw["messageId"] == "sm"
+    assert isinstance(event, SessionMessageChanged) and event.created
+    session.apply(
+        unstable_update({"sessionUpdate": "session_message_chunk", "messageId": "sm", "content": text(" there")})
+    )
+    session.apply(unstable_update({"sessionUpdate": "session_message", "messageId": "sm", "senderSessionId": "child"}))
+    (entry,) = session.timeline
+    assert isinstance(entry, SessionMessageEntry) and entry.text == "hi there" and entry.sender_session_id == "child"
+    session.apply(unstable_update({"sessionUpdate": "session_message", "messageId": "sm", "senderSessionId": None}))
+    assert entry.sender_session_id is None and entry.text == "hi there"  # null clears, omitted keeps
 
 
 def test_apply_rejects_non_updates() -> None:

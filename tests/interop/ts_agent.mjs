@@ -13,16 +13,28 @@
 //   /permission   asks permission for a tool call; only the allow-once option approves it
 //   /slow [N]     N text chunks (default 40), 50 ms apart; for cancelling and holding prompts
 //   /refuse, /max_tokens, /fail   end the turn with that stop reason (fail: stop reason error with an error)
+//   /usage        a short answer; the idle state_update that ends the turn carries its token usage (Preview)
+//   /system       says the session's system prompt (Preview systemPrompt, append mode)
+//   /subagent     a subagent (child session) announced under a tool call: the child runs a tool call, answers
+//                 and ends with usage; then the parent answers (Preview subagent_update, session_message)
+// Preview methods: session/fork (copies history and system prompt) and session/set_title.
 // Config options: mode (select: ask, code, review; default code) and thoughts (boolean; default false, when on a
 // thought precedes every ordinary answer). Sessions are kept in memory; resume replays their history.
 import { appendFileSync } from "node:fs";
 import { isAbsolute } from "node:path";
 import { Readable, Writable } from "node:stream";
-import { RequestError, agent, assertSupportedMcpServers, ndJsonStream } from "@agentclientprotocol/sdk/experimental/v2";
-import { McpOverAcpCaller } from "@agentclientprotocol/sdk/experimental/v2/unstable";
+import {
+  McpOverAcpCaller,
+  RequestError,
+  agent,
+  assertSupportedMcpServers,
+  ndJsonStream,
+} from "@agentclientprotocol/sdk/experimental/v2/unstable";
 
 const AGENT_NAME = "acp-interop-ts-agent";
-const CAPABILITIES = { session: { prompt: { embeddedContext: {} }, delete: {} } };
+const CAPABILITIES = {
+  session: { prompt: { embeddedContext: {} }, delete: {}, fork: {}, title: {}, systemPrompt: {} },
+};
 const MODES = { ask: "Ask", code: "Code", review: "Review" };
 const STEP_MS = 50;
 // Live-only updates are not conversation history, so resume never replays them.
@@ -85,9 +97,10 @@ async function emit(session, update) {
   await conn.client.notify("session/update", { sessionId: session.sessionId, update });
 }
 
-async function setState(session, state, stopReason, error) {
+async function setState(session, state, stopReason, error, usage) {
   session.state = state;
   const update = { sessionUpdate: "state_update", state };
+  if (usage !== undefined) update.usage = usage;
   if (stopReason !== undefined) {
     update.stopReason = stopReason;
     session.lastStopReason = stopReason;
@@ -251,6 +264,48 @@ const SCENARIOS = {
     return "end_turn";
   },
 
+  async usage(turn) {
+    await turn.say("Counting tokens.");
+    turn.usage = { totalTokens: 12, inputTokens: 8, outputTokens: 4, cachedReadTokens: 2 };
+    return "end_turn";
+  },
+
+  async system(turn) {
+    const prompt = turn.session.systemPrompt;
+    if (!prompt) await turn.say("No system prompt.");
+    else await turn.say(`System prompt (${prompt.mode}): ${promptText(prompt.content)}`);
+    return "end_turn";
+  },
+
+  async subagent(turn) {
+    const parent = turn.session;
+    const childId = `${parent.sessionId}-child-${nextId(parent, "child")}`;
+    const tc = nextId(parent, "tc");
+    await turn.tool(tc, { name: "delegate", title: "Delegating", kind: "think", status: "in_progress" });
+    await turn.emit({
+      sessionUpdate: "subagent_update",
+      sessionId: childId,
+      title: "Reader",
+      capabilities: { cancel: {} },
+      state: { sessionUpdate: "state_update", state: "running" },
+    });
+    await turn.emit({ sessionUpdate: "tool_call_update", toolCallId: tc, content: [{ type: "session", sessionId: childId }] });
+    const child = { sessionId: childId, open: true, history: [] };
+    parent.children.set(childId, child);
+    const childEmit = (update) => emit(child, update);
+    await childEmit({ sessionUpdate: "state_update", state: "running" });
+    await childEmit({ sessionUpdate: "session_message", messageId: "in-1", senderSessionId: parent.sessionId, content: [{ type: "text", text: "Read notes.txt" }] });
+    await childEmit({ sessionUpdate: "tool_call_update", toolCallId: "child-tc-1", title: "Reading notes.txt", kind: "read", status: "in_progress" });
+    await childEmit({ sessionUpdate: "tool_call_update", toolCallId: "child-tc-1", status: "completed" });
+    await childEmit({ sessionUpdate: "agent_message_chunk", messageId: "child-msg-1", content: { type: "text", text: "It has two lines." } });
+    const idle = { sessionUpdate: "state_update", state: "idle", stopReason: "end_turn", usage: { totalTokens: 5, inputTokens: 3, outputTokens: 2 } };
+    await childEmit(idle);
+    await turn.emit({ sessionUpdate: "subagent_update", sessionId: childId, state: idle });
+    await turn.tool(tc, { status: "completed" });
+    await turn.say("The reader found two lines.");
+    return "end_turn";
+  },
+
   async refuse(turn) {
     await turn.say("I will not do that.");
     return "refusal";
@@ -299,7 +354,7 @@ async function runTurn(turn) {
     for (const tc of turn.openToolCalls) await emit(session, { sessionUpdate: "tool_call_update", toolCallId: tc, status: "cancelled" });
   }
   session.turn = null;
-  await setState(session, "idle", stopReason, turn.error);
+  await setState(session, "idle", stopReason, turn.error, turn.usage);
   turn.finish();
   release(session);
 }
@@ -377,9 +432,43 @@ const app = agent({ name: AGENT_NAME })
       history: [],
       counters: {},
       config: { mode: "code", thoughts: false },
+      systemPrompt: params.systemPrompt ?? undefined,
+      children: new Map(),
+      title: undefined,
     };
     sessions.set(session.sessionId, session);
     return { sessionId: session.sessionId, configOptions: configOptions(session) };
+  })
+  .onRequest("session/fork", ({ params }) => {
+    const source = sessions.get(params.sessionId);
+    if (!source) throw notFound(params.sessionId);
+    if (!isAbsolute(params.cwd)) throw RequestError.invalidParams({ reason: "cwd must be absolute" });
+    const session = {
+      ...source,
+      sessionId: `ts-sess-${++sessionCount}`,
+      cwd: params.cwd,
+      open: true,
+      busy: false,
+      held: [],
+      turn: null,
+      state: "idle",
+      history: [...source.history],
+      counters: { ...source.counters },
+      config: { ...source.config },
+      systemPrompt: params.systemPrompt ?? source.systemPrompt,
+      children: new Map(source.children),
+    };
+    sessions.set(session.sessionId, session);
+    return { sessionId: session.sessionId, configOptions: configOptions(session) };
+  })
+  .onRequest("session/set_title", async ({ params }) => {
+    const session = sessions.get(params.sessionId);
+    if (!session) throw notFound(params.sessionId);
+    const title = params.title.trim();
+    if (!title) throw RequestError.invalidParams({ reason: "empty title" });
+    session.title = title;
+    if (session.open) await emit(session, { sessionUpdate: "session_info_update", title });
+    return { title };
   })
   .onRequest("session/list", ({ params }) => {
     if (params.cursor != null) throw RequestError.invalidParams({ reason: "this agent never returns a cursor" });

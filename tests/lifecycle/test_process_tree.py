@@ -33,7 +33,8 @@ async def test_a_helper_ignoring_eof_and_sigterm_ends_with_the_agent() -> None:
     async with ClientBuilder().spawn(argv, **QUICK) as client:
         agent = agent_of(client)
         assert agent.pgid == agent.pid  # its own group (and session), by default
-        assert os.getsid(agent.pid) == agent.pid
+        assert os.getsid(agent.pid) == agent.process.pid  # the session of the reaper (Linux), or its own
+        assert agent.reaped == (agent.process.pid != agent.pid)
         helper = await pid_from_stderr(agent, "helper")
         assert os.getpgid(helper) == agent.pgid
     assert agent.returncode == 0  # the agent itself left at the end of stdin
@@ -61,7 +62,7 @@ async def test_members_left_after_the_direct_child_exited_are_ended() -> None:
         agent = agent_of(client)
         native = await pid_from_stderr(agent, "child")
         with anyio.fail_after(5):
-            await agent.process.wait()
+            await agent.wait()
         assert agent.returncode == 0 and running(native)  # the wrapper is gone, its child is not
     assert not running(native)
     assert group_members(agent.pid) == []

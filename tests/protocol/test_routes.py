@@ -38,12 +38,16 @@ EXPECTED: dict[int, list[tuple[str, str, str | None, str | None]]] = {
         ("session/request_permission", "request", None, None),
         ("elicitation/create", "request", None, None),
         ("elicitation/complete", "notification", "elicitation_complete", None),
+        ("auth/status_update", "notification", None, None),
+        ("_auth/status_update", "notification", None, None),
     ],
     1: [
         ("session/update", "notification", None, None),
         ("session/request_permission", "request", None, None),
         ("elicitation/create", "request", None, None),
         ("elicitation/complete", "notification", "elicitation_complete", None),
+        ("auth/status_update", "notification", None, None),
+        ("_auth/status_update", "notification", None, None),
         ("fs/read_text_file", "request", "read_files", "fs.readTextFile"),
         ("fs/write_text_file", "request", "write_files", "fs.writeTextFile"),
         ("terminal/create", "request", "terminals", "terminal"),
@@ -70,8 +74,10 @@ FILE_SYSTEMS: list[tuple[bool, bool] | None] = [None, (True, True), (True, False
 
 def builders() -> list[ClientBuilder]:
     made = []
-    for files, terminals, complete in itertools.product(FILE_SYSTEMS, (False, True), (False, True)):
-        builder = ClientBuilder("test-client", "1.0")
+    for files, terminals, complete, subagents in itertools.product(
+        FILE_SYSTEMS, (False, True), (False, True), (False, True)
+    ):
+        builder = ClientBuilder("test-client", "1.0").with_subagents(subagents)
         if files is not None:
             builder.with_file_system(read=files[0], write=files[1])
         if terminals:

@@ -31,7 +31,8 @@ from ...schema import types as m
 from ...schema import unstable as mu
 from ...schema.v1 import types as v1
 from ...schema.v1 import unstable as v1u
-from ..base import ClientSide, PromptExchange, ProtocolAdapter
+from ..base import AUTH_STATUS_ROUTES, ClientSide, PromptExchange, ProtocolAdapter
+from ..capabilities import PREVIEW_METHODS
 from ..routes import Route, Target
 from ..usage_quirk import skip_unknown_usage
 from . import convert as cv
@@ -50,6 +51,8 @@ _RESUME = decoder(v1.ResumeSessionResponse)
 _LIST = decoder(v1.ListSessionsResponse)
 _SET_CONFIG = decoder(v1.SetSessionConfigOptionResponse)
 _PROMPT = decoder(v1u.PromptResponse)
+_INITIALIZE_UNSTABLE = decoder(v1u.InitializeResponse)
+_FORK = decoder(v1u.ForkSessionResponse)
 _IGNORE = msgspec.json.Decoder()
 
 MAX_UNOPENED_SESSIONS = 64
@@ -104,6 +107,7 @@ class V1Protocol(ProtocolAdapter):
             Target("client", "elicitation_complete"),
             when="elicitation_complete",
         ),
+        *AUTH_STATUS_ROUTES,
         Route(
             "fs/read_text_file",
             "request",
@@ -143,8 +147,10 @@ class V1Protocol(ProtocolAdapter):
     """The agent's calls into a v1 client; ``fs/*`` and ``terminal/*`` exist only with their provider (and, for
     ``fs/*``, the access the builder allowed), and the ``fs`` / ``terminal`` capabilities are derived from them."""
 
-    def __init__(self, rpc: Connection, response: v1.InitializeResponse) -> None:
-        super().__init__(rpc, cv.initialize_response(response))
+    def __init__(self, rpc: Connection, response: v1.InitializeResponse, raw: bytes | None = None) -> None:
+        model = cv.initialize_response(response)
+        preview = _INITIALIZE_UNSTABLE(raw) if raw is not None else None
+        super().__init__(rpc, model, cv.capability_record(model, preview))
         self.wire_initialize_response = response
         """The agent's ``initialize`` answer as v1 types (what the model cannot hold is still here)."""
         caps = response.agent_capabilities
@@ -164,6 +170,8 @@ class V1Protocol(ProtocolAdapter):
         sc = self._session_caps
         if method in ("session/new", "session/prompt", "session/cancel", "session/set_config_option"):
             return True
+        if method in PREVIEW_METHODS:
+            return method in _REQUESTS and super().supports(method)
         if method == "session/load":
             return cv.offered(self._caps.load_session)
         if method == "session/resume":
@@ -213,7 +221,8 @@ class V1Protocol(ProtocolAdapter):
                 return self.rpc.request(method, params, decode=decode)
             raise CapabilityNotSupported(method, "ACP protocol version 2 (the agent speaks version 1)")
         if not isinstance(params, msgspec.Struct):  # plain JSON through ClientConnection.request()
-            params = convert(params, m.AGENT_METHODS[method].params)
+            spec = m.AGENT_METHODS.get(method) or mu.AGENT_METHODS[method]
+            params = convert(params, spec.params)
         return cast("PendingRequest[T]", mapper(self, params))
 
     async def notify(self, method: str, params: Any) -> None:
@@ -226,10 +235,11 @@ class V1Protocol(ProtocolAdapter):
         return self.rpc.request(method, params, decode=result)
 
     def _new_session(self, params: m.NewSessionRequest) -> PendingRequest[Any]:
-        wire = v1.NewSessionRequest(
+        wire = v1u.NewSessionRequest(
             cwd=params.cwd,
             mcp_servers=cv.mcp_servers_to_v1(params.mcp_servers),
             additional_directories=params.additional_directories,
+            system_prompt=_system_prompt(params),
         )
 
         def result(raw: bytes) -> m.NewSessionResponse:
@@ -255,22 +265,24 @@ class V1Protocol(ProtocolAdapter):
         if params.replay_from not in (UNSET, None):
             if not cv.offered(self._caps.load_session):
                 raise CapabilityNotSupported("session/resume with replay", "loadSession (v1 session/load)")
-            load = v1.LoadSessionRequest(
+            load = v1u.LoadSessionRequest(
                 session_id=session_id,
                 cwd=params.cwd,
                 mcp_servers=servers,
                 additional_directories=params.additional_directories,
+                system_prompt=_system_prompt(params),
             )
 
             self.session(session_id).end_message()
             return self._send("session/load", load, self._reopened(session_id, _LOAD))
         if not cv.offered(self._session_caps.resume):
             raise CapabilityNotSupported("session/resume", "sessionCapabilities.resume")
-        resume = v1.ResumeSessionRequest(
+        resume = v1u.ResumeSessionRequest(
             session_id=session_id,
             cwd=params.cwd,
             mcp_servers=servers,
             additional_directories=params.additional_directories,
+            system_prompt=_system_prompt(params),
         )
 
         return self._send("session/resume", resume, self._reopened(session_id, _RESUME))
@@ -284,6 +296,18 @@ class V1Protocol(ProtocolAdapter):
             return m.ResumeSessionResponse(config_options=state.options())
 
         return result
+
+    def _fork_session(self, params: mu.ForkSessionRequest) -> PendingRequest[Any]:
+        wire = to_builtins(params)
+        wire.pop("mcpServers", None)
+        wire["mcpServers"] = to_builtins(cv.mcp_servers_to_v1(params.mcp_servers))
+
+        def result(raw: bytes) -> mu.ForkSessionResponse:
+            response = _FORK(raw)
+            state = self._opened(response.session_id, response.modes, response.config_options, raw)
+            return mu.ForkSessionResponse(session_id=response.session_id, config_options=state.options())
+
+        return self._send("session/fork", wire, result)
 
     def _require(self, method: str, flag: Any, capability: str) -> None:
         if not cv.offered(flag):
@@ -451,7 +475,7 @@ class V1Protocol(ProtocolAdapter):
                 plain = cv.update_plain(to_builtins(update), state.plan_id)
                 if plain is None:
                     return None
-                model = convert(plain, m.SessionUpdate)
+                model = convert(plain, mu.SessionUpdate)  # the superset: subagent and session messages typed
                 if type(model) is m.ConfigOptionUpdate:
                     state.agent_options = list(model.config_options)
                     model = m.ConfigOptionUpdate(config_options=state.options(), meta=model.meta)
@@ -585,6 +609,22 @@ def _error_data(exc: AcpError) -> Any:
     return UNSET if data is None else data
 
 
+def _system_prompt(params: Any) -> Any:
+    """A model request's ``systemPrompt`` (Preview) for the v1 wire: the same JSON (text blocks), or omitted."""
+    value = getattr(params, "system_prompt", UNSET)
+    return UNSET if value is UNSET or value is None else to_builtins(value)
+
+
+def _same_shape(method: str) -> Callable[[V1Protocol, Any], PendingRequest[Any]]:
+    """A Preview method whose v1 shape is the model's (title, archive, status, auth status, providers)."""
+    result_type = mu.AGENT_METHODS[method].result
+
+    def send(adapter: V1Protocol, params: Any) -> PendingRequest[Any]:
+        return adapter._send(method, params, lambda raw: convert(_IGNORE.decode(raw), result_type))
+
+    return send
+
+
 _REQUESTS: dict[str, Callable[[V1Protocol, Any], PendingRequest[Any]]] = {
     "session/new": V1Protocol._new_session,
     "session/resume": V1Protocol._resume_session,
@@ -594,5 +634,19 @@ _REQUESTS: dict[str, Callable[[V1Protocol, Any], PendingRequest[Any]]] = {
     "session/set_config_option": V1Protocol._set_config_option,
     "auth/login": V1Protocol._login,
     "auth/logout": V1Protocol._logout,
+    "session/fork": V1Protocol._fork_session,
+    **{
+        method: _same_shape(method)
+        for method in (
+            "session/set_title",
+            "session/archive",
+            "session/unarchive",
+            "session/status",
+            "auth/status",
+            "providers/list",
+            "providers/set",
+            "providers/disable",
+        )
+    },
 }
 """Model method -> how the v1 adapter sends it (``session/prompt`` has its own path: ``prompt``)."""

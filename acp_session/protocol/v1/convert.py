@@ -17,6 +17,7 @@ from msgspec import UNSET
 
 from ...codec import convert, to_builtins
 from ...schema import types as m
+from ...schema import unstable as mu
 from ...schema.v1 import types as v1
 from ...schema.v1 import unstable as v1u
 from ...update_kinds import KINDS
@@ -32,6 +33,7 @@ __all__ = [
     "content_block_to_v1",
     "initialize_response",
     "mcp_servers_to_v1",
+    "capability_record",
     "offered",
     "permission_request",
     "permission_response_to_v1",
@@ -120,6 +122,36 @@ def initialize_response(response: v1.InitializeResponse) -> m.InitializeResponse
         auth_methods=auth_methods(methods),
         meta=response.meta,
     )
+
+
+def capability_record(model: m.InitializeResponse, preview: Any) -> mu.InitializeResponse:
+    """The model answer as the unstable record, with the Preview capabilities a v1 agent advertises in its own
+    shape (``sessionCapabilities.fork`` / ``title`` / ``systemPrompt`` / ``archive`` / ``status``,
+    ``auth.status``, ``providers``; ``preview`` is the answer decoded with the v1 unstable types) moved to
+    where the v2 record has them."""
+    plain = to_builtins(model)
+    caps = preview.agent_capabilities if isinstance(preview, v1u.InitializeResponse) else None
+    if isinstance(caps, v1u.AgentCapabilities):
+        record_caps = plain.setdefault("capabilities", {})
+        session = record_caps.setdefault("session", {})
+        sc = caps.session_capabilities
+        if isinstance(sc, v1u.SessionCapabilities):
+            for name, wire in (
+                ("fork", "fork"),
+                ("title", "title"),
+                ("system_prompt", "systemPrompt"),
+                ("archive", "archive"),
+                ("status", "status"),
+            ):
+                value = getattr(sc, name)
+                if offered(value):
+                    session[wire] = to_builtins(value)
+        auth = caps.auth
+        if isinstance(auth, v1u.AgentAuthCapabilities) and offered(auth.status):
+            record_caps["auth"] = {"status": to_builtins(auth.status)}
+        if offered(caps.providers):
+            record_caps["providers"] = to_builtins(caps.providers)
+    return convert(plain, mu.InitializeResponse)
 
 
 # -- content ------------------------------------------------------------------------------------------------

@@ -29,6 +29,7 @@ from acp_session._schema_runtime import (
     register_lenient,
     register_open_union,
 )
+from acp_session.schema.v1 import types as _stable
 from acp_session.schema.v1.types import (
     AgentMessageChunk,
     AgentThoughtChunk,
@@ -130,7 +131,7 @@ class UnrecognizedStateUpdate(UnknownVariant):
     tag_field: ClassVar[str] = 'state'
 
 
-class AgentAuthCapabilities(AcpStruct):
+class AgentAuthCapabilities(_stable.AgentAuthCapabilities):
     """Wire object `AgentAuthCapabilities`."""
 
     status: AuthStatusCapabilities | UnsetType | None = UNSET
@@ -138,7 +139,7 @@ class AgentAuthCapabilities(AcpStruct):
     meta: dict[str, Any] | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
 
-class AgentCapabilities(AcpStruct):
+class AgentCapabilities(_stable.AgentCapabilities):
     """Wire object `AgentCapabilities`."""
 
     load_session: bool | UnsetType = UNSET
@@ -202,7 +203,7 @@ class AuthStatusUpdateNotification(AcpStruct):
     meta: dict[str, Any] | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
 
-class ClientCapabilities(AcpStruct):
+class ClientCapabilities(_stable.ClientCapabilities):
     """Wire object `ClientCapabilities`."""
 
     fs: FileSystemCapabilities | UnsetType = UNSET
@@ -263,7 +264,7 @@ class IdleStateUpdate(AcpStruct, tag_field='state', tag='idle'):
     error: Error | UnsetType | None = UNSET
 
 
-class InitializeRequest(AcpStruct):
+class InitializeRequest(_stable.InitializeRequest):
     """Params of `initialize` (handled by the agent)."""
 
     protocol_version: ProtocolVersion
@@ -272,7 +273,7 @@ class InitializeRequest(AcpStruct):
     meta: dict[str, Any] | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
 
-class InitializeResponse(AcpStruct):
+class InitializeResponse(_stable.InitializeResponse):
     """Result of `initialize`."""
 
     protocol_version: ProtocolVersion
@@ -295,7 +296,7 @@ class ListProvidersResponse(AcpStruct):
     meta: dict[str, Any] | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
 
-class ListSessionsRequest(AcpStruct):
+class ListSessionsRequest(_stable.ListSessionsRequest):
     """Params of `session/list` (handled by the agent)."""
 
     cwd: str | UnsetType | None = UNSET
@@ -304,7 +305,7 @@ class ListSessionsRequest(AcpStruct):
     meta: dict[str, Any] | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
 
-class ListSessionsResponse(AcpStruct):
+class ListSessionsResponse(_stable.ListSessionsResponse):
     """Result of `session/list`."""
 
     sessions: list[SessionInfo]
@@ -312,7 +313,7 @@ class ListSessionsResponse(AcpStruct):
     meta: dict[str, Any] | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
 
-class LoadSessionRequest(AcpStruct):
+class LoadSessionRequest(_stable.LoadSessionRequest):
     """Params of `session/load` (handled by the agent)."""
 
     mcp_servers: list[McpServer]
@@ -323,7 +324,7 @@ class LoadSessionRequest(AcpStruct):
     meta: dict[str, Any] | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
 
-class McpCapabilities(AcpStruct):
+class McpCapabilities(_stable.McpCapabilities):
     """Wire object `McpCapabilities`."""
 
     http: bool | UnsetType = UNSET
@@ -368,7 +369,7 @@ class MessageMcpRequest(AcpStruct):
     meta: dict[str, Any] | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
 
-class NewSessionRequest(AcpStruct):
+class NewSessionRequest(_stable.NewSessionRequest):
     """Params of `session/new` (handled by the agent)."""
 
     cwd: str
@@ -422,7 +423,7 @@ class PlanUpdate(AcpStruct, tag_field='sessionUpdate', tag='plan_update'):
     meta: dict[str, Any] | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
 
-class PromptResponse(AcpStruct):
+class PromptResponse(_stable.PromptResponse):
     """Result of `session/prompt`."""
 
     stop_reason: StopReason
@@ -476,7 +477,7 @@ class RequiresActionStateUpdate(AcpStruct, tag_field='state', tag='requires_acti
     meta: dict[str, Any] | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
 
-class ResumeSessionRequest(AcpStruct):
+class ResumeSessionRequest(_stable.ResumeSessionRequest):
     """Params of `session/resume` (handled by the agent)."""
 
     session_id: SessionId
@@ -505,7 +506,7 @@ class SessionCancelCapabilities(AcpStruct):
     meta: dict[str, Any] | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
 
-class SessionCapabilities(AcpStruct):
+class SessionCapabilities(_stable.SessionCapabilities):
     """Wire object `SessionCapabilities`."""
 
     list: SessionListCapabilities | UnsetType | None = UNSET
@@ -527,7 +528,7 @@ class SessionForkCapabilities(AcpStruct):
     meta: dict[str, Any] | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
 
-class SessionInfo(AcpStruct):
+class SessionInfo(_stable.SessionInfo):
     """Wire object `SessionInfo`."""
 
     session_id: SessionId
@@ -559,7 +560,7 @@ class SessionMessageChunk(AcpStruct, tag_field='sessionUpdate', tag='session_mes
     meta: dict[str, Any] | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
 
-class SessionNotification(AcpStruct):
+class SessionNotification(_stable.SessionNotification):
     """Params of the `session/update` notification (received by the client)."""
 
     session_id: SessionId

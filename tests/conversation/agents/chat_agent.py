@@ -15,6 +15,9 @@ every line the client sent. Work runs in one worker thread; a prompt that arrive
   userfirst           the user_message is sent before the prompt's answer
   notice              a notice in the middle of the turn
   die                 a few chunks, then the process exits
+
+OPTIONS_JSON ``{"echo_chunks": true}``: the prompt is echoed as ``user_message_chunk``s (one per block, as
+codex-acp does) instead of one ``user_message``.
 """
 
 import json
@@ -111,6 +114,11 @@ def work(sid, rid, params):
         state(sid, "running")
         time.sleep(0.05)
         answer(rid, {"messageId": mid})
+    elif OPTS.get("echo_chunks"):
+        answer(rid, {"messageId": mid})
+        for block in params["prompt"]:
+            update(sid, {"sessionUpdate": "user_message_chunk", "messageId": mid, "content": block})
+        state(sid, "running")
     else:
         answer(rid, {"messageId": mid})
         update(sid, user)
