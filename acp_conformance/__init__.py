@@ -1,1 +1,1 @@
-"""ACP v2 conformance tooling: a reference agent (``conformance.agent``) and a runner (``conformance.runner``)."""
+"""ACP conformance tooling: a reference agent (``acp_conformance.agent``) and a runner (``acp_conformance.runner``)."""

@@ -114,7 +114,7 @@ async def test_official_sdk_example_agent(node: str) -> None:
 
 @pytest.mark.anyio
 async def test_reference_agent_with_a_prompt() -> None:
-    target = Target("reference", [sys.executable, "-m", "conformance.agent"], prompt="always")
+    target = Target("reference", [sys.executable, "-m", "acp_conformance.agent"], prompt="always")
     report = await check_agent(target, environ=ENVIRON, limits=LIMITS)
     assert statuses(report) == dict.fromkeys(CHECKS, "pass"), report.cells
     assert report.cell("protocol").text.startswith("v2")

@@ -97,7 +97,7 @@ def install_package(cache: Path, name: str, version: str, bins: dict[str, str], 
 REFERENCE_AGENT = f"""#!{sys.executable}
 import runpy, sys
 sys.path.insert(0, {str(REPO)!r})
-runpy.run_module("conformance.agent", run_name="__main__")
+runpy.run_module("acp_conformance.agent", run_name="__main__")
 """
 
 
