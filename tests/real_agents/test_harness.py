@@ -1,4 +1,4 @@
-"""The real-agent suite's machinery (real_agents/), run against light agents we have here.
+"""The real-agent suite's machinery (dev/real_agents/), run against light agents we have here.
 
 The heavy agents themselves are checked by ``make real-agents``, outside CI; these tests only make sure the
 checker reports each row right and never leaves a process behind.
@@ -14,10 +14,10 @@ from pathlib import Path
 import anyio
 import pytest
 
-from real_agents.check import CHECKS, AgentReport, Limits, Target, check_agent, keep_other_sections, render_markdown
-from real_agents.install import InstallError, install, outdated
-from real_agents.procs import scan
-from real_agents.table import DEFAULT_CACHE, AgentSpec, load_agents
+from dev.real_agents.check import CHECKS, AgentReport, Limits, Target, check_agent, keep_other_sections, render_markdown
+from dev.real_agents.install import InstallError, install, outdated
+from dev.real_agents.procs import scan
+from dev.real_agents.table import DEFAULT_CACHE, AgentSpec, load_agents
 from tests.interop.conftest import TS_V1_AGENT
 
 AUTH_AGENT = Path(__file__).resolve().parent / "auth_agent.py"
@@ -154,7 +154,7 @@ async def test_login_needing_agent_without_credentials(tmp_path: Path) -> None:
     assert set(seen["names"]) <= {"PATH", "HOME", "LANG", "TERM", "USER", "TMPDIR", "LC_CTYPE", "PWD"}
     assert seen["home"] != environ["HOME"] and not os.path.exists(seen["home"])  # fresh, and removed after
 
-    text = render_markdown([report], command="python -m real_agents.check", when="today", environment="here")
+    text = render_markdown([report], command="python -m dev.real_agents.check", when="today", environment="here")
     row = next(line for line in text.splitlines() if line.startswith("| auth |"))
     assert row.count("|") == len(CHECKS) + 3
     assert "pass: login required: AuthenticationRequired" in row
