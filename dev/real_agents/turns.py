@@ -297,6 +297,18 @@ def _usage_cell(report: TurnReport, usage: list[Any]) -> None:
         report.set("usage", "pass", "ChatResponse.usage " + ", ".join(f"{k} {v}" for k, v in numbers.items()))
 
 
+def _preview_api(client: ClientConnection, session: Any, name: str) -> Callable[..., Any] | None:
+    """The Preview API ``name`` if this build of the library has it, else None: ``fork`` and ``set_title`` (methods
+    of the ``ActiveSession``), ``system_prompt`` (``client.new_session`` when it takes one).
+
+    These come with the Preview work and may not be merged in the build being checked: this is the one place the
+    harness asks whether the library has an API; everything else calls the public API directly."""
+    if name == "system_prompt":
+        return client.new_session if "system_prompt" in inspect.signature(client.new_session).parameters else None
+    found = getattr(session, name, None)
+    return found if callable(found) else None
+
+
 def _not_available(report: TurnReport, name: str, what: str) -> None:
     report.set(name, "n/a", f"{what} not available in this build")
 
@@ -315,16 +327,16 @@ def advertised(path: Path) -> dict[str, bool]:
 _PREVIEW = {"session/fork": "fork", "session/set_title": "title", "systemPrompt": "systemPrompt"}
 
 
-def _supports_cell(client: Any, method: str, offered: bool) -> str | None:
+def _supports_cell(client: ClientConnection, method: str, offered: bool) -> str | None:
     """None when ``supports(method)`` says what the agent advertised, else the mismatch."""
     said = client.supports(method)
     return None if said == offered else f"supports({method!r}) is {said}, the agent advertised {offered}"
 
 
-async def _fork(client: Any, conversation: Conversation, run: _Run, report: TurnReport) -> None:
+async def _fork(client: ClientConnection, conversation: Conversation, run: _Run, report: TurnReport) -> None:
     offered = advertised(run.transcript)["session/fork"]
     mismatch = _supports_cell(client, "session/fork", offered)
-    fork = getattr(conversation.session, "fork", None)
+    fork = _preview_api(client, conversation.session, "fork")
     if fork is None:
         _not_available(report, "fork", "ActiveSession.fork()")
         report.cells["fork"].text += f"; {mismatch}" if mismatch else f"; supports() agrees ({offered})"
@@ -344,10 +356,10 @@ async def _fork(client: Any, conversation: Conversation, run: _Run, report: Turn
     report.set("fork", "pass" if ok else "fail", f"advertised; forked into a new session {forked_id!r}")
 
 
-async def _title(client: Any, conversation: Conversation, run: _Run, report: TurnReport) -> None:
+async def _title(client: ClientConnection, conversation: Conversation, run: _Run, report: TurnReport) -> None:
     offered = advertised(run.transcript)["session/set_title"]
     mismatch = _supports_cell(client, "session/set_title", offered)
-    set_title = getattr(conversation.session, "set_title", None)
+    set_title = _preview_api(client, conversation.session, "set_title")
     if set_title is None:
         _not_available(report, "title", "ActiveSession.set_title()")
         report.cells["title"].text += f"; {mismatch}" if mismatch else f"; supports() agrees ({offered})"
@@ -364,13 +376,14 @@ async def _title(client: Any, conversation: Conversation, run: _Run, report: Tur
     report.set("title", "pass" if offered else "fail", f"set_title answered; advertised {offered}")
 
 
-async def _system_prompt(client: Any, run: _Run, report: TurnReport, limit: float) -> None:
-    if "system_prompt" not in inspect.signature(client.new_session).parameters:
+async def _system_prompt(client: ClientConnection, run: _Run, report: TurnReport, limit: float) -> None:
+    new_session = _preview_api(client, None, "system_prompt")
+    if new_session is None:
         _not_available(report, "system prompt", "new_session(system_prompt=...)")
         return
     offered = advertised(run.transcript)["systemPrompt"]
     try:
-        session = await client.new_session(run.cwd, system_prompt=f"Always obey {SYSTEM_MARK}.")
+        session = await new_session(run.cwd, system_prompt=f"Always obey {SYSTEM_MARK}.")
     except CapabilityNotSupported as exc:
         status = "fail" if offered else "pass"
         report.set("system prompt", status, f"CapabilityNotSupported ({_short(exc, 80)}); advertised {offered}")
