@@ -6,9 +6,9 @@ import io
 import json
 from pathlib import Path
 
+from acp_conformance.agent.scenarios import EDIT_DIR, EDITS, LOCKED
 from acp_session.cli.render import JsonRenderer, TerminalRenderer
 from acp_session.conversation import ChatFile, ChatStart
-from conformance.agent.scenarios import EDIT_DIR, EDITS, LOCKED
 
 from .support import run_cli
 
