@@ -19,12 +19,12 @@ load:
 	ACP_CANCEL_RUNS=20 $(PYTHON) -m pytest -q tests/robustness/test_cancel_barrier.py
 
 # The real-agent suite (not in CI: the agents download hundreds of MB on first start): installs the agents pinned
-# in real_agents/agents.toml into .cache/real-agents, checks each through the public API with a fresh HOME and no
+# in dev/real_agents/agents.toml into .cache/real-agents, checks each through the public API with a fresh HOME and no
 # credentials, and writes docs/real-agents.md; then runs whole turns against the harness's scripted model on
 # 127.0.0.1 for every agent with a model wiring (in a loopback-only network namespace where unshare allows) and
 # writes their section of docs/real-agents.md. The second step runs even when the first reports a failure.
 .PHONY: real-agents
 real-agents:
-	$(PYTHON) -m real_agents.install
-	$(PYTHON) -m real_agents.check --out docs/real-agents.md; status=$$?; \
-	$(PYTHON) -m real_agents.turns --out docs/real-agents.md || status=1; exit $$status
+	$(PYTHON) -m dev.real_agents.install
+	$(PYTHON) -m dev.real_agents.check --out docs/real-agents.md; status=$$?; \
+	$(PYTHON) -m dev.real_agents.turns --out docs/real-agents.md || status=1; exit $$status

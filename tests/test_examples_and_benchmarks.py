@@ -21,9 +21,10 @@ def test_sample_session_example_prints_the_decoded_session() -> None:
 
 
 def run_benchmark(script: str, *args: str) -> str:
-    """Its standard output; a failing benchmark fails the test."""
+    """Its standard output; a failing benchmark fails the test, and so does one still running after 10 minutes
+    (a benchmark client that never sees the end of its turn would otherwise hang the suite)."""
     argv = [sys.executable, str(REPO / "benchmarks" / script), *args]
-    return subprocess.run(argv, check=True, capture_output=True, text=True).stdout
+    return subprocess.run(argv, check=True, capture_output=True, text=True, timeout=600).stdout
 
 
 def test_decode_benchmark_runs() -> None:

@@ -53,7 +53,7 @@ def probe(tmp_path: Path, agent: list[str], backend: str, prompt: str = "/edit")
 
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])
 def test_a_v2_session_never_loads_the_v1_adapter(tmp_path: Path, backend: str) -> None:
-    out = probe(tmp_path, [sys.executable, "-m", "conformance.agent"], backend)
+    out = probe(tmp_path, [sys.executable, "-m", "acp_conformance.agent"], backend)
     assert out["import"] == "[]"
     assert out["version"] == "2"
     assert out["tools"] == "2 files 2"  # the /edit scenario's tool calls and the files they wrote

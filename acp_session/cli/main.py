@@ -1,7 +1,7 @@
 """``acp-session``: chat with an ACP agent (v1 or v2), list and resume its sessions, check conformance.
 
 Subcommands: ``chat [PROMPT]``, ``sessions``, ``resume ID [PROMPT]``, ``login``, ``conformance ...``. The default
-agent is the bundled reference agent (``python -m conformance.agent``) keeping its sessions in a file under the
+agent is the bundled reference agent (``python -m acp_conformance.agent``) keeping its sessions in a file under the
 user's state directory, so ``acp-session chat "hello"`` works out of the box and ``sessions`` / ``resume`` find
 earlier chats. The parts: ``parser`` (arguments), ``app`` (one run), ``commands`` (the subcommands), ``render``
 (output), ``prompts`` (terminal input), ``exits`` (exit codes).
@@ -32,7 +32,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args_list and args_list[0] == "agents":  # cli/agents.py
         sys.exit(agents_main(args_list[1:]))
     if args_list and args_list[0] == "conformance":
-        from conformance.runner.__main__ import main as conformance_main
+        from acp_conformance.runner.__main__ import main as conformance_main
 
         conformance_main(args_list[1:], prog="acp-session conformance", default_agent=conformance_agent())
         return

@@ -39,7 +39,7 @@ def history_file() -> Path:
 
 
 def default_agent() -> list[str]:
-    return [sys.executable, "-m", "conformance.agent", "--store", str(default_store())]
+    return [sys.executable, "-m", "acp_conformance.agent", "--store", str(default_store())]
 
 
 def _agent_argv(command: str | None) -> list[str]:
@@ -244,7 +244,7 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
 
 def conformance_agent() -> str:
     """``acp-session conformance`` checks the bundled reference agent unless ``--agent`` names another."""
-    return shlex.join([sys.executable, "-m", "conformance.agent"])
+    return shlex.join([sys.executable, "-m", "acp_conformance.agent"])
 
 
 def parse(argv: list[str]) -> argparse.Namespace:

@@ -32,7 +32,7 @@ async def bare(args: argparse.Namespace) -> dict[str, Any]:
         update = note.update
         if type(update) is AgentMessageChunk and type(update.content) is TextContent:
             parts.append(update.content.text)
-        elif type(update) is StateUpdate and update.state == "idle":
+        elif isinstance(update, StateUpdate) and update.state == "idle":  # the Preview subclass too
             idle.set()
 
     async with ClientBuilder("bench", "1").on_session_update(on_update).spawn(agent_argv(args)) as client:

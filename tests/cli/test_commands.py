@@ -113,7 +113,7 @@ def test_sessions_then_resume_replays_and_continues(tmp_path: Path) -> None:
 
 
 def test_conformance_subcommand_is_acp_conformance(tmp_path: Path) -> None:
-    agent = f"{sys.executable} -m conformance.agent"
+    agent = f"{sys.executable} -m acp_conformance.agent"
     result = run_cli(tmp_path, "conformance", "--agent", agent, "--check", "initialize", "--json")
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)

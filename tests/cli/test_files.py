@@ -6,10 +6,10 @@ import io
 import json
 from pathlib import Path
 
+from acp_conformance.agent.scenarios import EDIT_DIR, EDITS, LOCKED
 from acp_session.cli.render import TerminalRenderer
 from acp_session.cli.render_json import JsonRenderer
 from acp_session.conversation import ChatFile, ChatStart
-from conformance.agent.scenarios import EDIT_DIR, EDITS, LOCKED
 
 from .support import run_cli
 

@@ -143,7 +143,7 @@ def test_a_turn_with_zero_tokens_shows_no_usage_line() -> None:
 @pytest.mark.parametrize(
     "command",
     [
-        [str(BIN / "acp-conformance"), "--agent", f"{sys.executable} -m conformance.agent", "--json"],
+        [str(BIN / "acp-conformance"), "--agent", f"{sys.executable} -m acp_conformance.agent", "--json"],
         [CLI, "conformance", "--json"],
         [CLI, "chat", "--json", "/slow 5"],
     ],

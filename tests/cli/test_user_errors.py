@@ -89,6 +89,6 @@ def test_conformance_without_agent_checks_the_reference_agent(tmp_path: Path) ->
     assert [c["result"] for c in report["checks"]] == ["pass"]
 
     explicit = run_cli(
-        tmp_path, "conformance", f"--agent={sys.executable} -m conformance.agent", "--check", "initialize"
+        tmp_path, "conformance", f"--agent={sys.executable} -m acp_conformance.agent", "--check", "initialize"
     )
     assert explicit.returncode == 0, explicit.stderr

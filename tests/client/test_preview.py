@@ -20,7 +20,7 @@ from acp_session.schema import unstable as mu
 
 pytestmark = pytest.mark.anyio
 
-AGENT = [sys.executable, "-m", "conformance.agent"]
+AGENT = [sys.executable, "-m", "acp_conformance.agent"]
 PREVIEW = [*AGENT, "--preview"]
 PREVIEW_METHODS = (
     "session/fork",

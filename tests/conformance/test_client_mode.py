@@ -13,21 +13,21 @@ from xml.etree import ElementTree
 import jsonschema
 import pytest
 
-from conformance.client_mode.cli import SCENARIOS, run_client
-from conformance.client_mode.judge import CLIENT_CHECKS
+from acp_conformance.client_mode.cli import SCENARIOS, run_client
+from acp_conformance.client_mode.judge import CLIENT_CHECKS
 
 from .broken_client import DEFECTS
 from .doc_tables import results_table
 
 ROOT = Path(__file__).resolve().parents[2]
 BROKEN = [sys.executable, str(ROOT / "tests" / "conformance" / "broken_client.py")]
-CLI_DRIVER = [sys.executable, "-m", "conformance.client_mode.drivers.acp_session_cli"]
-SCHEMA = json.loads((ROOT / "conformance" / "client_mode" / "report.schema.json").read_text(encoding="utf-8"))
+CLI_DRIVER = [sys.executable, "-m", "acp_conformance.client_mode.drivers.acp_session_cli"]
+SCHEMA = json.loads((ROOT / "acp_conformance" / "client_mode" / "report.schema.json").read_text(encoding="utf-8"))
 
 
 def _client_run(client: list[str], *options: str) -> tuple[int, dict[str, Any]]:
     proc = subprocess.run(
-        [sys.executable, "-m", "conformance.runner", "client", "--json", *options, "--", *client],
+        [sys.executable, "-m", "acp_conformance.runner", "client", "--json", *options, "--", *client],
         capture_output=True,
         text=True,
         timeout=120,
@@ -81,7 +81,7 @@ def test_client_mode_baseline_known_and_stale(tmp_path: Path) -> None:
     assert code == 1 and report["verdict"]["baseline"]["stale"] == ["client-meta"]
 
 
-LIBRARY_DRIVER = [sys.executable, "-m", "conformance.client_mode.drivers.acp_session_library"]
+LIBRARY_DRIVER = [sys.executable, "-m", "acp_conformance.client_mode.drivers.acp_session_library"]
 PY_SDK_DRIVER = [sys.executable, str(ROOT / "tests" / "conformance" / "py_sdk_client_driver.py")]
 TS_DRIVER = str(ROOT / "tests" / "interop" / "client_mode_driver.mjs")
 

@@ -11,12 +11,12 @@ from xml.etree import ElementTree
 import anyio
 import pytest
 
-from conformance.runner.checks import CHECK_SETS, CHECKS
-from conformance.runner.report import junit, table, to_json
-from conformance.runner.run import RunOptions, RunReport, run
-from conformance.runner.scenarios import REFERENCE_SCENARIOS, ScenarioError, load_scenarios
+from acp_conformance.runner.checks import CHECK_SETS, CHECKS
+from acp_conformance.runner.report import junit, table, to_json
+from acp_conformance.runner.run import RunOptions, RunReport, run
+from acp_conformance.runner.scenarios import REFERENCE_SCENARIOS, ScenarioError, load_scenarios
 
-AGENT = f"{sys.executable} -m conformance.agent"
+AGENT = f"{sys.executable} -m acp_conformance.agent"
 ROOT = Path(__file__).resolve().parents[2]
 
 # Which checks each broken variant must fail, and the rule the failure message must start with. Every other
@@ -45,7 +45,7 @@ def _run(argv: str, **options: object) -> RunReport:
 
 def _cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "conformance.runner", *args],
+        [sys.executable, "-m", "acp_conformance.runner", *args],
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -146,9 +146,9 @@ def test_other_agent_needs_a_scenario_file(tmp_path: Path) -> None:
     """An agent that is not the reference agent is driven with scenarios only from a file the user passes."""
     wrapper = tmp_path / "other_agent.py"
     wrapper.write_text(
-        "import conformance.agent.server as s\n"
+        "import acp_conformance.agent.server as s\n"
         "s.AGENT_NAME = 'some-other-agent'\n"
-        "from conformance.agent.__main__ import main\n"
+        "from acp_conformance.agent.__main__ import main\n"
         "main()\n"
     )
     argv = f"{sys.executable} {wrapper}"

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from conformance.agent.scenarios import SCENARIOS
-from conformance.runner.checks import CHECK_SETS
-from conformance.runner.registry import in_report_order
-from conformance.runner.scenarios import REFERENCE_SCENARIOS, SCENARIO_HELP, load_scenarios
+from acp_conformance.agent.scenarios import SCENARIOS
+from acp_conformance.runner.checks import CHECK_SETS
+from acp_conformance.runner.registry import in_report_order
+from acp_conformance.runner.scenarios import REFERENCE_SCENARIOS, SCENARIO_HELP, load_scenarios
 
 from .doc_tables import documented
 

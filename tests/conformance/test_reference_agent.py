@@ -9,12 +9,12 @@ import tempfile
 import anyio
 import pytest
 
+from acp_conformance.agent.scenarios import SCENARIOS
+from acp_conformance.agent.server import BROKEN_MODES
 from acp_session import ClientBuilder
 from acp_session.schema.types import AgentMessageChunk, StateUpdate, UpdateSessionNotification
-from conformance.agent.scenarios import SCENARIOS
-from conformance.agent.server import BROKEN_MODES
 
-AGENT = [sys.executable, "-m", "conformance.agent"]
+AGENT = [sys.executable, "-m", "acp_conformance.agent"]
 
 
 def test_help_lists_scenarios_and_broken_modes() -> None:

@@ -11,9 +11,9 @@ from pathlib import Path
 import anyio
 import pytest
 
-from conformance.runner.checks import CHECK_SETS
-from conformance.runner.run import RunOptions, RunReport, run
-from conformance.runner.scenarios import load_scenarios
+from acp_conformance.runner.checks import CHECK_SETS
+from acp_conformance.runner.run import RunOptions, RunReport, run
+from acp_conformance.runner.scenarios import load_scenarios
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
@@ -45,7 +45,7 @@ def _run(*extra: str, scenarios: bool = True, **options: object) -> RunReport:
 
 def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "conformance.runner", *args],
+        [sys.executable, "-m", "acp_conformance.runner", *args],
         capture_output=True,
         text=True,
         timeout=60,

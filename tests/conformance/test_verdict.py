@@ -13,21 +13,21 @@ from typing import Any
 import jsonschema
 import pytest
 
-from conformance.runner.checks import CHECK_SETS
-from conformance.runner.run import CheckResult, RunReport
-from conformance.runner.tiers import CLASSIFICATIONS, Tier, classify, requirement_table
-from conformance.runner.verdict import judge
+from acp_conformance.runner.checks import CHECK_SETS
+from acp_conformance.runner.run import CheckResult, RunReport
+from acp_conformance.runner.tiers import CLASSIFICATIONS, Tier, classify, requirement_table
+from acp_conformance.runner.verdict import judge
 
 ROOT = Path(__file__).resolve().parents[2]
-AGENT = f"{sys.executable} -m conformance.agent"
+AGENT = f"{sys.executable} -m acp_conformance.agent"
 JUNK = f"{AGENT} --broken junk-stdout"  # fails framing (MANDATORY) and nothing else
-SCHEMA = json.loads((ROOT / "conformance" / "runner" / "report.schema.json").read_text(encoding="utf-8"))
+SCHEMA = json.loads((ROOT / "acp_conformance" / "runner" / "report.schema.json").read_text(encoding="utf-8"))
 DOC = (ROOT / "docs" / "conformance.md").read_text(encoding="utf-8")
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "conformance.runner", *args],
+        [sys.executable, "-m", "acp_conformance.runner", *args],
         capture_output=True,
         text=True,
         timeout=120,
@@ -52,7 +52,7 @@ def test_every_check_has_a_tier_and_the_doc_table_is_generated_from_them(version
             assert re.fullmatch(r"ACP-[A-Z]+(-[A-Z]+)?-\d{3}", requirement), requirement
     start = DOC.index(f"<!-- tiers-v{version} -->\n") + len(f"<!-- tiers-v{version} -->\n")
     end = DOC.index(f"\n<!-- /tiers-v{version} -->")
-    assert DOC[start:end] == requirement_table(version), "regenerate: python -m conformance.runner.tiers"
+    assert DOC[start:end] == requirement_table(version), "regenerate: python -m acp_conformance.runner.tiers"
 
 
 def test_a_failing_report_carries_tier_ids_transcript_and_stderr_and_validates() -> None:

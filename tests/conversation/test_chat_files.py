@@ -14,6 +14,7 @@ from typing import Any
 import anyio
 import pytest
 
+from acp_conformance.agent.scenarios import EDIT_DIR, EDITS, LOCKED
 from acp_session import ClientBuilder
 from acp_session.conversation import (
     ChatDone,
@@ -26,7 +27,6 @@ from acp_session.conversation import (
 )
 from acp_session.conversation import turn as turn_module
 from acp_session.schema import UpdateSessionNotification
-from conformance.agent.scenarios import EDIT_DIR, EDITS, LOCKED
 from tests.conversation.wire import state, tool, tool_chunk
 
 pytestmark = pytest.mark.anyio
@@ -263,7 +263,7 @@ def test_the_v1_meta_key_is_the_adapters() -> None:
 
 # -- the reference agent's /edit ----------------------------------------------------------------------------------
 
-REFERENCE = [sys.executable, "-m", "conformance.agent"]
+REFERENCE = [sys.executable, "-m", "acp_conformance.agent"]
 
 
 async def test_reference_agent_edit_two_files_and_a_failed_edit(tmp_path: Path) -> None:

@@ -32,7 +32,7 @@ from acp_session.transcript import load_transcript
 
 pytestmark = pytest.mark.anyio
 
-AGENT = [sys.executable, "-m", "conformance.agent"]
+AGENT = [sys.executable, "-m", "acp_conformance.agent"]
 
 
 def only_child(conversation: Conversation) -> Subagent:

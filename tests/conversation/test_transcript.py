@@ -54,7 +54,7 @@ async def test_a_set_config_option_answer_is_folded_live_as_on_replay(tmp_path: 
     """Issue 16 (2): the answer carries the complete option list; the live state used to keep the old list
     unless the agent also sent ``config_option_update``, while ``load_transcript`` of the same wire folded it."""
     path = tmp_path / "transcript.jsonl"
-    reference_agent = [sys.executable, "-m", "conformance.agent"]
+    reference_agent = [sys.executable, "-m", "acp_conformance.agent"]
     with anyio.fail_after(10):
         async with ClientBuilder().record_transcript(path).spawn(reference_agent) as client:
             conversation = await client.start_conversation(str(tmp_path))

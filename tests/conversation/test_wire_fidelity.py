@@ -11,13 +11,13 @@ from pathlib import Path
 import anyio
 import pytest
 
+from acp_conformance.agent.scenarios import SCENARIOS
 from acp_session import ClientBuilder
 from acp_session.transcript import read_transcript, wire_losses
-from conformance.agent.scenarios import SCENARIOS
 
 pytestmark = pytest.mark.anyio
 
-AGENT = [sys.executable, "-m", "conformance.agent", "--preview"]
+AGENT = [sys.executable, "-m", "acp_conformance.agent", "--preview"]
 
 
 async def test_every_field_of_a_recorded_wire_survives_the_typed_decode(tmp_path: Path) -> None:

@@ -14,27 +14,13 @@ import sys
 import threading
 import time
 
-lock = threading.Lock()
+from agent_io import answer, messages, write  # this folder, sys.path[0] of the script
+
+lock = threading.Lock()  # the timers of pending sleeps
 timers = {}
 waiting = {}  # our request id -> original request id
 log = "--log" in sys.argv
 stubborn = "--stubborn" in sys.argv
-
-
-def write(obj):
-    line = obj if isinstance(obj, str) else json.dumps(obj)
-    with lock:
-        sys.stdout.write(line + "\n")
-        sys.stdout.flush()
-
-
-def answer(rid, result=None, error=None):
-    msg = {"jsonrpc": "2.0", "id": rid}
-    if error is not None:
-        msg["error"] = error
-    else:
-        msg["result"] = result
-    write(msg)
 
 
 def finish_sleep(rid):
@@ -100,21 +86,18 @@ def handle(msg):
         answer(rid, error={"code": -32601, "message": "Method not found"})
 
 
+def got(line):
+    sys.stderr.write("GOT " + line)
+    sys.stderr.flush()
+
+
 def main():
     if stubborn:
         import signal
 
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    for line in sys.stdin:
-        if log:
-            sys.stderr.write("GOT " + line)
-            sys.stderr.flush()
-        try:
-            msg = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(msg, dict):
-            handle(msg)
+    for msg in messages(got if log else None):
+        handle(msg)
     if stubborn:
         import time
 

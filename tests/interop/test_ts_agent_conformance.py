@@ -36,7 +36,7 @@ NO_BEHAVIOUR = {"plan", "terminal", "background-work"}
 
 def _run(*args: str) -> dict[str, Any]:
     proc = subprocess.run(
-        [sys.executable, "-m", "conformance.runner", "--agent", AGENT, "--json", *args],
+        [sys.executable, "-m", "acp_conformance.runner", "--agent", AGENT, "--json", *args],
         cwd=ROOT,
         capture_output=True,
         text=True,

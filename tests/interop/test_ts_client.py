@@ -10,7 +10,7 @@ from typing import Any
 
 from .conftest import TS_CLIENT
 
-REFERENCE_AGENT = [sys.executable, "-m", "conformance.agent"]
+REFERENCE_AGENT = [sys.executable, "-m", "acp_conformance.agent"]
 ROOT = Path(__file__).resolve().parents[2]
 STEPS = [
     "initialize",

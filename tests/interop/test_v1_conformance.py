@@ -28,7 +28,7 @@ V1_TABLE = "### Results: protocol v1 agents"
 
 def _run(agent: str, *args: str) -> tuple[int, dict[str, Any]]:
     proc = subprocess.run(
-        [sys.executable, "-m", "conformance.runner", "--agent", agent, "--json", *args],
+        [sys.executable, "-m", "acp_conformance.runner", "--agent", agent, "--json", *args],
         cwd=ROOT,
         capture_output=True,
         text=True,

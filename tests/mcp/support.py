@@ -14,7 +14,7 @@ from typing import Any
 
 from acp_session import Conversation
 
-REFERENCE = [sys.executable, "-m", "conformance.agent"]
+REFERENCE = [sys.executable, "-m", "acp_conformance.agent"]
 ECHO_SERVER = str(Path(__file__).parent / "servers" / "echo_server.py")
 
 

@@ -45,7 +45,7 @@ def test_without_the_extra_a_v2_session_with_providers_names_the_extra(tmp_path:
         "from acp_session import ClientBuilder\n"
         "from acp_session.client_errors import MissingExtra\n"
         "async def main():\n"
-        "    agent = [sys.executable, '-m', 'conformance.agent']  # its own process has the extra\n"
+        "    agent = [sys.executable, '-m', 'acp_conformance.agent']  # its own process has the extra\n"
         "    async with ClientBuilder().with_file_system().spawn(agent) as client:\n"
         "        try:\n"
         f"            await client.new_session({str(tmp_path)!r})\n"
@@ -60,7 +60,7 @@ def test_without_the_extra_a_v2_session_with_providers_names_the_extra(tmp_path:
 
 
 def test_without_the_extra_the_reference_agent_advertises_no_mcp(tmp_path: Path) -> None:
-    agent = f"[sys.executable, '-c', {BLOCK_MCP + 'from conformance.agent.__main__ import main; main()'!r}]"
+    agent = f"[sys.executable, '-c', {BLOCK_MCP + 'from acp_conformance.agent.__main__ import main; main()'!r}]"
     script = BLOCK_MCP + (
         "import anyio\n"
         "from acp_session import ClientBuilder\n"

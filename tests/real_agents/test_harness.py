@@ -1,4 +1,4 @@
-"""The real-agent suite's machinery (real_agents/), run against light agents we have here.
+"""The real-agent suite's machinery (dev/real_agents/), run against light agents we have here.
 
 The heavy agents themselves are checked by ``make real-agents``, outside CI; these tests only make sure the
 checker reports each row right and never leaves a process behind.
@@ -14,10 +14,11 @@ from pathlib import Path
 import anyio
 import pytest
 
-from real_agents.check import CHECKS, AgentReport, Limits, Target, check_agent, keep_other_sections, render_markdown
-from real_agents.install import InstallError, install, outdated
-from real_agents.procs import scan
-from real_agents.table import DEFAULT_CACHE, AgentSpec, load_agents
+from acp_session.transport import reaper_available
+from dev.real_agents.check import CHECKS, AgentReport, Limits, Target, check_agent, keep_other_sections, render_markdown
+from dev.real_agents.install import InstallError, install, outdated
+from dev.real_agents.procs import scan
+from dev.real_agents.table import DEFAULT_CACHE, AgentSpec, load_agents
 from tests.interop.conftest import TS_V1_AGENT
 
 AUTH_AGENT = Path(__file__).resolve().parent / "auth_agent.py"
@@ -114,7 +115,7 @@ async def test_official_sdk_example_agent(node: str) -> None:
 
 @pytest.mark.anyio
 async def test_reference_agent_with_a_prompt() -> None:
-    target = Target("reference", [sys.executable, "-m", "conformance.agent"], prompt="always")
+    target = Target("reference", [sys.executable, "-m", "acp_conformance.agent"], prompt="always")
     report = await check_agent(target, environ=ENVIRON, limits=LIMITS)
     assert statuses(report) == dict.fromkeys(CHECKS, "pass"), report.cells
     assert report.cell("protocol").text.startswith("v2")
@@ -154,7 +155,7 @@ async def test_login_needing_agent_without_credentials(tmp_path: Path) -> None:
     assert set(seen["names"]) <= {"PATH", "HOME", "LANG", "TERM", "USER", "TMPDIR", "LC_CTYPE", "PWD"}
     assert seen["home"] != environ["HOME"] and not os.path.exists(seen["home"])  # fresh, and removed after
 
-    text = render_markdown([report], command="python -m real_agents.check", when="today", environment="here")
+    text = render_markdown([report], command="python -m dev.real_agents.check", when="today", environment="here")
     row = next(line for line in text.splitlines() if line.startswith("| auth |"))
     assert row.count("|") == len(CHECKS) + 3
     assert "pass: login required: AuthenticationRequired" in row
@@ -182,7 +183,9 @@ async def test_login_needing_agent_with_its_credential(tmp_path: Path) -> None:
 @pytest.mark.anyio
 async def test_a_process_left_behind_is_reported_and_killed(tmp_path: Path) -> None:
     pidfile = tmp_path / "grandchild.pid"
-    target = Target("leaky", [sys.executable, str(AUTH_AGENT), "--grandchild", str(pidfile)])
+    # Without the reaper (Linux's default since issue 26, which ends this grandchild itself), the grandchild
+    # that leaves the agent's process group outlives the agent: the checker must see it and kill it.
+    target = Target("leaky", [sys.executable, str(AUTH_AGENT), "--grandchild", str(pidfile)], reap=False)
     report = await check_agent(target, environ=ENVIRON, limits=LIMITS)
     grandchild = int(pidfile.read_text())
     cell = report.cell("no process left")
@@ -196,6 +199,16 @@ async def test_a_process_left_behind_is_reported_and_killed(tmp_path: Path) -> N
     assert not alive(grandchild)  # the checker ended it
     assert any(note.startswith("the checker killed what was left: sleep") for note in report.notes)
     assert report.cell("initialize").status == "pass"
+
+
+@pytest.mark.anyio
+@pytest.mark.skipif(not reaper_available(), reason="the reaper runs on Linux only")
+async def test_under_the_reaper_the_same_grandchild_is_ended_by_the_library(tmp_path: Path) -> None:
+    pidfile = tmp_path / "grandchild.pid"
+    target = Target("leaky", [sys.executable, str(AUTH_AGENT), "--grandchild", str(pidfile)])
+    report = await check_agent(target, environ=ENVIRON, limits=LIMITS)
+    assert_all_gone(report)  # the reaper ended it when the block was left; the checker found nothing to kill
+    assert not alive(int(pidfile.read_text()))
 
 
 @pytest.mark.anyio

@@ -1,4 +1,4 @@
-"""The scripted model endpoints of the real-agent harness (real_agents/script.py, real_agents/model_server.py).
+"""The scripted model endpoints of the real-agent harness (dev/real_agents/script.py, dev/real_agents/model_server.py).
 
 Pure Python and fast: a real HTTP server on 127.0.0.1, real requests in each wire dialect, and the streamed
 answers decoded back into the reply the script chose.
@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from real_agents.model_server import ModelServer, anthropic_turn, chat_turn, responses_turn
-from real_agents.script import AUX_REPLY, SCENARIOS, Turn, choose_tool, marker, parse_marker, reply_for
+from dev.real_agents.model_server import ModelServer, anthropic_turn, chat_turn, responses_turn
+from dev.real_agents.script import AUX_REPLY, SCENARIOS, Turn, choose_tool, marker, parse_marker, reply_for
 
 EDIT = marker("edit", path="/tmp/x/notes.txt", content="hello_world")
 

@@ -1,6 +1,6 @@
 """``make real-agents`` resolves every pinned agent through its ACP registry id (issue 29), without the network.
 
-The table names a registry id beside the pinned version; ``real_agents.table`` asks acp-session's registry code
+The table names a registry id beside the pinned version; ``dev.real_agents.table`` asks acp-session's registry code
 (``pinned_command``) for the entry's package, command and arguments at that version, and runs the command from
 the harness's install folder. Here: the real table against the bundled snapshot, and a local registry file
 whose agent is a package installed into a temporary cache (its command starts the reference agent), checked
@@ -20,9 +20,9 @@ from typing import Any
 import pytest
 
 from acp_session.registry import pinned_command
-from real_agents.check import CHECKS, Target, check_agent, render_markdown
-from real_agents.install import outdated
-from real_agents.table import REPO, TableError, load_agents
+from dev.real_agents.check import CHECKS, Target, check_agent, render_markdown
+from dev.real_agents.install import outdated
+from dev.real_agents.table import REPO, TableError, load_agents
 from tests.real_agents.test_harness import ENVIRON, LIMITS, assert_all_gone, statuses
 
 LIGHT = {
@@ -97,7 +97,7 @@ def install_package(cache: Path, name: str, version: str, bins: dict[str, str], 
 REFERENCE_AGENT = f"""#!{sys.executable}
 import runpy, sys
 sys.path.insert(0, {str(REPO)!r})
-runpy.run_module("conformance.agent", run_name="__main__")
+runpy.run_module("acp_conformance.agent", run_name="__main__")
 """
 
 

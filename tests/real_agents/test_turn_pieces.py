@@ -1,4 +1,4 @@
-"""The pure pieces of the whole-turn driver (real_agents/wire.py, wiring.py, turns.py): fast, no agent."""
+"""The pure pieces of the whole-turn driver (dev/real_agents/wire.py, wiring.py, turns.py): fast, no agent."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from real_agents.check import Cell
-from real_agents.table import load_agents, tomllib
-from real_agents.turns import (
+from dev.real_agents.check import Cell
+from dev.real_agents.table import load_agents, tomllib
+from dev.real_agents.turns import (
     SECTION,
     V2_CHECKS,
     Permissions,
@@ -19,8 +19,8 @@ from real_agents.turns import (
     render_section,
     replace_section,
 )
-from real_agents.wire import updates_of, wire_diff
-from real_agents.wiring import ASKING_MODE, FAKE_KEY, WIRINGS, wire
+from dev.real_agents.wire import updates_of, wire_diff
+from dev.real_agents.wiring import ASKING_MODE, FAKE_KEY, WIRINGS, wire
 
 
 def test_wire_diff_reports_drops_and_changes_not_additions() -> None:

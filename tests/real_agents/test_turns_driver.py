@@ -1,4 +1,4 @@
-"""The whole-turn driver (real_agents/turns.py) end to end, against a small agent that asks the scripted model.
+"""The whole-turn driver (dev/real_agents/turns.py) end to end, against a small agent that asks the scripted model.
 
 A real agent process (tests/real_agents/model_agent.py, v1 over stdio) pointed at the harness's scripted model
 with the same wiring as claude-agent-acp, driven through the public API: every turn check must pass, and a
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from real_agents.check import Target
-from real_agents.turns import TURN_CHECKS, run_turns
+from dev.real_agents.check import Target
+from dev.real_agents.turns import TURN_CHECKS, run_turns
 
 MODEL_AGENT = Path(__file__).resolve().parent / "model_agent.py"
 ENVIRON = {"PATH": os.environ.get("PATH", os.defpath), "HOME": "/nonexistent-caller-home", "LANG": "C.UTF-8"}

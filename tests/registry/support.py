@@ -1,6 +1,6 @@
 """A local ACP registry for tests: archives holding a small agent, served over HTTP from 127.0.0.1.
 
-The agent inside each archive is a shell script that runs the reference agent (``python -m conformance.agent``)
+The agent inside each archive is a shell script that runs the reference agent (``python -m acp_conformance.agent``)
 with this interpreter, after writing what it sees of two variables the registry entry sets (one allowed,
 one the registry's rules drop) next to itself, so a test can check the environment the agent got.
 """
@@ -24,7 +24,7 @@ from typing import Any
 AGENT_SCRIPT = f"""#!/bin/sh
 here=$(dirname "$0")
 printf '%s\\n' "${{ACP_TEST_MARK-unset}}" "${{LD_PRELOAD-unset}}" > "$here/env-seen"
-exec {shlex.quote(sys.executable)} -m conformance.agent "$@"
+exec {shlex.quote(sys.executable)} -m acp_conformance.agent "$@"
 """
 
 

@@ -8,7 +8,6 @@ from typing import Any
 
 import anyio
 import pytest
-from helpers.raw_end import RawEnd
 
 from acp_session.errors import MessageTooLarge
 from acp_session.rpc import Connection
@@ -16,6 +15,7 @@ from acp_session.rpc.budget import AnswerBudget, answer_bound, reserve_answer
 from acp_session.rpc.core import RequestReceived, RpcCore
 from acp_session.rpc.repair import repair_lone_surrogates
 from acp_session.transport import memory_pair
+from tests.helpers.raw_end import RawEnd
 
 pytestmark = pytest.mark.anyio
 

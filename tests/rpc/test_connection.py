@@ -8,7 +8,6 @@ from typing import Any
 import anyio
 import msgspec
 import pytest
-from helpers.raw_end import RawEnd
 
 from acp_session.errors import (
     AcpError,
@@ -21,6 +20,7 @@ from acp_session.errors import (
 )
 from acp_session.rpc import Connection
 from acp_session.transport import memory_pair
+from tests.helpers.raw_end import RawEnd
 
 pytestmark = pytest.mark.anyio
 

@@ -8,13 +8,13 @@ from typing import Any
 
 import anyio
 import pytest
-from helpers.raw_end import RawEnd
 
 from acp_session import codec
 from acp_session.errors import AcpError
 from acp_session.rpc import Connection
 from acp_session.schema import types as t
 from acp_session.transport import memory_pair
+from tests.helpers.raw_end import RawEnd
 
 pytestmark = pytest.mark.anyio
 

@@ -13,7 +13,6 @@ from typing import Any
 
 import anyio
 import pytest
-from helpers.raw_end import RawEnd
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -21,6 +20,7 @@ from acp_session import codec
 from acp_session.rpc import Connection
 from acp_session.schema import types as t
 from acp_session.transport import memory_pair
+from tests.helpers.raw_end import RawEnd
 
 EXAMPLES = int(os.environ.get("ACP_FUZZ_EXAMPLES", "150"))  # per backend; `make fuzz` runs many more
 

@@ -13,7 +13,6 @@ from typing import Any
 import anyio
 import msgspec
 import pytest
-from helpers.raw_end import RawEnd
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -31,6 +30,7 @@ from acp_session.rpc import (
 from acp_session.rpc.handlers import Handler, json_decode
 from acp_session.transport import memory_pair
 from acp_session.transport.framing import Frame, InvalidUtf8Frame, OversizedFrame
+from tests.helpers.raw_end import RawEnd
 
 
 class Text(msgspec.Struct):

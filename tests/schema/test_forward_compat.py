@@ -1,31 +1,54 @@
-"""Unknown variants, extension values, unknown fields and malformed lenient fields: exact behaviour."""
+"""Unknown variants, extension values, unknown fields and malformed lenient fields: exact behaviour.
+
+The rules both protocol versions share run on both (``VERSIONS``): a v2 message chunk carries a ``messageId``,
+a v1 one has none, and a v2 notification is ``UpdateSessionNotification``, a v1 one ``SessionNotification``.
+v1's own cases (its defaults, closed enums kept open, patch fields): test_v1_forward_compat.py."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import msgspec
 import pytest
 
 from acp_session import codec
 from acp_session.schema import types as t
+from acp_session.schema.v1 import types as t1
 
 
 def notification(update: bytes) -> bytes:
     return b'{"sessionId":"s1","update":' + update + b"}"
 
 
-def test_unknown_session_update_is_kept_raw_and_round_trips() -> None:
-    wire = notification(b'{"sessionUpdate":"hologram_update","depth":[1,{"z":null}]}')
-    decoded = codec.decode(wire, t.UpdateSessionNotification)
-    assert isinstance(decoded.update, t.UnknownSessionUpdate)
+# Per version: the notification type, the module of the generated types, and what a message chunk adds for its id.
+VERSIONS = [
+    pytest.param(t.UpdateSessionNotification, t, b'"messageId":"m",', {"message_id": "m"}, id="v2"),
+    pytest.param(t1.SessionNotification, t1, b"", {}, id="v1"),
+]
+VERSION_ARGS = ("notification_type", "module", "message_id", "id_fields")
+
+
+@pytest.mark.parametrize(VERSION_ARGS, VERSIONS)
+def test_unknown_session_update_is_kept_raw_and_round_trips(
+    notification_type: type, module: Any, message_id: bytes, id_fields: dict[str, str]
+) -> None:
+    wire = notification(b'{"sessionUpdate":"hologram_update","depth":[1,{"z":null}],"_meta":{"a":1}}')
+    decoded = codec.decoder(notification_type)(wire)
+    assert isinstance(decoded, notification_type)
+    assert isinstance(decoded.update, module.UnknownSessionUpdate)
     assert decoded.update.tag == "hologram_update"
     assert not decoded.update.is_extension
-    assert msgspec.json.decode(codec.encode(decoded)) == msgspec.json.decode(wire)
+    assert decoded.update["depth"] == [1, {"z": None}]
+    assert codec.encode(decoded) == wire
 
 
-def test_underscore_variant_is_an_extension() -> None:
+@pytest.mark.parametrize(VERSION_ARGS, VERSIONS)
+def test_underscore_variant_is_an_extension(
+    notification_type: type, module: Any, message_id: bytes, id_fields: dict[str, str]
+) -> None:
     wire = notification(b'{"sessionUpdate":"_acme/ping","n":1}')
-    decoded = codec.decode(wire, t.UpdateSessionNotification)
-    assert isinstance(decoded.update, t.UnknownSessionUpdate)
+    decoded = codec.decode(wire, notification_type)
+    assert isinstance(decoded.update, module.UnknownSessionUpdate)
     assert decoded.update.is_extension
     assert codec.encode(decoded) == wire
 
@@ -63,13 +86,16 @@ def test_unknown_state_value_is_kept() -> None:
     assert codec.encode(decoded) == wire
 
 
-def test_unknown_fields_on_known_types_are_ignored() -> None:
+@pytest.mark.parametrize(VERSION_ARGS, VERSIONS)
+def test_unknown_fields_on_known_types_are_ignored(
+    notification_type: type, module: Any, message_id: bytes, id_fields: dict[str, str]
+) -> None:
     wire = notification(
-        b'{"sessionUpdate":"agent_message_chunk","messageId":"m","futureField":{"a":1},'
+        b'{"sessionUpdate":"agent_message_chunk",' + message_id + b'"futureField":{"a":1},'
         b'"content":{"type":"text","text":"hi","alsoNew":true}}'
     )
-    decoded = codec.decode(wire, t.UpdateSessionNotification)
-    assert decoded.update == t.AgentMessageChunk(message_id="m", content=t.TextContent(text="hi"))
+    decoded = codec.decode(wire, notification_type)
+    assert decoded.update == module.AgentMessageChunk(**id_fields, content=module.TextContent(text="hi"))
     assert b"futureField" not in codec.encode(decoded)
 
 
@@ -110,10 +136,15 @@ def test_tri_state_patch_fields_keep_omitted_null_and_value_apart() -> None:
     assert codec.encode(replaced) == b'{"toolCallId":"c","content":[]}'
 
 
-def test_wrong_required_field_fails_with_its_path() -> None:
-    wire = notification(b'{"sessionUpdate":"agent_message_chunk","messageId":"m","content":{"type":"text","text":5}}')
+@pytest.mark.parametrize(VERSION_ARGS, VERSIONS)
+def test_wrong_required_field_fails_with_its_path(
+    notification_type: type, module: Any, message_id: bytes, id_fields: dict[str, str]
+) -> None:
+    wire = notification(
+        b'{"sessionUpdate":"agent_message_chunk",' + message_id + b'"content":{"type":"text","text":5}}'
+    )
     with pytest.raises(msgspec.ValidationError, match=r"\$\.update\.content\.text"):
-        codec.decode(wire, t.UpdateSessionNotification)
+        codec.decode(wire, notification_type)
 
 
 def test_missing_tag_fails() -> None:

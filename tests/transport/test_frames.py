@@ -17,7 +17,6 @@ import anyio
 import msgspec
 import pytest
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
-from helpers.raw_end import helper
 
 from acp_session.errors import AcpError, MessageTooLarge, ParseError, ResourceNotFound
 from acp_session.rpc import Connection
@@ -35,6 +34,7 @@ from acp_session.transport import (
 )
 from acp_session.transport.framing import check_utf8, encode_frames
 from acp_session.transport.pipe import PipeFrames, open_pipe, open_stdin_pipe
+from tests.helpers.raw_end import helper
 
 pytestmark = pytest.mark.anyio
 

@@ -8,12 +8,12 @@ import sys
 
 import anyio
 import pytest
-from helpers.raw_end import helper
 
 from acp_session.errors import ConnectionClosed, RequestCancelled
 from acp_session.rpc import Connection
 from acp_session.rpc.connection import MAX_BUSY_POLL
 from acp_session.transport import stdio_agent
+from tests.helpers.raw_end import helper
 
 pytestmark = pytest.mark.anyio
 

@@ -6,36 +6,20 @@ answers (version, init_error, capabilities, authMethods, close_error, fail_repea
 """
 
 import json
+import os
 import sys
 import threading
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "helpers"))
+from agent_io import answer, serve, update, write
+
 LOG = open(sys.argv[1], "a", buffering=1)  # noqa: SIM115
 OPTS = json.loads(sys.argv[2]) if len(sys.argv) > 2 else {}
-lock = threading.Lock()
 held = {}  # json(request id) -> True: prompts held until $/cancel_request
 asked = {}  # our request id -> description
 counter = {"init": 0, "session": 0, "msg": 0, "req": 0}
 DEFAULT_CAPS = {"session": {"prompt": {"image": {}}, "delete": {}}}
-
-
-def write(obj):
-    with lock:
-        sys.stdout.write(json.dumps(obj) + "\n")
-        sys.stdout.flush()
-
-
-def answer(rid, result=None, error=None):
-    msg = {"jsonrpc": "2.0", "id": rid}
-    if error is not None:
-        msg["error"] = error
-    else:
-        msg["result"] = result
-    write(msg)
-
-
-def update(sid, upd):
-    write({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": sid, "update": upd}})
 
 
 def ask(method, params):
@@ -230,12 +214,4 @@ def handle(msg):
     answer(rid, error={"code": -32601, "message": "Method not found"})
 
 
-for raw in sys.stdin:
-    raw = raw.strip()
-    if not raw:
-        continue
-    LOG.write(raw + "\n")
-    try:
-        handle(json.loads(raw))
-    except Exception as exc:  # keep going: the test will notice the missing answer
-        sys.stderr.write(f"agent error: {exc!r}\n")
+serve(handle, LOG.write)

@@ -26,10 +26,13 @@ import sys
 import threading
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "helpers"))
+from agent_io import answer, serve, write
+from agent_io import update as io_update
+
 STORE_PATH, LOG_PATH = sys.argv[1], sys.argv[2]
 OPTS = json.loads(sys.argv[3]) if len(sys.argv) > 3 else {}
 LOG = open(LOG_PATH, "a", buffering=1)  # noqa: SIM115
-out_lock = threading.Lock()
 state_lock = threading.Condition()
 busy = {}  # session id -> True while foreground work runs
 held = {}  # session id -> [(request id, params)]
@@ -38,26 +41,11 @@ answers = {}  # our request id -> the client's answer
 counter = {"msg": 0, "req": 0, "session": 0}
 
 
-def write(obj):
-    with out_lock:
-        sys.stdout.write(json.dumps(obj) + "\n")
-        sys.stdout.flush()
-
-
-def answer(rid, result=None, error=None):
-    msg = {"jsonrpc": "2.0", "id": rid}
-    if error is not None:
-        msg["error"] = error
-    else:
-        msg["result"] = result
-    write(msg)
-
-
 def update(sid, upd, store=True):
     if store and upd.get("sessionUpdate") != "notice":
         with open(STORE_PATH, "a") as f:
             f.write(json.dumps({"sid": sid, "update": upd}) + "\n")
-    write({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": sid, "update": upd}})
+    io_update(sid, upd)
 
 
 def next_id(prefix):
@@ -290,12 +278,4 @@ def handle(msg):
     answer(rid, error={"code": -32601, "message": "Method not found"})
 
 
-for raw in sys.stdin:
-    raw = raw.strip()
-    if not raw:
-        continue
-    LOG.write(raw + "\n")
-    try:
-        handle(json.loads(raw))
-    except Exception as exc:  # keep going: the test will notice the missing answer
-        sys.stderr.write(f"agent error: {exc!r}\n")
+serve(handle, LOG.write)

@@ -16,38 +16,21 @@ session/close cancels running work (its idle cancelled is sent first), answers h
 answers; later prompts for the session get -32002.
 """
 
-import json
+import os
 import sys
 import threading
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "helpers"))
+from agent_io import answer, serve, update
+
 LOG = open(sys.argv[1], "a", buffering=1)  # noqa: SIM115
-out_lock = threading.Lock()
 lock = threading.Condition()
 busy = {}  # session id -> True while foreground work runs
 held = {}  # session id -> [(request id, params)]
 cancelled = set()
 closed = set()
 counter = {"session": 0, "msg": 0}
-
-
-def write(obj):
-    with out_lock:
-        sys.stdout.write(json.dumps(obj) + "\n")
-        sys.stdout.flush()
-
-
-def answer(rid, result=None, error=None):
-    msg = {"jsonrpc": "2.0", "id": rid}
-    if error is not None:
-        msg["error"] = error
-    else:
-        msg["result"] = result
-    write(msg)
-
-
-def update(sid, upd):
-    write({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": sid, "update": upd}})
 
 
 def chunk(sid, mid, value, kind="agent_message_chunk"):
@@ -177,12 +160,4 @@ def handle(msg):
     answer(rid, error={"code": -32601, "message": "Method not found"})
 
 
-for raw in sys.stdin:
-    raw = raw.strip()
-    if not raw:
-        continue
-    LOG.write(raw + "\n")
-    try:
-        handle(json.loads(raw))
-    except Exception as exc:  # keep going: the test will notice the missing answer
-        sys.stderr.write(f"agent error: {exc!r}\n")
+serve(handle, LOG.write)

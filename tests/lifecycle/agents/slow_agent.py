@@ -8,21 +8,19 @@ else is answered at once: session/new (``s1``), session/list, session/set_config
 """
 
 import json
+import os
 import sys
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "helpers"))
+from agent_io import messages, write
 
 CONFIG = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
 LOG = open(CONFIG["log"], "a", buffering=1) if CONFIG.get("log") else None  # noqa: SIM115
 
 
-def write(obj):
-    sys.stdout.write(json.dumps(obj) + "\n")
-    sys.stdout.flush()
-
-
 for line in CONFIG.get("stdout", []):
-    sys.stdout.write(line + "\n")
-sys.stdout.flush()
+    write(line)
 for line in CONFIG.get("stderr", []):
     sys.stderr.write(line + "\n")
 sys.stderr.flush()
@@ -38,12 +36,7 @@ RESULTS = {
     "session/close": {},
 }
 
-for line in sys.stdin:
-    if LOG is not None:
-        LOG.write(line)
-    if not line.strip():
-        continue
-    message = json.loads(line)
+for message in messages(LOG.write if LOG is not None else None):
     method = message.get("method")
     if "id" not in message or method is None:
         continue

@@ -7,8 +7,11 @@ session's server. Every line it reads is
 appended to LOGFILE.
 """
 
-import json
+import os
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "helpers"))
+from agent_io import messages, write
 
 LOG = open(sys.argv[1], "a", buffering=1)  # noqa: SIM115
 # The MCP 2026-07-28 per-request envelope (what the TypeScript SDK's McpOverAcpCaller adds).
@@ -18,19 +21,12 @@ META = {
 state = {"server": None}
 
 
-def write(obj):
-    sys.stdout.write(json.dumps(obj) + "\n")
-    sys.stdout.flush()
-
-
 def mcp(rid, server_id, method, params=None):
     body = {"serverId": server_id, "requestId": f"inner-{rid}", "method": method, "params": {**(params or {}), **META}}
     write({"jsonrpc": "2.0", "id": rid, "method": "mcp/message", "params": body})
 
 
-for line in sys.stdin:
-    LOG.write(line)
-    msg = json.loads(line)
+for msg in messages(LOG.write):
     method, rid, params = msg.get("method"), msg.get("id"), msg.get("params") or {}
     if method == "initialize":
         caps = {"session": {"prompt": {}, "mcp": {"acp": {}}}}

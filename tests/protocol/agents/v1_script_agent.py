@@ -18,7 +18,11 @@ argv: LOGFILE SCRIPT_JSON. Every line received is appended to LOGFILE. SCRIPT_JS
 """
 
 import json
+import os
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "helpers"))
+from agent_io import answer, messages, write
 
 LOG = open(sys.argv[1], "a", buffering=1)  # noqa: SIM115
 SCRIPT = json.loads(sys.argv[2]) if len(sys.argv) > 2 else {}
@@ -27,20 +31,6 @@ prompts = list(SCRIPT.get("prompts", []))
 state = {"session": 0, "asked": 0}
 held = []  # (prompt request id, step) of prompts answered only when the next prompt arrives
 waiting = {}  # our request id -> (prompt request id, step)
-
-
-def write(obj):
-    sys.stdout.write(json.dumps(obj) + "\n")
-    sys.stdout.flush()
-
-
-def answer(rid, result=None, error=None):
-    msg = {"jsonrpc": "2.0", "id": rid}
-    if error is not None:
-        msg["error"] = error
-    else:
-        msg["result"] = result
-    write(msg)
 
 
 def updates(sid, items):
@@ -118,10 +108,5 @@ def handle(msg):
         answer(rid, SCRIPT.get("answers", {}).get(method, {}))
 
 
-for line in sys.stdin:
-    LOG.write(line)
-    try:
-        message = json.loads(line)
-    except ValueError:
-        continue
+for message in messages(LOG.write):
     handle(message)

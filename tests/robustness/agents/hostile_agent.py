@@ -27,38 +27,18 @@ initialize result's ``_meta.environ`` lists the names in this process's initial 
 import json
 import os
 import sys
-import threading
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "helpers"))
+import agent_io
+from agent_io import answer, messages, update, write
+
+agent_io.COMPACT = True  # no spaces, as this agent has always written its messages
 
 LOG = open(sys.argv[1], "a", buffering=1)  # noqa: SIM115
 CONFIG = json.loads(sys.argv[2]) if len(sys.argv) > 2 else {}
-OUT = sys.stdout.buffer
-lock = threading.Lock()
 state = {"sessions": 0, "messages": 0, "current": "s1", "after_new_done": False}
 CAPS = {"session": {"prompt": {}}}
-
-
-def write_bytes(data):
-    with lock:
-        OUT.write(data)
-        OUT.flush()
-
-
-def write(obj):
-    write_bytes(json.dumps(obj, separators=(",", ":")).encode() + b"\n")
-
-
-def answer(rid, result=None, error=None):
-    msg = {"jsonrpc": "2.0", "id": rid}
-    if error is not None:
-        msg["error"] = error
-    else:
-        msg["result"] = result
-    write(msg)
-
-
-def update(sid, upd):
-    write({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": sid, "update": upd}})
 
 
 def chunk(sid, mid, text):
@@ -69,12 +49,12 @@ def run(script, rid=None):
     for step in script:
         sid = step.get("session", state["current"])
         if "raw" in step:
-            write_bytes(step["raw"].encode() + b"\n")
+            write(step["raw"].encode() + b"\n")
         elif "raw_hex" in step:
-            write_bytes(bytes.fromhex(step["raw_hex"]))
+            write(bytes.fromhex(step["raw_hex"]))
         elif "raw_file" in step:
             with open(step["raw_file"], "rb") as f:
-                write_bytes(f.read())
+                write(f.read())
         elif "update" in step:
             update(sid, step["update"])
         elif "chunks" in step:
@@ -90,7 +70,7 @@ def run(script, rid=None):
                 )
                 for i in range(step["chunks"])
             ]
-            write_bytes(("\n".join(lines) + "\n").encode())
+            write(("\n".join(lines) + "\n").encode())
         elif "answer" in step:
             answer(rid, step["answer"])
         elif "error" in step:
@@ -103,7 +83,7 @@ def run(script, rid=None):
                 "title": "?",
                 "options": [{"optionId": "yes", "name": "Y", "kind": "allow_once"}],
             }
-            write_bytes(
+            write(
                 b"".join(
                     json.dumps(
                         {"jsonrpc": "2.0", "id": f"p{i}", "method": "session/request_permission", "params": params}
@@ -174,14 +154,8 @@ def handle(msg):
 
 
 def main():
-    for line in sys.stdin.buffer:
-        LOG.write(line.decode("utf-8", "replace"))
-        try:
-            msg = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(msg, dict):
-            handle(msg)
+    for msg in messages(LOG.write):
+        handle(msg)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,11 @@ every request of that session it has no answer for yet.
 """
 
 import json
+import os
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "helpers"))
+from agent_io import messages
 
 LOG = open(sys.argv[1], "a", buffering=1)  # noqa: SIM115
 WITHDRAW = "--withdraw" in sys.argv
@@ -26,9 +30,7 @@ def idle(sid, reason):
     write({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": sid, "update": update}})
 
 
-for line in sys.stdin:
-    LOG.write(line)
-    msg = json.loads(line)
+for msg in messages(LOG.write):
     method, rid, params = msg.get("method"), msg.get("id"), msg.get("params") or {}
     if method is None and rid in pending:  # the client's answer
         sid = pending.pop(rid)

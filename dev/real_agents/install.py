@@ -1,6 +1,6 @@
 """Install the pinned agents of ``agents.toml`` into a cache folder (default ``.cache/real-agents``).
 
-    python -m real_agents.install [--cache DIR] [--agent NAME ...]
+    python -m dev.real_agents.install [--cache DIR] [--agent NAME ...]
 
 Runs ``npm install --prefix DIR --no-audit --no-fund --save-exact PACKAGE@VERSION ...`` only for packages that
 are missing or installed at another version; does nothing when every pin is already there. PACKAGE is the one the
@@ -61,7 +61,7 @@ def install(agents: Sequence[AgentSpec], cache: Path, *, timeout: float = 1800) 
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m real_agents.install", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m dev.real_agents.install", description=__doc__.split("\n\n")[0])
     parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE, help="install folder (default %(default)s)")
     parser.add_argument("--agent", action="append", default=[], metavar="NAME", help="only this agent (repeatable)")
     parser.add_argument("--registry", default=REGISTRY, help="where registry ids are looked up (default %(default)s)")
@@ -74,7 +74,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         agents = [table[name] for name in args.agent] if args.agent else list(table.values())
         done = install(agents, args.cache)
     except (InstallError, TableError) as exc:
-        print(f"real_agents.install: {exc}", file=sys.stderr)
+        print(f"dev.real_agents.install: {exc}", file=sys.stderr)
         return 2
     for agent in agents:
         state = "installed" if agent in done else "up to date"

@@ -1,4 +1,4 @@
-"""``acp-reference-agent`` / ``python -m conformance.agent``: serve the reference agent on stdin/stdout."""
+"""``acp-reference-agent`` / ``python -m acp_conformance.agent``: serve the reference agent on stdin/stdout."""
 
 from __future__ import annotations
 

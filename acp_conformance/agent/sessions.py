@@ -32,7 +32,7 @@ from .config import ConfigValues
 
 __all__ = ["HeldPrompt", "Session", "SessionStore"]
 
-_log = logging.getLogger("conformance.agent")
+_log = logging.getLogger("acp_conformance.agent")
 
 Emit = Callable[[str, mu.SessionUpdate], Awaitable[None]]
 

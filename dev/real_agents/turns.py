@@ -1,6 +1,6 @@
 """Whole turns against a scripted local model, through acp-session's public API.
 
-    python -m real_agents.turns [--agent NAME ...] [--out docs/real-agents.md] [--cache DIR] [--no-isolate]
+    python -m dev.real_agents.turns [--agent NAME ...] [--out docs/real-agents.md] [--cache DIR] [--no-isolate]
 
 For every agent of ``agents.toml`` with a ``model`` wiring: start the scripted model (``model_server``) on
 127.0.0.1, point the agent at it (``wiring``) with a fresh HOME and a fake key, and run, in one session:
@@ -297,6 +297,18 @@ def _usage_cell(report: TurnReport, usage: list[Any]) -> None:
         report.set("usage", "pass", "ChatResponse.usage " + ", ".join(f"{k} {v}" for k, v in numbers.items()))
 
 
+def _preview_api(client: ClientConnection, session: Any, name: str) -> Callable[..., Any] | None:
+    """The Preview API ``name`` if this build of the library has it, else None: ``fork`` and ``set_title`` (methods
+    of the ``ActiveSession``), ``system_prompt`` (``client.new_session`` when it takes one).
+
+    These come with the Preview work and may not be merged in the build being checked: this is the one place the
+    harness asks whether the library has an API; everything else calls the public API directly."""
+    if name == "system_prompt":
+        return client.new_session if "system_prompt" in inspect.signature(client.new_session).parameters else None
+    found = getattr(session, name, None)
+    return found if callable(found) else None
+
+
 def _not_available(report: TurnReport, name: str, what: str) -> None:
     report.set(name, "n/a", f"{what} not available in this build")
 
@@ -315,16 +327,16 @@ def advertised(path: Path) -> dict[str, bool]:
 _PREVIEW = {"session/fork": "fork", "session/set_title": "title", "systemPrompt": "systemPrompt"}
 
 
-def _supports_cell(client: Any, method: str, offered: bool) -> str | None:
+def _supports_cell(client: ClientConnection, method: str, offered: bool) -> str | None:
     """None when ``supports(method)`` says what the agent advertised, else the mismatch."""
     said = client.supports(method)
     return None if said == offered else f"supports({method!r}) is {said}, the agent advertised {offered}"
 
 
-async def _fork(client: Any, conversation: Conversation, run: _Run, report: TurnReport) -> None:
+async def _fork(client: ClientConnection, conversation: Conversation, run: _Run, report: TurnReport) -> None:
     offered = advertised(run.transcript)["session/fork"]
     mismatch = _supports_cell(client, "session/fork", offered)
-    fork = getattr(conversation.session, "fork", None)
+    fork = _preview_api(client, conversation.session, "fork")
     if fork is None:
         _not_available(report, "fork", "ActiveSession.fork()")
         report.cells["fork"].text += f"; {mismatch}" if mismatch else f"; supports() agrees ({offered})"
@@ -344,10 +356,10 @@ async def _fork(client: Any, conversation: Conversation, run: _Run, report: Turn
     report.set("fork", "pass" if ok else "fail", f"advertised; forked into a new session {forked_id!r}")
 
 
-async def _title(client: Any, conversation: Conversation, run: _Run, report: TurnReport) -> None:
+async def _title(client: ClientConnection, conversation: Conversation, run: _Run, report: TurnReport) -> None:
     offered = advertised(run.transcript)["session/set_title"]
     mismatch = _supports_cell(client, "session/set_title", offered)
-    set_title = getattr(conversation.session, "set_title", None)
+    set_title = _preview_api(client, conversation.session, "set_title")
     if set_title is None:
         _not_available(report, "title", "ActiveSession.set_title()")
         report.cells["title"].text += f"; {mismatch}" if mismatch else f"; supports() agrees ({offered})"
@@ -364,13 +376,14 @@ async def _title(client: Any, conversation: Conversation, run: _Run, report: Tur
     report.set("title", "pass" if offered else "fail", f"set_title answered; advertised {offered}")
 
 
-async def _system_prompt(client: Any, run: _Run, report: TurnReport, limit: float) -> None:
-    if "system_prompt" not in inspect.signature(client.new_session).parameters:
+async def _system_prompt(client: ClientConnection, run: _Run, report: TurnReport, limit: float) -> None:
+    new_session = _preview_api(client, None, "system_prompt")
+    if new_session is None:
         _not_available(report, "system prompt", "new_session(system_prompt=...)")
         return
     offered = advertised(run.transcript)["systemPrompt"]
     try:
-        session = await client.new_session(run.cwd, system_prompt=f"Always obey {SYSTEM_MARK}.")
+        session = await new_session(run.cwd, system_prompt=f"Always obey {SYSTEM_MARK}.")
     except CapabilityNotSupported as exc:
         status = "fail" if offered else "pass"
         report.set("system prompt", status, f"CapabilityNotSupported ({_short(exc, 80)}); advertised {offered}")
@@ -515,10 +528,10 @@ def render_section(reports: Sequence[TurnReport], *, command: str, when: str, en
     lines = [
         SECTION,
         "",
-        "Each agent with a model wiring in `real_agents/agents.toml` runs whole turns through the public API",
+        "Each agent with a model wiring in `dev/real_agents/agents.toml` runs whole turns through the public API",
         "(`ClientBuilder().spawn`, `Conversation`) against the harness's scripted model on 127.0.0.1",
-        "(`real_agents/model_server.py`: OpenAI chat completions and Responses API, Anthropic messages, streamed),",
-        "with a fresh HOME and a fake key. Generated by `python -m real_agents.turns`.",
+        "(`dev/real_agents/model_server.py`: OpenAI chat completions and Responses API, Anthropic messages, streamed),",
+        "with a fresh HOME and a fake key. Generated by `python -m dev.real_agents.turns`.",
         "",
         f"- Date: {when}",
         f"- Rerun: `{command}`",
@@ -548,7 +561,7 @@ def render_section(reports: Sequence[TurnReport], *, command: str, when: str, en
         "field dropped or changed), **fork** / **title** / **system prompt** (where the library has the API and",
         "the agent advertises it; a system prompt must reach the model).",
         "",
-        "The model follows a script (`real_agents/script.py`): each prompt carries a marker",
+        "The model follows a script (`dev/real_agents/script.py`): each prompt carries a marker",
         "`[[scripted:NAME key=value]]`, and the reply to a request is step N of that scenario, N being the tool",
         "calls made since the marker; a tool step (write a file, run a command) becomes a call of whichever",
         "matching tool the agent offered (`Write`, `apply_patch`, `create`, `write_file`, `Bash`, `exec_command`,",
@@ -586,16 +599,17 @@ def _isolate(argv: Sequence[str]) -> None:
         return
     probe = subprocess.run([unshare, "-rn", ip, "link", "set", "lo", "up"], capture_output=True, timeout=10)
     if probe.returncode != 0:
-        print("real_agents.turns: cannot isolate the network (unshare -rn failed); running without", file=sys.stderr)
+        why = "cannot isolate the network (unshare -rn failed); running without"
+        print(f"dev.real_agents.turns: {why}", file=sys.stderr)
         return
     script = f'{ip} link set lo up && exec "$@"'
-    command = [unshare, "-rn", "sh", "-c", script, "sh", sys.executable, "-m", "real_agents.turns", *argv]
+    command = [unshare, "-rn", "sh", "-c", script, "sh", sys.executable, "-m", "dev.real_agents.turns", *argv]
     os.execve(unshare, command, {**os.environ, _ISOLATED: "1"})
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser = argparse.ArgumentParser(prog="python -m real_agents.turns", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m dev.real_agents.turns", description=__doc__.split("\n\n")[0])
     parser.add_argument("--agent", action="append", default=[], metavar="NAME", help="only this agent (repeatable)")
     parser.add_argument("--out", type=Path, help="replace the whole-turns section of this markdown file")
     parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE, help="install folder (default %(default)s)")
@@ -609,7 +623,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         table = load_agents(registry=args.registry)
     except (OSError, TableError) as exc:
-        print(f"real_agents.turns: {exc}", file=sys.stderr)
+        print(f"dev.real_agents.turns: {exc}", file=sys.stderr)
         return 2
     unknown = [name for name in args.agent if name not in table]
     if unknown:
@@ -621,7 +635,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{spec.name}: no model wiring, skipped", file=sys.stderr)
             continue
         if spec.installed_version(args.cache) != spec.version:
-            print(f"{spec.name}: {spec.spec} not installed (python -m real_agents.install)", file=sys.stderr)
+            print(f"{spec.name}: {spec.spec} not installed (python -m dev.real_agents.install)", file=sys.stderr)
             return 2
         target = Target.from_spec(spec, args.cache)
         print(f"{spec.name}: whole turns against the scripted model ({spec.model})", file=sys.stderr, flush=True)
@@ -635,7 +649,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = (
         "make real-agents"
         if not args.agent
-        else " ".join(["python -m real_agents.turns", *(f"--agent {a}" for a in args.agent)])
+        else " ".join(["python -m dev.real_agents.turns", *(f"--agent {a}" for a in args.agent)])
     )
     when = time.strftime("%Y-%m-%d %H:%M %Z")
     section = render_section(reports, command=command, when=when, environment=environment_line(), isolated=isolated)

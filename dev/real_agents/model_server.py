@@ -10,7 +10,7 @@ One ``ModelServer`` serves, on one port:
   Gemini API, as gemini-cli uses it),
 - ``GET /v1/models`` (a one-model listing),
 
-each replying by the script (``real_agents.script``). Every request is logged (``requests``): the path, the
+each replying by the script (``dev.real_agents.script``). Every request is logged (``requests``): the path, the
 scenario and step it got, the system text, whether the client hung up during a streamed reply (a cancel). Runs
 in a thread of its own (``with ModelServer() as server: server.url``) so it serves agents whatever event loop
 the caller runs. Accepts any key: it is a local fake, bound to 127.0.0.1 only.

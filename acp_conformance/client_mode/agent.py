@@ -1,6 +1,6 @@
 """The scripted agent of client mode: plays one scenario against the client that started it, logging every line.
 
-``python -m conformance.client_mode.agent --scenario NAME --version 1|2 --log FILE``. It speaks protocol
+``python -m acp_conformance.client_mode.agent --scenario NAME --version 1|2 --log FILE``. It speaks protocol
 ``--version`` at most (and 1 when offered 1), writes each line it reads and writes to ``FILE`` (JSON lines:
 ``{"dir": "in"|"out", "t": seconds, "line": ...}``, plus ``{"event": ...}`` marks), and never judges anything
 itself: the runner does, from the log. Plain standard library, so it starts fast.

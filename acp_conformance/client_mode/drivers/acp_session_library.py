@@ -1,4 +1,4 @@
-"""Driver for acp-session's library: ``python -m conformance.client_mode.drivers.acp_session_library AGENT...``.
+"""Driver for acp-session's library: ``python -m acp_conformance.client_mode.drivers.acp_session_library AGENT...``.
 
 An editor-like use of ``ClientBuilder`` and ``Conversation``: it approves every permission request (the
 editor's user always says yes; the ``cancel`` scenario shows whether an approval can still follow a cancel),

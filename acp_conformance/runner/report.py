@@ -16,7 +16,7 @@ from .verdict import Verdict, judge
 
 __all__ = ["REPORT_FORMAT", "junit", "rerun_command", "summary", "table", "to_json", "verdict_lines"]
 
-REPORT_FORMAT = 2  # "reportFormat" of the JSON report (its schema: conformance/runner/report.schema.json)
+REPORT_FORMAT = 2  # "reportFormat" of the JSON report (its schema: acp_conformance/runner/report.schema.json)
 
 MARK = {"pass": "PASS", "fail": "FAIL", "warn": "WARN", "n/a": "N/A"}
 

@@ -1,4 +1,4 @@
-"""Driver for acp-session's command line: ``python -m conformance.client_mode.drivers.acp_session_cli AGENT...``.
+"""Driver for acp-session's command line: ``python -m acp_conformance.client_mode.drivers.acp_session_cli AGENT...``.
 
 Runs ``acp-session chat --json --yes --agent AGENT PROMPT`` (every permission approved, so the cancel scenario
 shows whether an approval can follow a cancel) and, in the ``cancel`` scenario, presses Ctrl-C (SIGINT) once

@@ -29,7 +29,7 @@ else:  # pragma: no cover - Python 3.10
 
 __all__ = ["DEFAULT_CACHE", "REGISTRY", "REPO", "TABLE", "AgentSpec", "TableError", "load_agents"]
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]  # the checkout (this file is dev/real_agents/table.py)
 TABLE = Path(__file__).resolve().parent / "agents.toml"
 DEFAULT_CACHE = REPO / ".cache" / "real-agents"
 REGISTRY = "bundled"
@@ -204,7 +204,7 @@ def _one(name: str, raw: Any, registry: str) -> AgentSpec:
         raise TableError(f"agents.{name}.prompt: 'credentials' or 'always'")
     model = raw.get("model")
     if model is not None and not isinstance(model, str):
-        raise TableError(f"agents.{name}.model: the name of a model wiring (real_agents/wiring.py)")
+        raise TableError(f"agents.{name}.model: the name of a model wiring (dev/real_agents/wiring.py)")
     return AgentSpec(
         name=name,
         version=version,

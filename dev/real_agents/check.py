@@ -1,6 +1,6 @@
 """Check real ACP agents through acp-session's public API; write a table of agent x check.
 
-    python -m real_agents.check [--agent NAME ...] [--out docs/real-agents.md] [--cache DIR] [--json PATH]
+    python -m dev.real_agents.check [--agent NAME ...] [--out docs/real-agents.md] [--cache DIR] [--json PATH]
 
 Each agent runs with a fresh temporary HOME, in a temporary working directory, and with an environment
 holding no credentials (only PATH, HOME, LANG, TERM, USER and TMPDIR), unless some of the agent's credential
@@ -33,13 +33,13 @@ from collections.abc import Mapping, Sequence
 from contextlib import aclosing, suppress
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
 
 import anyio
 
 import acp_session
-from acp_session import CapabilityNotSupported, ClientBuilder
+from acp_session import AuthenticationRequired, CapabilityNotSupported, ClientBuilder, ClientConnection, Conversation
 from acp_session.errors import AuthRequired
+from acp_session.transport import AgentProcess, stdio_agent
 
 from .procs import ProcessTracker
 from .table import DEFAULT_CACHE, REGISTRY, REPO, AgentSpec, TableError, load_agents
@@ -101,6 +101,7 @@ class Target:
     prompt: str = "credentials"  # "credentials", "always" or "never"
     note: str = ""
     origin: str = ""  # how the command was found (the registry id, or the table's own command)
+    reap: bool = True  # run the agent under the library's reaper (the default of spawn); False: its process group
 
     @classmethod
     def from_spec(cls, spec: AgentSpec, cache: Path) -> Target:
@@ -165,63 +166,20 @@ def _short(exc: BaseException, limit: int = 240) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _auth_error_type() -> tuple[type[BaseException] | None, str]:
-    """The typed login error, and where it was found (it is being added to the library)."""
-    typed = getattr(acp_session, "AuthenticationRequired", None)
-    if isinstance(typed, type):
-        return typed, "acp_session"
-    try:
-        from acp_session.auth import AuthenticationRequired  # type: ignore[import-not-found, unused-ignore]
-    except ImportError:
-        return None, ""
-    return AuthenticationRequired, "acp_session.auth"
-
-
-def _method_id(method: Any) -> str:
-    for name in ("method_id", "id"):
-        value = getattr(method, name, None)
-        if isinstance(value, str):
-            return value
-    if isinstance(method, Mapping):
-        value = method.get("methodId", method.get("id"))
-        if isinstance(value, str):
-            return value
-    return "?"
-
-
-def _describe_methods(client: Any) -> list[str]:
-    """Each advertised auth method as ``id (kind, detail)``."""
+def _describe_methods(client: ClientConnection) -> list[str]:
+    """Each advertised auth method as ``id (kind, detail)``, from ``ClientConnection.login_methods``."""
     out: list[str] = []
-    login = getattr(client, "login_methods", None)
-    if isinstance(login, list):
-        for method in login:
-            detail = [method.kind]
-            if getattr(method, "env_vars", ()):
-                detail.append("vars " + " ".join(method.env_vars))
-            command = getattr(method, "login_command", None)
-            if command:
-                detail.append("terminal-auth `" + " ".join([os.path.basename(command[0]), *command[1:]]) + "`")
-            elif getattr(method, "terminal_args", None) is not None:
-                detail.append("args `" + " ".join(method.terminal_args) + "`")
-            out.append(f"{method.method_id} ({', '.join(detail)})")
-        return out
-    for method in client.auth_methods:  # the library's generated types, or the raw JSON of an unknown shape
-        if isinstance(method, Mapping):
-            kind = method.get("type") if isinstance(method.get("type"), str) else "agent"
-            meta = method.get("_meta")
-        else:
-            kind = getattr(getattr(type(method), "__struct_config__", None), "tag", None) or type(method).__name__
-            meta = getattr(method, "meta", None)
-        extra = ", terminal-auth in _meta" if isinstance(meta, Mapping) and "terminal-auth" in meta else ""
-        out.append(f"{_method_id(method)} ({kind}{extra})")
+    for method in client.login_methods:
+        detail = [method.kind]
+        if method.env_vars:
+            detail.append("vars " + " ".join(method.env_vars))
+        command = method.login_command
+        if command:
+            detail.append("terminal-auth `" + " ".join([os.path.basename(command[0]), *command[1:]]) + "`")
+        elif method.terminal_args is not None:
+            detail.append("args `" + " ".join(method.terminal_args) + "`")
+        out.append(f"{method.method_id} ({', '.join(detail)})")
     return out
-
-
-def _wire_auth_count(client: Any) -> int | None:
-    """How many auth methods a v1 agent sent (the v1 adapter keeps its raw answer), None when unknown."""
-    wire = getattr(getattr(client, "protocol", None), "wire_initialize_response", None)
-    methods = getattr(wire, "auth_methods", None)
-    return len(methods) if isinstance(methods, list) else None
 
 
 def _environment(environ: Mapping[str, str], home: Path, passed: Sequence[str]) -> dict[str, str]:
@@ -275,8 +233,8 @@ class _Run:
 
     def __init__(self) -> None:
         self.entered = False
-        self.transport: Any = None
-        self.conversation: Any = None
+        self.transport: AgentProcess | None = None
+        self.conversation: Conversation | None = None
         self.session_close: Cell | None = None
         self.leave_started: float | None = None
         self.left: float | None = None
@@ -346,38 +304,38 @@ async def _connection(
     t0 = time.monotonic()
     try:
         with init_scope:
-            async with builder.spawn(list(target.argv), env=env, cwd=str(cwd)) as client:
-                init_scope.deadline = math.inf  # initialize is done; the steps have their own limits
-                run.entered = True
-                took = time.monotonic() - t0
-                run.transport = getattr(client.rpc, "transport", None)
-                pid = getattr(run.transport, "pid", None)  # acp_session.transport.AgentProcess
-                if isinstance(pid, int):
-                    tracker.add_root(pid)
-                report.set("initialize", "pass", f"{took:.2f} s")
-                if took > _SLOW_INITIALIZE:
-                    report.notes.append(f"slow to start: initialize answered after {took:.1f} s")
-                _protocol(client, report)
-                _auth_methods(client, report)
-                await _new_session(client, target, cwd, passed, report, run, limits)
-                await _list(client, report, run, limits)
-                await _prompt(target, passed, report, run, limits)
-                await _close_session(client, run, limits)
-                run.leave_started = time.monotonic()
+            # What builder.spawn does, in its two public steps: the process first, so that its stderr tail and
+            # exit code are there to read whatever happens.
+            async with stdio_agent(list(target.argv), str(cwd), env, reap_descendants=target.reap) as agent:
+                run.transport = agent
+                async with builder.connect(agent) as client:
+                    init_scope.deadline = math.inf  # initialize is done; the steps have their own limits
+                    run.entered = True
+                    # Only now: a process seen before its exec has the checker's process group, not its own.
+                    tracker.add_root(agent.pid)
+                    took = time.monotonic() - t0
+                    report.set("initialize", "pass", f"{took:.2f} s")
+                    if took > _SLOW_INITIALIZE:
+                        report.notes.append(f"slow to start: initialize answered after {took:.1f} s")
+                    _protocol(client, report)
+                    _auth_methods(client, report)
+                    await _new_session(client, target, cwd, passed, report, run, limits)
+                    await _list(client, report, run, limits)
+                    await _prompt(target, passed, report, run, limits)
+                    await _close_session(client, run, limits)
+                    run.leave_started = time.monotonic()
             run.left = time.monotonic()
     except Exception as exc:
         if not run.entered:
             report.set("initialize", "fail", _short(exc))
-            report.stderr_tail = list(getattr(exc, "stderr_tail", ()) or ())
         elif run.leave_started is not None:
             run.left = time.monotonic()
             report.set("close", "fail", f"leaving the connection raised {_short(exc)}")
         else:
             raise
     finally:
-        tail = getattr(run.transport, "stderr_tail", None)
-        if tail:
-            report.stderr_tail = list(tail)
+        if run.transport is not None and run.transport.stderr_tail:
+            report.stderr_tail = list(run.transport.stderr_tail)
     if init_scope.cancelled_caught and not run.entered:
         report.set("initialize", "fail", f"no answer within {limits.initialize:.0f} s (the checker's limit)")
     if not run.entered:
@@ -385,7 +343,7 @@ async def _connection(
             report.cells.setdefault(name, Cell("n/a", "initialize failed"))
 
 
-def _protocol(client: Any, report: AgentReport) -> None:
+def _protocol(client: ClientConnection, report: AgentReport) -> None:
     try:
         version = client.protocol_version
         info = client.agent_info
@@ -396,14 +354,14 @@ def _protocol(client: Any, report: AgentReport) -> None:
         report.set("protocol", "fail", _short(exc))
 
 
-def _auth_methods(client: Any, report: AgentReport) -> None:
+def _auth_methods(client: ClientConnection, report: AgentReport) -> None:
     try:
         described = _describe_methods(client)
-        sent = _wire_auth_count(client)
+        sent = len(client.auth_methods)  # every method received, an unknown shape kept as received
     except Exception as exc:
         report.set("auth methods", "fail", _short(exc))
         return
-    if sent is not None and len(described) < sent:
+    if len(described) < sent:
         report.set("auth methods", "fail", f"decoded {len(described)} of the {sent} sent: " + "; ".join(described))
     elif not described:
         report.set("auth methods", "pass", "none advertised")
@@ -411,31 +369,27 @@ def _auth_methods(client: Any, report: AgentReport) -> None:
         report.set("auth methods", "pass", f"{len(described)}: " + "; ".join(described))
 
 
-def _advertised_ids(client: Any) -> list[str]:
-    login = getattr(client, "login_methods", None)
-    if isinstance(login, list):
-        return [m.method_id for m in login]
-    return [_method_id(m) for m in client.auth_methods]
-
-
 def _auth_cell(exc: AuthRequired, advertised: Sequence[str], what: str) -> Cell:
-    typed, where = _auth_error_type()
+    """A refusal for lack of login: it must come as ``AuthenticationRequired`` naming the advertised methods."""
     said = "" if exc.message == "Authentication required" else f' "{exc.message}"'
     data = "" if exc.data is None else f" data={json.dumps(exc.data, default=str)[:80]}"
-    if typed is not None and isinstance(exc, typed):
-        methods = [_method_id(m) for m in getattr(exc, "methods", [])]
-        if sorted(methods) != sorted(advertised):
-            return Cell("fail", f"{what}: AuthenticationRequired has methods {methods}, initialize gave {advertised}")
-        named = ", ".join(methods) if methods else "none"
-        return Cell("pass", f"{what}: AuthenticationRequired{said}{data}; methods: {named}")
-    if typed is None:
-        missing = "(AuthenticationRequired is not in the library yet)"
-        return Cell("pass", f"{what}: AuthRequired [{exc.code}]{said}{data} {missing}")
-    return Cell("fail", f"{what}: a plain AuthRequired [{exc.code}]{said}, not {where}.AuthenticationRequired")
+    if not isinstance(exc, AuthenticationRequired):
+        return Cell("fail", f"{what}: a plain AuthRequired [{exc.code}]{said}, not acp_session.AuthenticationRequired")
+    methods = [m.method_id for m in exc.methods]
+    if sorted(methods) != sorted(advertised):
+        return Cell("fail", f"{what}: AuthenticationRequired has methods {methods}, initialize gave {advertised}")
+    named = ", ".join(methods) if methods else "none"
+    return Cell("pass", f"{what}: AuthenticationRequired{said}{data}; methods: {named}")
 
 
 async def _new_session(
-    client: Any, target: Target, cwd: Path, passed: Sequence[str], report: AgentReport, run: _Run, limits: Limits
+    client: ClientConnection,
+    target: Target,
+    cwd: Path,
+    passed: Sequence[str],
+    report: AgentReport,
+    run: _Run,
+    limits: Limits,
 ) -> None:
     t0 = time.monotonic()
     logged_in = ""
@@ -452,7 +406,7 @@ async def _new_session(
                     continue
                 report.set("session/new", "fail", f"login required; logging in with {method} failed: {error}")
                 return
-            cell = _auth_cell(exc, _advertised_ids(client), "login required")
+            cell = _auth_cell(exc, [m.method_id for m in client.login_methods], "login required")
             if passed and cell.status == "pass":
                 cell = Cell("fail", cell.text + f" (although {', '.join(passed)} was passed)")
             report.cells["session/new"] = cell
@@ -468,18 +422,17 @@ async def _new_session(
     report.set("session/new", "pass", f"{logged_in}session opened in {took:.2f} s")
 
 
-async def _login(client: Any, method: str, limits: Limits) -> str | None:
-    """Log in with ``method`` (``authenticate`` where the library has it, else ``login``); None when it worked."""
-    call = getattr(client, "authenticate", None) or client.login
+async def _login(client: ClientConnection, method: str, limits: Limits) -> str | None:
+    """Log in with ``method`` (``ClientConnection.authenticate``); None when it worked."""
     try:
         with anyio.fail_after(limits.request):
-            await call(method)
+            await client.authenticate(method)
     except Exception as exc:
         return _short(exc)
     return None
 
 
-async def _list(client: Any, report: AgentReport, run: _Run, limits: Limits) -> None:
+async def _list(client: ClientConnection, report: AgentReport, run: _Run, limits: Limits) -> None:
     try:
         with anyio.fail_after(limits.request):
             async with aclosing(client.list_sessions()) as listing:
@@ -540,7 +493,7 @@ async def _prompt(target: Target, passed: Sequence[str], report: AgentReport, ru
         report.set("prompt", "pass" if response.stop_reason == "end_turn" else "fail", text)
 
 
-async def _close_session(client: Any, run: _Run, limits: Limits) -> None:
+async def _close_session(client: ClientConnection, run: _Run, limits: Limits) -> None:
     if run.conversation is None:
         return
     how = "session/close" if client.supports("session/close") else "closed locally (no session/close)"
@@ -561,8 +514,8 @@ def _close_cell(report: AgentReport, run: _Run) -> None:
     parts = [run.session_close.text if run.session_close is not None else "no session"]
     if run.left is not None and run.leave_started is not None:
         parts.append(f"left in {run.left - run.leave_started:.2f} s")
-    code = getattr(run.transport, "returncode", None)
-    if isinstance(code, int):
+    code = run.transport.returncode if run.transport is not None else None
+    if code is not None:
         parts.append(f"exit code {code}" if code >= 0 else f"ended by signal {-code}")
     status = "fail" if run.session_close is not None and run.session_close.status == "fail" else "pass"
     report.set("close", status, ", ".join(parts))
@@ -590,8 +543,8 @@ async def _exit_check(report: AgentReport, tracker: ProcessTracker, limits: Limi
 
 
 def _process_notes(report: AgentReport, tracker: ProcessTracker, run: _Run) -> None:
-    code = getattr(run.transport, "returncode", None)
-    if isinstance(code, int) and code < 0 and run.left is not None and run.leave_started is not None:
+    code = run.transport.returncode if run.transport is not None else None
+    if code is not None and code < 0 and run.left is not None and run.leave_started is not None:
         report.notes.append(
             f"did not exit when its stdin closed: ended by signal {-code} after {run.left - run.leave_started:.1f} s"
         )
@@ -631,11 +584,11 @@ def render_markdown(reports: Sequence[AgentReport], *, command: str, when: str, 
         "",
         "The agents people run, checked through acp-session's public API (`ClientBuilder().spawn(...)`), each with a",
         "fresh empty HOME, in an empty temporary working directory and with no credentials in its environment (only",
-        "PATH, HOME, LANG, TERM, USER, TMPDIR). A credential variable listed in `real_agents/agents.toml` that is set",
-        "in the caller's environment is passed on, and then one real prompt runs. Each agent's command is resolved",
-        "through its ACP registry id (`acp_session.registry.pinned_command`, the bundled snapshot) at the pinned",
-        "version, and runs from the harness's install folder (no npx at run time). Generated by",
-        "`python -m real_agents.check`; not part of CI (the agents download hundreds of MB on first start).",
+        "PATH, HOME, LANG, TERM, USER, TMPDIR). A credential variable listed in `dev/real_agents/agents.toml` that is",
+        "set in the caller's environment is passed on, and then one real prompt runs. Each agent's command is",
+        "resolved through its ACP registry id (`acp_session.registry.pinned_command`, the bundled snapshot) at the",
+        "pinned version, and runs from the harness's install folder (no npx at run time). Generated by",
+        "`python -m dev.real_agents.check`; not part of CI (the agents download hundreds of MB on first start).",
         "",
         f"- Date: {when}",
         f"- Rerun: `{command}`",
@@ -708,7 +661,7 @@ def _not_installed(spec: AgentSpec, cache: Path) -> AgentReport:
     found = spec.installed_version(cache)
     report = AgentReport(spec.name, spec.package, spec.version, spec.argv(cache), origin_of(spec))
     why = f"{spec.version} not installed (found {found})" if found else "not installed"
-    report.set("initialize", "fail", f"{why}: run python -m real_agents.install")
+    report.set("initialize", "fail", f"{why}: run python -m dev.real_agents.install")
     report.fill("n/a", "not installed")
     return report
 
@@ -729,7 +682,7 @@ async def _check_all(targets: Sequence[Target | AgentReport], limits: Limits) ->
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m real_agents.check", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m dev.real_agents.check", description=__doc__.split("\n\n")[0])
     parser.add_argument("--agent", action="append", default=[], metavar="NAME", help="only this agent (repeatable)")
     parser.add_argument("--out", type=Path, help="write the markdown report here (else print it)")
     parser.add_argument("--json", type=Path, help="also write the raw results as JSON here")
@@ -742,7 +695,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         table = load_agents(registry=args.registry)
     except (OSError, TableError) as exc:
-        print(f"real_agents.check: {exc}", file=sys.stderr)
+        print(f"dev.real_agents.check: {exc}", file=sys.stderr)
         return 2
     unknown = [name for name in args.agent if name not in table]
     if unknown:
@@ -758,7 +711,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     reports = anyio.run(_check_all, targets, limits, backend=args.backend)
     command = "make real-agents"
     if args.agent or args.out is None:
-        parts = ["python -m real_agents.check", *(f"--agent {name}" for name in args.agent)]
+        parts = ["python -m dev.real_agents.check", *(f"--agent {name}" for name in args.agent)]
         if args.out is not None:
             parts.append(f"--out {args.out}")
         command = " ".join(parts)

@@ -44,7 +44,7 @@ SCENARIOS: dict[str, tuple[tuple[int, ...], str]] = {
 }
 PROMPT = "Hello, scripted agent."
 _STATUS = {"pass": "PASS", "fail": "FAIL", "n/a": "SKIPPED", NOT_TESTED: "NOT_TESTED"}
-AGENT = [sys.executable, "-m", "conformance.client_mode.agent"]
+AGENT = [sys.executable, "-m", "acp_conformance.client_mode.agent"]
 
 
 @dataclass

@@ -1,5 +1,5 @@
 """``acp-conformance --agent "<command>"``: check an ACP agent (protocol v1 or v2) against the rules a client
-can observe; ``acp-conformance client -- <client command>``: check an ACP client (``conformance.client_mode``).
+can observe; ``acp-conformance client -- <client command>``: check an ACP client (``acp_conformance.client_mode``).
 Exit status: 0 iff the verdict is conformant (and no baseline entry is stale), 1 non-conformant (a MANDATORY or
 CAPABILITY check failed, or a MANDATORY one could not run) or a stale baseline, 2 usage error, 3 the agent
 could not be checked (not started, or no shared protocol version), 8 the agent requires a login."""
@@ -159,7 +159,7 @@ def main(argv: list[str] | None = None, *, prog: str = "acp-conformance", defaul
     if arguments[:1] == ["--agent"] and arguments[2:3] == ["client"]:
         arguments = arguments[2:]  # an --agent given before `client` is the agent mode's; client mode has its own
     if arguments[:1] == ["client"]:
-        from conformance.client_mode.cli import main as client_main
+        from acp_conformance.client_mode.cli import main as client_main
 
         client_main(arguments[1:])
         return

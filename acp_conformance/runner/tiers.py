@@ -11,7 +11,7 @@ The tier decides what a result means for the verdict (the model of the official 
 
 The table is kept apart from the checks themselves so the check code stays about behaviour; a test holds
 every check to having an entry, and ``docs/conformance.md`` carries the generated table
-(``python -m conformance.runner.tiers`` prints it).
+(``python -m acp_conformance.runner.tiers`` prints it).
 """
 
 from __future__ import annotations

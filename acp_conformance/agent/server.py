@@ -73,7 +73,7 @@ from .sessions import HeldPrompt, Session, SessionStore
 
 __all__ = ["BROKEN_MODES", "AgentOptions", "ReferenceAgent"]
 
-_log = logging.getLogger("conformance.agent")
+_log = logging.getLogger("acp_conformance.agent")
 
 BROKEN_MODES: dict[str, str] = {
     "never-idle": "never send the idle state_update that ends foreground work (turn end, cancel, close)",
