@@ -1,11 +1,11 @@
 """The layers of docs/design.md ("Layering"), enforced: no module imports a higher layer at import time; and the
-shape the client split must reach (no import cycle, no module over 600 lines, no call from session.py back into
-the client), each with the list of today's exceptions that can only shrink; and that start-up imports no v1 module
-(end of the file).
+shape the client split reached (no import cycle, no module over 600 lines, no call from session.py into a
+connection, a prompt handed down once), each with a list of known exceptions that can only shrink (all empty);
+and that start-up imports no v1 module (end of the file).
 
 Every module under ``acp_session`` is parsed with ``ast``. The imports that run when it is imported are those at
 module level, including inside ``try``/``if``/``with`` and class bodies, but not inside a function (a lazy import,
-as ``ClientConnection.start_conversation`` does for the conversation layer) and not under ``if TYPE_CHECKING:``.
+as the facade does for the conversation layer) and not under ``if TYPE_CHECKING:``.
 Relative imports are resolved; ``from package import name`` is an import of ``package.name`` when that is a
 module, else of ``package``. The packages a dotted import passes through (``acp_session`` for every import) are
 not counted: they are always imported first, and each is in the layer of the modules below it, except the
@@ -280,12 +280,11 @@ def test_a_violation_names_both_modules_and_layers() -> None:
     ]
 
 
-# -- the shape the client split (issue 31) must reach ---------------------------------------------------------------
+# -- the shape the client split (issue 31) reached ------------------------------------------------------------------
 #
-# Three rules hold today only with exceptions. Each has an explicit KNOWN list of today's violations; its test fails
-# on a new violation and on a stale entry (a known one that is gone), so the lists only shrink. The split of
-# ClientConnection into an ``acp_session/client/`` package (builder, public connection, internal hub, decisions)
-# must empty all three; the comment above each list says how.
+# Three rules, each with an explicit KNOWN list of exceptions; its test fails on a new violation and on a stale
+# entry (a known one that is gone), so the lists only shrink. The split of ClientConnection into an
+# ``acp_session/client/`` package (builder, public connection, internal hub, decisions) emptied all three.
 
 
 def imports_anywhere(tree: ast.Module) -> list[ast.Import | ast.ImportFrom]:
