@@ -218,7 +218,9 @@ async def test_an_agent_that_cannot_start_fails_its_row() -> None:
     assert report.cell("initialize").status == "fail"
     assert "FileNotFoundError" in report.cell("initialize").text
     assert report.cell("session/new").render() == "n/a: initialize failed"
-    assert report.cell("no process left").status == "n/a"
+    # The reaper (Linux) is started before it finds the command missing: the poller may see it for a moment
+    # ("1 process started, all gone") or not ("no process seen"); either way nothing is left.
+    assert report.cell("no process left").status in ("n/a", "pass")
 
 
 @pytest.mark.anyio
