@@ -82,15 +82,26 @@ def _checked_float(text: str) -> float:
     return value
 
 
+def _repaired(value: Any) -> Any:
+    """``value`` with every lone surrogate (a ``\\uD8xx``-``\\uDFxx`` escape without its pair) as U+FFFD."""
+    if isinstance(value, str):
+        return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    if isinstance(value, list):
+        return [_repaired(item) for item in value]
+    if isinstance(value, dict):
+        return {_repaired(key): _repaired(item) for key, item in value.items()}
+    return value
+
+
 def oracle(frame: bytes, pending: set[Any], in_flight: set[Any]) -> tuple[str, Any, int] | str | None:
     """What the rules say must happen: a reply ("reply", id, code), a dispatched "request", or None."""
     if not frame.strip(b" \t\r"):
         return None
     try:
         value = json.loads(frame.decode("utf-8"), parse_constant=_no_constant, parse_float=_checked_float)
-        json.dumps(value, ensure_ascii=False).encode("utf-8")  # lone surrogates are not valid UTF-8
     except (ValueError, UnicodeError, RecursionError):
         return ("reply", None, -32700)
+    value = _repaired(value)  # a lone surrogate escape is read as U+FFFD (issue 26 item 5, rpc/repair.py)
     invalid = ("reply", None, -32600)
     if not isinstance(value, dict):
         return invalid
