@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import inspect
 import logging
 import os
 import shutil
@@ -297,22 +296,6 @@ def _usage_cell(report: TurnReport, usage: list[Any]) -> None:
         report.set("usage", "pass", "ChatResponse.usage " + ", ".join(f"{k} {v}" for k, v in numbers.items()))
 
 
-def _preview_api(client: ClientConnection, session: Any, name: str) -> Callable[..., Any] | None:
-    """The Preview API ``name`` if this build of the library has it, else None: ``fork`` and ``set_title`` (methods
-    of the ``ActiveSession``), ``system_prompt`` (``client.new_session`` when it takes one).
-
-    These come with the Preview work and may not be merged in the build being checked: this is the one place the
-    harness asks whether the library has an API; everything else calls the public API directly."""
-    if name == "system_prompt":
-        return client.new_session if "system_prompt" in inspect.signature(client.new_session).parameters else None
-    found = getattr(session, name, None)
-    return found if callable(found) else None
-
-
-def _not_available(report: TurnReport, name: str, what: str) -> None:
-    report.set(name, "n/a", f"{what} not available in this build")
-
-
 def advertised(path: Path) -> dict[str, bool]:
     """What the agent's raw ``initialize`` answer (in the transcript) offers: fork, title, system prompt."""
     for entry in read_transcript(path):
@@ -336,39 +319,30 @@ def _supports_cell(client: ClientConnection, method: str, offered: bool) -> str 
 async def _fork(client: ClientConnection, conversation: Conversation, run: _Run, report: TurnReport) -> None:
     offered = advertised(run.transcript)["session/fork"]
     mismatch = _supports_cell(client, "session/fork", offered)
-    fork = _preview_api(client, conversation.session, "fork")
-    if fork is None:
-        _not_available(report, "fork", "ActiveSession.fork()")
-        report.cells["fork"].text += f"; {mismatch}" if mismatch else f"; supports() agrees ({offered})"
-        return
     if mismatch:
         report.set("fork", "fail", mismatch)
         return
     if not offered:
-        report.set("fork", "n/a", "not advertised")
+        report.set("fork", "n/a", "not advertised; supports() agrees")
         return
-    try:
-        forked = await fork()
-    except TypeError:
-        forked = await fork(run.cwd)
-    forked_id = getattr(forked, "session_id", None)
-    ok = isinstance(forked_id, str) and forked_id != conversation.session_id
-    report.set("fork", "pass" if ok else "fail", f"advertised; forked into a new session {forked_id!r}")
+    forked = await conversation.fork(run.cwd)
+    ok = forked.session_id != conversation.session_id and len(forked.history()) == len(conversation.history())
+    report.set(
+        "fork",
+        "pass" if ok else "fail",
+        f"advertised; Conversation.fork() gave session {forked.session_id!r} with the parent's "
+        f"{len(forked.history())} history entries",
+    )
 
 
 async def _title(client: ClientConnection, conversation: Conversation, run: _Run, report: TurnReport) -> None:
     offered = advertised(run.transcript)["session/set_title"]
     mismatch = _supports_cell(client, "session/set_title", offered)
-    set_title = _preview_api(client, conversation.session, "set_title")
-    if set_title is None:
-        _not_available(report, "title", "ActiveSession.set_title()")
-        report.cells["title"].text += f"; {mismatch}" if mismatch else f"; supports() agrees ({offered})"
-        return
     if mismatch:
         report.set("title", "fail", mismatch)
         return
     try:
-        await set_title("Scripted title")
+        await conversation.session.set_title("Scripted title")
     except CapabilityNotSupported as exc:
         status = "pass" if not offered else "fail"
         report.set("title", status, f"not advertised: CapabilityNotSupported ({_short(exc, 80)})")
@@ -377,13 +351,9 @@ async def _title(client: ClientConnection, conversation: Conversation, run: _Run
 
 
 async def _system_prompt(client: ClientConnection, run: _Run, report: TurnReport, limit: float) -> None:
-    new_session = _preview_api(client, None, "system_prompt")
-    if new_session is None:
-        _not_available(report, "system prompt", "new_session(system_prompt=...)")
-        return
     offered = advertised(run.transcript)["systemPrompt"]
     try:
-        session = await new_session(run.cwd, system_prompt=f"Always obey {SYSTEM_MARK}.")
+        session = await client.new_session(run.cwd, system_prompt=f"Always obey {SYSTEM_MARK}.")
     except CapabilityNotSupported as exc:
         status = "fail" if offered else "pass"
         report.set("system prompt", status, f"CapabilityNotSupported ({_short(exc, 80)}); advertised {offered}")
