@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 from collections.abc import Sequence
@@ -53,9 +54,24 @@ async def chat(app: ChatApp) -> int:
                 app.renderer.info(f"continuing session {session_id}")
         else:
             conversation = await client.start_conversation(args.cwd, mcp_servers=app.mcp_servers(client))
-        return await app.loop(conversation, _prompt_text(args.prompt), from_stdin=args.prompt == ["-"])
+        code = await app.loop(conversation, _prompt_text(args.prompt), from_stdin=args.prompt == ["-"])
+        await _close(conversation)
+        return code
 
     return await app.run(body)
+
+
+async def _close(conversation: Conversation) -> None:
+    """Close the session the CLI opened or resumed (``session/close`` where the agent offers it; the session stays
+    resumable, ``chat -c`` continues it): an agent keeps no live session per finished CLI run. Bounded, so a
+    slow agent does not hold the exit; an agent already gone is no error."""
+    # An agent that refuses or fails the close changes nothing: the run's outcome is already decided.
+    with anyio.move_on_after(CLOSE_TIMEOUT), contextlib.suppress(AcpError):
+        await conversation.disconnect(timeout=CLOSE_TIMEOUT)
+
+
+CLOSE_TIMEOUT = 3.0
+"""Seconds the CLI waits for ``session/close`` when it leaves."""
 
 
 async def _latest_session(app: ChatApp, client: ClientConnection) -> str | None:
@@ -89,7 +105,11 @@ async def resume(app: ChatApp) -> int:
         conversation = await Conversation.resume(client, args.session_id, cwd, mcp_servers=app.mcp_servers(client))
         app.announce(conversation)
         app.renderer.history(conversation.history())
-        return await app.loop(conversation, _prompt_text(args.prompt), from_stdin=args.prompt == ["-"], announce=False)
+        code = await app.loop(
+            conversation, _prompt_text(args.prompt), from_stdin=args.prompt == ["-"], announce=False
+        )
+        await _close(conversation)
+        return code
 
     return await app.run(body)
 

@@ -46,8 +46,8 @@ def _failed(report: dict[str, Any]) -> set[str]:
 def test_acp_session_cli_passes_client_mode_on_both_versions_fast() -> None:
     code, report = _client_run(CLI_DRIVER)
     assert code == 0 and report["verdict"]["verdict"] == "conformant", report["verdict"]
-    # Known finding (docs/conformance.md): with a v1 agent the CLI leaves without session/close (ADVISORY).
-    assert _failed(report) <= {"client-closes-sessions"}
+    # The CLI closes the session it opened before it leaves (client-closes-sessions, ADVISORY, passes too).
+    assert _failed(report) == set()
     assert {(r["scenario"], r["agentVersion"]) for r in report["runs"]} >= {("basic", 1), ("basic", 2)}
     assert {r["negotiated"] for r in report["runs"] if r["scenario"] == "basic"} == {1, 2}
     assert all(c["status"] == "PASS" for c in report["checks"] if c["tier"] == "MANDATORY")
