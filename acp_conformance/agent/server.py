@@ -198,7 +198,7 @@ class ReferenceAgent:
         return InitializeResponse(
             protocol_version=PROTOCOL_VERSION,  # the highest we support at or below the requested one
             info=Implementation(name=AGENT_NAME, version=AGENT_VERSION, title="ACP reference agent"),
-            capabilities=self._preview_capabilities()
+            capabilities=self._preview_capabilities(_mcp_capabilities(self._mcp_transports()))
             if self.options.preview
             else AgentCapabilities(
                 session=SessionCapabilities(
@@ -211,13 +211,15 @@ class ReferenceAgent:
         )
 
     @staticmethod
-    def _preview_capabilities() -> mu.AgentCapabilities:
-        """``--preview``: the baseline's capabilities and every Preview one this agent serves."""
+    def _preview_capabilities(mcp: Any) -> mu.AgentCapabilities:
+        """``--preview``: the baseline's capabilities (``mcp``: the MCP transports) and every Preview one this
+        agent serves."""
         return mu.AgentCapabilities(
             session=mu.SessionCapabilities(
                 prompt=PromptCapabilities(embedded_context=PromptEmbeddedContextCapabilities()),
                 delete=SessionDeleteCapabilities(),
                 additional_directories=SessionAdditionalDirectoriesCapabilities(),
+                mcp=mcp,
                 fork=mu.SessionForkCapabilities(),
                 title=mu.SessionTitleCapabilities(),
                 system_prompt=mu.SessionSystemPromptCapabilities(

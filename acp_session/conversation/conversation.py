@@ -179,6 +179,7 @@ class Conversation(ConversationView, TurnRouting):
             available_commands=response.available_commands,
         )
         conversation._opened(session, answer)
+        conversation._remember(mcp_servers, additional_directories)  # reconnect() re-sends the fork's own
         return conversation
 
     def _opened(self, session: ActiveSession, response: NewSessionResponse) -> None:  # also a fork's answer

@@ -4,6 +4,7 @@ sending, and a resume (``Conversation.resume`` / ``reconnect``) sends them again
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from acp_session.mcp import (
     sse_server,
     stdio_server,
 )
+from acp_session.transcript import read_transcript
 from tests.client.support import agent_argv, scripted
 from tests.client.support import sent as sent_v2
 from tests.protocol.support import sent as sent_v1
@@ -174,3 +176,16 @@ async def test_two_servers_of_one_name_raise_before_sending(tmp_path: Path) -> N
             with pytest.raises(ValueError, match="two MCP servers are named 'files'"):
                 await client.new_session("/w", mcp_servers=[STDIO, http_server("files", "http://127.0.0.1:9/")])
     assert [m.get("method") for m in sent_v2(log)] == ["initialize"]
+
+
+async def test_a_fork_sends_its_servers_and_its_conversation_remembers_them(tmp_path: Path) -> None:
+    wire = tmp_path / "wire.jsonl"
+    agent = [sys.executable, "-m", "acp_conformance.agent", "--preview"]  # serves session/fork
+    with anyio.fail_after(20):
+        async with ClientBuilder("t", "1").record_transcript(wire).spawn(agent) as client:
+            parent = await client.start_conversation(str(tmp_path))
+            forked = await parent.fork(str(tmp_path), mcp_servers=[STDIO])
+            assert forked.mcp_servers == [STDIO] and parent.mcp_servers == []
+    sent = [entry.message for entry in read_transcript(wire) if entry.direction == "out"]
+    [fork] = params_of(sent, "session/fork")
+    assert fork["mcpServers"] == [STDIO_V2]
