@@ -511,7 +511,10 @@ class RpcCore(Generic[S]):
         except RecursionError:
             return _too_deep()
         except msgspec.DecodeError:
-            return ProtocolViolation("malformed JSON", error_frame_for(None, ParseError()))
+            fixed = repair_lone_surrogates(frame)  # a lone surrogate escape is no parse error (repair.py)
+            if fixed is None:
+                return ProtocolViolation("malformed JSON", error_frame_for(None, ParseError()))
+            return self._invalid_shape(fixed)
         if isinstance(value, list):
             return _batch_reply(value)
         if isinstance(value, dict) and isinstance(value.get("method"), str):
