@@ -211,6 +211,11 @@ class OutboundRoutes:
             return self._answer_routes.pop(key, CONNECTION) if key is not None else CONNECTION
         session = _session_id_of(message)
         route: Route = CONNECTION if session is None else ("session", session)
+        if message.get("method") == "$/cancel_request":
+            # Withdrawing a request goes where the request went, so it stays in order with that session's updates.
+            params = message.get("params")
+            cancelled = id_key(params.get("requestId")) if isinstance(params, dict) else None
+            route = self.client_response_routes.get(cancelled, route) if cancelled is not None else route
         if key is not None:
             self.client_response_routes[key] = route
         return route
