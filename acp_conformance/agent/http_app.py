@@ -31,6 +31,8 @@ COOKIE_NAME = "acp_affinity"
 """A sticky-routing cookie set on initialize (and the WebSocket upgrade), so clients' cookie jars are exercised."""
 KEEP_ALIVE_SECONDS = 15.0
 INITIALIZE_TIMEOUT = 30.0
+DRAIN_LIMIT = 64 * 1024 * 1024
+"""An oversized body is read on (and dropped) up to this many bytes before the 413 goes out."""
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -154,8 +156,14 @@ class AcpHttpApp:
         return conn
 
     async def _read_body(self, headers: dict[str, str], receive: Receive) -> bytes:
+        """The POST body; an oversized one is refused (413) after reading it on, so the client sees the answer
+        rather than a reset, unless it goes past ``DRAIN_LIMIT``."""
         length = headers.get("content-length")
-        check_post_headers(headers, int(length) if length and length.isdigit() else None)
+        declared = int(length) if length and length.isdigit() else None
+        check_post_headers(headers, None)  # 415 first
+        too_big: BadRequest | None = None
+        if declared is not None and declared > DRAIN_LIMIT:
+            check_post_headers(headers, declared)
         chunks: list[bytes] = []
         size = 0
         while True:
@@ -164,9 +172,17 @@ class AcpHttpApp:
                 raise BadRequest(400, "the client went away")
             chunk = message.get("body", b"")
             size += len(chunk)
-            check_post_headers(headers, size)
-            chunks.append(chunk)
+            try:
+                check_post_headers(headers, size)
+            except BadRequest as refusal:
+                too_big, chunks = refusal, []
+                if size > DRAIN_LIMIT:
+                    raise
+            if too_big is None:
+                chunks.append(chunk)
             if not message.get("more_body", False):
+                if too_big is not None:
+                    raise too_big
                 return b"".join(chunks)
 
     async def _post(self, headers: dict[str, str], receive: Receive, send: Send) -> None:
