@@ -1,0 +1,133 @@
+"""Sessions belong to the ``--listen`` server, not to one connection: a new connection resumes them; a turn
+running when its connection dropped goes on, its updates come once in the replay, and a permission request it
+still waits for is asked again on the connection that resumed the session."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+
+from .conftest import Server
+from .raw_client import RawAcp, text_of
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def server(start_server: Callable[..., Server]) -> Server:
+    return start_server()
+
+
+def _prompt(session: str, text: str) -> dict[str, Any]:
+    return {"sessionId": session, "prompt": [{"type": "text", "text": text}]}
+
+
+async def _resume(acp: RawAcp, session: str, cwd: str) -> dict[str, Any]:
+    if session not in acp.stream_ended:
+        await acp.open_stream(session)
+    params = {"sessionId": session, "cwd": cwd, "mcpServers": [], "replayFrom": {"type": "start"}}
+    return await acp.call("session/resume", params, session)
+
+
+async def _cut(client: httpx.AsyncClient, tg_scope: anyio.CancelScope) -> None:
+    """Drop the connection the way a network does: the readers stop and every TCP connection closes."""
+    tg_scope.cancel()
+    await client.aclose()
+
+
+async def test_a_new_connection_resumes_the_servers_sessions(server: Server, tmp_path: Path) -> None:
+    cwd = str(tmp_path)
+    async with httpx.AsyncClient() as client, anyio.create_task_group() as tg:
+        first = RawAcp(client, server.url, tg)
+        await first.initialize()
+        await first.open_stream()
+        session = await first.new_session(cwd)
+        await first.send_request("session/prompt", _prompt(session, "hello"), session)
+        told = text_of(await first.until_idle(session))
+        assert (await first.delete()).status_code == 202
+        tg.cancel_scope.cancel()
+    async with httpx.AsyncClient() as client, anyio.create_task_group() as tg:
+        second = RawAcp(client, server.url, tg)
+        await second.initialize()
+        await second.open_stream()
+        listed = await second.call("session/list", {})
+        assert [s["sessionId"] for s in listed["result"]["sessions"]] == [session]
+        # Not served by this connection until it resumes the session.
+        await second.open_stream(session)
+        refused = await second.call("session/prompt", _prompt(session, "too early"), session)
+        assert refused["error"]["code"] == -32002
+        answer = await _resume(second, session, cwd)
+        assert "result" in answer
+        replayed = [u for stream, m in second.seen if m.get("method") == "session/update" for u in [m["params"]["update"]]]
+        assert text_of(replayed) == told
+        assert replayed[-1] == {"sessionUpdate": "state_update", "state": "idle", "stopReason": "end_turn"}
+        await second.send_request("session/prompt", _prompt(session, "/slow 2"), session)
+        assert text_of(await second.until_idle(session)).endswith("chunk 1. chunk 2. ")
+        tg.cancel_scope.cancel()
+
+
+@pytest.mark.parametrize("resume_while_running", [False, True], ids=["after-the-turn", "during-the-turn"])
+async def test_a_turn_outlives_its_connection(server: Server, tmp_path: Path, resume_while_running: bool) -> None:
+    cwd = str(tmp_path)
+    client = httpx.AsyncClient()
+    async with anyio.create_task_group() as tg:
+        first = RawAcp(client, server.url, tg)
+        await first.initialize()
+        await first.open_stream()
+        session = await first.new_session(cwd)
+        await first.send_request("session/prompt", _prompt(session, "/slow 25"), session)
+        await first.next_message(lambda stream, m: "chunk 3." in str(m))
+        await _cut(client, tg.cancel_scope)
+    if not resume_while_running:
+        await anyio.sleep(3.5)  # the turn ends while no connection serves the session
+    async with httpx.AsyncClient() as client, anyio.create_task_group() as tg:
+        second = RawAcp(client, server.url, tg)
+        await second.initialize()
+        await second.open_stream()
+        await _resume(second, session, cwd)
+        updates = [m["params"]["update"] for _, m in second.seen if m.get("method") == "session/update"]
+        snapshot = updates[-1]
+        assert snapshot["sessionUpdate"] == "state_update"
+        assert snapshot["state"] == ("running" if resume_while_running else "idle")
+        if resume_while_running:
+            updates += await second.until_idle(session)
+        expected = "".join(f"chunk {n}. " for n in range(1, 26))
+        assert text_of(updates) == expected  # every chunk exactly once: replayed, held, then live
+        assert updates[-1] == {"sessionUpdate": "state_update", "state": "idle", "stopReason": "end_turn"}
+        tg.cancel_scope.cancel()
+
+
+async def test_a_pending_permission_is_asked_again_after_resume(server: Server, tmp_path: Path) -> None:
+    cwd = str(tmp_path)
+    client = httpx.AsyncClient()
+    async with anyio.create_task_group() as tg:
+        first = RawAcp(client, server.url, tg)
+        await first.initialize()
+        await first.open_stream()
+        session = await first.new_session(cwd)
+        await first.send_request("session/prompt", _prompt(session, "/permission"), session)
+        await first.next_message(lambda stream, m: m.get("method") == "session/request_permission")
+        await _cut(client, tg.cancel_scope)
+    async with httpx.AsyncClient() as client, anyio.create_task_group() as tg:
+        second = RawAcp(client, server.url, tg)
+        await second.initialize()
+        await second.open_stream()
+        answer = await _resume(second, session, cwd)
+        assert "result" in answer
+        snapshot = [m["params"]["update"] for _, m in second.seen if m.get("method") == "session/update"][-1]
+        assert snapshot["state"] == "requires_action"
+        asked = await second.next_message(lambda stream, m: m.get("method") == "session/request_permission")
+        assert second.seen[-1][0] == session and asked["params"]["sessionId"] == session
+        allow = {"outcome": {"outcome": "selected", "optionId": "allow-once"}}
+        assert (await second.post({"jsonrpc": "2.0", "id": asked["id"], "result": allow}, session)).status_code == 202
+        updates = await second.until_idle(session)
+        assert text_of(updates) == "Done: build/ was removed."
+        assert updates[-1]["stopReason"] == "end_turn"
+        asks = [m for _, m in second.seen if m.get("method") == "session/request_permission"]
+        assert len(asks) == 1  # asked once on this connection
+        tg.cancel_scope.cancel()
