@@ -47,14 +47,12 @@ def parse_address(text: str) -> tuple[str, int]:
 def _hypercorn_serve(backend: str) -> Any:
     try:
         if backend == "trio":
-            from hypercorn.trio import serve
+            import hypercorn.trio as served_by
         else:
-            from hypercorn.asyncio import serve
+            import hypercorn.asyncio as served_by  # type: ignore[no-redef]
     except ImportError:
-        raise SystemExit(
-            "acp-reference-agent --listen needs hypercorn: pip install 'acp-session[serve]'"
-        ) from None
-    return serve
+        raise SystemExit("acp-reference-agent --listen needs hypercorn: pip install 'acp-session[serve]'") from None
+    return served_by.serve
 
 
 def _bound_socket(host: str, port: int) -> socket.socket:

@@ -148,7 +148,11 @@ class RemoteConnection:
     # -- lifetime ----------------------------------------------------------------------------------------
 
     async def run(
-        self, shared: SharedSessions, options: AgentOptions, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+        self,
+        shared: SharedSessions,
+        options: AgentOptions,
+        *,
+        task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
     ) -> None:
         """Serve the agent until the connection ends (DELETE, the client gone, an overflow); its sessions stay."""
         agent: ReferenceAgent | None = None

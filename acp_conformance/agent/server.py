@@ -131,6 +131,7 @@ class ReferenceAgent:
         # --listen: one server-wide store; a session is served by the connection that last created or resumed it.
         self.shared = shared
         self.store = shared.store if shared is not None else SessionStore(self.options.store, self._send_update)
+        self._emit = shared.send_update if shared is not None else self._send_update  # new sessions' emit_raw
         on = conn.on_request
         on("initialize", self.initialize, decoder(InitializeRequest))
         on("session/new", self.new_session, decoder(mu.NewSessionRequest))
@@ -272,7 +273,7 @@ class ReferenceAgent:
         session = Session(
             session_id=self.store.new_id(),
             cwd=request.cwd,
-            emit_raw=self.store.emit_raw,
+            emit_raw=self._emit,
             additional_directories=extra,
             updated_at=_now(),
             mcp_servers=servers,
@@ -372,7 +373,7 @@ class ReferenceAgent:
             mcp_servers=servers,  # a fork is given its MCP servers anew, as a new session is
             session_id=self.store.new_id(),
             cwd=request.cwd,
-            emit_raw=self.store.emit_raw,
+            emit_raw=self._emit,
             additional_directories=extra,
             title=source.title,
             updated_at=_now(),

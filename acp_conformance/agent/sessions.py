@@ -114,8 +114,7 @@ class SessionStore:
         self._sessions: dict[str, Session] = {}
         self._count = 0
         self.path = Path(path) if path is not None else None
-        self.emit_raw = emit_raw
-        """What new sessions send their updates with (each connection's agent, or the server's router)."""
+        self._emit_raw = emit_raw
         self._deleted: set[str] = set()
         if self.path is not None:
             data = self._read()
@@ -165,11 +164,11 @@ class SessionStore:
         return data if isinstance(data, dict) else {}
 
     def _load(self, raw: dict[str, Any]) -> Session:
-        assert self.emit_raw is not None
+        assert self._emit_raw is not None
         session = Session(
             session_id=str(raw["sessionId"]),
             cwd=str(raw["cwd"]),
-            emit_raw=self.emit_raw,
+            emit_raw=self._emit_raw,
             additional_directories=list(raw.get("additionalDirectories", [])),
             title=raw.get("title"),
             updated_at=raw.get("updatedAt"),
@@ -184,7 +183,7 @@ class SessionStore:
         for child in raw.get("subagents", []):
             child_id = str(child["sessionId"])
             history = _HISTORY(json.dumps(child.get("history", [])).encode())
-            session.subagents[child_id] = Session(child_id, session.cwd, self.emit_raw, history=history, open=False)
+            session.subagents[child_id] = Session(child_id, session.cwd, self._emit_raw, history=history, open=False)
         return session
 
     @staticmethod

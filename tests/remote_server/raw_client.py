@@ -32,9 +32,7 @@ class RawAcp:
         self.tg = tg
         self.connection_id: str | None = None
         self.seen: list[tuple[str | None, dict[str, Any]]] = []
-        self._inbox_send, self._inbox = anyio.create_memory_object_stream[tuple[str | None, dict[str, Any]]](
-            math.inf
-        )
+        self._inbox_send, self._inbox = anyio.create_memory_object_stream[tuple[str | None, dict[str, Any]]](math.inf)
         self._next_id = 100
         self.stream_ended: dict[str | None, anyio.Event] = {}
 

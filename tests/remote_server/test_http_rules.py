@@ -131,7 +131,11 @@ async def test_a_permission_request_and_its_answer_use_the_session_stream(server
         await acp.send_request("session/prompt", prompt, session)
         asked = await acp.next_message(lambda stream, m: m.get("method") == "session/request_permission")
         assert acp.seen[-1][0] == session
-        answer = {"jsonrpc": "2.0", "id": asked["id"], "result": {"outcome": {"outcome": "selected", "optionId": "allow-once"}}}
+        answer = {
+            "jsonrpc": "2.0",
+            "id": asked["id"],
+            "result": {"outcome": {"outcome": "selected", "optionId": "allow-once"}},
+        }
         assert (await acp.post(answer)).status_code == 400  # it went out on a session stream: the header is needed
         assert (await acp.post(answer, session="sess-other")).status_code == 400
         assert (await acp.post(answer, session=session)).status_code == 202
@@ -178,7 +182,8 @@ async def test_the_affinity_cookie_can_be_required(start_server: Callable[..., S
             refused = await jarless.get(server.url, headers=acp.headers(accept="text/event-stream"))
             assert refused.status_code == 400 and "acp_affinity" in refused.text
             wrong = await jarless.post(
-                server.url, json={"jsonrpc": "2.0", "id": 1, "method": "session/list", "params": {}},
+                server.url,
+                json={"jsonrpc": "2.0", "id": 1, "method": "session/list", "params": {}},
                 headers={**acp.headers(), "cookie": "acp_affinity=forged"},
             )
             assert wrong.status_code == 400

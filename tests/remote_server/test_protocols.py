@@ -27,7 +27,9 @@ async def _whole_turn(client: httpx.AsyncClient, url: str, cwd: str) -> tuple[st
         init = await acp.initialize()
         await acp.open_stream()
         session = await acp.new_session(cwd)
-        await acp.send_request("session/prompt", {"sessionId": session, "prompt": [{"type": "text", "text": "/slow 3"}]}, session)
+        await acp.send_request(
+            "session/prompt", {"sessionId": session, "prompt": [{"type": "text", "text": "/slow 3"}]}, session
+        )
         updates = await acp.until_idle(session)
         assert (await acp.delete()).status_code == 202
         tg.cancel_scope.cancel()
@@ -98,7 +100,9 @@ async def test_websocket_turn(start_server: Callable[..., Server], tmp_path: Pat
         answer = json.loads(await ws.receive_text())
         assert answer["id"] == 1, "the binary frame was not ignored"
         session = answer["result"]["sessionId"]
-        await ws.send_text(_request(2, "session/prompt", {"sessionId": session, "prompt": [{"type": "text", "text": "/slow 3"}]}))
+        await ws.send_text(
+            _request(2, "session/prompt", {"sessionId": session, "prompt": [{"type": "text", "text": "/slow 3"}]})
+        )
         updates = []
         while True:
             message = json.loads(await ws.receive_text())

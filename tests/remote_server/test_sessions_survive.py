@@ -63,7 +63,9 @@ async def test_a_new_connection_resumes_the_servers_sessions(server: Server, tmp
         assert refused["error"]["code"] == -32002
         answer = await _resume(second, session, cwd)
         assert "result" in answer
-        replayed = [u for stream, m in second.seen if m.get("method") == "session/update" for u in [m["params"]["update"]]]
+        replayed = [
+            u for stream, m in second.seen if m.get("method") == "session/update" for u in [m["params"]["update"]]
+        ]
         assert text_of(replayed) == told
         assert replayed[-1] == {"sessionUpdate": "state_update", "state": "idle", "stopReason": "end_turn"}
         await second.send_request("session/prompt", _prompt(session, "/slow 2"), session)
