@@ -16,7 +16,7 @@ from typing import Any
 import anyio
 import msgspec
 
-from .remote_connection import RemoteConnection, StreamBusy
+from .remote_connection import ConnectionOverflow, RemoteConnection, StreamBusy
 from .remote_rules import BadRequest, Inbound, check_get, check_post, check_post_headers, parse_post
 from .server import AgentOptions
 from .shared import SharedSessions
@@ -219,6 +219,8 @@ class AcpHttpApp:
             stream = conn.stream_for(session_id)
         except StreamBusy:
             raise BadRequest(409, "Conflict: this stream already has a reader") from None
+        except ConnectionOverflow:
+            raise BadRequest(400, "too many session streams on one connection; the connection has ended") from None
         try:
             response_headers = [
                 (b"content-type", b"text/event-stream"),

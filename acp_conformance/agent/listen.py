@@ -7,7 +7,6 @@ Needs the ``serve`` extra (hypercorn).
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import signal
 import socket
@@ -91,8 +90,17 @@ async def serve_listening(options: AgentOptions, listen: ListenOptions, backend:
     async with anyio.create_task_group() as tg:
         shared = SharedSessions(tg, options.store)
         app = AcpHttpApp(shared, options, require_cookie=listen.require_cookie)
+        stopped = anyio.Event()
+
+        async def run_server() -> None:
+            # In a task of its own: hypercorn's own task group (asyncio) must not share the host task with ours.
+            try:
+                await serve(app, config, shutdown_trigger=_until_signalled)
+            finally:
+                stopped.set()
+
+        tg.start_soon(run_server)
         sys.stdout.write(f"{scheme}://{shown_host}:{port}{ENDPOINT}\n")
         sys.stdout.flush()
-        with contextlib.suppress(KeyboardInterrupt):
-            await serve(app, config, shutdown_trigger=_until_signalled)
+        await stopped.wait()
         tg.cancel_scope.cancel()

@@ -28,6 +28,7 @@ from .shared import SharedSessions
 
 __all__ = [
     "MAX_BUFFERED_BYTES",
+    "ConnectionOverflow",
     "MAX_SESSION_STREAMS",
     "OutboundStream",
     "RemoteConnection",
@@ -48,8 +49,8 @@ class StreamBusy(Exception):
     """The stream already has a reader (HTTP 409)."""
 
 
-class _Overflow(Exception):
-    """The connection holds more than it may for readers that do not read."""
+class ConnectionOverflow(Exception):
+    """The connection held more than it may (bytes nobody read, or session streams); it has ended."""
 
 
 class OutboundStream:
@@ -67,7 +68,7 @@ class OutboundStream:
             return
         self._owner.buffered += len(frame)
         if self._owner.buffered > MAX_BUFFERED_BYTES:
-            raise _Overflow
+            raise ConnectionOverflow
         self._queue.append(frame)
         self._wake.set()
 
@@ -208,7 +209,7 @@ class RemoteConnection:
         stream = self.session_streams.get(session_id)
         if stream is None:
             if len(self.session_streams) >= MAX_SESSION_STREAMS:
-                raise _Overflow
+                raise ConnectionOverflow
             stream = self.session_streams[session_id] = OutboundStream(self)
         return stream
 
@@ -216,7 +217,7 @@ class RemoteConnection:
         """The stream a GET reads (``StreamBusy`` if it has a reader; ends the connection on overflow)."""
         try:
             stream = self.connection_stream if session_id is None else self.session_stream(session_id)
-        except _Overflow:
+        except ConnectionOverflow:
             self.end()
             raise
         stream.acquire()
@@ -228,7 +229,7 @@ class RemoteConnection:
         try:
             for frame in frames:
                 self._push(self.routes.route(frame), frame)
-        except _Overflow:
+        except ConnectionOverflow:
             _log.warning("connection %s: its client does not read its streams; ending it", self.connection_id)
             self.end()
             raise anyio.BrokenResourceError from None

@@ -1,7 +1,8 @@
 """Fixtures for ``acp-reference-agent --listen``: a real server process on 127.0.0.1 (port 0), and its URL.
 
 ``start_server`` runs the agent with the given options, reads the URL from its first stdout line and stops the
-process (SIGTERM, then SIGKILL) when the test ends; its stderr is kept for failure messages.
+process (SIGTERM, then SIGKILL) when the test ends; its stderr is kept for failure messages, and must hold no
+traceback.
 """
 
 from __future__ import annotations
@@ -65,3 +66,6 @@ def start_server(tmp_path: Path) -> Iterator[Callable[..., Server]]:
     yield start
     for server in servers:
         server.stop()
+    for server in servers:
+        # Bad input gets a status code or a JSON-RPC error, never a traceback (hypercorn logs those it catches).
+        assert "Traceback" not in server.stderr(), server.stderr()
