@@ -6,10 +6,21 @@
 // createWebSocketStream (with the pinned npm `ws`, at the same URL as ws:// or wss://). Runs the steps below on ONE connection (two sessions at once),
 // prints one JSON summary {"ok", "agent", "steps": [{"name", "ok", "detail" | "error"}]} and exits 1 when a step
 // failed. The steps use the reference agent's /scenarios.
-import { client, RequestError } from "@agentclientprotocol/sdk/experimental/v2";
+import { client } from "@agentclientprotocol/sdk/experimental/v2";
 import { createHttpStream } from "@agentclientprotocol/sdk/experimental/http-client";
 import { createWebSocketStream } from "@agentclientprotocol/sdk/experimental/ws-client";
 import { WebSocket } from "ws";
+import {
+  cancelStreamingTurn,
+  cancelWithPendingPermission,
+  check,
+  nextOfKind,
+  permissionDesk,
+  rejects,
+  same,
+  stepRunner,
+  untilIdle,
+} from "./ts_client_steps.mjs";
 
 const argv = process.argv.slice(2);
 const option = (name) => (argv.includes(name) ? argv[argv.indexOf(name) + 1] : undefined);
@@ -17,80 +28,13 @@ const profile = option("--profile") ?? "http";
 const cwd = option("--cwd") ?? process.cwd();
 const httpUrl = option("--url");
 const url = profile === "ws" ? httpUrl.replace(/^http/, "ws") : httpUrl; // ws:// or wss:// for the upgrade
-const STEP_TIMEOUT_MS = 15000;
 
-function check(condition, message) {
-  if (!condition) throw new Error(message);
-}
-
-function same(actual, expected, what) {
-  const a = JSON.stringify(actual);
-  const e = JSON.stringify(expected);
-  check(a === e, `${what}: expected ${e}, got ${a}`);
-}
-
-let permissionMode = "allow"; // "allow" | "hold" (answered cancelled once the agent withdraws the request)
-const permissionLog = [];
-let permissionAsked = null;
-
-const app = client({ name: "acp-session-remote-interop" }).onRequest("session/request_permission", async ({ params, signal }) => {
-  const entry = { sessionId: params.sessionId, toolCallId: params.subject?.toolCall?.toolCallId, withdrawn: false };
-  permissionLog.push(entry);
-  permissionAsked?.(entry);
-  if (permissionMode === "allow") return { outcome: { outcome: "selected", optionId: "allow-once" } };
-  await new Promise((resolve) => signal.addEventListener("abort", resolve, { once: true }));
-  entry.withdrawn = true;
-  return { outcome: { outcome: "cancelled" } };
-});
-
-function expectPermission() {
-  return new Promise((resolve) => (permissionAsked = resolve));
-}
-
-async function untilIdle(session) {
-  const seen = { text: "", thoughts: "", chunks: 0, states: [], users: [], toolStatuses: [], stopReason: undefined };
-  for (;;) {
-    const message = await session.nextUpdate();
-    const update = message.update;
-    if (message.kind === "stop") {
-      seen.states.push("idle");
-      seen.stopReason = message.stopReason;
-      return seen;
-    }
-    if (update.sessionUpdate === "state_update") seen.states.push(update.state);
-    if (update.sessionUpdate === "agent_message_chunk" && update.content.type === "text") {
-      seen.text += update.content.text;
-      seen.chunks += 1;
-    }
-    if (update.sessionUpdate === "agent_thought_chunk" && update.content.type === "text") seen.thoughts += update.content.text;
-    if (update.sessionUpdate === "user_message") seen.users.push(update.messageId);
-    if (update.sessionUpdate === "tool_call_update" && update.status) seen.toolStatuses.push(update.status);
-  }
-}
-
-async function nextOfKind(session, kind) {
-  for (;;) {
-    const message = await session.nextUpdate();
-    if (message.update.sessionUpdate === kind) return message.update;
-    check(message.kind !== "stop", `work ended before a ${kind} update`);
-  }
-}
-
-const steps = [];
+const desk = permissionDesk();
+const app = client({ name: "acp-session-remote-interop" }).onRequest("session/request_permission", desk.handler);
+const { steps, step } = stepRunner(15000);
 let agentInfo = null;
 
-async function step(name, fn) {
-  let timer;
-  try {
-    const timeout = new Promise((_, reject) => (timer = setTimeout(() => reject(new Error(`timed out after ${STEP_TIMEOUT_MS} ms`)), STEP_TIMEOUT_MS)));
-    const detail = await Promise.race([fn(), timeout]);
-    steps.push({ name, ok: true, detail: detail ?? null });
-  } catch (error) {
-    steps.push({ name, ok: false, error: String(error?.stack ?? error) });
-  } finally {
-    clearTimeout(timer);
-  }
-}
+const chunksOf = (seen) => seen.kinds.filter((kind) => kind === "agent_message_chunk").length;
 
 const stream = profile === "ws" ? createWebSocketStream(url, { WebSocket }) : createHttpStream(url);
 const connection = app.connect(stream);
@@ -122,40 +66,27 @@ await step("streamed text", async () => {
   await one.prompt("/slow 12");
   const seen = await untilIdle(one);
   same(seen.stopReason, "end_turn", "stop reason");
-  check(seen.chunks >= 12 && seen.text.includes("chunk 12."), `streamed ${seen.chunks} chunks: ${JSON.stringify(seen.text)}`);
-  return seen.chunks;
+  check(chunksOf(seen) >= 12 && seen.text.includes("chunk 12."), `streamed ${chunksOf(seen)} chunks: ${JSON.stringify(seen.text)}`);
+  return chunksOf(seen);
 });
 
 await step("permission allowed", async () => {
-  permissionMode = "allow";
+  desk.mode = "allow";
   await two.prompt("/permission");
   const seen = await untilIdle(two);
-  same(seen.toolStatuses, ["pending", "in_progress", "completed"], "tool call statuses");
+  same(Object.values(seen.toolCalls).map((call) => call.statuses), [["pending", "in_progress", "completed"]], "tool call statuses");
   same(seen.states, ["running", "requires_action", "running", "idle"], "states");
   same(seen.text, "Done: build/ was removed.", "reply");
-  same(permissionLog.at(-1).sessionId, two.sessionId, "the permission request's session");
+  same(desk.log.at(-1).sessionId, two.sessionId, "the permission request's session");
 });
 
 await step("cancel with a pending permission request", async () => {
-  permissionMode = "hold";
-  const asked = expectPermission();
-  await one.prompt("/permission");
-  const entry = await asked;
-  await agent.notify("session/cancel", { sessionId: one.sessionId });
-  const seen = await untilIdle(one);
-  same(seen.stopReason, "cancelled", "stop reason");
-  same(seen.toolStatuses.at(-1), "cancelled", "final tool call status");
-  same(entry.withdrawn, true, "permission request withdrawn by $/cancel_request");
-  permissionMode = "allow";
+  const entry = await cancelWithPendingPermission(agent, one, desk);
+  same(entry.sessionId, one.sessionId, "the permission request's session");
 });
 
 await step("cancel a streaming turn", async () => {
-  await two.prompt("/slow 200");
-  await nextOfKind(two, "agent_message_chunk");
-  await agent.notify("session/cancel", { sessionId: two.sessionId });
-  const seen = await untilIdle(two);
-  same(seen.stopReason, "cancelled", "stop reason");
-  check(!seen.text.includes("chunk 200."), "the turn ran to its end");
+  await cancelStreamingTurn(agent, two, 200);
 });
 
 await step("config options", async () => {
@@ -170,13 +101,7 @@ await step("closing one session while the other goes on", async () => {
   await one.prompt("/slow 10");
   await nextOfKind(one, "agent_message_chunk");
   await agent.request("session/close", { sessionId: two.sessionId });
-  let refused = null;
-  try {
-    await two.prompt("after close");
-  } catch (error) {
-    refused = error;
-  }
-  check(refused instanceof RequestError && refused.code === -32002, `prompt to the closed session: ${refused}`);
+  await rejects(two.prompt("after close"), -32002, "prompt to the closed session");
   const seen = await untilIdle(one);
   same(seen.stopReason, "end_turn", "the other session's turn");
   check(seen.text.includes("chunk 10."), `the other session's reply ${JSON.stringify(seen.text)}`);

@@ -116,6 +116,12 @@ class RawAcp:
         await self.open_stream(session_id)
         return session_id
 
+    async def start(self, cwd: str) -> str:
+        """initialize, the connection stream and a new session with its stream: the session id."""
+        await self.initialize()
+        await self.open_stream()
+        return await self.new_session(cwd)
+
     async def delete(self) -> httpx.Response:
         return await self.client.delete(self.url, headers={"acp-connection-id": self.connection_id or ""})
 

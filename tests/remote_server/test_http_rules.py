@@ -124,9 +124,7 @@ async def test_messages_go_on_their_streams_and_wait_for_a_reader(server: Server
 async def test_a_permission_request_and_its_answer_use_the_session_stream(server: Server, tmp_path: Path) -> None:
     async with httpx.AsyncClient() as client, anyio.create_task_group() as tg:
         acp = RawAcp(client, server.url, tg)
-        await acp.initialize()
-        await acp.open_stream()
-        session = await acp.new_session(str(tmp_path))
+        session = await acp.start(str(tmp_path))
         prompt = {"sessionId": session, "prompt": [{"type": "text", "text": "/permission"}]}
         await acp.send_request("session/prompt", prompt, session)
         asked = await acp.next_message(lambda stream, m: m.get("method") == "session/request_permission")
@@ -147,9 +145,7 @@ async def test_a_permission_request_and_its_answer_use_the_session_stream(server
 async def test_delete_ends_the_connection_and_its_streams(server: Server, tmp_path: Path) -> None:
     async with httpx.AsyncClient() as client, anyio.create_task_group() as tg:
         acp = RawAcp(client, server.url, tg)
-        await acp.initialize()
-        await acp.open_stream()
-        session = await acp.new_session(str(tmp_path))
+        session = await acp.start(str(tmp_path))
         response = await acp.delete()
         assert response.status_code == 202
         with anyio.fail_after(10):

@@ -34,19 +34,27 @@ async def _resume(acp: RawAcp, session: str, cwd: str) -> dict[str, Any]:
     return await acp.call("session/resume", params, session)
 
 
-async def _cut(client: httpx.AsyncClient, tg_scope: anyio.CancelScope) -> None:
-    """Drop the connection the way a network does: the readers stop and every TCP connection closes."""
-    tg_scope.cancel()
+async def _prompt_then_cut(
+    server: Server, cwd: str, text: str, until: Callable[[str | None, dict[str, Any]], bool]
+) -> str:
+    """A new session's prompt on a first connection, dropped the way a network drops it once ``until`` saw a
+    message: the readers stop and every TCP connection closes. Returns the session id."""
+    client = httpx.AsyncClient()
+    async with anyio.create_task_group() as tg:
+        first = RawAcp(client, server.url, tg)
+        session = await first.start(cwd)
+        await first.send_request("session/prompt", _prompt(session, text), session)
+        await first.next_message(until)
+        tg.cancel_scope.cancel()
     await client.aclose()
+    return session
 
 
 async def test_a_new_connection_resumes_the_servers_sessions(server: Server, tmp_path: Path) -> None:
     cwd = str(tmp_path)
     async with httpx.AsyncClient() as client, anyio.create_task_group() as tg:
         first = RawAcp(client, server.url, tg)
-        await first.initialize()
-        await first.open_stream()
-        session = await first.new_session(cwd)
+        session = await first.start(cwd)
         await first.send_request("session/prompt", _prompt(session, "hello"), session)
         told = text_of(await first.until_idle(session))
         assert (await first.delete()).status_code == 202
@@ -76,15 +84,7 @@ async def test_a_new_connection_resumes_the_servers_sessions(server: Server, tmp
 @pytest.mark.parametrize("resume_while_running", [False, True], ids=["after-the-turn", "during-the-turn"])
 async def test_a_turn_outlives_its_connection(server: Server, tmp_path: Path, resume_while_running: bool) -> None:
     cwd = str(tmp_path)
-    client = httpx.AsyncClient()
-    async with anyio.create_task_group() as tg:
-        first = RawAcp(client, server.url, tg)
-        await first.initialize()
-        await first.open_stream()
-        session = await first.new_session(cwd)
-        await first.send_request("session/prompt", _prompt(session, "/slow 25"), session)
-        await first.next_message(lambda stream, m: "chunk 3." in str(m))
-        await _cut(client, tg.cancel_scope)
+    session = await _prompt_then_cut(server, cwd, "/slow 25", lambda stream, m: "chunk 3." in str(m))
     if not resume_while_running:
         await anyio.sleep(3.5)  # the turn ends while no connection serves the session
     async with httpx.AsyncClient() as client, anyio.create_task_group() as tg:
@@ -106,15 +106,9 @@ async def test_a_turn_outlives_its_connection(server: Server, tmp_path: Path, re
 
 async def test_a_pending_permission_is_asked_again_after_resume(server: Server, tmp_path: Path) -> None:
     cwd = str(tmp_path)
-    client = httpx.AsyncClient()
-    async with anyio.create_task_group() as tg:
-        first = RawAcp(client, server.url, tg)
-        await first.initialize()
-        await first.open_stream()
-        session = await first.new_session(cwd)
-        await first.send_request("session/prompt", _prompt(session, "/permission"), session)
-        await first.next_message(lambda stream, m: m.get("method") == "session/request_permission")
-        await _cut(client, tg.cancel_scope)
+    session = await _prompt_then_cut(
+        server, cwd, "/permission", lambda stream, m: m.get("method") == "session/request_permission"
+    )
     async with httpx.AsyncClient() as client, anyio.create_task_group() as tg:
         second = RawAcp(client, server.url, tg)
         await second.initialize()
