@@ -1,9 +1,10 @@
 """Sessions belong to the ``--listen`` server, not to one connection: a new connection resumes them; a turn
-running when its connection dropped goes on, its updates come once in the replay, and a permission request it
-still waits for is asked again on the connection that resumed the session."""
+running when its connection (HTTP or WebSocket) dropped goes on, its updates come once in the replay, and a
+permission request it still waits for is asked again on the connection that resumed the session."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -11,9 +12,10 @@ from typing import Any
 import anyio
 import httpx
 import pytest
+from httpx_ws import aconnect_ws
 
 from .conftest import Server
-from .raw_client import RawAcp, text_of
+from .raw_client import RawAcp, initialize_params, text_of
 
 pytestmark = pytest.mark.anyio
 
@@ -126,4 +128,32 @@ async def test_a_pending_permission_is_asked_again_after_resume(server: Server, 
         assert updates[-1]["stopReason"] == "end_turn"
         asks = [m for _, m in second.seen if m.get("method") == "session/request_permission"]
         assert len(asks) == 1  # asked once on this connection
+        tg.cancel_scope.cancel()
+
+
+async def test_a_turn_outlives_a_closed_websocket_and_resumes_over_http(server: Server, tmp_path: Path) -> None:
+    cwd = str(tmp_path)
+    async with httpx.AsyncClient() as client, aconnect_ws(server.url.replace("http://", "ws://"), client) as ws:
+        await ws.send_text(
+            json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": initialize_params()})
+        )
+        await ws.receive_text()
+        await ws.send_text(
+            json.dumps({"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": cwd, "mcpServers": []}})
+        )
+        session = json.loads(await ws.receive_text())["result"]["sessionId"]
+        await ws.send_text(
+            json.dumps({"jsonrpc": "2.0", "id": 2, "method": "session/prompt", "params": _prompt(session, "/slow 15")})
+        )
+        while "chunk 2." not in await ws.receive_text():
+            pass
+    async with httpx.AsyncClient() as client, anyio.create_task_group() as tg:
+        second = RawAcp(client, server.url, tg)
+        await second.initialize()
+        await second.open_stream()
+        await _resume(second, session, cwd)
+        updates = [m["params"]["update"] for _, m in second.seen if m.get("method") == "session/update"]
+        if updates[-1].get("state") != "idle":
+            updates += await second.until_idle(session)
+        assert text_of(updates) == "".join(f"chunk {n}. " for n in range(1, 16))
         tg.cancel_scope.cancel()
