@@ -151,6 +151,8 @@ class AcpHttpApp:
         conn = self.connections.get(connection_id)
         if conn is None:
             raise BadRequest(404, "Unknown Acp-Connection-Id")
+        if conn.websocket:
+            raise BadRequest(400, "that Acp-Connection-Id is a WebSocket connection; send on its socket")
         if self.require_cookie and _cookies(headers).get(COOKIE_NAME) != conn.cookie:
             raise BadRequest(400, f"Missing or wrong {COOKIE_NAME} cookie (the server requires it)")
         return conn

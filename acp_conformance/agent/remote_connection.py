@@ -141,6 +141,7 @@ class RemoteConnection:
         self._initial: bytes | None = None
         self._initial_ready = anyio.Event()
         self._websocket_sink = websocket_sink
+        self.websocket = websocket_sink is not None
         send, receive = anyio.create_memory_object_stream[bytes](64)
         self._inbound_send: MemoryObjectSendStream[bytes] = send
         self._transport = _Transport(receive, self._route if websocket_sink is None else websocket_sink)

@@ -73,7 +73,9 @@ class SharedSessions:
         for session_id in [sid for sid, served_by in self._served_by.items() if served_by is agent]:
             del self._served_by[session_id]
             self._held.pop(session_id, None)
-            self._served.pop(session_id, None)
+            event = self._served.get(session_id)
+            if event is not None and event.is_set():
+                del self._served[session_id]  # the next wait gets a fresh event (an unset one may have waiters)
 
     def forget(self, session_id: str) -> None:
         self._served_by.pop(session_id, None)

@@ -111,6 +111,12 @@ async def test_websocket_turn(start_server: Callable[..., Server], tmp_path: Pat
                 if updates[-1] == {"sessionUpdate": "state_update", "state": "idle", "stopReason": "end_turn"}:
                     break
         assert text_of(updates) == "chunk 1. chunk 2. chunk 3. "
+        over_http = await client.post(
+            server.url,
+            content=_request(4, "session/list", {}),
+            headers={"content-type": "application/json", "acp-connection-id": ws.response.headers["acp-connection-id"]},
+        )
+        assert over_http.status_code == 400  # a WebSocket connection is served on its socket only
         await ws.send_text(f"[{_request(3, 'session/list', {})}]")
         batch = json.loads(await ws.receive_text())
         assert batch["id"] is None and batch["error"]["code"] == -32600
