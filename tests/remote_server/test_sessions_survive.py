@@ -157,3 +157,28 @@ async def test_a_turn_outlives_a_closed_websocket_and_resumes_over_http(server: 
             updates += await second.until_idle(session)
         assert text_of(updates) == "".join(f"chunk {n}. " for n in range(1, 16))
         tg.cancel_scope.cancel()
+
+
+async def test_a_store_file_keeps_sessions_across_server_restarts(
+    start_server: Callable[..., Server], tmp_path: Path
+) -> None:
+    cwd = str(tmp_path)
+    store = str(tmp_path / "sessions.json")
+    first_server = start_server("--store", store)
+    async with httpx.AsyncClient() as client, anyio.create_task_group() as tg:
+        first = RawAcp(client, first_server.url, tg)
+        session = await first.start(cwd)
+        await first.send_request("session/prompt", _prompt(session, "/slow 2"), session)
+        await first.until_idle(session)
+        tg.cancel_scope.cancel()
+    first_server.stop()
+    assert first_server.process.returncode == 0  # SIGTERM is a clean stop
+    second_server = start_server("--store", store)
+    async with httpx.AsyncClient() as client, anyio.create_task_group() as tg:
+        second = RawAcp(client, second_server.url, tg)
+        await second.initialize()
+        await second.open_stream()
+        await _resume(second, session, cwd)
+        replayed = [m["params"]["update"] for _, m in second.seen if m.get("method") == "session/update"]
+        assert text_of(replayed) == "chunk 1. chunk 2. "
+        tg.cancel_scope.cancel()
