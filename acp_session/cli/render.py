@@ -72,9 +72,8 @@ def _tool_label(call: ToolCall) -> str:
     return str(call.title or call.name or call.tool_call_id)
 
 
-def plain_text(text: str) -> str:
-    """``text`` safe to print (``safe_text.terminal_safe``; tabs and newlines kept, a lone carriage return ends
-    a line)."""
+def _lines_safe(text: str) -> str:
+    """Cleaned before it is cut into lines (a lone carriage return ends a line, as on a terminal)."""
     return terminal_safe(text, newlines=True)
 
 
@@ -332,7 +331,7 @@ class TerminalRenderer(Renderer):
             isinstance(i, Content) and getattr(i.content, "text", None) == text for i in call.content
         ):
             return
-        for line in _bounded_lines(plain_text(text)):
+        for line in _bounded_lines(_lines_safe(text)):
             self._line("  " + line, DIM)
 
     def _tool_items(self, call: ToolCall) -> None:
@@ -343,9 +342,9 @@ class TerminalRenderer(Renderer):
             if isinstance(item, Content):
                 block = item.content
                 if isinstance(block, TextContent):
-                    self._indented(plain_text(block.text))
+                    self._indented(_lines_safe(block.text))
                 else:
-                    self._line("  " + plain_text(_block_label(block)), DIM)
+                    self._line("  " + _block_label(block), DIM)
             elif isinstance(item, Diff):
                 self._diff(item)
             elif isinstance(item, TerminalContent):
@@ -368,9 +367,9 @@ class TerminalRenderer(Renderer):
                     operation, path = change.__struct_config__.tag, change.path
                     old = getattr(change, "old_path", None)
                 source = f"{old} -> " if isinstance(old, str) else ""
-                self._line(plain_text(f"  {operation} {source}{path}"), BOLD)
+                self._line(f"  {operation} {source}{path}", BOLD)
             return
-        for line in plain_text(patch).rstrip("\n").split("\n"):
+        for line in _lines_safe(patch).rstrip("\n").split("\n"):
             if line.startswith(("diff ", "--- ", "+++ ", "new file", "deleted file", "index ", "rename ", "similar")):
                 style = BOLD
             elif line.startswith("@@"):
@@ -393,8 +392,8 @@ class TerminalRenderer(Renderer):
                 continue
             self._terminals_shown.add(terminal_id)
             if terminal.command:
-                self._line(plain_text(f"  $ {terminal.command}"), DIM)
-            output = plain_text(terminal.output_bytes.decode("utf-8", "replace")).strip("\n")
+                self._line(f"  $ {terminal.command}", DIM)
+            output = _lines_safe(terminal.output_bytes.decode("utf-8", "replace")).strip("\n")
             if output:
                 self._indented(output)
             status = terminal.exit_status
@@ -497,7 +496,7 @@ class TerminalRenderer(Renderer):
         elif isinstance(event, ChatSubagentEnd):
             replies = [m for m in child.state.messages("agent").values() if m.text]
             if replies:
-                for line in plain_text(replies[-1].text).rstrip("\n").split("\n"):
+                for line in _lines_safe(replies[-1].text).rstrip("\n").split("\n"):
                     self._line("    " + line)
             usage = f", {format_token_usage(event.usage)}" if event.usage is not None else ""
             self._line(f"  [subagent {name}] ended: {event.stop_reason or 'unknown'}{usage}", DIM)

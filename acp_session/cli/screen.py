@@ -5,6 +5,7 @@ The agent's Markdown goes through it as well: cleaned, then rendered by rich wit
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, NamedTuple, NewType, TextIO
 
@@ -13,7 +14,7 @@ from .safe_text import terminal_safe
 if TYPE_CHECKING:
     from .markdown import MarkdownStream
 
-__all__ = ["BOLD", "CYAN", "DIM", "GREEN", "RED", "RESET", "YELLOW", "Screen", "Span", "Style", "Styled"]
+__all__ = ["BOLD", "CYAN", "DIM", "GREEN", "RED", "RESET", "YELLOW", "Screen", "Span", "Style", "Styled", "say"]
 
 Style = NewType("Style", str)
 """One SGR escape of the CLI's own (bold, dim, a colour): the only escapes that reach a terminal with text."""
@@ -44,9 +45,7 @@ class Screen:
     """Writes cleaned text to ``stream``; ``color``: whether the styles are written; ``before_write`` is called
     before anything is written (the CLI erases its status line there)."""
 
-    def __init__(
-        self, stream: TextIO, *, color: bool = False, before_write: Callable[[], None] = lambda: None
-    ) -> None:
+    def __init__(self, stream: TextIO, *, color: bool = False, before_write: Callable[[], None] = lambda: None) -> None:
         self.stream = stream
         self.color = color
         self.before_write = before_write
@@ -108,3 +107,11 @@ class Screen:
         if self._markdown is not None and self._markdown.active:
             self.before_write()
             self._markdown.end()
+
+
+def say(text: str, stream: TextIO | None = None) -> None:
+    """A message of the CLI's own, whose lines may quote the agent (an error, a login hint), on ``stream``
+    (default: stderr at the time); each line is cleaned on its own."""
+    screen = Screen(stream if stream is not None else sys.stderr)
+    for line in text.split("\n"):
+        screen.line(line)
