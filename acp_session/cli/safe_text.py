@@ -25,9 +25,16 @@ _SEQUENCES = re.compile(
 )
 _INTRODUCERS = re.compile(r"[\x1b\x90\x98\x9b\x9d\x9e\x9f]")
 
-# Every character that is not printable ASCII is judged by its Unicode category (once, then cached).
-_SUSPECT_ONE_LINE = re.compile(r"[^\x20-\x7e]")
-_SUSPECT_LINES = re.compile(r"[^\x20-\x7e\n\t]")
+# The ranges holding every character of categories Cc, Cf, Zl, Zp and Cs (a test checks them against this
+# Python's ``unicodedata``), a little wider where a block may grow; each match is judged by its category (once,
+# then cached), so text without them is copied by the regex engine alone.
+SUSPECT_RANGES = (
+    "\x00-\x08\x0b-\x1f\x7f-\x9f\xad\u0600-\u0605\u061c\u06dd\u070f\u0890-\u089f\u08e2\u180e"
+    "\u200b-\u200f\u2028-\u202e\u2060-\u206f\ud800-\udfff\ufeff\ufff0-\ufffb\U000110bd\U000110cd"
+    "\U00013430-\U0001345f\U0001bca0-\U0001bcaf\U0001d173-\U0001d17a\U000e0000-\U000e007f"
+)
+_SUSPECT_ONE_LINE = re.compile(f"[\t\n{SUSPECT_RANGES}]")
+_SUSPECT_LINES = re.compile(f"[{SUSPECT_RANGES}]")
 
 _JOINERS = frozenset("\u200c\u200d")
 """Format characters kept: the zero-width (non-)joiner shapes Persian, Indic scripts and emoji, and moves nothing."""
@@ -38,7 +45,8 @@ _verdicts: dict[tuple[str, bool], str] = {}
 
 
 def _verdict(char: str, lines: bool) -> str:
-    """What ``char`` (not printable ASCII) becomes: itself, a newline or a space, nothing, or U+FFFD."""
+    """What ``char`` (in ``SUSPECT_RANGES``, a tab or a newline) becomes: itself, a newline or a space, nothing,
+    or U+FFFD."""
     key = (char, lines)
     found = _verdicts.get(key)
     if found is not None:
@@ -86,7 +94,7 @@ def terminal_safe(text: str, *, newlines: bool = False) -> str:
 
 def _json_escape(match: re.Match[str]) -> str:
     char = match.group()
-    if _verdict(char, True) == char:
+    if not _SUSPECT_LINES.match(char) or _verdict(char, True) == char:
         return char
     code = ord(char)
     if code > 0xFFFF:  # a JSON escape holds one UTF-16 unit: a surrogate pair
@@ -95,10 +103,10 @@ def _json_escape(match: re.Match[str]) -> str:
     return f"\\u{code:04x}"
 
 
-_NOT_ASCII = re.compile(r"[^\x00-\x7f]")
+_NOT_ASCII = re.compile(r"[^\x00-\x7e]")  # (DEL too)
 
 
 def json_safe(line: str) -> str:
     """One JSON text (from ``json.dumps(..., ensure_ascii=False)``, which already escapes C0 controls) with every
     other character ``terminal_safe`` removes written as a ``\\uXXXX`` escape: the same data once parsed."""
-    return line if line.isascii() else _NOT_ASCII.sub(_json_escape, line)
+    return line if line.isascii() and "\x7f" not in line else _NOT_ASCII.sub(_json_escape, line)

@@ -120,7 +120,8 @@ def handle(msg):
     if rid is None:
         return
     if method == "initialize":
-        answer(rid, {"protocolVersion": 2, "info": {"name": evil("agent-name"), "version": "1"}, "capabilities": {"session": {}}})
+        info = {"name": evil("agent-name"), "version": "1"}
+        answer(rid, {"protocolVersion": 2, "info": info, "capabilities": {"session": {}}})
     elif method == "session/new":
         update(SESSION, {"sessionUpdate": "state_update", "state": "idle"})
         answer(rid, {"sessionId": SESSION})
