@@ -3,10 +3,12 @@ through (``screen.Screen``), and the fields of the terminal renderer that carry 
 
 from __future__ import annotations
 
+import ast
 import io
 import json
 import re
 import unicodedata
+from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -134,3 +136,36 @@ def test_the_suspect_ranges_hold_every_control_and_format_character_of_this_pyth
         if unsafe(chr(code), newlines=True) and chr(code) not in "\n\t" and not suspects.match(chr(code))
     ]
     assert missed == [], f"add these to safe_text.SUSPECT_RANGES (unicodedata {unicodedata.unidata_version})"
+
+
+def raw_writes(tree: ast.AST) -> list[str]:
+    """The calls in ``tree`` that write to a stream other than through a ``Screen`` (``screen.write`` etc.)."""
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        if isinstance(func, ast.Name) and func.id == "print":
+            found.append(f"line {node.lineno}: print()")
+        elif isinstance(func, ast.Attribute) and func.attr in ("write", "writelines", "print"):
+            owner = func.value
+            name = owner.attr if isinstance(owner, ast.Attribute) else getattr(owner, "id", "")
+            if name != "screen":
+                found.append(f"line {node.lineno}: {ast.unparse(func)}()")
+    return found
+
+
+def test_the_renderer_status_line_and_permission_question_write_only_through_the_screen() -> None:
+    """So that a field added later cannot forget the cleaning: no other write path in these modules."""
+    import acp_session.cli.prompts as prompts
+    import acp_session.cli.render as render
+    import acp_session.cli.status as status
+
+    for module in (render, status):
+        assert raw_writes(ast.parse(Path(str(module.__file__)).read_text())) == [], module.__name__
+    question = next(
+        node
+        for node in ast.walk(ast.parse(Path(str(prompts.__file__)).read_text()))
+        if isinstance(node, ast.AsyncFunctionDef) and node.name == "permission_question"
+    )
+    assert raw_writes(question) == []
