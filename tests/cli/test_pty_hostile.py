@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.support import CLI, PROMPT, cli_env
+from tests.cli.support import CLI, PROMPT, cli_env, run_cli
+from tests.helpers.hostile_strings import EVIL, SPOOFED_NAME
 
 pexpect = pytest.importorskip("pexpect")
 
@@ -89,3 +90,19 @@ def test_a_hostile_agent_cannot_write_escapes_to_the_terminal_or_spoof_the_permi
     assert re.search(rb"the docs(\x1b\[0m)? \((\x1b\[[\d;]*m)?https://evil\.example/steal", data)  # the target shown
     answers = [json.loads(line) for line in log.read_text().splitlines() if '"outcome"' in line]
     assert [a["result"]["outcome"] for a in answers] == [{"outcome": "selected", "optionId": "opt-reject"}]
+
+
+def test_json_lines_keep_the_hostile_strings_exactly_and_escaped(tmp_path: Path) -> None:
+    """``--json`` changes no data: the strings come back exactly once parsed, while the lines themselves hold no
+    control, C1 or bidi character a terminal showing them would act on."""
+    log = tmp_path / "agent.log"
+    agent = f"{sys.executable} {AGENT} {log}"
+    result = run_cli(tmp_path, "chat", "--json", "--agent", agent, "all", stdin="r\n")
+    assert result.returncode == 1, result.stderr  # the turn ended with stop reason error
+    raw = re.search("[\x00-\x09\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\u200e\u200f]", result.stdout)
+    assert raw is None, result.stdout[max(0, raw.start() - 40) : raw.end() + 40]
+    records = [json.loads(line) for line in result.stdout.splitlines()]
+    (permission,) = [r for r in records if r["event"] == "permission"]
+    assert permission["title"] == f"question[{EVIL}]"
+    assert [o["name"] for o in permission["options"]] == [SPOOFED_NAME, f"Reject[{EVIL}]"]
+    assert permission["answer"] == "opt-reject"

@@ -5,15 +5,13 @@ argv: LOGFILE. Every line the client sends is appended to LOGFILE, so a test can
 Each string is ``<field name>[EVIL]``: the name shows the field was rendered, EVIL must not reach the terminal.
 The session id, the slash commands and the session title are hostile too. Prompts (the first word):
 
-  all   thought, Markdown text with a link, plan, a tool call (title, unknown kind and status, text, a diff of a
-        hostile path), a notice, usage with a hostile currency, a finished tool call with hostile raw output,
-        then a permission question whose
-        first option (allow_always) is named to look like the reject key; the turn ends with stop reason
-        ``error`` and a hostile error message; the agent's answer says which option came back
+  all   thought, Markdown text with a link, plan, a tool call (title, unknown kind and status, text), a diff of
+        a hostile path, a notice, usage with a hostile currency, a finished tool call with hostile raw output,
+        then a permission question whose first option (allow_always) is named to look like the reject key; the
+        turn ends with stop reason ``error`` and a hostile error message; the reply says which option came back
   odd   a text chunk and an unknown, hostile stop reason
 
-EVIL's CSI sequences have zero-padded parameters (``ESC [ 0913 A``), which no terminal library writes, so a test
-can tell them from the CLI's own cursor moves.
+EVIL and SPOOFED_NAME are in ``tests/helpers/hostile_strings.py``, shared with the tests.
 """
 
 import json
@@ -22,19 +20,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "helpers"))
 from agent_io import answer, serve, update, write
-
-EVIL = (
-    "\x1b]52;c;b3duZWQ=\x07"  # OSC 52: write "owned" to the clipboard
-    "\x1b]0;owned-title\x1b\\"  # OSC 0: the window title
-    "\x1b[0913A\x1b[02K"  # CSI: cursor up, erase the line
-    "\r\x08"  # carriage return, backspace: overwrite what was shown
-    "\u009b02J\u009b0913;01H"  # C1 CSI (8-bit): erase the screen, move the cursor
-    "\u009d0;c1-title\u009c"  # C1 OSC
-    "\x1bP0913q\x1b\\"  # DCS
-    "\u202e\u2066\u200f"  # bidi: right-to-left override, isolate, mark
-)
-SPOOFED_NAME = "x\x1b[02K\r  [1/r] Reject  (r: reject once)" + EVIL
-"""The issue's spoof: an allow_always option named to read as the reject choice."""
+from hostile_strings import EVIL, SPOOFED_NAME
 
 
 def evil(name):
