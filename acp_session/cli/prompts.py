@@ -262,7 +262,12 @@ def parse_answer(options: list[PermissionOption], text: str) -> str | None:
     want = _WORDS.get(text)
     if want is not None:
         return choose_option(options, want)
-    return next((o.option_id for o in options if text in (o.option_id.lower(), o.name.lower())), None)
+    typed = " ".join(text.split())
+    for option in options:
+        shown = " ".join(terminal_safe(option.name).split()).lower()  # the name as the question showed it
+        if text in (option.option_id.lower(), option.name.lower()) or typed == shown:
+            return option.option_id
+    return None
 
 
 _KEY_WORDS = {"o": "allow once", "a": "always", "r": "reject"}
