@@ -223,11 +223,10 @@ def _install(registry: Registry, name: str, preview: bool, out: TextIO) -> int:
         out.write(f"{agent.id} {command.version} installed: {command.argv[0]}\n")
         return 0
     if command.kind == "npx":
-        package = command.argv[command.argv.index("--yes") + 1]
-        package = command.argv[command.argv.index("--package") + 1] if package == "--package" else package
+        package = command.package  # checked against npm's name rules by resolve_command
         sys.stderr.write(f"fetching {package} into npm's cache\u2026\n")
         fetched = subprocess.run(
-            [command.argv[0], "--yes", "--package", package, "--", "node", "-e", ""],
+            [command.argv[0], "--yes", f"--package={package}", "--", "node", "-e", ""],
             stdin=subprocess.DEVNULL,
             check=False,
         )
