@@ -224,6 +224,9 @@ def install_binary(
     remove_partial_installs()
     if _is_installed(folder, target):
         _command_path(_confined(folder, root), agent_id, target)
+        with try_locked(root / LOCK) as free:
+            if free:  # versions kept while an agent ran from them go now, unless one still does
+                _remove_other_versions(root, version)
         return folder
     _confined(root, root).mkdir(parents=True, exist_ok=True)
     with locked(root / LOCK, wait=limits.install_wait) as held:
