@@ -39,10 +39,8 @@ PLATFORM = current_platform()
 
 
 @pytest.fixture(autouse=True)
-def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    monkeypatch.delenv("ACP_SESSION_REGISTRY", raising=False)
-    return tmp_path / "cache"
+def cache(registry_cache: Path) -> Path:
+    return registry_cache
 
 
 def _install(tmp_path: Path, name: str, archive: bytes, limits: RegistryLimits | None = None, **extra: object) -> None:

@@ -17,7 +17,6 @@ from acp_session.registry import (
     InvalidEntry,
     InvalidRegistry,
     OutsideCache,
-    RegistryError,
     current_platform,
     load_registry,
     resolve_agent,
@@ -40,10 +39,8 @@ def victim(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    monkeypatch.delenv("ACP_SESSION_REGISTRY", raising=False)
-    return tmp_path / "cache"
+def cache(registry_cache: Path) -> Path:
+    return registry_cache
 
 
 def _outside_cache(tmp_path: Path) -> dict[str, bytes | None]:
@@ -70,11 +67,13 @@ def test_a_version_that_leaves_the_cache_deletes_and_writes_nothing(tmp_path: Pa
     with serve(tmp_path / "www") as www:
         registry = _hostile(tmp_path, www, version=version)
         with pytest.raises(InvalidEntry) as caught:
-            resolve_agent("evil", registry=registry)
+            try:
+                resolve_agent("evil", registry=registry)
+            finally:
+                assert _outside_cache(tmp_path) == before  # the victim's projects are all there, nothing added
         assert www.hits == {}  # refused before the download
     assert caught.value.agent_id == "evil" and caught.value.field == "version" and "evil" in str(caught.value)
     assert isinstance(caught.value, InvalidRegistry)  # what callers caught before
-    assert _outside_cache(tmp_path) == before
 
 
 @pytest.mark.parametrize("agent_id", ["../../../victim", "/tmp/victim", "Evil", "a" * 101, ""])
@@ -110,7 +109,7 @@ def test_a_command_or_argument_outside_the_archive_is_refused(
     assert not (cache / "acp-session" / "agents" / "evil" / "1.0.0" / PLATFORM).exists()
 
 
-def test_a_command_through_a_link_of_the_archive_out_of_it_is_refused(tmp_path: Path, cache: Path) -> None:
+def test_a_command_through_a_link_inside_the_archive_still_runs(tmp_path: Path, cache: Path) -> None:
     from tests.registry.support import hostile_tar, link_member
 
     archive = hostile_tar(link_member("pkg/sh", "bin/agent"))  # inside, fine: the command resolves inside too
@@ -131,16 +130,6 @@ def test_a_link_planted_in_the_cache_is_not_followed(tmp_path: Path, cache: Path
         with pytest.raises(OutsideCache):
             resolve_agent("evil", registry=registry)
     assert _outside_cache(tmp_path) == before
-
-
-@pytest.fixture
-def launchers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    for tool in ("npx", "uvx"):
-        (bin_dir / tool).write_text("#!/bin/sh\n")
-        (bin_dir / tool).chmod(0o755)
-    monkeypatch.setenv("PATH", str(bin_dir))
 
 
 def _package_registry(tmp_path: Path, launcher: str, **dist: Any) -> Path:
@@ -193,11 +182,11 @@ def _cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_the_cli_refuses_a_hostile_entry_and_deletes_nothing(tmp_path: Path, victim: Path) -> None:
-    before = _outside_cache(tmp_path)
     with serve(tmp_path / "www") as www:
         registry = _hostile(tmp_path, www, version=str(victim / "a"))
         before = _outside_cache(tmp_path)
         installed = _cli(tmp_path, "agents", "install", "evil", "--registry", str(registry))
+        assert _outside_cache(tmp_path) == before
         chat = _cli(tmp_path, "chat", "--agent", "evil", "--registry", str(registry), "hi")
         assert www.hits == {}
     for run in (installed, chat):
@@ -205,7 +194,3 @@ def test_the_cli_refuses_a_hostile_entry_and_deletes_nothing(tmp_path: Path, vic
         assert f"registry entry 'evil': version '{victim / 'a'}' is not a plain version" in run.stderr
         assert "Traceback" not in run.stderr
     assert _outside_cache(tmp_path) == before
-
-
-def test_every_registry_error_is_a_registry_error() -> None:
-    assert issubclass(InvalidEntry, RegistryError) and issubclass(OutsideCache, RegistryError)

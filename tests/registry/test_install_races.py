@@ -48,10 +48,8 @@ QUICK = RegistryLimits(download_deadline=2.0, registry_deadline=2.0)
 
 
 @pytest.fixture(autouse=True)
-def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    monkeypatch.delenv("ACP_SESSION_REGISTRY", raising=False)
-    return tmp_path / "cache"
+def cache(registry_cache: Path) -> Path:
+    return registry_cache
 
 
 @pytest.mark.parametrize("server", ["body", "headers"])

@@ -68,17 +68,6 @@ def test_npx_and_uvx_commands_follow_the_format() -> None:
     assert auggie.env == {"AUGMENT_DISABLE_AUTO_UPDATE": "1"} and auggie.kind == "npx"
 
 
-@pytest.fixture
-def launchers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Stand-ins for npx and uvx on PATH: resolving only checks that they are there, it does not run them."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    for tool in ("npx", "uvx"):
-        (bin_dir / tool).write_text("#!/bin/sh\n")
-        (bin_dir / tool).chmod(0o755)
-    monkeypatch.setenv("PATH", str(bin_dir))
-
-
 @pytest.mark.usefixtures("launchers")
 def test_cmd_uses_package_and_from(tmp_path: Path) -> None:
     npx = package_registry(tmp_path / "n.json", npx={"package": "@s/p@1.2.3", "cmd": "p-acp", "args": ["--x"]})
