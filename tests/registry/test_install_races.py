@@ -103,10 +103,8 @@ def test_a_download_killed_midway_leaves_nothing_that_lasts(tmp_path: Path, cach
             deadline = time.monotonic() + 60
             while not any((cache / "acp-session").rglob("download")) and time.monotonic() < deadline:
                 time.sleep(0.05)
-            downloads = list((cache / "acp-session").rglob("download"))
-            while downloads and downloads[0].stat().st_size < 100_000 and time.monotonic() < deadline:
-                time.sleep(0.05)
-            assert downloads, "the child never started its download"
+            assert any((cache / "acp-session").rglob("download")), "the child never started its download"
+            time.sleep(0.5)  # the first 100 000 bytes are sent at once, then the server stalls
             child.send_signal(signal.SIGKILL)
         finally:
             child.kill()
