@@ -110,7 +110,7 @@ class _HTTPSHandler(urllib.request.HTTPSHandler):
         self._deadline = deadline
 
     def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
-        return self.do_open(_watched(http.client.HTTPSConnection, self._deadline), req)
+        return self.do_open(_watched(http.client.HTTPSConnection, self._deadline), req, context=self._context)
 
 
 @contextmanager

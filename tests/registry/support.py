@@ -202,7 +202,12 @@ class RawServer:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        import contextlib
+        import socket
+
         self.stop.set()
+        with contextlib.suppress(OSError):
+            self.listener.shutdown(socket.SHUT_RDWR)  # wakes the accept() below (closing alone does not)
         self.listener.close()
         self.thread.join(5)
 

@@ -66,6 +66,18 @@ def test_a_trickling_download_ends_at_its_deadline(tmp_path: Path, server: str) 
     assert not installed_folder("slow", "1.0.0", PLATFORM).exists()
 
 
+def test_a_tls_handshake_that_never_comes_ends_at_its_deadline(tmp_path: Path) -> None:
+    # The server takes the connection and the ClientHello, then says nothing: the watchdog must end the
+    # connection during the TLS handshake too (the 30 s stall timeout would otherwise be what ends it).
+    with RawServer(lambda server, sock: server.stop.wait()) as silent:
+        url = silent.url.replace("http://", "https://") + "/a.tar.gz"
+        registry = write_registry(tmp_path / "r.json", binary_entry("slow", PLATFORM, url, None))
+        started = time.monotonic()
+        with pytest.raises(DownloadTimedOut):
+            resolve_agent("slow", registry=registry, limits=QUICK)
+        assert time.monotonic() - started < 8
+
+
 def test_a_trickling_registry_ends_at_its_deadline(tmp_path: Path) -> None:
     with RawServer(trickle_headers()) as slow:
         started = time.monotonic()
