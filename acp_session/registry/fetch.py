@@ -110,7 +110,8 @@ class _HTTPSHandler(urllib.request.HTTPSHandler):
         self._deadline = deadline
 
     def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
-        return self.do_open(_watched(http.client.HTTPSConnection, self._deadline), req, context=self._context)
+        context = getattr(self, "_context", None)  # what urllib's own handler passes (None: the default)
+        return self.do_open(_watched(http.client.HTTPSConnection, self._deadline), req, context=context)
 
 
 @contextmanager
