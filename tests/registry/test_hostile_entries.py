@@ -194,3 +194,17 @@ def test_the_cli_refuses_a_hostile_entry_and_deletes_nothing(tmp_path: Path, vic
         assert f"registry entry 'evil': version '{victim / 'a'}' is not a plain version" in run.stderr
         assert "Traceback" not in run.stderr
     assert _outside_cache(tmp_path) == before
+
+
+@pytest.mark.anyio
+@pytest.mark.usefixtures("cache")
+async def test_spawning_a_hostile_entry_by_id_is_refused(tmp_path: Path, victim: Path) -> None:
+    from acp_session import ClientBuilder
+
+    before = _outside_cache(tmp_path)
+    with serve(tmp_path / "www") as www:
+        registry = _hostile(tmp_path, www, version="../../../../victim/a")
+        with pytest.raises(InvalidEntry, match="version"):
+            async with ClientBuilder().spawn("evil", registry=registry):
+                pass
+    assert _outside_cache(tmp_path) == before
