@@ -208,3 +208,10 @@ async def test_spawning_a_hostile_entry_by_id_is_refused(tmp_path: Path, victim:
             async with ClientBuilder().spawn("evil", registry=registry):
                 pass
     assert _outside_cache(tmp_path) == before
+
+
+def test_environment_names_that_are_not_names_are_dropped() -> None:
+    from acp_session.registry import sanitize_env
+
+    given = {"A=B": "x", "NUL\0": "y", "ESC\x1b": "z", "VALUE_NUL": "v\0w", "FINE": "1"}
+    assert sanitize_env(given) == {"FINE": "1"}
