@@ -17,7 +17,10 @@ What one run measures (each client in its own process, against ``peers/cheap_age
 * ``session/set_config_option`` round trip (p50, p99) beside a bare line echo over the same kind of pipe
   (``round_trip.py``: the clients take turns, each in its own process);
 * cold start (process start to the first prompt accepted; for the v1 SDK, to its first update) at N = 10;
-* peak RSS of each client process.
+* peak RSS of each client process;
+* the fold on trio too (``peer_ours.py conversation --backend trio``), against the same raw decode;
+* the scaling rows (``scaling.py``, unless ``--no-scaling``): 1 to 1 000 sessions streaming at once on one
+  connection, and 100 connections of one session each.
 
 The SDKs are installed into ``benchmarks/.peers/`` (a separate virtualenv and ``peers/ts/node_modules``),
 never into the package's environment. Results: a table on stdout and ``benchmarks/results/compare.json``.
@@ -49,6 +52,7 @@ sys.path.insert(0, str(PEERS))
 sys.path.insert(0, str(HERE))
 import cheap_agent  # noqa: E402
 import round_trip  # noqa: E402
+import scaling  # noqa: E402
 
 from acp_session.schema import v1  # noqa: E402
 from acp_session.schema.types import UpdateSessionNotification  # noqa: E402
@@ -77,7 +81,8 @@ def clients(peer_python: Path | None, node: bool) -> dict[str, list[str]]:
     ours = [sys.executable, str(PEERS / "peer_ours.py")]
     table = {"acp-session (bare handler)": [*ours, "bare"]}
     if _supports_conversation():
-        table["acp-session (Conversation)"] = [*ours, "conversation"]
+        table[V2_CLIENT] = [*ours, "conversation"]
+        table[V2_TRIO] = [*ours, "conversation", "--backend", "trio"]
     if peer_python is not None:
         table["official Python SDK 0.12.1 (v1)"] = [str(peer_python), str(PEERS / "peer_python_sdk.py")]
     if node:
@@ -92,6 +97,11 @@ def _supports_conversation() -> bool:
 
 V1_CLIENT = "acp-session (Conversation, v1 wire)"
 V2_CLIENT = "acp-session (Conversation)"
+V2_TRIO = "acp-session (Conversation, trio)"
+FLOOR_SHARE = {V2_CLIENT: 0.6, V2_TRIO: 0.55}
+"""Issue 40: the fold at least this share of the raw typed decode of the same run, per backend."""
+ECHO_SHARE = 1.5
+"""Issue 40: the ``session/set_config_option`` round trip p50 at most this many times the bare pipe echo's."""
 RAW = "raw msgspec typed decode"
 RAW_V1 = "raw msgspec typed decode (v1)"
 V1_RATIO_SHARE = 0.8
@@ -250,6 +260,11 @@ def targets(report: dict[str, Any], ours_name: str) -> dict[str, bool]:
                 out[f"N={n:,}: fold >= 10x {peer}"] = ours >= 10 * rows[peer]["updates_per_s"]
         raw = size["lower_bounds"]["raw msgspec typed decode"]
         out[f"N={n:,}: fold >= 1/3 of the raw typed decode"] = ours >= raw / 3
+        for name, share in FLOOR_SHARE.items():
+            if name in rows:
+                ratio = rows[name]["updates_per_s"] / raw
+                backend = "trio" if name == V2_TRIO else "asyncio"
+                out[f"N={n:,}: fold on {backend} >= {share}x the raw typed decode ({ratio:.2f}x)"] = ratio >= share
         if "v1_wire" in size and V2_CLIENT in rows:
             v1_wire = size["v1_wire"]
             out[
@@ -265,6 +280,10 @@ def targets(report: dict[str, Any], ours_name: str) -> dict[str, bool]:
         out["cold start <= half the Python SDK's"] = starts["acp-session (bare handler)"] <= starts[python_sdk] / 2
     trips = report["round_trip"]
     out["round trip p50 < 3x the bare pipe echo"] = trips["ours_p50_us"] < 3 * trips["echo_p50_us"]
+    ratio = trips["ours_p50_us"] / trips["echo_p50_us"]
+    out[f"round trip p50 <= {ECHO_SHARE}x the bare pipe echo ({ratio:.2f}x)"] = ratio <= ECHO_SHARE
+    if "scaling" in report:
+        out.update(report["scaling"]["targets"])
     return out
 
 
@@ -275,6 +294,12 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2000)
     parser.add_argument("--no-peers", action="store_true", help="only acp-session and the lower bounds")
     parser.add_argument("--json-out", type=Path, default=HERE / "results" / "compare.json")
+    parser.add_argument("--no-scaling", action="store_true", help="leave out the many-sessions rows (scaling.py)")
+    parser.add_argument("--scaling-sessions", type=int, nargs="+", default=[1, 10, 100, 1000])
+    parser.add_argument("--scaling-connections", type=int, default=100)
+    parser.add_argument("--scaling-total", type=int, default=100_000)
+    parser.add_argument("--scaling-repeats", type=int, default=3)
+    parser.add_argument("--plot", type=Path, help="also draw the scaling curve into this PNG (the bench extra)")
     args = parser.parse_args()
     peer_python, node = (None, False) if args.no_peers else setup_peers()
     table = clients(peer_python, node)
@@ -341,6 +366,13 @@ def main() -> None:
         f"  acp-session       p50 {trips['ours_p50_us']:7.1f} us  p99 {trips['ours_p99_us']:7.1f} us"
         f"  ({trips['ours_p50_us'] / echo:.2f}x echo p50)"
     )
+    if not args.no_scaling:
+        report["scaling"] = scaling.scaling_report(
+            args.scaling_sessions, args.scaling_connections, args.scaling_total, "asyncio", 16, args.scaling_repeats
+        )
+        scaling.print_report(report["scaling"])
+        if args.plot:
+            scaling.plot(report["scaling"], args.plot)
     report["targets"] = targets(report, ours_name)
     print("\ntargets (issue: ten times the official SDKs), from this run")
     for line, met in report["targets"].items():

@@ -32,10 +32,13 @@ def test_decode_benchmark_runs() -> None:
     assert results["typed_structs_per_s"] > 0 and results["plain_dicts_per_s"] > 0
 
 
+SMALL_SCALING = ("--scaling-sessions", "1", "10", "--scaling-connections", "2", "--scaling-total", "200")
+
+
 def test_compare_benchmark_runs_at_small_size(tmp_path: Path) -> None:
     out_file = tmp_path / "compare.json"
     args = ("--no-peers", "--sizes", "200", "--repeats", "1", "--rounds", "50", "--json-out", str(out_file))
-    out = run_benchmark("compare.py", *args)
+    out = run_benchmark("compare.py", *args, *SMALL_SCALING, "--scaling-repeats", "1")
     assert "acp-session (bare handler)" in out and "lower bound: raw msgspec typed decode" in out
     report = json.loads(out_file.read_text())
     client = report["sizes"]["200"]["clients"]["acp-session (bare handler)"]
@@ -45,12 +48,45 @@ def test_compare_benchmark_runs_at_small_size(tmp_path: Path) -> None:
     assert "minimal client" in out
     assert "round trip p50 < 3x the bare pipe echo" in report["targets"]
     assert "targets (issue: ten times the official SDKs), from this run" in out
+    # Issue 40's targets: the fold beside the raw decode on both backends, the round trip beside the echo, scaling.
+    lines = list(report["targets"])
+    assert any(line.startswith("N=200: fold on asyncio >= 0.6x the raw typed decode") for line in lines)
+    assert any(line.startswith("N=200: fold on trio >= 0.55x the raw typed decode") for line in lines)
+    assert any(line.startswith("round trip p50 <= 1.5x the bare pipe echo") for line in lines)
+    assert any(line.startswith("scaling: 10 sessions at >= 80% of 1 session's rate") for line in lines)
+    assert any(line.startswith("scaling: memory linear in the text held") for line in lines)
+    rows = report["scaling"]["rows"]
+    assert {(row["sessions"], row["connections"], row["total"]) for row in rows} == {
+        (1, 1, 200),
+        (10, 1, 200),
+        (2, 2, 200),
+        (10, 1, 400),
+    }
+    assert all(row["updates_per_s"] > 0 and 0 < row["p50_delivery_ms"] <= row["p99_delivery_ms"] for row in rows)
+    assert report["sizes"]["200"]["clients"]["acp-session (Conversation, trio)"]["updates_per_s"] > 0
+
+
+def test_scaling_benchmark_runs_at_small_size(tmp_path: Path) -> None:
+    plot, out_file = tmp_path / "scaling.png", tmp_path / "scaling.json"
+    args = ("--sessions", "1", "3", "--connections", "2", "--total", "300", "--repeats", "1")
+    out = run_benchmark("scaling.py", *args, "--plot", str(plot), "--json-out", str(out_file))
+    assert "3 on 1" in out and "2 x 1" in out
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    report = json.loads(out_file.read_text())
+    held = {(row["sessions"], row["total"]): row["text_held_bytes"] for row in report["rows"]}
+    assert held[(3, 300)] == 40 * 300 and held[(3, 600)] == 40 * 600  # every chunk folded into its session
+
+
+def test_fold_profile_runs_at_small_size() -> None:
+    result = json.loads(run_benchmark("fold_profile.py", "--n", "300", "--rounds", "1", "--json"))
+    assert set(result["300"]) == {"raw", "framing", "rpc", "fold"}
+    assert all(ns > 0 for ns in result["300"].values())
 
 
 def test_compare_benchmark_runs_its_v1_row_at_small_size(tmp_path: Path) -> None:
     out_file = tmp_path / "compare.json"
     args = ("--no-peers", "--sizes", "200", "--repeats", "1", "--rounds", "50", "--json-out", str(out_file))
-    out = run_benchmark("compare.py", *args)
+    out = run_benchmark("compare.py", *args, "--no-scaling")
     assert "acp-session (Conversation, v1 wire)" in out and "lower bound: raw decode of the v1 lines" in out
     report = json.loads(out_file.read_text())
     v1_wire = report["sizes"]["200"]["v1_wire"]
