@@ -38,11 +38,10 @@ when a consumer reads it.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar
 
-import anyio
 import msgspec
 
 from acp_session.conversation.content import text_of
@@ -57,6 +56,7 @@ from acp_session.conversation.events import (
 )
 from acp_session.errors import AcpError
 from acp_session.schema import ContentBlock, TextContent
+from acp_session.transport.backend import Flag, current_backend
 
 if TYPE_CHECKING:
     from acp_session.conversation.conversation import Conversation
@@ -234,7 +234,8 @@ class _Stream(Generic[T]):
         """Updates whose items were dropped so far because the buffer was full (all markers together)."""
         self._hub: _Hub | None = hub
         self._queue: deque[Any] = deque()
-        self._wake: anyio.Event | None = None
+        self._wake: Flag | None = None
+        self._new_flag: Callable[[], Flag] | None = None
         self._expanding: Iterator[T] | None = None
         self._failed = False  # "error" policy: it overflowed and receives nothing more
         self._ended = False
@@ -320,7 +321,10 @@ class _Stream(Generic[T]):
                 if error is not None:
                     raise error
                 raise StopAsyncIteration
-            wake = self._wake = anyio.Event()
+            new_flag = self._new_flag
+            if new_flag is None:  # the backend's flag class, looked up once (see ChatTurn._events)
+                new_flag = self._new_flag = current_backend().new_flag
+            wake = self._wake = new_flag()
             await wake.wait()
 
     def close(self) -> None:

@@ -51,6 +51,7 @@ from acp_session.conversation.events import (
 )
 from acp_session.protocol.base import V1_DIFF_META
 from acp_session.schema import TextContent
+from acp_session.transport.backend import Flag, current_backend
 
 if TYPE_CHECKING:
     from acp_session.session import TrackedPrompt
@@ -104,7 +105,7 @@ class ChatTurn:
         self.error: BaseException | None = None
         self._mode: Literal["", "await", "iterate"] = ""
         self._queue: deque[Any] = deque()
-        self._wake: anyio.Event | None = None
+        self._wake: Flag | None = None
         self._finished = anyio.Event()
         self._delivered_end = False
         self._steps: dict[int, TimelineEntry] = {}
@@ -369,6 +370,9 @@ class ChatTurn:
 
     async def _events(self) -> AsyncIterator[ChatEvent]:
         queue = self._queue
+        # The backend's own flag class: ``anyio.Event()`` looks the backend up on every call, about 10x the cost
+        # of the flag, and a reader of many sessions' turns waits once per fragment (docs/performance.md).
+        new_flag = current_backend().new_flag
         while True:
             if queue:
                 item = queue.popleft()
@@ -380,7 +384,7 @@ class ChatTurn:
                 if type(item) is ChatDone or type(item) is ChatError:
                     return
                 continue
-            wake = self._wake = anyio.Event()
+            wake = self._wake = new_flag()
             await wake.wait()
 
 
