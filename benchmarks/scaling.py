@@ -146,6 +146,11 @@ async def run_row(args: argparse.Namespace) -> dict[str, Any]:
             rss_before = _rss_kib()
 
             async def one(conversation: Conversation) -> None:
+                if args.mode == "await":
+                    response = await conversation.chat_to_completion("go")
+                    counts.append(len(response.text) // CHUNK)
+                    seen.append((float(response.text[:STAMP]), time.time(), 0))
+                    return
                 counts.append(await _read_turn(conversation, seen))
 
             start = time.perf_counter()
@@ -158,7 +163,7 @@ async def run_row(args: argparse.Namespace) -> dict[str, Any]:
             streamed = max(arrived for _, arrived, _ in seen) - min(stamp for stamp, _, _ in seen)
             held = sum(len(c.state.timeline[-1].text) for c in conversations)  # type: ignore[union-attr]
     assert sum(counts) == args.total, (sum(counts), args.total)
-    delays = [(arrived - stamp, count) for stamp, arrived, count in seen]
+    delays = [(arrived - stamp, count) for stamp, arrived, count in seen if count]
     return {
         "sessions": sessions,
         "connections": connections,
@@ -329,6 +334,12 @@ def main() -> None:
     parser.add_argument("--run", type=int, default=16, help="chunks of one session in a row")
     parser.add_argument("--backend", default="asyncio", choices=["asyncio", "trio"])
     parser.add_argument("--repeats", type=int, default=3, help="alternating rounds; the median of each row counts")
+    parser.add_argument(
+        "--mode",
+        default="iterate",
+        choices=["iterate", "await"],
+        help="iterate: a reader of each turn's events (the delivery times); await: chat_to_completion (rate only)",
+    )
     parser.add_argument("--plot", type=Path, help="draw the curve (matplotlib, the bench extra) into this PNG")
     parser.add_argument("--json-out", type=Path)
     parser.add_argument("--row", action="store_true", help=argparse.SUPPRESS)  # one row, in this process
