@@ -53,13 +53,18 @@ _BATCH = 64  # frames handed to the rpc layer at most per receive_frames
 async def open_http(dialer: RemoteDialer) -> AsyncIterator[HttpFrames]:
     http1, http2 = dialer.http_versions()
     client = make_client(dialer, http1=http1, http2=http2, streams=dialer.limits.max_session_streams + 1)
-    async with client, anyio.create_task_group() as tg:
+    async with client:
+        # Entered by hand: a task group would wrap the caller's own exception in an ExceptionGroup.
+        tg = anyio.create_task_group()
+        await tg.__aenter__()
         transport = HttpFrames(dialer, client, tg)
         try:
             yield transport
         finally:
-            await transport.aclose()
+            with anyio.CancelScope(shield=True):
+                await transport.aclose()
             tg.cancel_scope.cancel()
+            await tg.__aexit__(None, None, None)
 
 
 class _Stream:

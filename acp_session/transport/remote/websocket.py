@@ -9,6 +9,7 @@ ours reads instead: a message longer than the frame limit is skipped as it arriv
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -68,12 +69,14 @@ async def open_websocket(dialer: RemoteDialer) -> AsyncIterator[WebSocketFrames]
         try:
             yield transport
         finally:
-            await transport.aclose()
+            # The caller's exception goes on as it is: passed into httpx-ws's task group, it would come out
+            # wrapped in an ExceptionGroup.
             with anyio.CancelScope(shield=True):
-                try:
-                    await connecting.__aexit__(None, None, None)
-                except Exception as exc:  # the peer may be gone already
-                    _log.debug("closing the WebSocket to %s: %s", dialer.display_url, dialer.redact(str(exc)))
+                await transport.aclose()
+            try:  # not inside the shield: httpx-ws's task group was entered outside it
+                await connecting.__aexit__(None, None, None)
+            except Exception as exc:  # the peer may be gone already
+                _log.debug("closing the WebSocket to %s: %s", dialer.display_url, dialer.redact(str(exc)))
 
 
 async def _upgrade_error(dialer: RemoteDialer, response: Any) -> RemoteHttpError:
@@ -98,7 +101,6 @@ def _connect_error(dialer: RemoteDialer, exc: BaseException) -> RemoteTransportE
 
 def _bounded_session_class(httpx_ws: Any, limit: int) -> type:
     """A session class whose reader keeps at most ``limit`` bytes of one message (see the module's docstring)."""
-    import httpcore
     import wsproto.events as events
 
     class _Oversized(httpx_ws.HTTPXWSException):  # type: ignore[misc]
@@ -137,9 +139,11 @@ def _bounded_session_class(httpx_ws: Any, limit: int) -> type:
                             if isinstance(event, events.CloseConnection):
                                 self._should_close.set()
                             await self._send_event.send(event)
-            except (httpcore.ReadError, httpcore.WriteError, anyio.EndOfStream, httpx_ws.WebSocketNetworkError):
-                await self.close(1011, "Stream error")
-                await self._send_event.send(httpx_ws.WebSocketNetworkError())
+            except Exception:  # any failure of the socket ends the session, never the task group around it
+                with contextlib.suppress(Exception):
+                    await self.close(1011, "Stream error")
+                with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+                    await self._send_event.send(httpx_ws.WebSocketNetworkError())
 
     return BoundedSession
 
