@@ -58,7 +58,8 @@ async def test_whole_turn_streams_text(ts_server: TsServer, profile: str, tmp_pa
             assert "".join(pieces) == "You said: hello there" and len(pieces) >= 2  # streamed, in order
             second = await conversation.chat_to_completion("again")
         assert (second.text, second.stop_reason) == ("You said: again", "end_turn")
-        assert [m.text for m in conversation.messages()] == ["hello there", "You said: hello there", "again", second.text]
+        texts = [m.text for m in conversation.messages()]
+        assert texts == ["hello there", "You said: hello there", "again", second.text]
     requests = ts_server.requests()
     assert requests and all(r["authorization"] == TOKEN for r in requests)
     if profile == "http":
@@ -139,7 +140,9 @@ async def test_two_sessions_at_once_then_one_closed(ts_server: TsServer, profile
         assert len(ts_server.requests()) == 1  # one socket the whole time: session/close did not close it
 
 
-async def test_the_servers_cookie_comes_back_on_every_request(ts_server: TsServer, profile: str, tmp_path: Path) -> None:
+async def test_the_servers_cookie_comes_back_on_every_request(
+    ts_server: TsServer, profile: str, tmp_path: Path
+) -> None:
     dialer = RemoteDialer(url_of(ts_server, profile), headers={"Authorization": TOKEN})
     builder = ClientBuilder("acp-session-remote", "1.0")
     async with builder.connect_url(dialer) as client:

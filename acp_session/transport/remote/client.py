@@ -12,7 +12,7 @@ if TYPE_CHECKING:
 
     from .dialer import RemoteDialer
 
-__all__ = ["import_httpx", "make_client", "read_bounded"]
+__all__ = ["describe", "import_httpx", "make_client", "read_bounded"]
 
 
 def import_httpx() -> Any:
@@ -79,3 +79,17 @@ async def read_bounded(response: httpx.Response, limit: int) -> tuple[bytes, boo
             return b"".join(parts), True
         parts.append(chunk)
     return b"".join(parts), False
+
+
+def describe(error: BaseException) -> str:
+    """The error's text, or its cause's (httpx's ``ConnectError`` often has none of its own: the TLS or socket
+    error under it says what happened)."""
+    seen: BaseException | None = error
+    for _ in range(4):
+        if seen is None:
+            break
+        text = str(seen).strip()
+        if text:
+            return text if seen is error else f"{type(error).__name__}: {text}"
+        seen = seen.__cause__ or seen.__context__
+    return type(error).__name__

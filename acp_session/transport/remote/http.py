@@ -26,7 +26,7 @@ from anyio.abc import TaskGroup
 from ...errors import RemoteHttpError
 from ..base import PeerExit
 from ..framing import Frame, InvalidUtf8Frame, OversizedFrame
-from .client import import_httpx, make_client, read_bounded
+from .client import describe, import_httpx, make_client, read_bounded
 from .errors import RemoteProtocolError, RemoteTransportError
 from .headers import CONNECTION_ID, SESSION_ID
 from .limits import MAX_ERROR_BODY
@@ -323,8 +323,10 @@ class HttpFrames:
         if self._streams.get(stream.session) is stream:
             del self._streams[stream.session]
         if stream.session is None:
-            reason = error if error is not None else RemoteTransportError(
-                f"the server at {self.name} closed the connection's event stream"
+            reason = (
+                error
+                if error is not None
+                else RemoteTransportError(f"the server at {self.name} closed the connection's event stream")
             )
             stream.error = reason
             self._fail(self._network_error(reason, "the connection's event stream"))
@@ -377,7 +379,7 @@ class HttpFrames:
             return RemoteProtocolError(f"{what}: {error}")
         if isinstance(error, (TimeoutError, self._httpx.TimeoutException)):
             return RemoteTransportError(f"{what}: the server at {self.name} did not answer in time")
-        text = self.dialer.redact(str(error)) or type(error).__name__
+        text = self.dialer.redact(describe(error))
         return RemoteTransportError(f"{what}: the connection to {self.name} failed: {text}")
 
     def _error_data(self, status: int, body: bytes) -> dict[str, Any]:

@@ -3,8 +3,9 @@ headers that carry secrets are never shown, and a server that echoes them back g
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Iterable
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 __all__ = ["SECRET_HEADERS", "Redactor", "redact_url"]
 
@@ -43,6 +44,9 @@ class Redactor:
         for secret in (parts.password, parts.username):
             if secret:
                 secrets.add(secret)
+        if parts.username is not None or parts.password is not None:  # sent as Basic authentication
+            pair = f"{unquote(parts.username or '')}:{unquote(parts.password or '')}"
+            secrets.add(base64.b64encode(pair.encode()).decode())
         # Longest first: a token inside a longer value is replaced after the value itself.
         self._secrets = tuple(sorted((s for s in secrets if len(s) >= 4), key=len, reverse=True))
 

@@ -20,7 +20,7 @@ import anyio
 from ...errors import RemoteHttpError
 from ..base import PeerExit
 from ..framing import Frame, OversizedFrame
-from .client import make_client, read_bounded
+from .client import describe, make_client, read_bounded
 from .errors import RemoteExtraMissing, RemoteTransportError
 from .headers import CONNECTION_ID
 from .limits import MAX_ERROR_BODY
@@ -95,7 +95,7 @@ async def _upgrade_error(dialer: RemoteDialer, response: Any) -> RemoteHttpError
 def _connect_error(dialer: RemoteDialer, exc: BaseException) -> RemoteTransportError:
     if isinstance(exc, TimeoutError):
         return RemoteTransportError(f"the WebSocket upgrade at {dialer.display_url} did not finish in time")
-    text = dialer.redact(str(exc)) or type(exc).__name__
+    text = dialer.redact(describe(exc))
     return RemoteTransportError(f"connecting to {dialer.display_url} failed: {text}")
 
 
