@@ -152,6 +152,7 @@ class HttpFrames:
         if self.connection_id is None:
             await self._initialize(frame, head)
             return
+        self._routes.sending(head)
         session = self._routes.outgoing_session(head)
         if session is not None:
             if head.method in REATTACH:
@@ -312,8 +313,8 @@ class HttpFrames:
         head = read_head(data)
         if head is not None:
             self._routes.received(head, stream_session)
-            new = head.result_session
-            if new is not None and head.is_response and new not in self._streams and new not in self._routes.detached:
+            new = self._routes.new_session(head)
+            if new is not None and new not in self._streams and new not in self._routes.detached:
                 self._open(new)  # a new session: its stream opens now, its first use waits for it
         await self._put(data)
 
