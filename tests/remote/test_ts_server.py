@@ -89,6 +89,24 @@ async def test_permission_answered_over_the_session_stream(ts_server: TsServer, 
     assert [(c.tool_call_id, c.status) for c in reply.tool_calls] == [("tc-2", "completed")]
 
 
+async def test_a_subagents_updates_come_on_its_own_stream(ts_server: TsServer, profile: str, tmp_path: Path) -> None:
+    seen: list[tuple[str, str]] = []
+    builder = ClientBuilder("acp-session-remote", "1.0").on_session_update(
+        lambda note: seen.append((note.session_id, type(note.update).__name__))
+    )
+    async with connected(ts_server, profile, builder) as client:
+        conversation = await client.start_conversation(str(tmp_path))
+        with anyio.fail_after(20):
+            reply = await conversation.chat_to_completion("/subagent")
+            assert reply.text == "Delegated."
+            child = f"{conversation.session_id}-child"
+            while (child, "StateUpdate") not in seen:  # the child's stream may lag its parent's
+                await anyio.sleep(0.02)
+    assert (child, "AgentMessageChunk") in seen
+    if profile == "http":
+        assert child in {r["session"] for r in ts_server.requests() if r["method"] == "GET"}
+
+
 async def test_cancel_ends_the_turn_cancelled(ts_server: TsServer, profile: str, tmp_path: Path) -> None:
     async with connected(ts_server, profile) as client:
         conversation = await client.start_conversation(str(tmp_path))

@@ -313,9 +313,11 @@ class HttpFrames:
         head = read_head(data)
         if head is not None:
             self._routes.received(head, stream_session)
-            new = self._routes.new_session(head)
-            if new is not None and new not in self._streams and new not in self._routes.detached:
-                self._open(new)  # a new session: its stream opens now, its first use waits for it
+            # A new session's stream opens now (its first use waits for it); so does a subagent's, announced on
+            # its parent's stream: the server sends the child's own updates on the child's stream only.
+            for new in (self._routes.new_session(head), head.child_session if stream_session else None):
+                if new is not None and new not in self._streams and new not in self._routes.detached:
+                    self._open(new)
         await self._put(data)
 
     async def _stream_ended(self, stream: _Stream, error: BaseException | None) -> None:
