@@ -219,3 +219,19 @@ async def test_answers_naming_ten_thousand_sessions_open_no_streams() -> None:
     gets = [r for r in served.requests if r.method == "GET"]
     # The connection's stream, and the one real session's: none of the 10 000 invented ones.
     assert [g.headers.get("acp-session-id") for g in gets] == [None, "real-1"]
+
+
+async def test_an_event_that_is_not_utf8_is_reported_and_the_stream_goes_on() -> None:
+    async def garbled(stream: ByteStream, request: Request, served: Served, _: bytearray) -> bool:
+        if request.method == "POST":
+            await send(stream, served, initialize_answer(request))
+            return True
+        await send(stream, served, EVENTS_HEAD + b'data: {"bad": "\xff\xfe"}\r\n\r\n: ping\r\n\r\n')
+        await anyio.sleep(30)
+        return False
+
+    async with serve(garbled) as served, ClientBuilder().connect_url(served.url, limits=SMALL) as client:
+        with anyio.fail_after(10):
+            while client.rpc.bad_frames == 0:
+                await anyio.sleep(0.02)
+        assert not client.rpc.closed

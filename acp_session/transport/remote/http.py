@@ -25,7 +25,7 @@ from anyio.abc import TaskGroup
 
 from ...errors import RemoteHttpError
 from ..base import PeerExit
-from ..framing import Frame, InvalidUtf8Frame, OversizedFrame
+from ..framing import Frame, OversizedFrame, check_utf8
 from .client import describe, import_httpx, make_client, read_bounded
 from .errors import RemoteProtocolError, RemoteTransportError
 from .headers import CONNECTION_ID, SESSION_ID
@@ -307,8 +307,9 @@ class HttpFrames:
                 await response.aclose()
 
     async def _deliver(self, data: bytes, stream_session: str | None) -> None:
-        if not (data.isascii() or _is_utf8(data)):
-            await self._put(InvalidUtf8Frame(data))
+        (frame,) = check_utf8([data], data)
+        if type(frame) is not bytes:
+            await self._put(frame)  # not UTF-8: the rpc layer reports it
             return
         head = read_head(data)
         if head is not None:
@@ -402,11 +403,3 @@ def _phrase(status: int) -> str:
         return HTTPStatus(status).phrase
     except ValueError:
         return ""
-
-
-def _is_utf8(data: bytes) -> bool:
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return True
