@@ -300,17 +300,18 @@ class HttpFrames:
             stream.ready.set()
             parser = SseParser(limits.max_message)
             async for chunk in response.aiter_raw():
-                for event in parser.feed(chunk):
-                    await self._deliver(event.data, stream.session)
+                events = parser.feed(chunk)
+                if events:
+                    await self._put_all([self._received(event.data, stream.session) for event in events])
         finally:
             with anyio.CancelScope(shield=True):
                 await response.aclose()
 
-    async def _deliver(self, data: bytes, stream_session: str | None) -> None:
+    def _received(self, data: bytes, stream_session: str | None) -> Frame:
+        """An event's data as the frame for the rpc layer, its routing facts noted on the way."""
         (frame,) = check_utf8([data], data)
         if type(frame) is not bytes:
-            await self._put(frame)  # not UTF-8: the rpc layer reports it
-            return
+            return frame  # not UTF-8: the rpc layer reports it
         head = read_head(data)
         if head is not None:
             self._routes.received(head, stream_session)
@@ -319,7 +320,7 @@ class HttpFrames:
             for new in (self._routes.new_session(head), head.child_session if stream_session else None):
                 if new is not None and new not in self._streams and new not in self._routes.detached:
                     self._open(new)
-        await self._put(data)
+        return data
 
     async def _stream_ended(self, stream: _Stream, error: BaseException | None) -> None:
         if self._closed or self.failure is not None:
@@ -364,6 +365,18 @@ class HttpFrames:
             frame = OversizedFrame(len(frame))
         with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):  # closed: nobody reads
             await self._inbox_send.send(frame)
+
+    async def _put_all(self, frames: list[Frame]) -> None:
+        """A read's frames at once: waiting (and so letting the reader run) only when the inbox is full."""
+        send_nowait = self._inbox_send.send_nowait
+        with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+            for index, frame in enumerate(frames):
+                try:
+                    send_nowait(frame)
+                except anyio.WouldBlock:
+                    for rest in frames[index:]:
+                        await self._inbox_send.send(rest)
+                    return
 
     def _fail(self, error: BaseException) -> None:
         """The transport ends: the rpc layer reads what was received, then the end (and fails what waits)."""
