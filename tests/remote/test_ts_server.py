@@ -48,14 +48,21 @@ async def connected(
 
 
 async def test_whole_turn_streams_text(ts_server: TsServer, profile: str, tmp_path: Path) -> None:
-    async with connected(ts_server, profile) as client:
+    chunks: list[str] = []
+    builder = ClientBuilder("acp-session-remote", "1.0").on_session_update(
+        lambda note: (
+            chunks.append(note.update.content.text) if type(note.update).__name__ == "AgentMessageChunk" else None
+        )
+    )
+    async with connected(ts_server, profile, builder) as client:
         assert client.protocol_version == 2
         assert client.agent_info.name == "acp-remote-ts-server"
         conversation = await client.start_conversation(str(tmp_path))
         with anyio.fail_after(20):
             events = [event async for event in conversation.chat("hello there")]
             pieces = [event.text for event in events if isinstance(event, ChatText)]
-            assert "".join(pieces) == "You said: hello there" and len(pieces) >= 2  # streamed, in order
+            assert "".join(pieces) == "You said: hello there"  # events may join chunks that came together
+            assert chunks == ["You ", "said: ", "hello ", "there"]  # streamed word by word, in order
             second = await conversation.chat_to_completion("again")
         assert (second.text, second.stop_reason) == ("You said: again", "end_turn")
         texts = [m.text for m in conversation.messages()]
