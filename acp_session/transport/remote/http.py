@@ -361,9 +361,18 @@ class HttpFrames:
     # -- failing -------------------------------------------------------------------------------------------
 
     async def _put(self, frame: Frame) -> None:
+        """A message of the transport's own (an answer it gives in the server's stead, initialize's answer).
+        Never waits for room: the sender may be the rpc layer's writer, which its reader may be waiting for."""
         if isinstance(frame, bytes) and len(frame) > self._limits.max_message:
             frame = OversizedFrame(len(frame))
         with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):  # closed: nobody reads
+            try:
+                self._inbox_send.send_nowait(frame)
+            except anyio.WouldBlock:
+                self._tg.start_soon(self._put_later, frame)
+
+    async def _put_later(self, frame: Frame) -> None:
+        with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
             await self._inbox_send.send(frame)
 
     async def _put_all(self, frames: list[Frame]) -> None:
