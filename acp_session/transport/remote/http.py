@@ -234,23 +234,28 @@ class HttpFrames:
         return response.status_code, body
 
     async def _refuse(self, head: Head, session: str) -> None:
-        """A message for a detached session: a request gets the 409's error; anything else is dropped."""
+        """A message for a detached session: a request gets the detaching error; anything else is dropped."""
         data = self._routes.detached.get(session) or {"transport": "http", "status": 409, "body": ""}
         if head.is_request:
-            message = f"the session {session} is detached from this connection (HTTP 409); load or resume it"
+            why = f"HTTP {data['status']}" if data.get("status") else "its event stream could not be opened"
+            message = f"the session {session} is detached from this connection ({why}); load or resume it"
             await self._put(error_answer(head.id, message, data))
 
     # -- streams -------------------------------------------------------------------------------------------
 
     async def _session_ready(self, session: str) -> bool:
         """Open ``session``'s stream if it is not open; False if the session is (now) detached."""
-        if session in self._routes.detached:
-            return False
-        stream = self._streams.get(session) or self._open(session)
-        await stream.ready.wait()
-        if self.failure is not None:
-            raise anyio.BrokenResourceError
-        return stream.error is None
+        for _ in range(2):  # a stream the server ended before it opened is tried once more
+            if session in self._routes.detached:
+                return False
+            stream = self._streams.get(session) or self._open(session)
+            await stream.ready.wait()
+            if self.failure is not None:
+                raise anyio.BrokenResourceError
+            if stream.error is None:
+                return True
+        self._routes.detached[session] = {"transport": "http", "status": 0, "body": str(stream.error)}
+        return False
 
     def _open(self, session: str | None) -> _Stream:
         existing = self._streams.get(session)
