@@ -247,3 +247,16 @@ async def test_server_killed_mid_turn(ts_server: TsServer, profile: str, tmp_pat
             with pytest.raises(ConnectionClosed):
                 await turn
             assert client.rpc.closed
+
+
+async def test_session_streams_past_the_limit_are_detached(ts_server: TsServer, tmp_path: Path) -> None:
+    from acp_session.transport.remote import RemoteLimits
+
+    async with connected(ts_server, "http", limits=RemoteLimits(max_session_streams=1)) as client:
+        first = await client.start_conversation(str(tmp_path))
+        second = await client.start_conversation(str(tmp_path))
+        with anyio.fail_after(20):
+            with pytest.raises(RemoteHttpError) as caught:
+                await second.chat_to_completion("no stream for me")
+            assert caught.value.status == 0 and "could not be opened" in caught.value.message
+            assert (await first.chat_to_completion("fine")).text == "You said: fine"
