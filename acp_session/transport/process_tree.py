@@ -146,11 +146,7 @@ class GroupTree:
             await anyio.sleep(_GROUP_POLL)
 
     def signal_all(self, signum: int) -> None:
-        if self.pgid is not None and not self._group_gone:
-            try:
-                os.killpg(self.pgid, signum)
-            except (ProcessLookupError, PermissionError):
-                self._group_gone = True
+        self.signal_group(signum)
         if self.process.returncode is None and (self.pgid is None or _pgid_of(self.pid) != self.pgid):
             with suppress(ProcessLookupError):
                 self.process.send_signal(signal.Signals(signum))  # no group, or the command left it
@@ -158,6 +154,14 @@ class GroupTree:
     def abandon(self) -> None:
         with suppress(ProcessLookupError):
             self.process.kill()
+
+    def signal_group(self, signum: int) -> None:
+        """``signum`` to the members of the group (none once it was seen empty)."""
+        if self.pgid is not None and not self._group_gone:
+            try:
+                os.killpg(self.pgid, signum)
+            except (ProcessLookupError, PermissionError):
+                self._group_gone = True
 
     def _group_alive(self) -> bool:
         """False once the group is seen empty (then it is never signalled again)."""
@@ -305,10 +309,12 @@ class ReapedTree:
                 return
             except OSError:
                 pass
-        self._group.signal_all(signum)  # the reaper is gone: what is left of the command's group
+        # The reaper is gone: what is left of the command's group. Never the reaper itself: signalling it through
+        # its Popen would collect its exit status behind asyncio's back (which then logs "Unknown child process").
+        self._group.signal_group(signum)
 
     def abandon(self) -> None:
-        self._group.signal_all(signal.SIGKILL)
+        self._group.signal_group(signal.SIGKILL)
         with suppress(ProcessLookupError):
             self.process.kill()
         self._end_orphans()
