@@ -28,7 +28,7 @@ CHILDREN = 100_000
 # argv[1] == "idle" each one's state mirrored idle, else never reported), then "after", then the idle end.
 AGENT = r"""
 import json, sys
-idle = sys.argv[1] == "idle"
+idle, children = sys.argv[1] == "idle", int(sys.argv[2])
 out = sys.stdout
 def write(obj):
     out.write(json.dumps(obj, separators=(",", ":")) + "\n")
@@ -49,17 +49,17 @@ for line in sys.stdin:
         write({"jsonrpc": "2.0", "id": msg["id"], "result": {"messageId": "u1"}})
         update("root", {"sessionUpdate": "state_update", "state": "running"})
         update("root", text("m1", "hello"))
-        for i in range(%d):
-            child = {"sessionUpdate": "subagent_update", "sessionId": "kid-%%d" %% i, "title": "Explorer",
+        for i in range(children):
+            child = {"sessionUpdate": "subagent_update", "sessionId": f"kid-{i}", "title": "Explorer",
                      "capabilities": {"cancel": {}}}
             if idle:
                 child["state"] = {"sessionUpdate": "state_update", "state": "idle", "stopReason": "end_turn"}
             update("root", child)
-            update("kid-%%d" %% i, text("k", "child %%d" %% i))
+            update(f"kid-{i}", text("k", f"child {i}"))
         update("root", text("m2", "after"))
         update("root", {"sessionUpdate": "state_update", "state": "idle", "stopReason": "end_turn"})
     out.flush()
-""" % CHILDREN
+"""
 
 
 @pytest.mark.parametrize("finished", [True, False], ids=["finished-children-folded", "running-children-refused"])
@@ -69,7 +69,7 @@ async def test_a_hundred_thousand_children_stay_within_the_bound(
     script = tmp_path / "kids_agent.py"
     script.write_text(AGENT)
     limit = Limits().subagents
-    argv = [sys.executable, str(script), "idle" if finished else "running"]
+    argv = [sys.executable, str(script), "idle" if finished else "running", str(CHILDREN)]
     caplog.set_level(logging.WARNING, logger="acp_session.client")
     async with ClientBuilder("t", "1").spawn(argv) as client:
         conversation = await client.start_conversation(tmp_path)
