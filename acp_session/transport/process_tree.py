@@ -229,13 +229,7 @@ class ReapedTree:
 
     def recorded(self) -> set[int]:
         """The processes the reaper last recorded below it (for tests and diagnostics)."""
-        return set(recorded_pids(self._read_record())) if self._record >= 0 else set()
-
-    def _read_record(self) -> bytes:
-        try:
-            return os.pread(self._record, MAX_RECORD, 0)
-        except OSError:
-            return b""
+        return set(recorded_pids(_read_record(self._record))) if self._record >= 0 else set()
 
     def _end_orphans(self) -> None:
         """The reaper is gone: end whatever it had recorded that still runs (nothing, after a normal exit: the
@@ -244,9 +238,7 @@ class ReapedTree:
         if record < 0:
             return
         try:
-            data = os.pread(record, MAX_RECORD, 0)
-        except OSError:
-            data = b""
+            data = _read_record(record)
         finally:
             os.close(record)
         if data and end_recorded(data):
@@ -453,6 +445,14 @@ async def _read_line(sock: socket.socket, pending: bytearray) -> str | None:
     line = bytes(pending[:newline])
     del pending[: newline + 1]
     return line.decode("ascii", "replace")
+
+
+def _read_record(fd: int) -> bytes:
+    """The reaper's record as it is now (what it holds, not a buffer of the largest size it may have)."""
+    try:
+        return os.pread(fd, min(os.fstat(fd).st_size, MAX_RECORD), 0)
+    except OSError:
+        return b""
 
 
 def _pgid_of(pid: int) -> int | None:
