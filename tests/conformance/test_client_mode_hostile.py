@@ -14,6 +14,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from tests.helpers.processes import alive
+
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = json.loads((ROOT / "acp_conformance" / "client_mode" / "report.schema.json").read_text(encoding="utf-8"))
 
@@ -35,15 +37,6 @@ for _ in range(1024):  # 64 MiB for the runner's terminal
 if mode == "hang":
     time.sleep(3600)
 """
-
-
-def alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as file:
-            stat = file.read()
-    except OSError:
-        return False
-    return stat[stat.rfind(b")") + 2 :].split()[0] not in (b"Z", b"X")
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc tells the daemon's state")

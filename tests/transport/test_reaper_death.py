@@ -18,6 +18,7 @@ import pytest
 from acp_session.transport.orphans import recorded_pids
 from acp_session.transport.process_tree import REAPER, ReapedTree, reaper_available
 from acp_session.transport.subprocess import stdio_agent
+from tests.helpers.processes import alive
 
 pytestmark = [pytest.mark.anyio, pytest.mark.skipif(not reaper_available(), reason="the reaper is Linux only")]
 
@@ -38,15 +39,6 @@ os.wait()
 for line in sys.stdin:
     pass
 """
-
-
-def alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as file:
-            stat = file.read()
-    except OSError:
-        return False
-    return stat[stat.rfind(b")") + 2 :].split()[0] not in (b"Z", b"X")  # a zombie waits for pid 1 only
 
 
 async def test_a_killed_reaper_leaves_no_daemon_behind(tmp_path: Path) -> None:
