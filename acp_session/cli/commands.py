@@ -105,7 +105,9 @@ async def resume(app: ChatApp) -> int:
         conversation = await Conversation.resume(client, args.session_id, cwd, mcp_servers=app.mcp_servers(client))
         app.announce(conversation)
         app.renderer.history(conversation.history())
-        code = await app.loop(conversation, _prompt_text(args.prompt), from_stdin=args.prompt == ["-"], announce=False)
+        code = await app.loop(
+            conversation, _prompt_text(args.prompt), from_stdin=args.prompt == ["-"], announce=False
+        )
         await _close(conversation)
         return code
 
