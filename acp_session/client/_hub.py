@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from ..mcp.host import BuiltinServers
     from ..providers import FileSystemProvider, TerminalProvider
 from ._decisions import Decisions
+from ._subagents import SubagentTracks
 from ._updates import UpdateRouting
 
 if TYPE_CHECKING:
@@ -76,6 +77,8 @@ class ConnectionHub(UpdateRouting):
         self.session_tracks: dict[str, SessionTrack] = {}
         """Each session's track by id (``SessionLink``)."""
         self.limits = builder._limits
+        self.subagent_tracks = SubagentTracks(self.session_tracks, self.limits.subagents)
+        """The child sessions tracked, within ``Limits.subagents`` (its ``folded`` and ``refused`` counts)."""
         self.opening = 0  # session/new requests in flight: unknown sessions' early updates are kept
         self._provisional = 0  # tracks made for unknown sessions while a session/new was in flight
         self.unknown_session_updates = 0

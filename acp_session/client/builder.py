@@ -95,6 +95,7 @@ class ClientBuilder:
         cancellable: int | None = None,
         answer_bytes: int | None = None,
         parked_requests: int | None = None,
+        subagents: int | None = None,
     ) -> ClientBuilder:
         """Change what a connection keeps at most (``Limits``; the defaults are documented there and in
         docs/robustness.md). Omitted ones keep their value."""
@@ -104,6 +105,7 @@ class ClientBuilder:
             "cancellable": cancellable,
             "answer_bytes": answer_bytes,
             "parked_requests": parked_requests,
+            "subagents": subagents,
         }
         self._limits = dataclasses.replace(self._limits, **{k: v for k, v in changes.items() if v is not None})
         return self
