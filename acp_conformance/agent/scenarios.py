@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
+from msgspec import UNSET
 
 from acp_session.schema import unstable as mu
 from acp_session.schema.types import (
@@ -56,6 +57,8 @@ from acp_session.schema.types import (
 )
 
 from .sessions import Session
+from .v1_wire import V1_DIFFS_META
+from .workspace import Workspace, WorkspaceError
 
 __all__ = ["SCENARIOS", "Scenario", "TurnContext", "TurnFailed", "available_commands", "parse_prompt"]
 
@@ -84,6 +87,15 @@ class TurnContext:
     notify: Callable[[str, Any], Awaitable[None]] | None = None  # an agent->client notification (not an update)
     turn_usage: mu.Usage | None = None  # reported on the idle state_update that ends the turn (Preview)
     idle_meta: dict[str, Any] | None = None  # the _meta of that idle state_update
+    workspace: Workspace = field(default_factory=Workspace)  # files and commands: local, or a v1 client's
+    protocol_version: int = 2  # the negotiated version (the engine speaks the model; v1_front.py maps it)
+
+    def diff(self, changes: list[Any], patch: str, files: list[tuple[str, str | None, str]]) -> Diff:
+        """A diff of ``files`` (path, old text or None, new text); for v1 it also carries the texts, v1's shape."""
+        meta: Any = UNSET
+        if self.protocol_version == 1:
+            meta = {V1_DIFFS_META: [{"path": p, "oldText": old, "newText": new} for p, old, new in files]}
+        return Diff(changes=changes, patch=DiffPatch(format="git_patch", text=patch), meta=meta)
 
     async def emit(self, update: Any) -> None:
         await self.session.emit(update)
@@ -194,19 +206,11 @@ TOOL_FILE = "example.txt"
 """What ``/tool`` edits in the session's cwd: its first line becomes ``new`` (``old`` when it already was)."""
 
 
-def _edit_example(path: str) -> tuple[str | None, str]:
-    """Change the first line of ``path`` (creating the file when missing); (old text or None, new text)."""
-    try:
-        with open(path, encoding="utf-8") as file:
-            old: str | None = file.read()
-    except FileNotFoundError:
-        old = None
+def _next_text(old: str | None) -> str:
+    """``/tool``'s change: the first line becomes ``new`` (``old`` when it already was)."""
     lines = (old or "").splitlines(keepends=True)
     first = "old\n" if lines and lines[0].rstrip("\r\n") == "new" else "new\n"
-    text = first + "".join(lines[1:])
-    with open(path, "w", encoding="utf-8") as file:
-        file.write(text)
-    return old, text
+    return first + "".join(lines[1:])
 
 
 def _absolute_patch(path: str, old: str | None, new: str) -> str:
@@ -227,15 +231,17 @@ async def tool(ctx: TurnContext) -> str | None:
     for line in ("reading example.txt", "computing the change", "writing example.txt"):
         await ctx.emit(ToolCallContentChunk(tool_call_id=tc, content=Content(content=TextContent(text=line))))
     try:
-        old, text = await anyio.to_thread.run_sync(_edit_example, path)
-    except OSError as exc:
+        old = await ctx.workspace.read_text(path)
+        text = _next_text(old)
+        await ctx.workspace.write_text(path, text)
+    except WorkspaceError as exc:
         await ctx.emit(ToolCallContentChunk(tool_call_id=tc, content=Content(content=TextContent(text=str(exc)))))
         await ctx.tool(tc, status="failed")
         await ctx.say(f"I could not write example.txt: {exc}")
         return "end_turn"
     change = (DiffAdd if old is None else DiffModify)(path=path, mime_type="text/plain")
-    patch = DiffPatch(format="git_patch", text=_absolute_patch(path, old, text))
-    await ctx.emit(ToolCallContentChunk(tool_call_id=tc, content=Diff(changes=[change], patch=patch)))
+    diff = ctx.diff([change], _absolute_patch(path, old, text), [(path, old, text)])
+    await ctx.emit(ToolCallContentChunk(tool_call_id=tc, content=diff))
     await ctx.tool(tc, status="completed", raw_output={"changed": 1})
     await ctx.say("I changed one line in example.txt.")
     return "end_turn"
@@ -252,21 +258,14 @@ LOCKED = "locked.txt"
 """The file ``/edit`` tries to edit and fails (it is never written)."""
 
 
-def _write_edits(directory: str) -> list[str | None]:
+async def _write_edits(workspace: Workspace, directory: str) -> list[str | None]:
     """Write ``EDITS`` into ``directory`` (created if missing, never its parent: the session's cwd must exist);
     the old texts (None: the file was new)."""
-    if not os.path.isdir(directory):
-        os.mkdir(directory)
     olds: list[str | None] = []
     for name, _, text in EDITS:
         path = os.path.join(directory, name)
-        try:
-            with open(path, encoding="utf-8") as file:
-                olds.append(file.read())
-        except FileNotFoundError:
-            olds.append(None)
-        with open(path, "w", encoding="utf-8") as file:
-            file.write(text)
+        olds.append(await workspace.read_text(path))
+        await workspace.write_text(path, text)
     return olds
 
 
@@ -292,8 +291,8 @@ async def edit(ctx: TurnContext) -> str | None:
         locations=[ToolCallLocation(path=path) for path in paths],
     )
     try:
-        olds = await anyio.to_thread.run_sync(_write_edits, directory)
-    except OSError as exc:
+        olds = await _write_edits(ctx.workspace, directory)
+    except WorkspaceError as exc:
         await ctx.emit(ToolCallContentChunk(tool_call_id=tc, content=Content(content=TextContent(text=str(exc)))))
         await ctx.tool(tc, status="failed")
         await ctx.say(f"I could not write the files: {exc}")
@@ -303,16 +302,18 @@ async def edit(ctx: TurnContext) -> str | None:
     for path, old, (_, mime_type, text) in zip(paths, olds, EDITS, strict=True):
         changes.append((DiffAdd if old is None else DiffModify)(path=path, mime_type=mime_type))
         patches.append(_git_patch(path, old, text))
-    diff = Diff(changes=changes, patch=DiffPatch(format="git_patch", text="".join(patches)))
+    files = [(path, old, text) for path, old, (_, _, text) in zip(paths, olds, EDITS, strict=True)]
+    diff = ctx.diff(changes, "".join(patches), files)
     await ctx.emit(ToolCallContentChunk(tool_call_id=tc, content=diff))
     await ctx.tool(tc, status="completed", raw_output={"changed": len(paths)})
 
     # The failed edit: its diff is reported, then the tool call fails and nothing is written.
     locked = os.path.join(directory, LOCKED)
     failed = ctx.session.next_id("tc")
-    proposed = Diff(
-        changes=[DiffModify(path=locked, mime_type="text/plain")],
-        patch=DiffPatch(format="git_patch", text=_git_patch(locked, "locked\n", "unlocked\n")),
+    proposed = ctx.diff(
+        [DiffModify(path=locked, mime_type="text/plain")],
+        _git_patch(locked, "locked\n", "unlocked\n"),
+        [(locked, "locked\n", "unlocked\n")],
     )
     await ctx.tool(
         failed,
@@ -419,6 +420,8 @@ def _b64(data: bytes) -> str:
 
 @scenario("terminal", "Run a command in a display-only terminal with streamed output")
 async def terminal(ctx: TurnContext) -> str | None:
+    if ctx.workspace.runs_commands:
+        return await _client_terminal(ctx)
     tc = ctx.session.next_id("tc")
     term = ctx.session.next_id("term")
     await ctx.tool(
@@ -435,6 +438,25 @@ async def terminal(ctx: TurnContext) -> str | None:
     await ctx.emit(TerminalUpdate(terminal_id=term, exit_status=TerminalExitStatus(exit_code=0)))
     await ctx.tool(tc, status="completed")
     await ctx.say("4 tests passed.")
+    return "end_turn"
+
+
+async def _client_terminal(ctx: TurnContext) -> str | None:
+    """``/terminal`` for a v1 client with terminals: the client runs the command (terminal/*)."""
+    tc = ctx.session.next_id("tc")
+    await ctx.tool(tc, name="run_tests", title="echo 4 passed", kind="execute", status="pending")
+    try:
+        term = await ctx.workspace.start_command("echo", ["4 passed"], ctx.session.cwd)
+        await ctx.tool(tc, status="in_progress", content=[Terminal(terminal_id=term)])
+        result = await ctx.workspace.finish_command(term)
+    except WorkspaceError as exc:
+        await ctx.tool(tc, status="failed", content=[Content(content=TextContent(text=str(exc)))])
+        await ctx.say(f"I could not run the command: {exc}")
+        return "end_turn"
+    await ctx.tool(
+        tc, status="completed" if result.exit_code == 0 else "failed", raw_output={"exitCode": result.exit_code}
+    )
+    await ctx.say(f"The command printed: {result.output.strip()}")
     return "end_turn"
 
 

@@ -21,7 +21,6 @@ from acp_session.errors import (
     RequestCancelled,
     ResourceNotFound,
     RpcError,
-    UnsupportedProtocolVersion,
 )
 from acp_session.rpc import Connection
 from acp_session.schema import unstable as mu
@@ -35,7 +34,6 @@ from acp_session.schema.types import (
     DeleteSessionResponse,
     EmbeddedResource,
     Implementation,
-    InitializeRequest,
     InitializeResponse,
     ListSessionsRequest,
     ListSessionsResponse,
@@ -61,15 +59,16 @@ from acp_session.schema.types import (
     SetSessionConfigOptionResponse,
     TextContent,
     ToolCallUpdated,
-    UnsupportedProtocolVersionErrorData,
     UserMessage,
 )
 from acp_session.schema.unstable import McpAcpCapabilities, McpCapabilities
 
-from . import AGENT_NAME, AGENT_VERSION, PROTOCOL_VERSION, mcp_client
+from . import AGENT_NAME, AGENT_VERSION, PROTOCOL_VERSION, mcp_client, negotiation
 from .config import apply_config
 from .scenarios import SCENARIOS, TurnContext, TurnFailed, available_commands, offline_reply, parse_prompt
 from .sessions import HeldPrompt, Session, SessionStore
+from .v1_front import V1Front
+from .workspace import Workspace
 
 __all__ = ["BROKEN_MODES", "AgentOptions", "ReferenceAgent"]
 
@@ -120,8 +119,9 @@ class ReferenceAgent:
         self.tg = tg
         self.options = options or AgentOptions()
         self.store = SessionStore(self.options.store, self._send_update)
+        self.v1: V1Front | None = None  # set when the client negotiated protocol version 1
         on = conn.on_request
-        on("initialize", self.initialize, decoder(InitializeRequest))
+        on("initialize", self.initialize)  # plain params: the version is read before the shape (negotiation.py)
         on("session/new", self.new_session, decoder(mu.NewSessionRequest))
         on("session/list", self.list_sessions, decoder(ListSessionsRequest))
         on("session/resume", self.resume_session, decoder(mu.ResumeSessionRequest))
@@ -148,6 +148,9 @@ class ReferenceAgent:
     # -- helpers ---------------------------------------------------------------------------------------
 
     async def _send_update(self, session_id: str, update: mu.SessionUpdate) -> None:
+        if self.v1 is not None:
+            await self.v1.send_update(session_id, update)
+            return
         await self.conn.notify("session/update", mu.UpdateSessionNotification(session_id=session_id, update=update))
 
     def _find(self, session_id: str) -> Session | None:
@@ -191,10 +194,11 @@ class ReferenceAgent:
 
     # -- initialize ------------------------------------------------------------------------------------
 
-    async def initialize(self, request: InitializeRequest) -> InitializeResponse:
-        if request.protocol_version < PROTOCOL_VERSION:
-            data = UnsupportedProtocolVersionErrorData(requested=request.protocol_version, supported=[PROTOCOL_VERSION])
-            raise UnsupportedProtocolVersion(data=msgspec.to_builtins(data))
+    async def initialize(self, params: Any) -> Any:
+        if negotiation.chosen_version(params) == 1:
+            self.v1 = V1Front(self)
+            return self.v1.initialize(params)
+        negotiation.v2_request(params)  # held to v2's shape: -32602 names the supported versions
         return InitializeResponse(
             protocol_version=PROTOCOL_VERSION,  # the highest we support at or below the requested one
             info=Implementation(name=AGENT_NAME, version=AGENT_VERSION, title="ACP reference agent"),
@@ -507,7 +511,12 @@ class ReferenceAgent:
     async def _request_permission(
         self, session: Session, request: RequestPermissionRequest
     ) -> RequestPermissionResponse | None:
-        pending = self.conn.request("session/request_permission", request, decode=decoder(RequestPermissionResponse))
+        if self.v1 is not None:
+            pending = self.v1.request_permission(request)
+        else:
+            pending = self.conn.request(
+                "session/request_permission", request, decode=decoder(RequestPermissionResponse)
+            )
         session.permissions.add(pending)
         # The whole foreground workflow waits for the user now (ACP2-048, ACP2-052).
         await session.set_state("requires_action")
@@ -547,6 +556,8 @@ class ReferenceAgent:
             delay=self.options.delay,
             connection=self.conn,
             notify=self.conn.notify,
+            workspace=Workspace() if self.v1 is None else self.v1.workspace(session.session_id),
+            protocol_version=1 if self.v1 is not None else PROTOCOL_VERSION,
         )
         stop_reason: str | None = "end_turn"
         error = None
@@ -621,3 +632,10 @@ class ReferenceAgent:
         session = self._find(note.session_id)
         if session is not None and session.open:
             self._cancel_foreground(session)
+
+    # -- what the v1 front (v1_front.py) shares ----------------------------------------------------------
+
+    session_or_error = _session
+    check_path = _check_path
+    check_mcp = _check_mcp
+    mcp_transports = _mcp_transports
