@@ -27,7 +27,8 @@ def _invalid(reason: str, **extra: Any) -> InvalidParams:
 
 
 def chosen_version(params: Any) -> int:
-    """The version to answer: the offered one when supported, the newest for a newer offer.
+    """The version to answer: the offered one when supported, the newest for a newer offer (v1 when that
+    offer does not have v2's shape).
 
     A params value without an integer ``protocolVersion`` is ``-32602`` (naming the supported versions); an
     offer older than every supported version is ``-32022`` with ``supported``.
@@ -40,7 +41,16 @@ def chosen_version(params: Any) -> int:
     if offered < SUPPORTED_VERSIONS[0]:
         data = UnsupportedProtocolVersionErrorData(requested=offered, supported=list(SUPPORTED_VERSIONS))
         raise UnsupportedProtocolVersion(data=msgspec.to_builtins(data))
-    return offered if offered in SUPPORTED_VERSIONS else SUPPORTED_VERSIONS[-1]
+    if offered in SUPPORTED_VERSIONS:
+        return offered
+    try:
+        convert(params, InitializeRequest)
+    except (msgspec.ValidationError, TypeError):
+        # A newer offer that is not v2-shaped (v2 requires ``info``; v1 does not): the client was written for
+        # v1, so it gets v1 rather than a -32602 for a shape it never claimed. The kit's ACP-INIT-003 probe
+        # carries both shapes' fields.
+        return 1
+    return SUPPORTED_VERSIONS[-1]
 
 
 def v2_request(params: dict[str, Any]) -> InitializeRequest:
