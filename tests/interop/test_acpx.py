@@ -9,6 +9,7 @@ folder, so nothing reaches the user's own. Its exit codes are its own (dist: ``E
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -103,3 +104,32 @@ def _two_turns_and_cancel(acpx) -> None:  # type: ignore[no-untyped-def]
         time.sleep(0.2)
     last = _ok(acpx("sessions", "history", "t1")).strip().splitlines()[-1]
     assert "chunk 1." in last and "chunk 100." not in last, last  # the turn stopped early
+
+
+ACPX_DRIVER = Path(__file__).resolve().parent / "acpx_client_driver.py"
+ACPX_BASELINE = Path(__file__).resolve().parent / "acpx_client_baseline.json"
+UNCANCELLABLE = {"client-no-approval-after-cancel", "client-cancels-pending-permission"}
+
+
+def test_acpx_in_client_mode_matches_its_baseline(node: str) -> None:
+    """acpx as a subject of client mode: its one failure is baselined, and the two cancel checks, whose judged
+    point comes after a session/cancel that acpx exec cannot send, are NOT_TESTED with that reason, never FAIL."""
+    assert ACPX_CLI.is_file()
+    command = [sys.executable, "-m", "acp_conformance.runner", "client", "--json", "--timeout", "40"]
+    command += ["--baseline", str(ACPX_BASELINE), "--", sys.executable, str(ACPX_DRIVER)]
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
+    report = json.loads(proc.stdout)  # acpx's own transcript never reaches the runner's stdout
+    statuses = {c["id"]: c["status"] for c in report["checks"]}
+    messages = {c["id"]: c["message"] for c in report["checks"]}
+    assert {r["negotiated"] for r in report["runs"]} == {1}  # a v1 client: it takes 1 from the v2 agent too
+    assert report["verdict"]["baseline"]["known"] == ["client-closes-sessions"]
+    assert report["verdict"]["baseline"]["new"] == [] and report["verdict"]["baseline"]["stale"] == []
+    for check in UNCANCELLABLE:
+        assert statuses[check] == "NOT_TESTED", (check, messages[check])
+        assert "the client never sent session/cancel" in messages[check]
+    assert {k for k, v in statuses.items() if v not in ("PASS", "NOT_TESTED")} == {"client-closes-sessions"}
+    assert {k for k, v in statuses.items() if v == "NOT_TESTED"} == UNCANCELLABLE
+    # MANDATORY checks that could not run decide the verdict (the tier model), as the baseline file records.
+    assert report["verdict"]["verdict"] == "non_conformant"
+    assert sorted(report["verdict"]["deciding"]) == sorted(UNCANCELLABLE)
+    assert proc.returncode == 1
