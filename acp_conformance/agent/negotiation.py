@@ -22,11 +22,11 @@ SUPPORTED_VERSIONS: tuple[int, ...] = (1, 2)
 """The protocol versions the reference agent speaks, oldest first."""
 
 
-def _invalid(reason: str, **extra: Any) -> InvalidParams:
-    return InvalidParams(data={"reason": reason, "supportedVersions": list(SUPPORTED_VERSIONS), **extra})
+def _invalid(reason: str, supported: tuple[int, ...], **extra: Any) -> InvalidParams:
+    return InvalidParams(data={"reason": reason, "supportedVersions": list(supported), **extra})
 
 
-def chosen_version(params: Any) -> int:
+def chosen_version(params: Any, supported: tuple[int, ...] = SUPPORTED_VERSIONS) -> int:
     """The version to answer: the offered one when supported, the newest for a newer offer (v1 when that
     offer does not have v2's shape).
 
@@ -34,15 +34,17 @@ def chosen_version(params: Any) -> int:
     offer older than every supported version is ``-32022`` with ``supported``.
     """
     if not isinstance(params, dict):
-        raise _invalid("initialize params must be an object with an integer protocolVersion")
+        raise _invalid("initialize params must be an object with an integer protocolVersion", supported)
     offered = params.get("protocolVersion")
     if not isinstance(offered, int) or isinstance(offered, bool):
-        raise _invalid("protocolVersion must be an integer", protocolVersion=offered)
-    if offered < SUPPORTED_VERSIONS[0]:
-        data = UnsupportedProtocolVersionErrorData(requested=offered, supported=list(SUPPORTED_VERSIONS))
+        raise _invalid("protocolVersion must be an integer", supported, protocolVersion=offered)
+    if offered < supported[0]:
+        data = UnsupportedProtocolVersionErrorData(requested=offered, supported=list(supported))
         raise UnsupportedProtocolVersion(data=msgspec.to_builtins(data))
-    if offered in SUPPORTED_VERSIONS:
+    if offered in supported:
         return offered
+    if 1 not in supported:
+        return supported[-1]
     try:
         convert(params, InitializeRequest)
     except (msgspec.ValidationError, TypeError):
@@ -50,15 +52,15 @@ def chosen_version(params: Any) -> int:
         # v1, so it gets v1 rather than a -32602 for a shape it never claimed. The kit's ACP-INIT-003 probe
         # carries both shapes' fields.
         return 1
-    return SUPPORTED_VERSIONS[-1]
+    return supported[-1]
 
 
-def v2_request(params: dict[str, Any]) -> InitializeRequest:
+def v2_request(params: dict[str, Any], supported: tuple[int, ...] = SUPPORTED_VERSIONS) -> InitializeRequest:
     """The params held to v2's shape (a newer offer is answered in v2 too), or ``-32602`` naming the versions."""
     try:
         request = convert(params, InitializeRequest)
     except (msgspec.ValidationError, TypeError) as exc:
-        raise _invalid(f"not a protocol version 2 initialize request: {exc}") from None
+        raise _invalid(f"not a protocol version 2 initialize request: {exc}", supported) from None
     if not isinstance(request, InitializeRequest):
-        raise _invalid("not a protocol version 2 initialize request")
+        raise _invalid("not a protocol version 2 initialize request", supported)
     return request

@@ -94,6 +94,7 @@ class AgentOptions:
     store: str | None = None  # JSON file that keeps sessions across agent processes (None: memory only)
     mcp: frozenset[str] = frozenset({"stdio", "http", "acp"})  # MCP transports advertised (with the mcp extra)
     preview: bool = False  # advertise and serve the Preview methods (fork, title, system prompt, ...)
+    versions: tuple[int, ...] = negotiation.SUPPORTED_VERSIONS  # the protocol versions spoken, oldest first
 
 
 def _mcp_capabilities(offered: frozenset[str]) -> Any:
@@ -195,10 +196,10 @@ class ReferenceAgent:
     # -- initialize ------------------------------------------------------------------------------------
 
     async def initialize(self, params: Any) -> Any:
-        if negotiation.chosen_version(params) == 1:
+        if negotiation.chosen_version(params, self.options.versions) == 1:
             self.v1 = V1Front(self)
             return self.v1.initialize(params)
-        negotiation.v2_request(params)  # held to v2's shape: -32602 names the supported versions
+        negotiation.v2_request(params, self.options.versions)  # held to v2's shape: -32602 names the supported versions
         return InitializeResponse(
             protocol_version=PROTOCOL_VERSION,  # the highest we support at or below the requested one
             info=Implementation(name=AGENT_NAME, version=AGENT_VERSION, title="ACP reference agent"),

@@ -213,7 +213,7 @@ def test_agents_that_cannot_be_checked_get_one_line() -> None:
     failed = [c["id"] for c in report["checks"] if c["result"] == "fail"]
     assert failed == ["initialize"]
     assert all(c["message"].startswith("not run:") for c in report["checks"] if c["id"] != "initialize")
-    proc = _cli("--agent", AGENT, "--protocol", "1", timeout=30)
+    proc = _cli("--agent", f"{AGENT} --protocol-versions 2", "--protocol", "1", timeout=30)  # a v2-only agent
     assert proc.returncode == 3
     assert "NOT CHECKED: the agent does not speak protocol version 1 or older" in proc.stdout
     assert "FAIL" not in proc.stdout

@@ -85,7 +85,7 @@ def test_the_reference_agent_is_conformant_and_its_report_validates() -> None:
 
 
 def test_a_version_the_agent_does_not_share_is_blocked_by_version_mismatch() -> None:
-    code, report = _json_run("--agent", AGENT, "--protocol", "1")
+    code, report = _json_run("--agent", f"{AGENT} --protocol-versions 2", "--protocol", "1")  # a v2-only agent
     assert code == 3
     assert report["verdict"]["verdict"] == "blocked_by_version_mismatch"
     assert report["verdict"]["blocked_by_version_mismatch"] is True
