@@ -208,7 +208,8 @@ async def test_session_load_replays_the_history_in_v1_before_its_answer(tmp_path
         assert loaded["result"]["modes"]["currentModeId"] == "code"
         replay = [m["params"]["update"] for m in wire.seen[:-1] if m.get("method") == "session/update"]
         assert replay[0] == {"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": "/plan"}}
-        assert [u["sessionUpdate"] for u in replay[1:]] == ["plan"] * 4 + ["agent_message_chunk"] * 6  # "All three plan steps are done."
+        # The plan four times, then "All three plan steps are done." word by word.
+        assert [u["sessionUpdate"] for u in replay[1:]] == ["plan"] * 4 + ["agent_message_chunk"] * 6
         missing = await wire.call("session/load", {"sessionId": "nope", "cwd": str(tmp_path), "mcpServers": []})
         assert missing["error"]["code"] == -32002
         assert process.stdin is not None
