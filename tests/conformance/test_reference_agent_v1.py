@@ -19,6 +19,8 @@ from anyio.abc import Process
 
 from acp_session import ClientBuilder
 
+from .doc_tables import documented
+
 AGENT = [sys.executable, "-m", "acp_conformance.agent"]
 ROOT = Path(__file__).resolve().parents[2]
 # What acpx 0.19.1 sends first (tests/interop/test_acpx.py drives acpx itself).
@@ -191,6 +193,8 @@ def test_acp_conformance_passes_the_reference_agent_on_v1_and_v2() -> None:
         assert failed == {} and proc.returncode == 0, failed
         assert report["verdict"]["verdict"] == "conformant"
         if protocol == "1":
+            results = {c["id"]: c["result"] for c in report["checks"]}
+            assert results == documented("### Results: protocol v1 agents", "reference agent")
             passed = {c["id"] for c in report["checks"] if c["result"] == "pass"}
             # fs/* and terminal/* through the client, session/load and modes: the v1 surface is exercised.
             assert {"client-fs", "client-terminals", "client-capabilities", "session-load", "session-modes"} <= passed
