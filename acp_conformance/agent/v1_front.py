@@ -209,18 +209,12 @@ class V1Front:
         boolean = self._mapper(session.session_id).boolean_options
         return {"modes": modes(session.config), "configOptions": config_options(session.config, boolean=boolean)}
 
-    def _announce_commands(self, session_id: str) -> None:
-        """v1 has no commands in the session/new answer: an update follows it (as v1 agents send it)."""
-
-        async def send() -> None:
-            await anyio.sleep(0.05)  # after the answer is written, so the client knows the session
-            session = self.agent.store.get(session_id)
-            if session is not None and session.open:
-                await self.conn.notify(
-                    "session/update", {"sessionId": session_id, "update": commands_update(available_commands())}
-                )
-
-        self.agent.tg.start_soon(send)
+    async def _announce_commands(self, session_id: str) -> None:
+        """v1 has no commands in the session/new (or load) answer: an update says them, just before that answer
+        (a client handles updates for the session it is opening: ACP2-031; nothing comes after the answer that a
+        client waiting for a quiet session could take for a stray update)."""
+        update = commands_update(available_commands())
+        await self.conn.notify("session/update", {"sessionId": session_id, "update": update})
 
     async def new_session(self, request: v1.NewSessionRequest) -> dict[str, Any]:
         plain: dict[str, Any] = {"cwd": request.cwd, "mcpServers": _mcp_servers(request.mcp_servers)}
@@ -229,7 +223,7 @@ class V1Front:
         answer = await self.agent.new_session(convert(plain, mu.NewSessionRequest))
         session = self.agent.store.get(answer.session_id)
         assert session is not None
-        self._announce_commands(answer.session_id)
+        await self._announce_commands(answer.session_id)
         return {"sessionId": answer.session_id, **self._session_values(session)}
 
     async def load_session(self, request: v1.LoadSessionRequest) -> dict[str, Any]:
@@ -248,7 +242,7 @@ class V1Front:
         mapper.reset()
         for update in list(session.history):
             await self.send_update(session.session_id, update, replay=True)
-        self._announce_commands(session.session_id)
+        await self._announce_commands(session.session_id)
         return self._session_values(session)
 
     async def resume_session(self, request: v1.ResumeSessionRequest) -> dict[str, Any]:

@@ -9,9 +9,9 @@ from collections.abc import Sequence
 from typing import Any
 from xml.etree import ElementTree
 
+from .kit import kit_rows
 from .registry import AREAS
 from .run import CheckResult, RunReport
-from .kit import kit_rows
 from .tiers import classify, rule_ids
 from .verdict import Verdict, judge
 
