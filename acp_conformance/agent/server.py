@@ -7,7 +7,7 @@ import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import msgspec
@@ -70,6 +70,9 @@ from .sessions import HeldPrompt, Session, SessionStore
 from .v1_front import V1Front
 from .workspace import Workspace
 
+if TYPE_CHECKING:
+    from .shared import SharedSessions
+
 __all__ = ["BROKEN_MODES", "AgentOptions", "ReferenceAgent"]
 
 _log = logging.getLogger("acp_conformance.agent")
@@ -115,12 +118,21 @@ def _now() -> str:
 class ReferenceAgent:
     """Registers every baseline agent method on a ``Connection`` and runs the sessions' work."""
 
-    def __init__(self, conn: Connection, tg: TaskGroup, options: AgentOptions | None = None) -> None:
+    def __init__(
+        self,
+        conn: Connection,
+        tg: TaskGroup,
+        options: AgentOptions | None = None,
+        shared: SharedSessions | None = None,
+    ) -> None:
         self.conn = conn
         self.tg = tg
         self.options = options or AgentOptions()
-        self.store = SessionStore(self.options.store, self._send_update)
-        self.v1: V1Front | None = None  # set when the client negotiated protocol version 1
+        # --listen: one server-wide store; a session is served by the connection that last created or resumed it.
+        self.shared = shared
+        self.store = shared.store if shared is not None else SessionStore(self.options.store, self._send_update)
+        self._emit = shared.send_update if shared is not None else self._send_update  # new sessions' emit_raw
+        self.v1: V1Front | None = None  # set when the client negotiated protocol version 1 (stdio only)
         on = conn.on_request
         on("initialize", self.initialize)  # plain params: the version is read before the shape (negotiation.py)
         on("session/new", self.new_session, decoder(mu.NewSessionRequest))
@@ -166,9 +178,12 @@ class ReferenceAgent:
 
     def _session(self, session_id: str, *, open_only: bool = True) -> Session:
         session = self.store.get(session_id)
-        if session is None or (open_only and not session.open):
+        unserved = open_only and self.shared is not None and not self.shared.serves(session_id, self)
+        if session is None or (open_only and not session.open) or unserved:
             raise ResourceNotFound(
-                message="Session not found" if session is None else "Session is not active",
+                message="Session not found"
+                if session is None
+                else "Session is not active" + (" on this connection (resume it first)" if unserved else ""),
                 data=msgspec.to_builtins(SessionNotFoundErrorData(session_id=session_id)),
             )
         return session
@@ -196,10 +211,12 @@ class ReferenceAgent:
     # -- initialize ------------------------------------------------------------------------------------
 
     async def initialize(self, params: Any) -> Any:
-        if negotiation.chosen_version(params, self.options.versions) == 1:
+        # A remote (--listen) connection speaks v2 only: the remote transports are v2's.
+        versions = self.options.versions if self.shared is None else (PROTOCOL_VERSION,)
+        if negotiation.chosen_version(params, versions) == 1:
             self.v1 = V1Front(self)
             return self.v1.initialize(params)
-        negotiation.v2_request(params, self.options.versions)  # held to v2's shape: -32602 names the supported versions
+        negotiation.v2_request(params, versions)  # held to v2's shape: -32602 names the supported versions
         return InitializeResponse(
             protocol_version=PROTOCOL_VERSION,  # the highest we support at or below the requested one
             info=Implementation(name=AGENT_NAME, version=AGENT_VERSION, title="ACP reference agent"),
@@ -263,13 +280,15 @@ class ReferenceAgent:
         session = Session(
             session_id=self.store.new_id(),
             cwd=request.cwd,
-            emit_raw=self._send_update,
+            emit_raw=self._emit,
             additional_directories=extra,
             updated_at=_now(),
             mcp_servers=servers,
             system_prompt=system_prompt,
         )
         self.store.add(session)
+        if self.shared is not None:
+            self.shared.attach(session.session_id, self)
         return NewSessionResponse(
             session_id=session.session_id,
             config_options=session.config.options(),
@@ -324,10 +343,16 @@ class ReferenceAgent:
             session.additional_directories = []
         session.mcp_servers = servers  # a resume gives the session's MCP servers anew
         session.open = True
-        if isinstance(replay, ReplayFromStart):
-            await self._replay(session)
-        # The current-state snapshot after any replay and before the response (ACP2-039, ACP2-055).
-        await self._send_update(session.session_id, session.state_update(session.state, session.last_stop_reason))
+        if self.shared is not None:
+            self.shared.begin_resume(session.session_id, self)  # live updates wait for the replay
+        try:
+            if isinstance(replay, ReplayFromStart):
+                await self._replay(session)
+            # The current-state snapshot after any replay and before the response (ACP2-039, ACP2-055).
+            await self._send_update(session.session_id, session.state_update(session.state, session.last_stop_reason))
+        finally:
+            if self.shared is not None:
+                await self.shared.end_resume(session.session_id)
         return ResumeSessionResponse(config_options=session.config.options(), available_commands=available_commands())
 
     async def _replay(self, session: Session) -> None:
@@ -355,7 +380,7 @@ class ReferenceAgent:
             mcp_servers=servers,  # a fork is given its MCP servers anew, as a new session is
             session_id=self.store.new_id(),
             cwd=request.cwd,
-            emit_raw=self._send_update,
+            emit_raw=self._emit,
             additional_directories=extra,
             title=source.title,
             updated_at=_now(),
@@ -366,6 +391,8 @@ class ReferenceAgent:
         session.config.mode, session.config.thoughts = source.config.mode, source.config.thoughts
         session.counters.update(source.counters)  # ids the copied history uses are not handed out again
         self.store.add(session)
+        if self.shared is not None:
+            self.shared.attach(session.session_id, self)
         return mu.ForkSessionResponse(
             session_id=session.session_id,
             config_options=session.config.options(),
@@ -434,6 +461,8 @@ class ReferenceAgent:
 
     async def delete_session(self, request: DeleteSessionRequest) -> DeleteSessionResponse:
         session = self.store.remove(request.session_id)
+        if self.shared is not None:
+            self.shared.forget(request.session_id)
         if session is not None and session.open:
             await self._end_session_work(session)
             session.open = False
@@ -512,6 +541,8 @@ class ReferenceAgent:
     async def _request_permission(
         self, session: Session, request: RequestPermissionRequest
     ) -> RequestPermissionResponse | None:
+        if self.shared is not None:
+            return await self.shared.request_permission(session, request)  # asked again after a reconnect
         if self.v1 is not None:
             pending = self.v1.request_permission(request)
         else:
