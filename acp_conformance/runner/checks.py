@@ -1182,6 +1182,7 @@ async def background_work(ctx: CheckContext) -> str | None:
 # -- the sets ----------------------------------------------------------------------------------------------
 
 from . import checks_batch as _checks_batch  # noqa: E402,F401  (registers the v2 batch check)
+from . import checks_kit as _checks_kit  # noqa: E402,F401  (registers v2 checks for the kit's open ids)
 from . import checks_v1 as _checks_v1  # noqa: E402,F401  (registers the v1 set)
 
 CHECKS: list[Check] = CHECK_SETS[2]

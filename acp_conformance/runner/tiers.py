@@ -78,6 +78,9 @@ _V2: dict[str, Classification] = {
     "unknown-method": Classification(A, ("ACP-JSONRPC-004", "ACP-EXT-001", "ACP-EXT-201")),
     "invalid-params": Classification(A, ()),
     "background-work": Classification(C, ()),
+    "prompt-capabilities": Classification(C, ("ACP-PROMPTCAP-001", "ACP-PROMPTCAP-002", "ACP-PROMPTCAP-003")),
+    "optional-forms": Classification(C, ("ACP-SESSION-203", "ACP-ADDDIRS-201", "ACP-ADDDIRS-202")),
+    "meta-accepted": Classification(A, ("ACP-META-001",)),
     # The kit holds ACP-BATCH-201/202 MANDATORY (the older docs); the current schema has no batches: ADVISORY.
     "batch": Classification(
         A, ("ACP-BATCH-201", "ACP-BATCH-202", "ACP-BATCH-203", "ACP-BATCH-204", "ACP-BATCH-205", "ACP-JSONRPC-005")
