@@ -135,7 +135,6 @@ _WHY_NOT: dict[int, dict[str, str]] = {
         "ACP-JSONRPC-003": _NOT_YET + " (the v2 set's cancel-request-ignored has no v1 twin)",
         "ACP-JSONRPC-005": _NOT_YET,
         "ACP-META-001": _NOT_YET + " (the v2 set's meta-accepted has no v1 twin)",
-        "ACP-CONFIG-003": _NOT_YET,
         "ACP-CLIENTCAP-003": _NOT_YET,
         "ACP-ADDDIRS-001": _NOT_YET,
         "ACP-PROMPTCAP-001": _NOT_YET,

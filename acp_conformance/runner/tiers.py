@@ -94,7 +94,9 @@ _V1: dict[str, Classification] = {
     "version-negotiation": Classification(M, ("ACP-INIT-003",)),
     "version-exact": Classification(M, ("ACP-INIT-002",)),
     "auth-methods": Classification(C, ("ACP-AUTH-003",)),
-    "session-new": Classification(M, ("ACP-SESSION-001", "ACP-SESSION-002", "ACP-MODES-001", "ACP-CONFIG-001")),
+    "session-new": Classification(
+        M, ("ACP-SESSION-001", "ACP-SESSION-002", "ACP-MODES-001", "ACP-CONFIG-001", "ACP-CONFIG-003")
+    ),
     "session-list": Classification(C, ("ACP-LIST-001", "ACP-LIST-002")),
     "session-delete": Classification(C, ("ACP-DELETE-001",)),
     "session-load": Classification(C, ("ACP-LOAD-001", "ACP-LOAD-002")),
