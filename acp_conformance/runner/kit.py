@@ -99,7 +99,6 @@ _WHY_NOT: dict[int, dict[str, str]] = {
         **_SHARED,
         "ACP-INIT-202": "version-too-old sends the same downgrade probe but follows the v2 schema, which allows "
         "-32022 where the kit requires a success (see Tiers); it maps to no kit id",
-        "ACP-INIT-204": _NOT_YET,
         "ACP-AUTH-206": _NOT_YET,
         "ACP-AUTH-207": _NOT_YET + " (the runner never advertises terminal auth)",
         "ACP-AUTH-201": _NOT_YET,

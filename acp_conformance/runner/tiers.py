@@ -46,7 +46,7 @@ _V2: dict[str, Classification] = {
     "framing": Classification(
         M, ("ACP-TRANSPORT-201", "ACP-TRANSPORT-002", "ACP-TRANSPORT-203", "ACP-SCHEMA-001", "ACP-PROMPT-205")
     ),
-    "initialize": Classification(M, ("ACP-INIT-001", "ACP-INIT-201", "ACP-INIT-203", "ACP-AUTH-202")),
+    "initialize": Classification(M, ("ACP-INIT-001", "ACP-INIT-201", "ACP-INIT-203", "ACP-INIT-204", "ACP-AUTH-202")),
     "version-negotiation": Classification(M, ("ACP-INIT-003",)),
     "version-too-old": Classification(M, ()),  # the kit (ACP-INIT-202) wants a success; the schema allows -32022
     "auth-methods": Classification(C, ("ACP-AUTH-204",)),
