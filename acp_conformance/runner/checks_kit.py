@@ -15,7 +15,7 @@ from acp_session.schema.types import (
 )
 
 from .common import write_readme
-from .probe import AUTH_REQUIRED, LoginRequired, NotApplicable
+from .probe import AUTH_REQUIRED, LoginRequired, NotApplicable, Probe
 from .registry import CheckContext, check, require
 
 __all__ = ["meta_accepted", "optional_forms", "prompt_capabilities"]
@@ -32,6 +32,17 @@ def _capability_blocks(readme: str) -> dict[str, Any]:
             resource=TextResourceContents(uri=f"file://{readme}", text="# A file\n", mime_type="text/markdown")
         ),
     }
+
+
+async def _accepted(p: Probe, sid: str, start: int, rid: int, rule: str, what: str) -> None:
+    """The prompt ``rid`` was answered without an error (-32000 is a login the run lacks), then its turn settles."""
+    frame = await p.response(rid, start=start)
+    require(frame is not None, rule, f"no response to {what}")
+    assert frame is not None
+    if frame.error_code == AUTH_REQUIRED:
+        raise LoginRequired("session/prompt", frame.error)
+    require(frame.error is None, rule, f"{what} was rejected: {frame.message}")
+    await p.settle(sid, start)  # the idle update is turn-lifecycle's subject
 
 
 @check(
@@ -53,13 +64,7 @@ async def prompt_capabilities(ctx: CheckContext) -> str | None:
     for name in advertised:
         start = p.mark
         rid = await p.prompt(sid, "", [TextContent(text=f"A prompt with a {name} block."), blocks[name]])
-        frame = await p.response(rid, start=start)
-        require(frame is not None, "initialization.mdx#prompt-capabilities", f"no response to a {name} prompt")
-        assert frame is not None
-        if frame.error_code == AUTH_REQUIRED:
-            raise LoginRequired("session/prompt", frame.error)
-        require(frame.error is None, "content.mdx", f"{name} advertised, but its prompt was rejected: {frame.message}")
-        await p.settle(sid, start)  # the idle update is turn-lifecycle's subject
+        await _accepted(p, sid, start, rid, "initialization.mdx#prompt-capabilities", f"a prompt with a {name} block")
     return ", ".join(advertised)
 
 
@@ -111,11 +116,5 @@ async def meta_accepted(ctx: CheckContext) -> str | None:
     meta = {"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}
     params = {"sessionId": sid, "prompt": [{"type": "text", "text": "hello"}], "_meta": meta}
     rid = await p.request("session/prompt", params)
-    frame = await p.response(rid, start=start)
-    require(frame is not None, "extensibility.mdx", "no response to a prompt carrying _meta")
-    assert frame is not None
-    if frame.error_code == AUTH_REQUIRED:
-        raise LoginRequired("session/prompt", frame.error)
-    require(frame.error is None, "extensibility.mdx", f"a prompt carrying _meta was rejected: {frame.message}")
-    await p.settle(sid, start)  # the idle update is turn-lifecycle's subject
+    await _accepted(p, sid, start, rid, "extensibility.mdx", "a prompt carrying _meta")
     return None
