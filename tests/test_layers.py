@@ -58,6 +58,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "acp_session.auth",
             "acp_session.providers",
             "acp_session.mcp",
+            "acp_session.telemetry",
         ),
     ),
     # The folded state, chat events and turns; transcripts replay into a SessionState.
