@@ -1,0 +1,53 @@
+"""W3C trace context against the official TypeScript SDK's v2 agent (ts_agent.mjs): an instrumented client's
+``session/prompt`` arrives with the turn span's ``traceparent`` in ``_meta`` (as the SDK hands it to the agent's
+handler), and the agent's permission request, which propagates it, is linked back to that span."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import pytest
+
+from acp_session import ClientBuilder
+from tests.interop.test_ts_agent import Recorded
+from tests.telemetry.support import in_memory
+
+from .conftest import TS_AGENT
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_the_ts_agent_receives_traceparent_and_its_permission_request_links_back(
+    node: str, tmp_path: Path
+) -> None:
+    telemetry = in_memory()
+    record = tmp_path / "ts_agent.jsonl"
+    builder = (
+        ClientBuilder("traced", "1.0")
+        .instrument(telemetry.tracer_provider, telemetry.meter_provider)
+        .on_request_permission(lambda request: "allow-once")
+    )
+    with anyio.fail_after(30):
+        async with builder.spawn([node, str(TS_AGENT), "--record", str(record)]) as client:
+            conversation = await client.start_conversation(str(tmp_path))
+            reply = await conversation.chat_to_completion("/permission")
+            assert reply.stop_reason == "end_turn"
+
+    [turn] = telemetry.named("invoke_agent")
+    assert turn.name == "invoke_agent acp-interop-ts-agent" and turn.context is not None
+    traceparent = f"00-{turn.context.trace_id:032x}-{turn.context.span_id:016x}-{turn.context.trace_flags:02x}"
+    recorded = Recorded(record)
+    [prompt] = recorded.requests("session/prompt")
+    assert prompt["params"]["_meta"]["traceparent"] == traceparent  # on the wire
+    handed = [m for m in recorded.lines("meta") if m["method"] == "session/prompt"]
+    assert handed == [{"method": "session/prompt", "meta": {"traceparent": traceparent}}]  # through the SDK
+    [initialize] = recorded.requests("initialize")
+    [init_span] = telemetry.named("initialize")
+    assert init_span.context is not None
+    assert initialize["params"]["_meta"]["traceparent"].split("-")[2] == f"{init_span.context.span_id:016x}"
+
+    [permission] = telemetry.named("session/request_permission")
+    assert [(link.context.trace_id, link.context.span_id) for link in permission.links] == [
+        (turn.context.trace_id, turn.context.span_id)
+    ]
