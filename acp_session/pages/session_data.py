@@ -45,6 +45,11 @@ def _text_of(value: Any) -> str:
     return _text_of(value.get("content"))
 
 
+def _obj(value: Any) -> dict[str, Any]:
+    """A JSON object, or {} for anything else (an agent's message may have any shape)."""
+    return value if isinstance(value, dict) else {}
+
+
 def _decoded(data: Any) -> str:
     if not isinstance(data, str):
         return ""
@@ -78,7 +83,7 @@ class _Builder:
             self.add("error", entry.t, index, title="not JSON", text=str(entry.raw or ""))
             return
         method = msg.get("method")
-        params = msg.get("params") if isinstance(msg.get("params"), dict) else {}
+        params = _obj(msg.get("params"))
         if isinstance(method, str) and method == "session/update":
             self.update(index, entry.t, params)
         elif isinstance(method, str) and "id" in msg:
@@ -107,7 +112,7 @@ class _Builder:
                 answer=None,
                 wait=None,
             )
-            subject = params.get("subject") if isinstance(params.get("subject"), dict) else {}
+            subject = _obj(params.get("subject"))
             tool = (subject.get("toolCall") or params.get("toolCall") or {}) if isinstance(subject, dict) else {}
             if isinstance(tool, dict) and isinstance(tool.get("toolCallId"), str):
                 item["tool"] = tool["toolCallId"]
@@ -122,18 +127,18 @@ class _Builder:
         error = msg.get("error")
         if isinstance(error, dict):
             self.add("error", entry.t, index, title=f"error {error.get('code')}", text=str(error.get("message", "")))
-        result = msg.get("result") if isinstance(msg.get("result"), dict) else {}
+        result = _obj(msg.get("result"))
         if item is None:
             return
         item["messages"].append(index)
         item["duration"] = entry.t - started
         if item["kind"] == "permission":
-            outcome = result.get("outcome") if isinstance(result.get("outcome"), dict) else {}
+            outcome = _obj(result.get("outcome"))
             chosen = outcome.get("optionId")
             item["answer"] = item["names"].get(str(chosen), str(chosen)) if chosen else str(outcome.get("outcome"))
             item["wait"] = entry.t - started
         elif item["kind"] == "turn" and isinstance(result.get("stopReason"), str):  # protocol version 1
-            usage = result.get("usage") if isinstance(result.get("usage"), dict) else {}
+            usage = _obj(result.get("usage"))
             text = f"{usage.get('inputTokens')} in, {usage.get('outputTokens')} out" if usage else ""
             self.add("done", entry.t, index, title=f"Stop reason: {result['stopReason']}", text=text)
         elif item["title"] == "initialize":
@@ -143,7 +148,7 @@ class _Builder:
             self.protocol = result.get("protocolVersion")
 
     def update(self, index: int, t: float, params: dict[str, Any]) -> None:
-        update = params.get("update") if isinstance(params.get("update"), dict) else {}
+        update = _obj(params.get("update"))
         tag = str(update.get("sessionUpdate", ""))
         kind = _CHUNKS.get(tag)
         if kind is not None:
@@ -161,7 +166,7 @@ class _Builder:
         elif tag in ("terminal_update", "terminal_output_chunk"):
             self.terminal(index, t, update)
         elif tag == "plan_update" or tag == "plan":
-            plan = update.get("plan") if isinstance(update.get("plan"), dict) else update
+            plan = _obj(update.get("plan")) or update
             entries = plan.get("entries", []) if isinstance(plan, dict) else []
             lines = [f"[{e.get('status', '')}] {e.get('content', '')}" for e in entries if isinstance(e, dict)]
             self.add("plan", t, index, title="Plan", text="\n".join(lines))
@@ -215,7 +220,7 @@ class _Builder:
         if update.get("state") != "idle":
             self.add("state", t, index, title=f"state: {update.get('state')}")
             return
-        usage = update.get("usage") if isinstance(update.get("usage"), dict) else None
+        usage = _obj(update.get("usage")) or None
         text = "" if usage is None else f"{usage.get('inputTokens')} in, {usage.get('outputTokens')} out"
         item = self.add("done", t, index, title=f"Stop reason: {update.get('stopReason', '')}", text=text)
         if self.current_turn is not None:

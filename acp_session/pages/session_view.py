@@ -81,12 +81,16 @@ data.items.forEach((item, index) => {
   if (item.kind === "tool") extra.push([item.tool_kind, item.status].filter(Boolean).join(" "));
   if (item.kind === "tool" && item.name) extra.push(item.name);
   if (item.kind === "terminal" && item.status) extra.push(item.status);
-  if (item.duration !== undefined) extra.push(item.kind === "permission" ? "waited " + secs(item.wait) : secs(item.duration));
+  if (item.duration !== undefined) {
+    extra.push(item.kind === "permission" ? "waited " + secs(item.wait) : secs(item.duration));
+  }
   if (item.kind === "permission") extra.push("answer: " + (item.answer || "none"));
   if (extra.filter(Boolean).length) head.appendChild(el("span", "extra", extra.filter(Boolean).join(" \\u00b7 ")));
   head.appendChild(el("span", "when", "+" + secs(item.t - data.started)));
   row.appendChild(head);
-  if (item.kind === "permission" && item.options) row.appendChild(el("div", "extra", "options: " + item.options.join(", ")));
+  if (item.kind === "permission" && item.options) {
+    row.appendChild(el("div", "extra", "options: " + item.options.join(", ")));
+  }
   if (item.text) row.appendChild(el("pre", "", item.text));
   row.addEventListener("click", () => select(row, item));
   list.appendChild(row); rows.push([row, item, row.textContent.toLowerCase()]);
@@ -100,7 +104,8 @@ function select(row, item) {
     const message = data.messages[index];
     raw.appendChild(el("div", "extra", (message.dir === "out" ? "client \\u2192 agent" : "agent \\u2192 client") +
       " +" + secs(message.t)));
-    raw.appendChild(el("pre", "", typeof message.msg === "string" ? message.msg : JSON.stringify(message.msg, null, 2)));
+    const text = typeof message.msg === "string" ? message.msg : JSON.stringify(message.msg, null, 2);
+    raw.appendChild(el("pre", "", text));
   }
 }
 function apply() {

@@ -6,6 +6,7 @@ ended by NUL on file descriptors 3 and 4), for tests of the pages the library wr
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
@@ -57,7 +58,7 @@ class Chromium:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             pass_fds=(3, 4, to_browser_read, from_browser_write),  # 3 and 4 are the pipes once _onto_3_and_4 ran
-            preexec_fn=lambda: _onto_3_and_4(to_browser_read, from_browser_write),  # noqa: PLW1509
+            preexec_fn=lambda: _onto_3_and_4(to_browser_read, from_browser_write),
         )
         os.close(to_browser_read)
         os.close(from_browser_write)
@@ -75,10 +76,8 @@ class Chromium:
         return self
 
     def __exit__(self, *exc: tuple[type[BaseException] | None, BaseException | None, TracebackType | None]) -> None:
-        try:
+        with contextlib.suppress(OSError, TimeoutError, RuntimeError):
             self.call("Browser.close", session=False)
-        except (OSError, TimeoutError, RuntimeError):
-            pass
         try:
             self._process.wait(timeout=10)
         except subprocess.TimeoutExpired:
@@ -147,10 +146,9 @@ class Chromium:
         found = []
         for event in self.events:
             method, params = event["method"], event.get("params", {})
-            if method == "Runtime.exceptionThrown":
-                found.append(params)
-            elif method == "Runtime.consoleAPICalled" and params.get("type") in ("error", "assert"):
-                found.append(params)
-            elif method == "Log.entryAdded" and params.get("entry", {}).get("level") == "error":
+            thrown = method == "Runtime.exceptionThrown"
+            console = method == "Runtime.consoleAPICalled" and params.get("type") in ("error", "assert")
+            logged = method == "Log.entryAdded" and params.get("entry", {}).get("level") == "error"
+            if thrown or console or logged:
                 found.append(params)
         return found
