@@ -44,7 +44,8 @@ const info = data.agentInfo ? [data.agentInfo.name, data.agentInfo.version].filt
 header.appendChild(el("div", "meta", [data.agent, info, data.checkSet, data.seconds + " s"].filter(Boolean)
   .join(" \\u00b7 ")));
 const verdict = data.verdict || {};
-header.appendChild(el("div", "verdict " + (verdict.conformant ? "ok" : "bad"), "Verdict: " + String(verdict.verdict).toUpperCase()));
+const verdictText = "Verdict: " + String(verdict.verdict).toUpperCase();
+header.appendChild(el("div", "verdict " + (verdict.conformant ? "ok" : "bad"), verdictText));
 const counts = Object.entries(data.summary || {}).map(([k, v]) => k + ": " + v).join(", ");
 header.appendChild(el("div", "meta", counts));
 const tiers = Object.entries(verdict.tier_counts || {}).map(([tier, c]) => tier + " " + JSON.stringify(c));

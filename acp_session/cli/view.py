@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import webbrowser
 from collections.abc import Sequence
@@ -40,6 +41,14 @@ def main(argv: Sequence[str]) -> int:
         return 1
     except (msgspec.DecodeError, KeyError, TypeError) as exc:
         print(f"acp-session view: {source} is not a transcript (JSON lines with t, dir, msg): {exc}", file=sys.stderr)
+        return 1
+    except Exception as exc:  # a bug: one line, not a traceback (ACP_SESSION_DEBUG=1 shows it)
+        if os.environ.get("ACP_SESSION_DEBUG"):
+            raise
+        print(
+            f"acp-session view: cannot show {source}: {exc!r} (ACP_SESSION_DEBUG=1 shows the traceback)",
+            file=sys.stderr,
+        )
         return 1
     try:
         out.write_text(page, encoding="utf-8")

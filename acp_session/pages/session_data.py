@@ -68,11 +68,14 @@ class _Builder:
         self.terminals: dict[str, Item] = {}
         self.last: Item | None = None  # the item streamed chunks may join
         self.agent: str = ""
+        self.replaying: Any = None  # the id of a session/resume or session/load in flight
         self.current_turn: Item | None = None  # its duration runs to the idle state (v2) or the answer (v1)
         self.protocol: Any = None
 
     def add(self, kind: str, t: float, index: int, **fields: Any) -> Item:
         item: Item = {"kind": kind, "t": t, "turn": self.turn, "messages": [index], **fields}
+        if self.replaying is not None:
+            item["replayed"] = True
         self.items.append(item)
         self.last = None
         return item
@@ -100,6 +103,7 @@ class _Builder:
             item = self.add("turn", entry.t, index, title=f"Turn {self.turn}", text=_text_of(params.get("prompt")))
             item["session"] = params.get("sessionId")
             self.current_turn = item
+            self.tools, self.terminals = {}, {}  # ids are the agent's and may repeat in a later turn
         elif method == "session/request_permission":
             options = [o for o in params.get("options", []) if isinstance(o, dict)]
             item = self.add(
@@ -113,17 +117,23 @@ class _Builder:
                 wait=None,
             )
             subject = _obj(params.get("subject"))
-            tool = (subject.get("toolCall") or params.get("toolCall") or {}) if isinstance(subject, dict) else {}
+            tool = subject.get("toolCall") or params.get("toolCall") or {}
             if isinstance(tool, dict) and isinstance(tool.get("toolCallId"), str):
                 item["tool"] = tool["toolCallId"]
         else:
             item = self.add("request", entry.t, index, title=method, direction=entry.direction)
+            if method in ("session/resume", "session/load") and entry.direction == "out":
+                self.tools, self.terminals = {}, {}
+                self.replaying = id  # what arrives until its answer is the session's history, replayed
         answered_by = "in" if entry.direction == "out" else "out"
         self.requests[(answered_by, id)] = (item, entry.t, params)
 
     def response(self, index: int, entry: TranscriptEntry, msg: dict[str, Any]) -> None:
         found = self.requests.pop((entry.direction, msg.get("id")), None)
         item, started, _ = found if found is not None else (None, entry.t, {})
+        if entry.direction == "in" and msg.get("id") == self.replaying:
+            self.replaying = None
+            self.tools, self.terminals = {}, {}
         error = msg.get("error")
         if isinstance(error, dict):
             self.add("error", entry.t, index, title=f"error {error.get('code')}", text=str(error.get("message", "")))
@@ -185,6 +195,7 @@ class _Builder:
         item = self.tools.get(tool_call_id)
         if item is None:
             item = self.tools[tool_call_id] = self.add("tool", t, index, title="", status="", text="", start=t)
+            item["body"], item["chunks"] = "", ""
             item["id"] = tool_call_id
         else:
             item["messages"].append(index)
@@ -193,9 +204,10 @@ class _Builder:
             if isinstance(update.get(field), str):
                 item[key] = update[field]
         if tag == "tool_call_content_chunk":
-            item["text"] += _text_of(update.get("content")) + "\n"
-        elif isinstance(update.get("content"), list):
-            item["text"] += "".join(_text_of(c) + "\n" for c in update["content"])
+            item["chunks"] += _text_of(update.get("content")) + "\n"
+        elif isinstance(update.get("content"), list):  # an update's content replaces the previous one
+            item["body"] = "".join(_text_of(c) + "\n" for c in update["content"])
+        item["text"] = item["chunks"] + item["body"]
         if item.get("status") in ("completed", "failed", "cancelled"):
             item["duration"] = t - item["start"]
 
@@ -238,8 +250,8 @@ def timeline(entries: list[TranscriptEntry]) -> dict[str, Any]:
     for index, entry in enumerate(entries):
         builder.message(index, entry)
     for item in builder.items:
-        item.pop("names", None)
-        item.pop("start", None)
+        for scratch in ("names", "start", "body", "chunks"):
+            item.pop(scratch, None)
     started = entries[0].t if entries else 0.0
     return {
         "agent": builder.agent,

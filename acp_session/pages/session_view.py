@@ -73,11 +73,13 @@ const raw = el("aside"); raw.id = "raw"; raw.appendChild(el("h2", "", "Raw wire:
 main.appendChild(list); main.appendChild(raw); document.body.appendChild(main);
 const rows = [];
 data.items.forEach((item, index) => {
-  const row = el("article", "item k-" + item.kind); row.dataset.kind = item.kind; row.dataset.index = index;
+  const row = el("article", "item k-" + item.kind + (item.replayed ? " replayed" : ""));
+  row.dataset.kind = item.kind; row.dataset.index = index;
   const head = el("div", "head");
   head.appendChild(el("span", "kind", item.kind));
   head.appendChild(el("span", "title", item.title || item.kind));
   const extra = [];
+  if (item.replayed) extra.push("replayed");
   if (item.kind === "tool") extra.push([item.tool_kind, item.status].filter(Boolean).join(" "));
   if (item.kind === "tool" && item.name) extra.push(item.name);
   if (item.kind === "terminal" && item.status) extra.push(item.status);

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -16,8 +17,8 @@ from tests.cli.support import run_cli
 from tests.helpers.chromium import Chromium, chromium_binary
 
 HOSTILE = (
-    "/echo <script>window.pwned = 1</script><img src=x onerror=\"window.pwned = 2\">"
-    " [click](javascript:window.pwned=3) <a href=\"javascript:window.pwned=4\">link</a>"
+    '/echo <script>window.pwned = 1</script><img src=x onerror="window.pwned = 2">'
+    ' [click](javascript:window.pwned=3) <a href="javascript:window.pwned=4">link</a>'
     " <style>body{display:none}</style></script><!--"
 )
 
@@ -37,8 +38,24 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return transcript, page
 
 
-def wire(transcript: Path) -> list[dict[str, object]]:
+def wire(transcript: Path) -> list[dict[str, Any]]:
     return [json.loads(line)["msg"] for line in transcript.read_text().splitlines()]
+
+
+def live_tool_calls(messages: list[dict[str, Any]]) -> set[tuple[int, str]]:
+    """(turn, tool call id) of every tool call reported during a turn (not in a resume's replay)."""
+    turn, found = 0, set()
+    live = False
+    for message in messages:
+        if message.get("method") == "session/prompt":
+            turn, live = turn + 1, True
+        elif message.get("method") == "session/resume":
+            live = False
+        elif message.get("method") == "session/update" and live:
+            tool_call_id = message["params"]["update"].get("toolCallId")
+            if tool_call_id is not None:
+                found.add((turn, tool_call_id))
+    return found
 
 
 def test_embedded_json_cannot_end_its_script_element() -> None:
@@ -72,11 +89,7 @@ def test_chromium_shows_every_turn_tool_call_and_permission(recorded: tuple[Path
         pytest.fail("this test needs Chromium: apt-get install -y chromium (.ci/run installs it)", pytrace=False)
     messages = wire(transcript)
     prompts = [m for m in messages if m.get("method") == "session/prompt"]
-    tool_ids = {
-        m["params"]["update"]["toolCallId"]  # type: ignore[index]
-        for m in messages
-        if m.get("method") == "session/update" and "toolCallId" in m["params"]["update"]  # type: ignore[index,operator]
-    }
+    tool_ids = live_tool_calls(messages)
     permissions = [m for m in messages if m.get("method") == "session/request_permission"]
     assert len(prompts) == 3 and len(tool_ids) >= 3 and len(permissions) == 1
 
@@ -84,7 +97,8 @@ def test_chromium_shows_every_turn_tool_call_and_permission(recorded: tuple[Path
         browser.open(page)
         count = "(selector) => document.querySelectorAll(selector).length"
         assert browser.evaluate(f"({count})('.item.k-turn')") == len(prompts)
-        assert browser.evaluate(f"({count})('.item.k-tool')") == len(tool_ids)
+        assert browser.evaluate(f"({count})('.item.k-tool:not(.replayed)')") == len(tool_ids)
+        assert browser.evaluate(f"({count})('.item.k-tool.replayed')") > 0  # each -c resumed and replayed history
         assert browser.evaluate(f"({count})('.item.k-permission')") == 1
         permission = browser.evaluate("document.querySelector('.k-permission').textContent")
         assert "Run `rm -rf build/`?" in permission and "answer: Allow once" in permission and "waited" in permission
