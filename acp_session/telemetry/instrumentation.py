@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from opentelemetry import context as otel_context
@@ -61,10 +61,12 @@ class Instrumentation:
         return ConnectionTelemetry(self, hub)
 
     @contextmanager
-    def reconnect(self, attempt: int = 1, transport: str | None = None) -> Iterator[Span]:
-        """A span around one reconnect attempt (for the reconnect logic to call; the span ends with the block,
-        in error when the block raises)."""
-        attributes: dict[str, Any] = {names.RECONNECT_ATTEMPT: attempt}
+    def reconnect(
+        self, attempt: int = 1, transport: str | None = None, attributes: dict[str, Any] | None = None
+    ) -> Iterator[Span]:
+        """A span around one reconnect attempt, current in the block (so the new connection's ``initialize`` and
+        ``session/resume`` are its children); it ends with the block, in error when the block raises."""
+        attributes = {**(attributes or {}), names.RECONNECT_ATTEMPT: attempt}
         if transport is not None:
             attributes[names.RECONNECT_TRANSPORT] = transport
         span_name = names.SPAN_RECONNECT
@@ -83,6 +85,11 @@ class ConnectionTelemetry:
         """The running turn of each session, so a permission question is put under it."""
         if instrumentation.propagate:
             hub.rpc.request_params_hook = with_trace_context
+
+    def reconnect(self, attempt: int = 1, transport: str | None = None) -> AbstractContextManager[Span]:
+        """The span of one reconnect attempt of this connection (``Instrumentation.reconnect``), with the
+        agent's attributes; the reconnect logic wraps each attempt in it: ``with hub.telemetry.reconnect(n):``."""
+        return self.instrumentation.reconnect(attempt, transport, self._agent_attributes())
 
     def _agent_attributes(self) -> dict[str, Any]:
         response = self.hub.initialize_response

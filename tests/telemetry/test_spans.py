@@ -12,6 +12,7 @@ import pytest
 from opentelemetry.trace import SpanKind, StatusCode
 
 from acp_session import ClientBuilder
+from acp_session.client.connection import hub_of
 from acp_session.schema.types import RequestPermissionRequest
 from tests.telemetry.support import REFERENCE, in_memory
 
@@ -170,3 +171,29 @@ async def test_off_by_default_and_turned_off_again() -> None:
     builder = ClientBuilder("plain", "1.0")
     assert builder._instrumentation is None
     assert builder.instrument().instrument(enabled=False)._instrumentation is None
+
+
+async def test_the_reconnect_span_is_current_for_the_attempt_and_records_a_failure(tmp_path: Path) -> None:
+    """The hook the reconnect logic calls (``hub.telemetry.reconnect(attempt)``): a span per attempt, the new
+    connection's requests under it, an error when the attempt fails."""
+    telemetry = in_memory()
+    builder = ClientBuilder("traced", "1.0").instrument(telemetry.tracer_provider)
+    instrumentation = builder._instrumentation
+    assert instrumentation is not None
+    with anyio.fail_after(30):
+        with pytest.raises(OSError), instrumentation.reconnect(1, "stdio"):
+            raise OSError("the agent is gone")
+        with instrumentation.reconnect(2, "stdio"):
+            async with builder.spawn(REFERENCE) as client:
+                await client.new_session(str(tmp_path))
+                with hub_of(client).telemetry.reconnect(3) as span:  # type: ignore[union-attr]
+                    assert span.is_recording()
+    attempts = telemetry.named("acp reconnect")
+    failed, succeeded, third = sorted(attempts, key=lambda span: (span.attributes or {})["acp.reconnect.attempt"])
+    assert failed.status.status_code is StatusCode.ERROR and (failed.attributes or {})["acp.reconnect.attempt"] == 1
+    assert (succeeded.attributes or {})["acp.reconnect.transport"] == "stdio"
+    assert (third.attributes or {})["gen_ai.agent.name"] == "acp-reference-agent"
+    assert succeeded.context is not None
+    for name in ("initialize", "session/new"):
+        [span] = telemetry.named(name)
+        assert span.parent is not None and span.parent.span_id == succeeded.context.span_id
