@@ -85,6 +85,16 @@ class ConnectionTelemetry:
         """The running turn of each session, so a permission question is put under it."""
         if instrumentation.propagate:
             hub.rpc.request_params_hook = with_trace_context
+        hub.start_soon(self._end_turns_on_close)
+
+    async def _end_turns_on_close(self) -> None:
+        """A turn still running when the connection ends (the agent died, the block was left) ends with it, in
+        error, instead of never being exported."""
+        try:
+            await self.hub.rpc.wait_closed()
+        finally:
+            for turn in list(self.turns.values()):
+                turn.answered(ConnectionError("the connection ended during the turn"))
 
     def reconnect(self, attempt: int = 1, transport: str | None = None) -> AbstractContextManager[Span]:
         """The span of one reconnect attempt of this connection (``Instrumentation.reconnect``), with the

@@ -197,3 +197,19 @@ async def test_the_reconnect_span_is_current_for_the_attempt_and_records_a_failu
     for name in ("initialize", "session/new"):
         [span] = telemetry.named(name)
         assert span.parent is not None and span.parent.span_id == succeeded.context.span_id
+
+
+async def test_a_turn_still_running_when_the_connection_ends_ends_in_error(tmp_path: Path) -> None:
+    telemetry = in_memory()
+    builder = ClientBuilder("traced", "1.0").instrument(telemetry.tracer_provider)
+    with anyio.fail_after(30):
+        async with builder.spawn(REFERENCE) as client:
+            session = await client.new_session(str(tmp_path))
+            await session.send_prompt("/slow 100")  # answered at once; the turn streams for ten seconds
+            while session.track.state != "running":
+                await anyio.sleep(0.01)
+            await anyio.sleep(0.3)
+    [turn] = telemetry.named("invoke_agent")
+    assert turn.status.status_code is StatusCode.ERROR
+    assert (turn.attributes or {})["error.type"] == "ConnectionError"
+    assert 0 < (turn.attributes or {})["acp.turn.chunks"] < 100
