@@ -10,9 +10,8 @@ from pathlib import Path
 import anyio
 import pytest
 
-from acp_session import ClientBuilder
 from tests.interop.test_ts_agent import Recorded
-from tests.telemetry.support import in_memory
+from tests.telemetry.support import in_memory, traced_builder
 
 from .conftest import TS_AGENT
 
@@ -24,11 +23,7 @@ async def test_the_ts_agent_receives_traceparent_and_its_permission_request_link
 ) -> None:
     telemetry = in_memory()
     record = tmp_path / "ts_agent.jsonl"
-    builder = (
-        ClientBuilder("traced", "1.0")
-        .instrument(telemetry.tracer_provider, telemetry.meter_provider)
-        .on_request_permission(lambda request: "allow-once")
-    )
+    builder = traced_builder(telemetry, lambda request: "allow-once")
     with anyio.fail_after(30):
         async with builder.spawn([node, str(TS_AGENT), "--record", str(record)]) as client:
             conversation = await client.start_conversation(str(tmp_path))
@@ -60,12 +55,7 @@ async def test_a_v1_turn_against_the_ts_v1_agent_is_the_same_span_tree(ts_v1_age
     sits under its tool call, and ``session/prompt`` carries the trace context in ``_meta`` on the v1 wire too."""
     telemetry = in_memory()
     transcript = tmp_path / "wire.jsonl"
-    builder = (
-        ClientBuilder("traced", "1.0")
-        .instrument(telemetry.tracer_provider, telemetry.meter_provider)
-        .on_request_permission(lambda request: "allow")
-        .record_transcript(transcript)
-    )
+    builder = traced_builder(telemetry, lambda request: "allow").record_transcript(transcript)
     with anyio.fail_after(60):
         async with builder.spawn(ts_v1_agent) as client:
             assert client.protocol_version == 1

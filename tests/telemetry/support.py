@@ -12,6 +12,8 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from acp_session import ClientBuilder
+
 REFERENCE = [sys.executable, "-m", "acp_conformance.agent"]
 
 
@@ -41,6 +43,12 @@ class Telemetry:
                     if metric.name == name:
                         points.extend(metric.data.data_points)
         return points
+
+
+def traced_builder(telemetry: Telemetry, answer: Any = None) -> ClientBuilder:
+    """A client builder instrumented with ``telemetry``'s providers; ``answer`` answers permission requests."""
+    builder = ClientBuilder("traced", "1.0").instrument(telemetry.tracer_provider, telemetry.meter_provider)
+    return builder if answer is None else builder.on_request_permission(answer)
 
 
 def in_memory() -> Telemetry:

@@ -14,7 +14,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 from acp_session import ClientBuilder
 from acp_session.client.connection import hub_of
 from acp_session.schema.types import RequestPermissionRequest
-from tests.telemetry.support import REFERENCE, in_memory
+from tests.telemetry.support import REFERENCE, in_memory, traced_builder
 
 pytestmark = pytest.mark.anyio
 
@@ -26,11 +26,7 @@ async def approve_slowly(request: RequestPermissionRequest) -> str:
 
 async def test_a_turn_with_a_tool_call_and_a_permission_is_one_span_tree(tmp_path: Path) -> None:
     telemetry = in_memory()
-    builder = (
-        ClientBuilder("traced", "1.0")
-        .instrument(telemetry.tracer_provider, telemetry.meter_provider)
-        .on_request_permission(approve_slowly)
-    )
+    builder = traced_builder(telemetry, approve_slowly)
     with anyio.fail_after(30):
         async with builder.spawn(REFERENCE) as client:
             conversation = await client.start_conversation(str(tmp_path))
@@ -63,9 +59,13 @@ async def test_a_turn_with_a_tool_call_and_a_permission_is_one_span_tree(tmp_pat
     [tool] = telemetry.children(turn)
     assert tool.name == "execute_tool run_command"
     tool_attributes = dict(tool.attributes or {})
-    assert tool_attributes["acp.tool_call.kind"] == "execute"
-    assert tool_attributes["acp.tool_call.status"] == "completed"
-    assert tool_attributes["acp.tool_call.title"] == "rm -rf build/"
+    assert {
+        key: tool_attributes[key] for key in ("acp.tool_call.kind", "acp.tool_call.status", "acp.tool_call.title")
+    } == {
+        "acp.tool_call.kind": "execute",
+        "acp.tool_call.status": "completed",
+        "acp.tool_call.title": "rm -rf build/",
+    }
     assert tool_attributes["acp.tool_call.duration"] >= 0.05  # it waited for the human
     [permission] = telemetry.children(tool)
     assert permission.name == "session/request_permission"
@@ -85,11 +85,7 @@ async def test_a_turn_with_a_tool_call_and_a_permission_is_one_span_tree(tmp_pat
 
 async def test_token_usage_a_failed_turn_and_a_refused_permission(tmp_path: Path) -> None:
     telemetry = in_memory()
-    builder = (
-        ClientBuilder("traced", "1.0")
-        .instrument(telemetry.tracer_provider, telemetry.meter_provider)
-        .on_request_permission(lambda request: "reject-once")
-    )
+    builder = traced_builder(telemetry, lambda request: "reject-once")
     with anyio.fail_after(30):
         async with builder.spawn([*REFERENCE, "--preview"]) as client:
             conversation = await client.start_conversation(str(tmp_path))
