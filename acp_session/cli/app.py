@@ -41,8 +41,11 @@ from .messages import Failure, describe, error_record, failure_lines, stderr_tai
 from .parser import history_file
 from .prompts import LineReader, choose_option, permission_question
 from .recent import RecentSessions, state_dir
+from .remote import connect_remote, describe_remote
 from .render import Renderer, TerminalRenderer, color_enabled
 from .render_json import JsonRenderer
+from .safe_text import terminal_safe
+from .screen import say
 from .status import StatusLine
 
 __all__ = ["ChatApp"]
@@ -132,7 +135,7 @@ class ChatApp:
         if conversation is None:
             return []
         return [
-            (command.name, command.description)
+            (terminal_safe(command.name), terminal_safe(command.description))
             for command in conversation.state.available_commands
             if isinstance(command, Command)
         ]
@@ -193,10 +196,7 @@ class ChatApp:
             record = {"event": "mcp_servers", "sent": to_builtins(sent), "refused": refused, "builtin": builtin}
             self.renderer.emit(record)
         for item in refused:
-            print(
-                f"acp-session: MCP server {item['name']!r} not sent: the agent did not advertise {item['capability']}",
-                file=sys.stderr,
-            )
+            say(f"acp-session: MCP server {item['name']!r} not sent: the agent did not advertise {item['capability']}")
         return sent
 
     async def run(self, body: Callable[[ClientConnection], Awaitable[int]]) -> int:
@@ -214,12 +214,16 @@ class ChatApp:
                     try:
                         # Its own process group: the terminal's Ctrl-C reaches only this CLI, which turns it
                         # into session/cancel instead of killing the agent.
-                        async with self.builder().spawn(
-                            getattr(self.args, "agent_command", None) or argv,  # registry: cli/agents.py
-                            own_process_group=True,
-                            initialize_timeout=limit,
-                            env_policy=getattr(self.args, "env", "inherit"),
-                            pass_env=getattr(self.args, "pass_env", None) or (),
+                        async with (
+                            connect_remote(self.builder(), self.args, limit)  # --url (cli/remote.py)
+                            if getattr(self.args, "url", None)
+                            else self.builder().spawn(
+                                getattr(self.args, "agent_command", None) or argv,  # registry: cli/agents.py
+                                own_process_group=True,
+                                initialize_timeout=limit,
+                                env_policy=getattr(self.args, "env", "inherit"),
+                                pass_env=getattr(self.args, "pass_env", None) or (),
+                            )
                         ) as client:
                             self.status.stop()
                             self.client = client
@@ -234,7 +238,11 @@ class ChatApp:
                         self.status.stop()
                         if not _reportable(exc):
                             raise
-                        self.report(describe(exc, session_id=self._session_id(), stderr_tail=self._stderr_tail()))
+                        url = getattr(self.args, "url", None)
+                        remote = describe_remote(exc, url) if url else None
+                        self.report(
+                            remote or describe(exc, session_id=self._session_id(), stderr_tail=self._stderr_tail())
+                        )
                         code = EXIT_ERROR
                     finally:
                         self.status.stop()
@@ -262,7 +270,7 @@ class ChatApp:
         if isinstance(self.renderer, JsonRenderer):
             self.renderer.emit(error_record(failure))
         self.renderer.before_output()
-        print("\n".join(failure_lines(failure)), file=sys.stderr)
+        say("\n".join(failure_lines(failure)))
 
     def report_auth(self, error: AuthenticationRequired, argv: Sequence[str]) -> int:
         """The agent wants a login: say how in a few lines (``--json``: an ``error`` record)."""
@@ -270,7 +278,7 @@ class ChatApp:
         if isinstance(self.renderer, JsonRenderer):
             self.renderer.emit(auth_record(error))
         named = self.args.agent if getattr(self.args, "agent_command", None) else None  # a registry id
-        print(auth_message(error, argv, named), file=sys.stderr)
+        say(auth_message(error, argv, named))
         return EXIT_AUTH
 
     async def _watch_agent(self, client: ClientConnection) -> None:
@@ -405,7 +413,7 @@ class ChatApp:
                     code = EXIT_ERROR
                     if isinstance(event.error, AuthenticationRequired):
                         named = self.args.agent if getattr(self.args, "agent_command", None) else None
-                        print(auth_message(event.error, self.args.agent_argv, named), file=sys.stderr)
+                        say(auth_message(event.error, self.args.agent_argv, named))
                         code = EXIT_AUTH
         finally:
             self.status.stop()

@@ -10,7 +10,7 @@ import dataclasses
 import logging
 import os
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AbstractContextManager, asynccontextmanager, nullcontext
 from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
@@ -18,7 +18,7 @@ import msgspec
 
 from .._version import __version__
 from ..codec import convert
-from ..errors import InitializeTimeout
+from ..errors import ConnectionClosed, InitializeTimeout
 from ..protocol.negotiate import DEFAULT_INITIALIZE_TIMEOUT, SUPPORTED_VERSIONS
 from ..protocol.routes import ClientOffer
 from ..protocol.v1_offer import v1_initialize_params
@@ -40,7 +40,7 @@ from ..schema.types import (
 from ..session import (
     DEFAULT_LIMITS,
 )
-from ..transport import AgentProcess, Transport, stdio_agent
+from ..transport import AgentProcess, FrameTransport, Transport, stdio_agent
 from ..transport.environment import EnvPolicy, agent_environment
 
 if TYPE_CHECKING:
@@ -51,11 +51,13 @@ if TYPE_CHECKING:
     from ..registry import AgentCommand, Registry
     from ..schema.v1 import types as v1
     from ..telemetry import Instrumentation
+    from ..transport.remote import RemoteDialer
 from .connection import ClientConnection, ext_name, hub_of
 
 __all__ = ["ClientBuilder", "ElicitationMode"]
 
 _log = logging.getLogger("acp_session.client")
+_DIALER_OPTIONS = ("cookies", "ca_file", "ssl_context", "http_version", "limits")
 
 ElicitationMode = Literal["form", "url"]
 Handler = Callable[[Any], Any]
@@ -328,7 +330,7 @@ class ClientBuilder:
     @asynccontextmanager
     async def connect(
         self,
-        transport: Transport,
+        transport: Transport | FrameTransport,
         *,
         initialize_timeout: float | None = DEFAULT_INITIALIZE_TIMEOUT,
         **options: Any,
@@ -342,12 +344,16 @@ class ClientBuilder:
         # Entered by hand, not with ``async with``: a task group wraps the body's exception in an
         # ExceptionGroup, and callers should see ``ProtocolVersionMismatch`` or their own error as raised.
         source = transport  # the agent's own transport (command line, stderr), before any wrapping
-        if isinstance(getattr(source, "name", None), str):
-            options.setdefault("peer_name", source.name)  # type: ignore[attr-defined]
+        peer_name = getattr(source, "name", None)
+        if isinstance(peer_name, str):
+            options.setdefault("peer_name", peer_name)
         if self._transcript is not None:
-            from ..transport.recording import RecordingTransport
+            from ..transport.recording import RecordingFrames, RecordingTransport
 
-            transport = RecordingTransport(transport, self._transcript)
+            if isinstance(transport, FrameTransport):
+                transport = RecordingFrames(transport, self._transcript)
+            else:
+                transport = RecordingTransport(transport, self._transcript)
         for name, value in self._limits.connection_options().items():
             options.setdefault(name, value)
         rpc = Connection(transport, **options)
@@ -386,6 +392,43 @@ class ClientBuilder:
             raise
         else:
             await rpc.__aexit__(None, None, None)
+
+    @asynccontextmanager
+    async def connect_url(
+        self,
+        url: str | RemoteDialer,
+        *,
+        headers: Mapping[str, str] | Iterable[tuple[str, str]] | None = None,
+        insecure: bool = False,
+        initialize_timeout: float | None = DEFAULT_INITIALIZE_TIMEOUT,
+        **options: Any,
+    ) -> AsyncIterator[ClientConnection]:
+        """Connect to a remote agent: ``http(s)://host/acp`` (Streamable HTTP) or ``ws(s)://host/acp``
+        (WebSocket), with custom ``headers`` (``Authorization``...); TLS is verified unless ``insecure=True``.
+        Needs the ``remote`` extra. ``url`` may be a ``RemoteDialer`` (its cookie jar, TLS and limits; a
+        reconnect reuses it); the ``RemoteDialer`` options (``ca_file``, ``http_version``, ``limits``,
+        ``cookies``) may also be passed here. ``initialize_timeout`` and the other options: see ``connect``.
+        A server that refuses the connection before ``initialize`` is answered raises ``RemoteHttpError`` (the
+        status) or ``RemoteTransportError``; afterwards a lost connection fails what waits with
+        ``ConnectionClosed`` (see ``docs/remote.md``)."""
+        from ..transport.remote import RemoteDialer
+
+        dialer_options = {k: options.pop(k) for k in _DIALER_OPTIONS if k in options}
+        if isinstance(url, RemoteDialer):
+            dialer = url
+        else:
+            dialer = RemoteDialer(url, headers=headers, insecure=insecure, **dialer_options)
+        async with dialer.open() as transport:
+            entered = False
+            try:
+                async with self.connect(transport, initialize_timeout=initialize_timeout, **options) as client:
+                    entered = True
+                    yield client
+            except ConnectionClosed:
+                failure = getattr(transport, "failure", None)
+                if entered or failure is None:
+                    raise
+                raise failure from None
 
     @asynccontextmanager
     async def spawn(
@@ -441,25 +484,28 @@ class ClientBuilder:
 
             name = argv
             argv = await anyio.to_thread.run_sync(lambda: resolve_agent(name, registry=registry, channel=channel))
+        in_use: AbstractContextManager[None] = nullcontext()
         if not isinstance(argv, (str, Sequence)):  # an AgentCommand
             base_env = argv.environment(base_env)
             cwd = cwd if cwd is not None else argv.cwd
+            in_use = argv.in_use()  # a registry binary's folder: no install removes it while the agent runs
             argv = argv.argv
-        process = stdio_agent(
-            argv,
-            cwd,
-            base_env,
-            own_process_group=own_process_group,
-            reap_descendants=reap_descendants,
-            grace_period=grace_period,
-            terminate_timeout=terminate_timeout,
-        )
-        transport = await process.__aenter__()  # by hand, for the same reason as in connect()
-        try:
-            async with self.connect(transport, initialize_timeout=initialize_timeout, **options) as client:
-                yield client
-        finally:
-            await process.__aexit__(None, None, None)
+        with in_use:
+            process = stdio_agent(
+                argv,
+                cwd,
+                base_env,
+                own_process_group=own_process_group,
+                reap_descendants=reap_descendants,
+                grace_period=grace_period,
+                terminate_timeout=terminate_timeout,
+            )
+            transport = await process.__aenter__()  # by hand, for the same reason as in connect()
+            try:
+                async with self.connect(transport, initialize_timeout=initialize_timeout, **options) as client:
+                    yield client
+            finally:
+                await process.__aexit__(None, None, None)
 
 
 async def _end_terminals_on_close(rpc: Connection, terminals: Any) -> None:
