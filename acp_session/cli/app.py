@@ -165,6 +165,7 @@ class ChatApp:
         if getattr(self.args, "allow_terminal", False):
             builder.with_terminals()
         builder.on_fallback(request=self._unanswered)
+        builder.record_transcript(getattr(self.args, "record", None))
         return builder
 
     def _unanswered(self, method: str, params: bytes) -> Any:

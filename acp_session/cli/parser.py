@@ -128,6 +128,13 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
             "terminal and temp dir (minimal) plus --pass-env names",
         )
         p.add_argument(
+            "--record",
+            metavar="FILE",
+            default=None,
+            help="append every wire message, both directions and timestamped, to FILE (a transcript; "
+            "`acp-session view FILE` shows it as a web page)",
+        )
+        p.add_argument(
             "--pass-env",
             metavar="NAME",
             action="append",
@@ -233,6 +240,11 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
     sub.add_parser(  # acp-session agents ...: cli/agents.py (see its --help)
         "agents",
         help="the ACP registry's agents: list (--json), info ID, install ID; start one with --agent ID",
+        add_help=False,
+    )
+    sub.add_parser(  # acp-session view ...: cli/view.py (see its --help)
+        "view",
+        help="a recorded transcript (chat --record FILE) as one self-contained web page",
         add_help=False,
     )
     sub.add_parser(

@@ -44,9 +44,13 @@ from ..transport import AgentProcess, FrameTransport, Transport, stdio_agent
 from ..transport.environment import EnvPolicy, agent_environment
 
 if TYPE_CHECKING:
+    from opentelemetry.metrics import MeterProvider
+    from opentelemetry.trace import TracerProvider
+
     from ..providers import FileSystemProvider, TerminalProvider
     from ..registry import AgentCommand, Registry
     from ..schema.v1 import types as v1
+    from ..telemetry import Instrumentation
     from ..transport.remote import RemoteDialer
 from .connection import ClientConnection, ext_name, hub_of
 
@@ -86,6 +90,7 @@ class ClientBuilder:
         self._own_terminals = False  # built-in terminals: started and stopped with each connection
         self._tools_over_mcp = True  # v2 agents get the providers as an MCP server (tools_over_mcp)
         self._limits = DEFAULT_LIMITS
+        self._instrumentation: Instrumentation | None = None
 
     def limits(
         self,
@@ -142,6 +147,30 @@ class ClientBuilder:
         """Append every wire line, both directions and timestamped, to ``path`` (JSON lines; see
         ``acp_session.transcript``). For bug reports and test fixtures; None turns it off."""
         self._transcript = path
+        return self
+
+    def instrument(
+        self,
+        tracer_provider: TracerProvider | None = None,
+        meter_provider: MeterProvider | None = None,
+        *,
+        propagate: bool = True,
+        enabled: bool = True,
+    ) -> ClientBuilder:
+        """Emit OpenTelemetry spans and metrics for this builder's connections (needs the ``otel`` extra; the
+        providers default to the global ones). ``propagate`` puts the current trace context into each request's
+        ``_meta`` (``traceparent``, ``tracestate``). ``enabled=False`` turns it off again. What is emitted:
+        docs/observability.md. Without this call OpenTelemetry is never imported."""
+        if not enabled:
+            self._instrumentation = None
+            return self
+        try:
+            from ..telemetry import Instrumentation
+        except ImportError as exc:
+            raise ImportError(
+                "ClientBuilder.instrument() needs opentelemetry-api: pip install 'acp-session[otel]'"
+            ) from exc
+        self._instrumentation = Instrumentation(tracer_provider, meter_provider, propagate=propagate)
         return self
 
     def with_meta(self, meta: dict[str, Any] | None) -> ClientBuilder:
