@@ -24,6 +24,38 @@ REAL_FOLDERS = {
 _NPM_CACHE = os.environ.get("npm_config_cache") or os.path.join(REAL_HOME, ".npm")
 
 
+def snapshot_acp_session_folders(folders: dict[str, str] | None = None) -> dict[str, tuple[int, int]]:
+    """Every file under each base folder's ``acp-session`` subfolder: path -> (size, mtime in ns); the test run
+    must leave this exactly as it found it."""
+    found: dict[str, tuple[int, int]] = {}
+    for base in (folders if folders is not None else REAL_FOLDERS).values():
+        root = os.path.join(base, "acp-session")
+        for folder, _, files in os.walk(root):
+            for name in files:
+                path = os.path.join(folder, name)
+                try:
+                    info = os.stat(path)
+                except OSError:
+                    continue
+                found[path] = (info.st_size, info.st_mtime_ns)
+    return found
+
+
+def changed_files(before: dict[str, tuple[int, int]], after: dict[str, tuple[int, int]]) -> list[str]:
+    """The paths added, removed or changed between two snapshots, sorted."""
+    return sorted(path for path in before.keys() | after.keys() if before.get(path) != after.get(path))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _real_folders_unchanged() -> Iterator[None]:
+    """The whole run leaves the user's real ``acp-session`` state, cache, config and data folders unchanged: a
+    test (or a subprocess it started) that escaped the isolation below fails the run at its end."""
+    before = snapshot_acp_session_folders()
+    yield
+    changed = changed_files(before, snapshot_acp_session_folders())
+    assert not changed, f"the test run changed the user's real folders: {changed[:10]}"
+
+
 @pytest.fixture(params=["asyncio", "trio"])
 def anyio_backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
