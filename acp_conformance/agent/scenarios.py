@@ -330,17 +330,33 @@ async def edit(ctx: TurnContext) -> str | None:
     return "end_turn"
 
 
-@scenario("permission", "Ask permission before a tool call; proceeds only when an allow option is selected")
+@scenario(
+    "permission",
+    "Ask permission before a tool call; proceeds only when an allow option is selected (arguments KIND PATH: a "
+    "tool call of that kind on <cwd>/PATH instead of `rm -rf build/`)",
+)
 async def permission(ctx: TurnContext) -> str | None:
     tc = ctx.session.next_id("tc")
-    await ctx.tool(tc, name="run_command", title="rm -rf build/", kind="execute", status="pending")
+    kind, _, target = ctx.args.partition(" ")
+    if kind and target.strip():  # e.g. "/permission edit src/app.py": what a policy's kind and path rules judge
+        path = os.path.join(ctx.session.cwd, target.strip())
+        await ctx.tool(
+            tc,
+            name=kind,
+            title=f"{kind} {target.strip()}",
+            kind=kind,
+            status="pending",
+            locations=[ToolCallLocation(path=path)],
+        )
+    else:
+        await ctx.tool(tc, name="run_command", title="rm -rf build/", kind="execute", status="pending")
     options = [
         PermissionOption(option_id="allow-once", name="Allow once", kind="allow_once"),
         PermissionOption(option_id="reject-once", name="Reject", kind="reject_once"),
     ]
     request = RequestPermissionRequest(
         session_id=ctx.session.session_id,
-        title="Run `rm -rf build/`?",
+        title=f"{kind} {target.strip()}?" if kind and target.strip() else "Run `rm -rf build/`?",
         options=options,
         subject=ToolCallPermissionSubject(tool_call=ToolCallUpdate(tool_call_id=tc)),
     )

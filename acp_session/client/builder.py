@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from ..registry import AgentCommand, Registry
     from ..schema.v1 import types as v1
 from .connection import ClientConnection, ext_name, hub_of
+from .permission_policy import PermissionDecision, PermissionPolicy
 
 __all__ = ["ClientBuilder", "ElicitationMode"]
 
@@ -56,6 +57,7 @@ _log = logging.getLogger("acp_session.client")
 ElicitationMode = Literal["form", "url"]
 Handler = Callable[[Any], Any]
 Fallback = Callable[[str, bytes], Any]
+PolicyListener = Callable[[RequestPermissionRequest, PermissionDecision], None]
 
 
 class ClientBuilder:
@@ -67,6 +69,8 @@ class ClientBuilder:
         self.meta: dict[str, Any] | None = None
         self._update: Handler | None = None
         self._permission: Handler | None = None
+        self._policy: PermissionPolicy | None = None
+        self._policy_listener: PolicyListener | None = None
         self._elicitation: Handler | None = None
         self._elicitation_modes: frozenset[str] = frozenset()
         self._elicitation_complete: Handler | None = None
@@ -259,6 +263,16 @@ class ClientBuilder:
         Without one, every request is answered with the cancelled outcome (never an approval).
         """
         self._permission = fn
+        return self
+
+    def permission_policy(
+        self, policy: PermissionPolicy | None, *, on_decision: PolicyListener | None = None
+    ) -> ClientBuilder:
+        """Answer permission requests by ``policy``'s rules first; what it leaves to ``ask`` goes to the
+        ``on_request_permission`` handler. ``on_decision(request, decision)`` (a plain function) is told of each
+        request the policy answered itself, so an application can show and record it. None: no policy."""
+        self._policy = policy
+        self._policy_listener = on_decision
         return self
 
     def on_elicitation(
