@@ -21,7 +21,7 @@ REAL_FOLDERS = {
     "XDG_CONFIG_HOME": os.environ.get("XDG_CONFIG_HOME") or os.path.join(REAL_HOME, ".config"),
     "XDG_DATA_HOME": os.environ.get("XDG_DATA_HOME") or os.path.join(REAL_HOME, ".local", "share"),
 }
-_NPM_CACHE = os.environ.get("npm_config_cache") or os.path.join(REAL_HOME, ".npm")
+_NPM_CACHE = os.environ.get("npm_config_cache") or os.path.join(REAL_HOME, ".npm")  # noqa: SIM112 (npm's name)
 
 
 def snapshot_acp_session_folders(folders: dict[str, str] | None = None) -> dict[str, tuple[int, int]]:

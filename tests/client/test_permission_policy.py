@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -87,7 +88,7 @@ def test_single_star_stays_in_one_folder_and_the_first_rule_wins(tmp_path: Path)
 
 @pytest.mark.parametrize("text", ["bogus", "edit:", "run:src/**"])
 def test_a_bad_rule_is_a_value_error_naming_it(text: str) -> None:
-    with pytest.raises(ValueError, match="unknown tool kind|empty path"):
+    with pytest.raises(ValueError, match=r"unknown tool kind|empty path"):
         PermissionRule.parse("allow", text)
 
 
@@ -95,6 +96,16 @@ def test_facts_named_earlier_fill_in_what_the_request_leaves_out() -> None:
     known = ToolFacts("tc-1", "edit", ("/w/src/a.py",))
     policy = PermissionPolicy.ask().with_rules(PermissionRule("allow", "edit", "src/*")).with_root("/w")
     assert policy.decide(request(), known).action == "allow"
+
+
+def answering(asked: list[str], option_id: str) -> Callable[[RequestPermissionRequest], str]:
+    """A handler that notes each question's title and answers ``option_id``."""
+
+    def answer(request: RequestPermissionRequest) -> str:
+        asked.append(request.title)
+        return option_id
+
+    return answer
 
 
 async def _run(tmp_path: Path, builder: ClientBuilder, prompt: str) -> str:
@@ -113,7 +124,7 @@ async def test_the_reference_agent_gets_the_policys_answer_and_no_one_is_asked(
 ) -> None:
     asked: list[str] = []
     heard: list[PermissionDecision] = []
-    builder = ClientBuilder().on_request_permission(lambda r: asked.append(r.title) or "allow-once")
+    builder = ClientBuilder().on_request_permission(answering(asked, "allow-once"))
     builder.permission_policy(policy, on_decision=lambda _r, d: heard.append(d))
     text = await _run(tmp_path, builder, "/permission")
     assert ("build/ was removed" in text) is allowed
@@ -128,7 +139,7 @@ async def test_approve_reads_asks_about_a_command_and_approves_a_read(tmp_path: 
     """The agent's request names only the tool call's id: its kind and path come from the earlier update."""
     asked: list[str] = []
     heard: list[PermissionDecision] = []
-    builder = ClientBuilder().on_request_permission(lambda r: asked.append(r.title) or "reject-once")
+    builder = ClientBuilder().on_request_permission(answering(asked, "reject-once"))
     builder.permission_policy(PermissionPolicy.approve_reads(), on_decision=lambda _r, d: heard.append(d))
     assert "not granted" in await _run(tmp_path, builder, "/permission")
     assert asked == ["Run `rm -rf build/`?"] and heard == []
@@ -140,7 +151,7 @@ async def test_approve_reads_asks_about_a_command_and_approves_a_read(tmp_path: 
 async def test_a_path_rule_approves_edits_under_src_only(tmp_path: Path) -> None:
     asked: list[str] = []
     policy = PermissionPolicy.ask().with_rules(PermissionRule.parse("allow", "edit:src/**")).with_root(str(tmp_path))
-    builder = ClientBuilder().on_request_permission(lambda r: asked.append(r.title) or "reject-once")
+    builder = ClientBuilder().on_request_permission(answering(asked, "reject-once"))
     builder.permission_policy(policy)
     assert "build/ was removed" in await _run(tmp_path, builder, "/permission edit src/app.py")
     assert "not granted" in await _run(tmp_path, builder, "/permission edit docs/app.md")
