@@ -20,6 +20,8 @@ import anyio
 from . import commands
 from .agents import main as agents_main
 from .app import ChatApp
+from .compare import main as compare_main
+from .config_file import main as config_main
 from .exits import EXIT_CODES, EXIT_ERROR, exit_code
 from .messages import describe, error_record
 from .parser import conformance_agent, default_agent, parse
@@ -31,6 +33,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     args_list = list(sys.argv[1:] if argv is None else argv)
     if args_list and args_list[0] == "agents":  # cli/agents.py
         sys.exit(agents_main(args_list[1:]))
+    if args_list and args_list[0] == "config":  # cli/config_file.py
+        sys.exit(config_main(args_list[1:]))
+    if args_list and args_list[0] == "compare":  # cli/compare.py
+        sys.exit(compare_main(args_list[1:]))
     if args_list and args_list[0] == "conformance":
         from acp_conformance.runner.__main__ import main as conformance_main
 

@@ -1,0 +1,5 @@
+"""placeholder"""
+
+
+def main(argv: list[str]) -> int:
+    return 2

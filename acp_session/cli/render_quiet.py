@@ -1,0 +1,42 @@
+"""``--format quiet``: only the turn's final reply on stdout, for scripts; failures still go to stderr."""
+
+from __future__ import annotations
+
+import sys
+from typing import TextIO
+
+from acp_session.conversation import ChatDone, ChatError, ChatEvent, ContextUsage, TimelineEntry
+
+from .messages import describe
+from .render import Renderer, plain_text
+
+__all__ = ["QuietRenderer"]
+
+
+class QuietRenderer(Renderer):
+    """Prints the reply of each turn once it ended (control characters dropped); nothing else on stdout."""
+
+    def __init__(self, out: TextIO | None = None) -> None:
+        self.out = out if out is not None else sys.stdout
+
+    def event(self, event: ChatEvent) -> None:
+        if isinstance(event, ChatDone):
+            text = plain_text(event.response.text).rstrip("\n")
+            if text:
+                self.before_output()
+                self.out.write(text + "\n")
+                self.out.flush()
+        elif isinstance(event, ChatError):
+            print(f"acp-session: {describe(event.error, stderr_tail=self.stderr_tail()).message}", file=sys.stderr)
+
+    def history(self, entries: list[TimelineEntry]) -> None:
+        """A resumed session's history is not the reply."""
+
+    def info(self, text: str) -> None:
+        """Progress and hints are left out."""
+
+    def permission(self, title: str, options: list[tuple[str, str, str]], answer: str | None) -> None:
+        """The answer is not the reply."""
+
+    def usage(self, usage: ContextUsage) -> None:
+        """Nor is the usage."""
