@@ -114,7 +114,7 @@ def _check_flags(path: Path, where: str, table: Any) -> None:
         if key not in FLAG_KEYS:
             raise ConfigError(f"{path}: {where} unknown key {key!r} (known: {', '.join(FLAG_KEYS)})")
         _, types, what = FLAG_KEYS[key]
-        if isinstance(value, bool) and bool not in types or not isinstance(value, types):
+        if (isinstance(value, bool) and bool not in types) or not isinstance(value, types):
             raise ConfigError(f"{path}: {where} {key}: expected {what}, not {value!r}")
         if key == "policy" and value not in POLICIES:
             raise ConfigError(f"{path}: {where} policy: expected {what}, not {value!r}")

@@ -8,6 +8,7 @@ moment; failures are reported in one line like every other CLI failure (``--json
 
 from __future__ import annotations
 
+import contextlib
 import os
 from typing import TYPE_CHECKING, Any
 
@@ -15,7 +16,6 @@ import anyio
 
 from acp_session.client import ClientConnection, PermissionDecision
 from acp_session.client_errors import CapabilityNotSupported
-from acp_session.codec import to_builtins
 from acp_session.errors import AcpError
 from acp_session.schema import RequestPermissionRequest
 from acp_session.transport.environment import agent_environment
@@ -150,11 +150,8 @@ async def wrap_up_opening(app: ChatApp, conversation: Conversation) -> Conversat
 
 
 async def _close_quietly(conversation: Conversation) -> None:
-    with anyio.move_on_after(3), anyio.CancelScope(shield=True):
-        try:
-            await conversation.disconnect(timeout=3)
-        except AcpError:
-            pass
+    with anyio.move_on_after(3), anyio.CancelScope(shield=True), contextlib.suppress(AcpError):
+        await conversation.disconnect(timeout=3)
 
 
 async def apply_settings(app: ChatApp, conversation: Conversation, settings: list[tuple[str, str, str]]) -> int | None:
@@ -170,20 +167,16 @@ async def apply_settings(app: ChatApp, conversation: Conversation, settings: lis
         except (AcpError, CapabilityNotSupported) as exc:
             app.report(Failure(f"{flag} {value}: the agent refused it: {describe(exc).message}", "ConfigRefused"))
             return EXIT_ERROR
-        _emit_config(app, conversation)
-        if not app.json and not app.quiet:
+        if isinstance(app.renderer, JsonRenderer):
+            record = {"config_id": setting.config_id, "name": setting.label, "value": setting.value, "flag": flag}
+            app.renderer.emit({"event": "config_option", **record})
+        elif not app.quiet:
             app.renderer.info(f"{setting.label}: {_shown(setting.value)}")
     return None
 
 
 def _shown(value: str | bool) -> str:
     return ("true" if value else "false") if isinstance(value, bool) else value
-
-
-def _emit_config(app: ChatApp, conversation: Conversation) -> None:
-    if isinstance(app.renderer, JsonRenderer):
-        record = {"event": "config_options", "config_options": to_builtins(conversation.state.config_options)}
-        app.renderer.emit(record)
 
 
 async def run_own_command(app: ChatApp, conversation: Conversation, text: str) -> bool:
