@@ -26,6 +26,9 @@ class QuietRenderer(Renderer):
                 self.before_output()
                 self.out.write(text + "\n")
                 self.out.flush()
+            error = event.response.error
+            if error is not None:
+                print(f"acp-session: the turn ended with an error: {plain_text(error.message)}", file=sys.stderr)
         elif isinstance(event, ChatError):
             print(f"acp-session: {describe(event.error, stderr_tail=self.stderr_tail()).message}", file=sys.stderr)
 

@@ -81,7 +81,10 @@ def test_a_v1_agents_modes_and_models_switch_with_set_mode_and_set_model(tmp_pat
     """The library maps a v1 agent's modes and models to options: /model sends session/set_model."""
     log = tmp_path / "agent.log"
     modes = {"currentModeId": "ask", "availableModes": [{"id": "ask", "name": "Ask"}, {"id": "code", "name": "Code"}]}
-    models = {"currentModelId": "small", "availableModels": [{"modelId": "small", "name": "S"}, {"modelId": "big", "name": "B"}]}
+    models = {
+        "currentModelId": "small",
+        "availableModels": [{"modelId": "small", "name": "S"}, {"modelId": "big", "name": "B"}],
+    }
     agent = shlex.join(v1_argv(log, new={"modes": modes, "models": models}))
     child = ready(tmp_path, "--agent", agent)
     child.send("/model b")
