@@ -206,6 +206,8 @@ def _apply(args: argparse.Namespace, parser: argparse.ArgumentParser, key: str, 
         return True
     if not hasattr(args, dest) or getattr(args, dest) != parser.get_default(dest):
         return False  # not a flag of this command, or the command line gave it
+    if key == "format" and getattr(args, "json", False):
+        return False  # --json on the command line is a format too
     if key == "format" and value == "json":
         args.json = True
     setattr(args, dest, value)

@@ -1,0 +1,75 @@
+"""Permission policies on the command line (issue 38), with the reference agent's ``/permission`` scenario (its
+``KIND PATH`` form for kind and path rules): what each policy answered, that nobody was asked when it decided,
+that the rest is still asked, and how a decision is shown and recorded in ``--json``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.cli.support import run_cli
+from tests.cli.test_json_records import records_of
+
+QUESTION = "? Run `rm -rf build/`?"
+
+
+@pytest.mark.parametrize("flag", ["--approve-all", "--yes", "-y"])
+def test_approve_all_and_its_old_names_approve_without_asking(tmp_path: Path, flag: str) -> None:
+    done = run_cli(tmp_path, "chat", flag, "/permission")
+    assert done.returncode == 0, done.stderr
+    assert "Done: build/ was removed." in done.stdout
+    assert "[permission] Run `rm -rf build/`? (--approve-all): Allow once" in done.stdout
+    assert QUESTION not in done.stderr
+
+
+def test_deny_all_rejects_without_asking(tmp_path: Path) -> None:
+    done = run_cli(tmp_path, "chat", "--deny-all", "/permission")
+    assert done.returncode == 0, done.stderr
+    assert "Permission was not granted" in done.stdout
+    assert "[permission] Run `rm -rf build/`? (--deny-all): Reject" in done.stdout
+    assert QUESTION not in done.stderr
+
+
+def test_approve_reads_approves_a_read_and_asks_about_a_command(tmp_path: Path) -> None:
+    read = run_cli(tmp_path, "chat", "--approve-reads", "/permission read notes.txt")
+    assert read.returncode == 0, read.stderr
+    assert "[permission] read notes.txt? (--allow read): Allow once" in read.stdout
+    assert "Done: build/ was removed." in read.stdout  # (the scenario's words whatever the tool)
+    command = run_cli(tmp_path, "chat", "--approve-reads", "/permission")  # execute: asked; stdin has no answer
+    assert QUESTION in command.stderr
+    assert "[permission] Run `rm -rf build/`?: cancelled" in command.stdout
+    assert "Permission was not granted" in command.stdout
+    edit = run_cli(tmp_path, "chat", "--approve-reads", "/permission edit notes.txt")
+    assert "? edit notes.txt?" in edit.stderr  # an edit is asked too
+
+
+def test_path_rules_judge_every_path_under_the_directory(tmp_path: Path) -> None:
+    inside = run_cli(tmp_path, "chat", "--allow", "edit:src/**", "/permission edit src/pkg/app.py")
+    assert inside.returncode == 0, inside.stderr
+    assert "(--allow edit:src/**): Allow once" in inside.stdout and "? edit" not in inside.stderr
+    outside = run_cli(tmp_path, "chat", "--allow", "edit:src/**", "/permission edit docs/app.md")
+    assert "? edit docs/app.md?" in outside.stderr  # not under src/: asked
+    other_kind = run_cli(tmp_path, "chat", "--allow", "edit:src/**", "/permission delete src/app.py")
+    assert "? delete src/app.py?" in other_kind.stderr
+
+
+def test_rules_come_before_the_preset_and_the_first_match_wins(tmp_path: Path) -> None:
+    done = run_cli(tmp_path, "chat", "--approve-all", "--deny", "execute", "/permission")
+    assert "(--deny execute): Reject" in done.stdout and "not granted" in done.stdout
+    done = run_cli(tmp_path, "chat", "--allow", "edit:a/*", "--deny", "edit", "/permission edit a/x")
+    assert "(--allow edit:a/*): Allow once" in done.stdout
+    done = run_cli(tmp_path, "chat", "--deny", "edit", "--allow", "edit:a/*", "/permission edit a/x")
+    assert "(--deny edit): Reject" in done.stdout
+
+
+def test_json_records_what_the_policy_decided(tmp_path: Path) -> None:
+    done = run_cli(tmp_path, "chat", "--json", "--allow", "edit:src/**", "/permission edit src/app.py")
+    assert done.returncode == 0, done.stderr
+    [record] = [r for r in records_of(done.stdout) if r["event"] == "permission"]
+    assert record["answer"] == "allow-once" and record["decided_by"] == "policy"
+    assert (record["decision"], record["policy"], record["tool_kind"]) == ("allow", "--allow edit:src/**", "edit")
+    assert record["paths"] == [str(tmp_path / "src" / "app.py")]
+    asked = run_cli(tmp_path, "chat", "--json", "--approve-reads", "/permission")
+    [record] = [r for r in records_of(asked.stdout) if r["event"] == "permission"]
+    assert "decided_by" not in record and record["answer"] is None  # asked, and stdin had no answer
