@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import REAL_FOLDERS, REAL_HOME, changed_files, snapshot_acp_session_folders
+from tests.conftest import REAL_FOLDERS, REAL_HOME, changed_files, files_naming, snapshot_acp_session_folders
 
 
 def test_every_test_has_its_own_home_and_xdg_folders(tmp_path: Path) -> None:
@@ -54,3 +54,12 @@ def test_the_snapshot_sees_a_file_added_changed_or_removed(tmp_path: Path) -> No
         str(root / "changed"),
         str(root / "removed"),
     ]
+
+
+def test_a_change_is_blamed_on_the_run_only_when_it_names_the_runs_folders(tmp_path: Path) -> None:
+    ours = tmp_path / "ours.json"
+    ours.write_text(f'[{{"cwd": "{tmp_path}/project"}}]')
+    theirs = tmp_path / "theirs.json"
+    theirs.write_text('[{"cwd": "/home/someone/work"}]')
+    paths = [str(ours), str(theirs), str(tmp_path / "removed.json")]
+    assert files_naming(paths, [str(tmp_path)]) == [str(ours)]
