@@ -113,7 +113,10 @@ async def open_named(app: ChatApp, client: ClientConnection) -> Conversation | i
         if not app.json and not app.quiet:
             app.renderer.info(f"continuing session {args.session_name!r} ({args.session_id})")
         return conversation
-    options = {} if args.fork else new_session_options(app, client)
+    if args.fork:
+        app.report(Failure(f"--fork: there is no session named {args.session_name!r} to fork yet", "NoSessionToFork"))
+        return EXIT_USAGE
+    options = new_session_options(app, client)
     if isinstance(options, Failure):
         app.report(options)
         return EXIT_USAGE

@@ -171,6 +171,8 @@ def test_fork_continues_in_a_new_session_and_leaves_the_original(tmp_path: Path)
     history = records_of(run_cli(tmp_path, "sessions", "history", "base", "--agent", agent, "--json").stdout)
     said = [r["text"] for r in events(history, "history") if r["type"] == "message" and r["role"] == "user"]
     assert said == ["one"]  # the original did not get the fork's turn
+    early = run_cli(tmp_path, "chat", "--agent", agent, "--session", "new-one", "--fork", "hi")
+    assert early.returncode == 2 and "--fork: there is no session named 'new-one' to fork yet" in early.stderr
     done = run_cli(tmp_path, "resume", fork["session_id"], "--agent", agent, "--fork", "--json", "three")
     assert done.returncode == 0, done.stderr
     assert events(records_of(done.stdout), "fork")[0]["source_session_id"] == fork["session_id"]
