@@ -115,6 +115,19 @@ def test_a_git_repository_gets_a_worktree_with_the_uncommitted_work(tmp_path: Pa
     assert user_files == {k: v for k, v in before.items() if not k.startswith(".git")}
 
 
+def test_nobody_is_asked_the_policy_answers_for_every_agent(tmp_path: Path) -> None:
+    refused = json.loads(compare(tmp_path, "--json", "--agent", REFERENCE, "--agent", SLOWER, "/edit ask").stdout)
+    for run in refused["agents"]:  # no policy: refused
+        assert run["files"] == [] and run["permissions"] == [
+            {"title": "Edit greeting.txt and notes.md?", "answer": "reject-once", "decision": "deny"}
+        ]
+    allowed = json.loads(
+        compare(tmp_path, "--json", "--approve-all", "--agent", REFERENCE, "--agent", SLOWER, "/edit ask").stdout
+    )
+    assert [run["files"] for run in allowed["agents"]] == [EDITED, EDITED]
+    assert [run["permissions"][0]["answer"] for run in allowed["agents"]] == ["allow-once", "allow-once"]
+
+
 def test_compare_needs_two_agents_and_a_prompt(tmp_path: Path) -> None:
     done = compare(tmp_path, "--agent", REFERENCE, "hi")
     assert done.returncode == 2 and "compare needs two or more --agent" in done.stderr

@@ -73,3 +73,18 @@ def test_json_records_what_the_policy_decided(tmp_path: Path) -> None:
     asked = run_cli(tmp_path, "chat", "--json", "--approve-reads", "/permission")
     [record] = [r for r in records_of(asked.stdout) if r["event"] == "permission"]
     assert "decided_by" not in record and record["answer"] is None  # asked, and stdin had no answer
+
+
+def test_the_edit_scenario_writes_only_what_the_policy_allows(tmp_path: Path) -> None:
+    """``/edit ask`` asks before writing <cwd>/acp-reference-edit/greeting.txt and notes.md."""
+    written = tmp_path / "acp-reference-edit" / "greeting.txt"
+    denied = run_cli(tmp_path, "chat", "--deny-all", "/edit ask")
+    assert "[permission] Edit greeting.txt and notes.md? (--deny-all): Reject" in denied.stdout
+    assert "wrote nothing" in denied.stdout and not written.exists()
+    outside = run_cli(tmp_path, "chat", "--allow", "edit:src/**", "/edit ask")  # the files are not under src/
+    assert "? Edit greeting.txt and notes.md?" in outside.stderr and not written.exists()
+    allowed = run_cli(tmp_path, "chat", "--allow", "edit:acp-reference-edit/*", "/edit ask")
+    assert "(--allow edit:acp-reference-edit/*): Allow once" in allowed.stdout
+    assert written.read_text() == "Hello from the ACP reference agent.\n"
+    reads = run_cli(tmp_path, "chat", "--approve-reads", "/edit ask")  # an edit is not a read: asked
+    assert "? Edit greeting.txt and notes.md?" in reads.stderr
