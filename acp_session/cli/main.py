@@ -20,8 +20,6 @@ import anyio
 from . import commands
 from .agents import main as agents_main
 from .app import ChatApp
-from .compare import main as compare_main
-from .config_file import main as config_main
 from .exits import EXIT_CODES, EXIT_ERROR, exit_code
 from .messages import describe, error_record
 from .parser import conformance_agent, default_agent, parse
@@ -34,8 +32,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args_list and args_list[0] == "agents":  # cli/agents.py
         sys.exit(agents_main(args_list[1:]))
     if args_list and args_list[0] == "config":  # cli/config_file.py
+        from .config_file import main as config_main
+
         sys.exit(config_main(args_list[1:]))
-    if args_list and args_list[0] == "compare":  # cli/compare.py
+    if args_list and args_list[0] == "compare":  # cli/compare.py (imported only when used)
+        from .compare import main as compare_main
+
         sys.exit(compare_main(args_list[1:]))
     if args_list and args_list[0] == "conformance":
         from acp_conformance.runner.__main__ import main as conformance_main
