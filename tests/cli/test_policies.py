@@ -4,12 +4,15 @@ that the rest is still asked, and how a decision is shown and recorded in ``--js
 
 from __future__ import annotations
 
+import shlex
+import sys
 from pathlib import Path
 
 import pytest
 
 from tests.cli.support import run_cli
 from tests.cli.test_json_records import records_of
+from tests.interop.conftest import PY_V1_AGENT
 
 QUESTION = "? Run `rm -rf build/`?"
 
@@ -88,3 +91,18 @@ def test_the_edit_scenario_writes_only_what_the_policy_allows(tmp_path: Path) ->
     assert written.read_text() == "Hello from the ACP reference agent.\n"
     reads = run_cli(tmp_path, "chat", "--approve-reads", "/edit ask")  # an edit is not a read: asked
     assert "? Edit greeting.txt and notes.md?" in reads.stderr
+
+
+def test_a_v1_agents_request_is_judged_with_the_path_its_tool_call_reported(tmp_path: Path) -> None:
+    """The Python SDK's v1 agent asks about an edit tool call without its location; the tool call's earlier
+    update named ``protected.txt``, which is what the path rule judges."""
+    agent = shlex.join([sys.executable, str(PY_V1_AGENT)])
+    done = run_cli(tmp_path, "chat", "--agent", agent, "--allow", "edit:protected.txt", "permission")
+    assert done.returncode == 0, done.stderr
+    assert "[permission] Touch the protected file (--allow edit:protected.txt): Allow once" in done.stdout
+    assert "allowed" in done.stdout
+    other = run_cli(tmp_path, "chat", "--agent", agent, "--allow", "edit:other.txt", "--json", "permission")
+    [record] = [r for r in records_of(other.stdout) if r["event"] == "permission"]
+    assert record["answer"] is None and "decided_by" not in record  # not covered: asked, no answer on stdin
+    denied = run_cli(tmp_path, "chat", "--agent", agent, "--deny-all", "permission")
+    assert "(--deny-all): Reject" in denied.stdout and "rejected" in denied.stdout
