@@ -17,20 +17,20 @@ from tests.interop.conftest import PY_V1_AGENT
 QUESTION = "? Run `rm -rf build/`?"
 
 
-@pytest.mark.parametrize("flag", ["--approve-all", "--yes", "-y"])
-def test_approve_all_and_its_old_names_approve_without_asking(tmp_path: Path, flag: str) -> None:
+@pytest.mark.parametrize(
+    ("flag", "reply", "shown"),
+    [
+        ("--approve-all", "Done: build/ was removed.", "(--approve-all): Allow once"),
+        ("--yes", "Done: build/ was removed.", "(--approve-all): Allow once"),  # the old names
+        ("-y", "Done: build/ was removed.", "(--approve-all): Allow once"),
+        ("--deny-all", "Permission was not granted", "(--deny-all): Reject"),
+    ],
+)
+def test_a_preset_answers_without_asking(tmp_path: Path, flag: str, reply: str, shown: str) -> None:
     done = run_cli(tmp_path, "chat", flag, "/permission")
     assert done.returncode == 0, done.stderr
-    assert "Done: build/ was removed." in done.stdout
-    assert "[permission] Run `rm -rf build/`? (--approve-all): Allow once" in done.stdout
-    assert QUESTION not in done.stderr
-
-
-def test_deny_all_rejects_without_asking(tmp_path: Path) -> None:
-    done = run_cli(tmp_path, "chat", "--deny-all", "/permission")
-    assert done.returncode == 0, done.stderr
-    assert "Permission was not granted" in done.stdout
-    assert "[permission] Run `rm -rf build/`? (--deny-all): Reject" in done.stdout
+    assert reply in done.stdout
+    assert f"[permission] Run `rm -rf build/`? {shown}" in done.stdout
     assert QUESTION not in done.stderr
 
 
