@@ -2,7 +2,8 @@
 
 The isolation is autouse and goes through ``os.environ``, so it covers the subprocesses a test starts (agents, the
 CLI, the reference agent): ``HOME`` and every ``XDG_*`` base folder point into the test's temporary directory. npm's
-download cache stays where it was (``npm_config_cache``), so ``npx`` agents need not be fetched again for each test.
+download cache stays where it was (``NPM_CONFIG_CACHE``, which npm reads case-insensitively), so ``npx`` agents
+need not be fetched again for each test.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ REAL_FOLDERS = {
     "XDG_CONFIG_HOME": os.environ.get("XDG_CONFIG_HOME") or os.path.join(REAL_HOME, ".config"),
     "XDG_DATA_HOME": os.environ.get("XDG_DATA_HOME") or os.path.join(REAL_HOME, ".local", "share"),
 }
-_NPM_CACHE = os.environ.get("npm_config_cache") or os.path.join(REAL_HOME, ".npm")  # noqa: SIM112 (npm's name)
+_NPM_CACHE = os.environ.get("NPM_CONFIG_CACHE") or os.path.join(REAL_HOME, ".npm")
 
 
 def snapshot_acp_session_folders(folders: dict[str, str] | None = None) -> dict[str, tuple[int, int]]:
@@ -95,5 +96,5 @@ def _isolated_user_folders(tmp_path_factory: pytest.TempPathFactory, monkeypatch
         ("XDG_DATA_HOME", (".local", "share")),
     ):
         monkeypatch.setenv(name, str(home.joinpath(*parts)))
-    monkeypatch.setenv("npm_config_cache", _NPM_CACHE)
+    monkeypatch.setenv("NPM_CONFIG_CACHE", _NPM_CACHE)
     yield home

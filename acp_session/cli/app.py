@@ -45,6 +45,8 @@ from .recent import RecentSessions, state_dir
 from .render import Renderer, TerminalRenderer, color_enabled
 from .render_json import JsonRenderer
 from .render_quiet import QuietRenderer
+from .safe_text import terminal_safe
+from .screen import say
 from .session_options import OWN_COMMANDS, argument_completions
 from .status import StatusLine
 
@@ -140,7 +142,7 @@ class ChatApp:
         if conversation is None:
             return []
         return [
-            (command.name, command.description)
+            (terminal_safe(command.name), terminal_safe(command.description))
             for command in conversation.state.available_commands
             if isinstance(command, Command)
         ]
@@ -215,10 +217,7 @@ class ChatApp:
             record = {"event": "mcp_servers", "sent": to_builtins(sent), "refused": refused, "builtin": builtin}
             self.renderer.emit(record)
         for item in refused:
-            print(
-                f"acp-session: MCP server {item['name']!r} not sent: the agent did not advertise {item['capability']}",
-                file=sys.stderr,
-            )
+            say(f"acp-session: MCP server {item['name']!r} not sent: the agent did not advertise {item['capability']}")
         return sent
 
     async def run(self, body: Callable[[ClientConnection], Awaitable[int]]) -> int:
@@ -285,7 +284,7 @@ class ChatApp:
         if isinstance(self.renderer, JsonRenderer):
             self.renderer.emit(error_record(failure))
         self.renderer.before_output()
-        print("\n".join(failure_lines(failure)), file=sys.stderr)
+        say("\n".join(failure_lines(failure)))
 
     def report_auth(self, error: AuthenticationRequired, argv: Sequence[str]) -> int:
         """The agent wants a login: say how in a few lines (``--json``: an ``error`` record)."""
@@ -293,7 +292,7 @@ class ChatApp:
         if isinstance(self.renderer, JsonRenderer):
             self.renderer.emit(auth_record(error))
         named = self.args.agent if getattr(self.args, "agent_command", None) else None  # a registry id
-        print(auth_message(error, argv, named), file=sys.stderr)
+        say(auth_message(error, argv, named))
         return EXIT_AUTH
 
     async def _watch_agent(self, client: ClientConnection) -> None:
@@ -437,7 +436,7 @@ class ChatApp:
                     code = EXIT_ERROR
                     if isinstance(event.error, AuthenticationRequired):
                         named = self.args.agent if getattr(self.args, "agent_command", None) else None
-                        print(auth_message(event.error, self.args.agent_argv, named), file=sys.stderr)
+                        say(auth_message(event.error, self.args.agent_argv, named))
                         code = EXIT_AUTH
         finally:
             timer.cancel()

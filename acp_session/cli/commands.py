@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shlex
+import sys
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -22,8 +23,9 @@ from .exits import EXIT_ERROR, EXIT_OK, EXIT_USAGE
 from .login import EXIT_AUTH, pick_method
 from .messages import Failure
 from .named_sessions import NamedSessions
-from .render import plain_text
 from .render_json import JsonRenderer
+from .safe_text import terminal_safe
+from .screen import say
 from .session_info import session_info
 
 __all__ = ["chat", "local_time", "login", "resume", "sessions"]
@@ -211,15 +213,17 @@ async def sessions(app: ChatApp) -> int:
             _emit(app, {"event": "done"})
             return EXIT_OK
         if not rows:
-            print(f"no sessions{'' if args.all else ' in ' + args.cwd}")
+            say(f"no sessions{'' if args.all else ' in ' + args.cwd}", sys.stdout)
             return EXIT_OK
         table = [("ID", "UPDATED", "DIRECTORY", "TITLE")]
         for info in rows:
             title = info.title if isinstance(info.title, str) and info.title else app.recent.title(info.session_id)
-            table.append((info.session_id, local_time(info.updated_at), info.cwd, one_line(title or "-")))
+            session_id, cwd = terminal_safe(str(info.session_id)), terminal_safe(str(info.cwd))
+            table.append((session_id, terminal_safe(local_time(info.updated_at)), cwd, one_line(title or "-")))
         widths = [max(len(row[i]) for row in table) for i in range(3)]
         for row in table:
-            print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False)) + "  " + row[3])
+            line = "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False))
+            say(line + "  " + row[3], sys.stdout)
         return EXIT_OK
 
     return await app.run(body)
@@ -227,7 +231,7 @@ async def sessions(app: ChatApp) -> int:
 
 def one_line(text: str, limit: int = 60) -> str:
     """A title on one line of the table: whitespace runs as one space, control characters dropped, cut short."""
-    text = " ".join(plain_text(text).split())
+    text = " ".join(terminal_safe(text).split())
     return text if len(text) <= limit else text[: limit - 1] + "\u2026"
 
 

@@ -34,7 +34,8 @@ from .config_file import ConfigError, load_config, profile_of
 from .exits import EXIT_ERROR, EXIT_OK, EXIT_USAGE
 from .messages import describe
 from .options import _Rule, policy_from
-from .render import plain_text
+from .safe_text import json_safe
+from .screen import Screen, say
 from .workcopy import FileChange, WorkCopy
 
 __all__ = ["AgentRun", "main"]
@@ -78,7 +79,7 @@ class AgentRun:
 
 
 def _fail(message: str) -> NoReturn:
-    print(f"acp-session compare: error: {message}; see acp-session compare --help", file=sys.stderr)
+    say(f"acp-session compare: error: {message}; see acp-session compare --help")
     sys.exit(EXIT_USAGE)
 
 
@@ -208,7 +209,7 @@ def main(argv: list[str]) -> int:
         try:
             run.argv = _resolve(run.spec, config)
         except ValueError as exc:
-            print(f"acp-session compare: {exc}", file=sys.stderr)
+            say(f"acp-session compare: {exc}")
             return EXIT_ERROR
     parent = Path(tempfile.mkdtemp(prefix="acp-session-compare-"))
     copies: list[WorkCopy] = []
@@ -234,7 +235,7 @@ def main(argv: list[str]) -> int:
     if args.json:
         record = {"event": "compare", "prompt": prompt, "cwd": str(cwd), "kept": args.keep}
         record["agents"] = [to_builtins(run.record()) for run in runs]
-        print(json.dumps(record, ensure_ascii=False))
+        Screen(sys.stdout).line(json_safe(json.dumps(record, ensure_ascii=False)))
     else:
         print_summary(runs, kept=args.keep)
     return EXIT_OK if all(run.error is None for run in runs) else EXIT_ERROR
@@ -247,7 +248,7 @@ def _files_cell(files: list[FileChange]) -> str:
 
 
 def _one_line(text: str, width: int) -> str:
-    text = " ".join(plain_text(text).split())
+    text = " ".join(text.split())
     return text if len(text) <= width else text[: width - 1] + "\u2026"
 
 
@@ -263,16 +264,22 @@ def print_summary(runs: list[AgentRun], *, kept: bool = False, width: int = 32) 
         ("reply", [_one_line(run.reply, width) or "-" for run in runs]),
         ("error", [_one_line(run.error or "-", width) for run in runs]),
     ]
+    screen = Screen(sys.stdout)
     widths = [max(len(row[1][i]) for row in rows) for i in range(len(runs))]
     head = max(len(name) for name, _ in rows)
     for name, cells in rows:
-        print(name.ljust(head) + "  " + "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip())
+        screen.line(
+            name.ljust(head) + "  " + "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip()
+        )
     for run in runs:
-        print(f"\n--- {run.label}: {run.spec}" + (f" (kept in {run.workdir})" if kept else ""))
+        screen.line()
+        screen.line(f"--- {run.label}: {run.spec}" + (f" (kept in {run.workdir})" if kept else ""))
         for change in run.files:
             counts = "binary" if change.binary else f"+{change.added} -{change.removed}"
-            print(f"  {plain_text(change.path)} | {change.status} {counts}")
+            screen.line(f"  {change.path} | {change.status} {counts}")
         for call in run.tool_calls:
-            print(f"  [tool] {_one_line(str(call['title'] or call['id']), 60)} ({call['kind']}): {call['status']}")
+            screen.line(
+                f"  [tool] {_one_line(str(call['title'] or call['id']), 60)} ({call['kind']}): {call['status']}"
+            )
         if run.reply:
-            print(plain_text(run.reply).rstrip("\n"))
+            screen.line(run.reply.rstrip("\n"), newlines=True)

@@ -17,6 +17,8 @@ from typing import Any, NoReturn
 
 from ..mcp.config import McpConfigError, server_from_entry
 from .exits import EXIT_OK, EXIT_USAGE
+from .safe_text import json_safe
+from .screen import Screen, say
 
 __all__ = ["ConfigError", "apply_config_file", "config_path", "load_config", "main", "merged_settings"]
 
@@ -222,7 +224,7 @@ def _text(value: Any) -> str:
 
 
 def _fail(message: str) -> NoReturn:
-    print(f"acp-session config: error: {message}", file=sys.stderr)
+    say(f"acp-session config: error: {message}")
     sys.exit(EXIT_USAGE)
 
 
@@ -237,8 +239,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--agent", metavar="NAME", default=None, help="a profile (default: default_agent)")
     parser.add_argument("--json", action="store_true", help="one JSON object instead of lines")
     args = parser.parse_args(argv)
+    screen = Screen(sys.stdout)
     if args.action == "path":
-        print(config_path())
+        screen.line(str(config_path()))
         return EXIT_OK
     try:
         settings = merged_settings(load_config(), args.agent)
@@ -251,11 +254,11 @@ def main(argv: list[str]) -> int:
             "exists": config_path().is_file(),
             "settings": {key: {"value": value, "source": source} for key, (value, source) in settings.items()},
         }
-        print(json.dumps(record, ensure_ascii=False))
+        screen.line(json_safe(json.dumps(record, ensure_ascii=False)))
         return EXIT_OK
-    print(f"# {config_path()}{'' if config_path().is_file() else ' (no such file)'}")
+    screen.line(f"# {config_path()}{'' if config_path().is_file() else ' (no such file)'}")
     if not settings:
-        print("# nothing set: every command uses its built-in defaults")
+        screen.line("# nothing set: every command uses its built-in defaults")
     for key, (value, source) in settings.items():
-        print(f"{key} = {json.dumps(value, ensure_ascii=False)}  # {source}")
+        screen.line(f"{key} = {json.dumps(value, ensure_ascii=False)}  # {source}")
     return EXIT_OK

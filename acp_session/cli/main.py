@@ -23,6 +23,7 @@ from .app import ChatApp
 from .exits import EXIT_CODES, EXIT_ERROR, exit_code
 from .messages import describe, error_record
 from .parser import conformance_agent, default_agent, parse
+from .screen import say
 
 __all__ = ["EXIT_CODES", "default_agent", "exit_code", "main"]
 
@@ -67,7 +68,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         failure = describe(leaf)
         if args.json:
             print(json.dumps(error_record(failure)), flush=True)
-        print(f"acp-session: {failure.message} (ACP_SESSION_DEBUG=1 shows the traceback)", file=sys.stderr)
+        say(f"acp-session: {failure.message} (ACP_SESSION_DEBUG=1 shows the traceback)")
         code = EXIT_ERROR
     finally:
         app.close()

@@ -8,7 +8,8 @@ from typing import TextIO
 from acp_session.conversation import ChatDone, ChatError, ChatEvent, ContextUsage, TimelineEntry
 
 from .messages import describe
-from .render import Renderer, plain_text
+from .render import Renderer
+from .screen import Screen, say
 
 __all__ = ["QuietRenderer"]
 
@@ -17,20 +18,18 @@ class QuietRenderer(Renderer):
     """Prints the reply of each turn once it ended (control characters dropped); nothing else on stdout."""
 
     def __init__(self, out: TextIO | None = None) -> None:
-        self.out = out if out is not None else sys.stdout
+        self.screen = Screen(out if out is not None else sys.stdout, before_write=lambda: self.before_output())
 
     def event(self, event: ChatEvent) -> None:
         if isinstance(event, ChatDone):
-            text = plain_text(event.response.text).rstrip("\n")
+            text = event.response.text.rstrip("\n")
             if text:
-                self.before_output()
-                self.out.write(text + "\n")
-                self.out.flush()
+                self.screen.line(text, newlines=True)
             error = event.response.error
             if error is not None:
-                print(f"acp-session: the turn ended with an error: {plain_text(error.message)}", file=sys.stderr)
+                say(f"acp-session: the turn ended with an error: {error.message}")
         elif isinstance(event, ChatError):
-            print(f"acp-session: {describe(event.error, stderr_tail=self.stderr_tail()).message}", file=sys.stderr)
+            say(f"acp-session: {describe(event.error, stderr_tail=self.stderr_tail()).message}")
 
     def history(self, entries: list[TimelineEntry]) -> None:
         """A resumed session's history is not the reply."""

@@ -3,6 +3,7 @@ conversation, replayed by the agent through ``session/resume`` and rendered, or 
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING, Any
 
 from acp_session.client import ClientConnection
@@ -13,8 +14,8 @@ from acp_session.errors import AcpError
 from .exits import EXIT_ERROR, EXIT_OK
 from .messages import Failure
 from .named_sessions import NamedSessions
-from .render import plain_text
 from .render_json import JsonRenderer
+from .screen import Screen
 
 if TYPE_CHECKING:
     from .app import ChatApp
@@ -65,8 +66,9 @@ async def session_info(app: ChatApp, client: ClientConnection) -> int:
     if isinstance(app.renderer, JsonRenderer):
         app.renderer.emit(record)
         return EXIT_OK
+    screen = Screen(sys.stdout)
     for key in ("session_id", "names", "agent", "cwd", "title", "updated_at", "first_prompt", "listed_by_agent"):
         value = record[key]
         shown = ", ".join(value) if isinstance(value, list) else "-" if value is None else str(value)
-        print(f"{key.replace('_', ' ')}: {plain_text(shown) or '-'}")
+        screen.line(f"{key.replace('_', ' ')}: {shown or '-'}")
     return EXIT_OK

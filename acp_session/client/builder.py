@@ -10,7 +10,7 @@ import dataclasses
 import logging
 import os
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AbstractContextManager, asynccontextmanager, nullcontext
 from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
@@ -426,25 +426,28 @@ class ClientBuilder:
 
             name = argv
             argv = await anyio.to_thread.run_sync(lambda: resolve_agent(name, registry=registry, channel=channel))
+        in_use: AbstractContextManager[None] = nullcontext()
         if not isinstance(argv, (str, Sequence)):  # an AgentCommand
             base_env = argv.environment(base_env)
             cwd = cwd if cwd is not None else argv.cwd
+            in_use = argv.in_use()  # a registry binary's folder: no install removes it while the agent runs
             argv = argv.argv
-        process = stdio_agent(
-            argv,
-            cwd,
-            base_env,
-            own_process_group=own_process_group,
-            reap_descendants=reap_descendants,
-            grace_period=grace_period,
-            terminate_timeout=terminate_timeout,
-        )
-        transport = await process.__aenter__()  # by hand, for the same reason as in connect()
-        try:
-            async with self.connect(transport, initialize_timeout=initialize_timeout, **options) as client:
-                yield client
-        finally:
-            await process.__aexit__(None, None, None)
+        with in_use:
+            process = stdio_agent(
+                argv,
+                cwd,
+                base_env,
+                own_process_group=own_process_group,
+                reap_descendants=reap_descendants,
+                grace_period=grace_period,
+                terminate_timeout=terminate_timeout,
+            )
+            transport = await process.__aenter__()  # by hand, for the same reason as in connect()
+            try:
+                async with self.connect(transport, initialize_timeout=initialize_timeout, **options) as client:
+                    yield client
+            finally:
+                await process.__aexit__(None, None, None)
 
 
 async def _end_terminals_on_close(rpc: Connection, terminals: Any) -> None:
