@@ -197,3 +197,24 @@ def test_format_quiet_prints_only_the_reply_and_format_json_is_json(tmp_path: Pa
     failed = run_cli(tmp_path, "chat", "--format", "quiet", "/fail")
     assert failed.returncode == 1 and failed.stdout == "Something is about to go wrong.\n"  # what it said
     assert "acp-session: the turn ended with an error: " in failed.stderr
+
+
+def test_the_new_modules_write_only_through_the_screen() -> None:
+    """What compare, config show, sessions show and --format quiet print goes through cli/screen.py's cleaning."""
+    import ast
+
+    import acp_session.cli.compare as compare
+    import acp_session.cli.config_file as config_file
+    import acp_session.cli.daily as daily
+    import acp_session.cli.render_quiet as render_quiet
+    import acp_session.cli.session_info as session_info
+    from tests.cli.test_safe_text import raw_writes
+
+    for module in (compare, config_file, daily, render_quiet, session_info):
+        assert raw_writes(ast.parse(Path(str(module.__file__)).read_text())) == [], module.__name__
+
+
+def test_quiet_output_is_cleaned_of_terminal_escapes(tmp_path: Path) -> None:
+    done = run_cli(tmp_path, "chat", "--format", "quiet", "/echo", "a\x1b]0;title\x07b")
+    assert done.returncode == 0, done.stderr
+    assert "\x1b" not in done.stdout and "\x07" not in done.stdout
