@@ -53,6 +53,7 @@ if TYPE_CHECKING:
     from ..telemetry import Instrumentation
     from ..transport.remote import RemoteDialer
 from .connection import ClientConnection, ext_name, hub_of
+from .permission_policy import PermissionDecision, PermissionPolicy
 
 __all__ = ["ClientBuilder", "ElicitationMode"]
 
@@ -62,6 +63,7 @@ _DIALER_OPTIONS = ("cookies", "ca_file", "ssl_context", "http_version", "limits"
 ElicitationMode = Literal["form", "url"]
 Handler = Callable[[Any], Any]
 Fallback = Callable[[str, bytes], Any]
+PolicyListener = Callable[[RequestPermissionRequest, PermissionDecision], None]
 
 
 class ClientBuilder:
@@ -73,6 +75,8 @@ class ClientBuilder:
         self.meta: dict[str, Any] | None = None
         self._update: Handler | None = None
         self._permission: Handler | None = None
+        self._policy: PermissionPolicy | None = None
+        self._policy_listener: PolicyListener | None = None
         self._elicitation: Handler | None = None
         self._elicitation_modes: frozenset[str] = frozenset()
         self._elicitation_complete: Handler | None = None
@@ -292,6 +296,16 @@ class ClientBuilder:
         Without one, every request is answered with the cancelled outcome (never an approval).
         """
         self._permission = fn
+        return self
+
+    def permission_policy(
+        self, policy: PermissionPolicy | None, *, on_decision: PolicyListener | None = None
+    ) -> ClientBuilder:
+        """Answer permission requests by ``policy``'s rules first; what it leaves to ``ask`` goes to the
+        ``on_request_permission`` handler. ``on_decision(request, decision)`` (a plain function) is told of each
+        request the policy answered itself, so an application can show and record it. None: no policy."""
+        self._policy = policy
+        self._policy_listener = on_decision
         return self
 
     def on_elicitation(
