@@ -18,12 +18,15 @@ from acp_session.conversation import Conversation
 from acp_session.errors import AcpError
 
 from .app import ChatApp
+from .daily import new_session_options, open_named, wrap_up_opening
 from .exits import EXIT_ERROR, EXIT_OK, EXIT_USAGE
 from .login import EXIT_AUTH, pick_method
 from .messages import Failure
+from .named_sessions import NamedSessions
 from .render_json import JsonRenderer
 from .safe_text import terminal_safe
 from .screen import say
+from .session_info import session_info
 
 __all__ = ["chat", "local_time", "login", "resume", "sessions"]
 
@@ -39,7 +42,12 @@ async def chat(app: ChatApp) -> int:
     args = app.args
 
     async def body(client: ClientConnection) -> int:
-        if args.continue_:
+        if args.session_name is not None:  # --session NAME (cli/daily.py)
+            opened = await open_named(app, client)
+            if isinstance(opened, int):
+                return opened
+            conversation = opened
+        elif args.continue_:
             session_id = await _latest_session(app, client)
             if session_id is None:
                 app.report(
@@ -55,7 +63,16 @@ async def chat(app: ChatApp) -> int:
             if not app.json:
                 app.renderer.info(f"continuing session {session_id}")
         else:
-            conversation = await client.start_conversation(args.cwd, mcp_servers=app.mcp_servers(client))
+            options = new_session_options(app, client)  # --system-prompt
+            if isinstance(options, Failure):
+                app.report(options)
+                return EXIT_USAGE
+            conversation = await client.start_conversation(args.cwd, mcp_servers=app.mcp_servers(client), **options)
+        ready = await wrap_up_opening(app, conversation)  # --fork, --model, --mode, --set
+        if isinstance(ready, int):
+            await _close(conversation)
+            return ready
+        conversation = ready
         code = await app.loop(conversation, _prompt_text(args.prompt), from_stdin=args.prompt == ["-"])
         await _close(conversation)
         return code
@@ -93,7 +110,13 @@ async def resume(app: ChatApp) -> int:
     args = app.args
 
     async def body(client: ClientConnection) -> int:
-        cwd = args.cwd_given
+        named = NamedSessions().find(args.session_id, args.agent_key)  # resume NAME (chat --session NAME)
+        if named is not None:
+            args.session_id = named["session_id"]
+        if args.system_prompt_text is not None and not args.fork:
+            app.report(Failure("--system-prompt applies to a new or forked session: add --fork", "SystemPromptLate"))
+            return EXIT_USAGE
+        cwd = args.cwd_given if named is None else args.cwd_given or named.get("cwd")
         if cwd is None:
             cwd = args.cwd
             try:
@@ -107,6 +130,13 @@ async def resume(app: ChatApp) -> int:
         conversation = await Conversation.resume(client, args.session_id, cwd, mcp_servers=app.mcp_servers(client))
         app.announce(conversation)
         app.renderer.history(conversation.history())
+        ready = await wrap_up_opening(app, conversation)  # --fork, --model, --mode, --set
+        if isinstance(ready, int):
+            await _close(conversation)
+            return ready
+        if ready is not conversation:
+            conversation = ready
+            app.announce(conversation)
         code = await app.loop(
             conversation, _prompt_text(args.prompt), from_stdin=args.prompt == ["-"], announce=False
         )
@@ -132,6 +162,9 @@ async def login(app: ChatApp) -> int:
             fail(str(exc), "UnknownLoginMethod")
             return EXIT_USAGE
         command = method.terminal_command(argv)
+        if getattr(args, "url", None) and (command is not None or method.kind == "terminal"):
+            fail(f"{method.method_id} is a terminal login: run it where the agent runs (--url)", "UnsupportedLogin")
+            return EXIT_ERROR
         if command is not None or method.kind == "terminal":  # the agent's own login, in this terminal
             if command is None:
                 fail(f"{method.method_id} is a terminal login without a command", "NoLoginCommand")
@@ -171,6 +204,9 @@ def _emit(app: ChatApp, record: dict[str, Any]) -> None:
 
 async def sessions(app: ChatApp) -> int:
     args = app.args
+
+    if args.action is not None:  # sessions show|history ID|NAME (cli/session_info.py)
+        return await app.run(lambda client: session_info(app, client))
 
     async def body(client: ClientConnection) -> int:
         rows = [info async for info in client.list_sessions(None if args.all else args.cwd)]

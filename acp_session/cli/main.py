@@ -32,6 +32,18 @@ def main(argv: Sequence[str] | None = None) -> None:
     args_list = list(sys.argv[1:] if argv is None else argv)
     if args_list and args_list[0] == "agents":  # cli/agents.py
         sys.exit(agents_main(args_list[1:]))
+    if args_list and args_list[0] == "view":  # cli/view.py
+        from .view import main as view_main
+
+        sys.exit(view_main(args_list[1:]))
+    if args_list and args_list[0] == "config":  # cli/config_file.py
+        from .config_file import main as config_main
+
+        sys.exit(config_main(args_list[1:]))
+    if args_list and args_list[0] == "compare":  # cli/compare.py (imported only when used)
+        from .compare import main as compare_main
+
+        sys.exit(compare_main(args_list[1:]))
     if args_list and args_list[0] == "conformance":
         from acp_conformance.runner.__main__ import main as conformance_main
 

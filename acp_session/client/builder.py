@@ -18,7 +18,7 @@ import msgspec
 
 from .._version import __version__
 from ..codec import convert
-from ..errors import InitializeTimeout
+from ..errors import ConnectionClosed, InitializeTimeout
 from ..protocol.negotiate import DEFAULT_INITIALIZE_TIMEOUT, SUPPORTED_VERSIONS
 from ..protocol.routes import ClientOffer
 from ..protocol.v1_offer import v1_initialize_params
@@ -40,22 +40,30 @@ from ..schema.types import (
 from ..session import (
     DEFAULT_LIMITS,
 )
-from ..transport import AgentProcess, Transport, stdio_agent
+from ..transport import AgentProcess, FrameTransport, Transport, stdio_agent
 from ..transport.environment import EnvPolicy, agent_environment
 
 if TYPE_CHECKING:
+    from opentelemetry.metrics import MeterProvider
+    from opentelemetry.trace import TracerProvider
+
     from ..providers import FileSystemProvider, TerminalProvider
     from ..registry import AgentCommand, Registry
     from ..schema.v1 import types as v1
+    from ..telemetry import Instrumentation
+    from ..transport.remote import RemoteDialer
 from .connection import ClientConnection, ext_name, hub_of
+from .permission_policy import PermissionDecision, PermissionPolicy
 
 __all__ = ["ClientBuilder", "ElicitationMode"]
 
 _log = logging.getLogger("acp_session.client")
+_DIALER_OPTIONS = ("cookies", "ca_file", "ssl_context", "http_version", "limits")
 
 ElicitationMode = Literal["form", "url"]
 Handler = Callable[[Any], Any]
 Fallback = Callable[[str, bytes], Any]
+PolicyListener = Callable[[RequestPermissionRequest, PermissionDecision], None]
 
 
 class ClientBuilder:
@@ -67,6 +75,8 @@ class ClientBuilder:
         self.meta: dict[str, Any] | None = None
         self._update: Handler | None = None
         self._permission: Handler | None = None
+        self._policy: PermissionPolicy | None = None
+        self._policy_listener: PolicyListener | None = None
         self._elicitation: Handler | None = None
         self._elicitation_modes: frozenset[str] = frozenset()
         self._elicitation_complete: Handler | None = None
@@ -84,6 +94,7 @@ class ClientBuilder:
         self._own_terminals = False  # built-in terminals: started and stopped with each connection
         self._tools_over_mcp = True  # v2 agents get the providers as an MCP server (tools_over_mcp)
         self._limits = DEFAULT_LIMITS
+        self._instrumentation: Instrumentation | None = None
 
     def limits(
         self,
@@ -93,6 +104,7 @@ class ClientBuilder:
         cancellable: int | None = None,
         answer_bytes: int | None = None,
         parked_requests: int | None = None,
+        subagents: int | None = None,
     ) -> ClientBuilder:
         """Change what a connection keeps at most (``Limits``; the defaults are documented there and in
         docs/robustness.md). Omitted ones keep their value."""
@@ -102,6 +114,7 @@ class ClientBuilder:
             "cancellable": cancellable,
             "answer_bytes": answer_bytes,
             "parked_requests": parked_requests,
+            "subagents": subagents,
         }
         self._limits = dataclasses.replace(self._limits, **{k: v for k, v in changes.items() if v is not None})
         return self
@@ -138,6 +151,30 @@ class ClientBuilder:
         """Append every wire line, both directions and timestamped, to ``path`` (JSON lines; see
         ``acp_session.transcript``). For bug reports and test fixtures; None turns it off."""
         self._transcript = path
+        return self
+
+    def instrument(
+        self,
+        tracer_provider: TracerProvider | None = None,
+        meter_provider: MeterProvider | None = None,
+        *,
+        propagate: bool = True,
+        enabled: bool = True,
+    ) -> ClientBuilder:
+        """Emit OpenTelemetry spans and metrics for this builder's connections (needs the ``otel`` extra; the
+        providers default to the global ones). ``propagate`` puts the current trace context into each request's
+        ``_meta`` (``traceparent``, ``tracestate``). ``enabled=False`` turns it off again. What is emitted:
+        docs/observability.md. Without this call OpenTelemetry is never imported."""
+        if not enabled:
+            self._instrumentation = None
+            return self
+        try:
+            from ..telemetry import Instrumentation
+        except ImportError as exc:
+            raise ImportError(
+                "ClientBuilder.instrument() needs opentelemetry-api: pip install 'acp-session[otel]'"
+            ) from exc
+        self._instrumentation = Instrumentation(tracer_provider, meter_provider, propagate=propagate)
         return self
 
     def with_meta(self, meta: dict[str, Any] | None) -> ClientBuilder:
@@ -261,6 +298,16 @@ class ClientBuilder:
         self._permission = fn
         return self
 
+    def permission_policy(
+        self, policy: PermissionPolicy | None, *, on_decision: PolicyListener | None = None
+    ) -> ClientBuilder:
+        """Answer permission requests by ``policy``'s rules first; what it leaves to ``ask`` goes to the
+        ``on_request_permission`` handler. ``on_decision(request, decision)`` (a plain function) is told of each
+        request the policy answered itself, so an application can show and record it. None: no policy."""
+        self._policy = policy
+        self._policy_listener = on_decision
+        return self
+
     def on_elicitation(
         self, fn: Callable[[CreateElicitationRequest], Any], modes: Iterable[ElicitationMode] = ("form",)
     ) -> ClientBuilder:
@@ -299,7 +346,7 @@ class ClientBuilder:
     @asynccontextmanager
     async def connect(
         self,
-        transport: Transport,
+        transport: Transport | FrameTransport,
         *,
         initialize_timeout: float | None = DEFAULT_INITIALIZE_TIMEOUT,
         **options: Any,
@@ -313,12 +360,16 @@ class ClientBuilder:
         # Entered by hand, not with ``async with``: a task group wraps the body's exception in an
         # ExceptionGroup, and callers should see ``ProtocolVersionMismatch`` or their own error as raised.
         source = transport  # the agent's own transport (command line, stderr), before any wrapping
-        if isinstance(getattr(source, "name", None), str):
-            options.setdefault("peer_name", source.name)  # type: ignore[attr-defined]
+        peer_name = getattr(source, "name", None)
+        if isinstance(peer_name, str):
+            options.setdefault("peer_name", peer_name)
         if self._transcript is not None:
-            from ..transport.recording import RecordingTransport
+            from ..transport.recording import RecordingFrames, RecordingTransport
 
-            transport = RecordingTransport(transport, self._transcript)
+            if isinstance(transport, FrameTransport):
+                transport = RecordingFrames(transport, self._transcript)
+            else:
+                transport = RecordingTransport(transport, self._transcript)
         for name, value in self._limits.connection_options().items():
             options.setdefault(name, value)
         rpc = Connection(transport, **options)
@@ -357,6 +408,43 @@ class ClientBuilder:
             raise
         else:
             await rpc.__aexit__(None, None, None)
+
+    @asynccontextmanager
+    async def connect_url(
+        self,
+        url: str | RemoteDialer,
+        *,
+        headers: Mapping[str, str] | Iterable[tuple[str, str]] | None = None,
+        insecure: bool = False,
+        initialize_timeout: float | None = DEFAULT_INITIALIZE_TIMEOUT,
+        **options: Any,
+    ) -> AsyncIterator[ClientConnection]:
+        """Connect to a remote agent: ``http(s)://host/acp`` (Streamable HTTP) or ``ws(s)://host/acp``
+        (WebSocket), with custom ``headers`` (``Authorization``...); TLS is verified unless ``insecure=True``.
+        Needs the ``remote`` extra. ``url`` may be a ``RemoteDialer`` (its cookie jar, TLS and limits; a
+        reconnect reuses it); the ``RemoteDialer`` options (``ca_file``, ``http_version``, ``limits``,
+        ``cookies``) may also be passed here. ``initialize_timeout`` and the other options: see ``connect``.
+        A server that refuses the connection before ``initialize`` is answered raises ``RemoteHttpError`` (the
+        status) or ``RemoteTransportError``; afterwards a lost connection fails what waits with
+        ``ConnectionClosed`` (see ``docs/remote.md``)."""
+        from ..transport.remote import RemoteDialer
+
+        dialer_options = {k: options.pop(k) for k in _DIALER_OPTIONS if k in options}
+        if isinstance(url, RemoteDialer):
+            dialer = url
+        else:
+            dialer = RemoteDialer(url, headers=headers, insecure=insecure, **dialer_options)
+        async with dialer.open() as transport:
+            entered = False
+            try:
+                async with self.connect(transport, initialize_timeout=initialize_timeout, **options) as client:
+                    entered = True
+                    yield client
+            except ConnectionClosed:
+                failure = getattr(transport, "failure", None)
+                if entered or failure is None:
+                    raise
+                raise failure from None
 
     @asynccontextmanager
     async def spawn(

@@ -51,6 +51,7 @@ from acp_session.conversation.events import (
     StateEvent,
     SubagentChanged,
     SubagentEvent,
+    SubagentRefused,
     TerminalChanged,
     ToolCallChanged,
     UnknownUpdate,
@@ -70,6 +71,7 @@ from acp_session.conversation.streams import (
     ThoughtChunk,
     ToolCallChunk,
 )
+from acp_session.conversation.subagent import FoldedSubagents
 from acp_session.conversation.turn import ChatTurn, TurnAlreadyConsumed
 
 __all__ = [
@@ -100,6 +102,7 @@ __all__ = [
     "ConfigOptionsChanged",
     "ContextUsage",
     "Conversation",
+    "FoldedSubagents",
     "IdleTimeout",
     "Message",
     "MessageChanged",
@@ -115,6 +118,7 @@ __all__ = [
     "SessionState",
     "SubagentChanged",
     "SubagentEvent",
+    "SubagentRefused",
     "Subagent",
     "StateChanged",
     "StateEvent",
