@@ -10,7 +10,7 @@ import dataclasses
 import logging
 import os
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from ..registry import AgentCommand, Registry
     from ..schema.v1 import types as v1
 from .connection import ClientConnection, ext_name, hub_of
+from .reconnect import Dialer, Reconnector, ReconnectPolicy
 
 __all__ = ["ClientBuilder", "ElicitationMode"]
 
@@ -84,6 +85,50 @@ class ClientBuilder:
         self._own_terminals = False  # built-in terminals: started and stopped with each connection
         self._tools_over_mcp = True  # v2 agents get the providers as an MCP server (tools_over_mcp)
         self._limits = DEFAULT_LIMITS
+        self._reconnect: ReconnectPolicy | bool | None = None  # None: the transport's default (see reconnect())
+
+    def reconnect(
+        self,
+        enabled: bool = True,
+        *,
+        attempts: int = 5,
+        backoff: float = 0.5,
+        max_backoff: float = 10.0,
+        jitter: float = 0.2,
+        deadline: float = 120.0,
+        initialize_timeout: float = 30.0,
+        idle_timeout: float | None = 30.0,
+        probe_timeout: float = 10.0,
+    ) -> ClientBuilder:
+        """Re-establish a connection whose transport dies (``ReconnectPolicy``; docs/conversation.md, "When the
+        connection drops"): dial again (``spawn``: restart the agent with the same command, environment and cwd;
+        a remote agent: the same URL, cookies and headers), ``initialize``, and resume every open conversation,
+        whose turns in flight keep waiting. Off by default for subprocess agents, on for remote ones (whose dialer
+        says ``reconnect_by_default``); ``reconnect(False)`` turns it off for those too."""
+        if not enabled:
+            self._reconnect = False
+            return self
+        self._reconnect = ReconnectPolicy(
+            attempts=attempts,
+            backoff=backoff,
+            max_backoff=max_backoff,
+            jitter=jitter,
+            deadline=deadline,
+            initialize_timeout=initialize_timeout,
+            idle_timeout=idle_timeout,
+            probe_timeout=probe_timeout,
+        )
+        return self
+
+    def reconnect_policy(self, dialer: Dialer | None = None) -> ReconnectPolicy | None:
+        """The policy a connection made through ``dialer`` gets: the one set with ``reconnect()``, else the
+        default one when the dialer says ``reconnect_by_default`` (remote transports), else None (off)."""
+        choice = self._reconnect
+        if isinstance(choice, ReconnectPolicy):
+            return choice
+        if choice is None and getattr(dialer, "reconnect_by_default", False):
+            return ReconnectPolicy()
+        return None
 
     def limits(
         self,
@@ -302,25 +347,29 @@ class ClientBuilder:
         transport: Transport,
         *,
         initialize_timeout: float | None = DEFAULT_INITIALIZE_TIMEOUT,
+        dialer: Dialer | None = None,
         **options: Any,
     ) -> AsyncIterator[ClientConnection]:
         """Initialize over ``transport``; leaving the block closes the connection and the transport.
 
         ``initialize_timeout`` (seconds, default 30; None for none) bounds the ``initialize`` exchange: an agent
         that does not answer in time ends in ``InitializeTimeout`` (naming the agent, with its last stderr
-        lines). ``options`` go to ``acp_session.rpc.Connection`` (queue sizes, frame limit, ...).
+        lines). ``options`` go to ``acp_session.rpc.Connection`` (queue sizes, frame limit, ...). ``dialer``
+        opens another transport to the same agent (``acp_session.client.reconnect.Dialer``): with a reconnect
+        policy (``reconnect()``) the connection comes back through it when ``transport`` dies.
         """
+        policy = self.reconnect_policy(dialer)
+        if policy is not None and dialer is None:
+            raise ValueError("a reconnect policy needs a dialer that can open the transport again")
         # Entered by hand, not with ``async with``: a task group wraps the body's exception in an
         # ExceptionGroup, and callers should see ``ProtocolVersionMismatch`` or their own error as raised.
         source = transport  # the agent's own transport (command line, stderr), before any wrapping
         if isinstance(getattr(source, "name", None), str):
             options.setdefault("peer_name", source.name)  # type: ignore[attr-defined]
-        if self._transcript is not None:
-            from ..transport.recording import RecordingTransport
-
-            transport = RecordingTransport(transport, self._transcript)
         for name, value in self._limits.connection_options().items():
             options.setdefault(name, value)
+        wrap = _recording(self._transcript)
+        transport = wrap(transport)
         rpc = Connection(transport, **options)
         await rpc.__aenter__()
         try:
@@ -339,8 +388,18 @@ class ClientBuilder:
                         if isinstance(source, AgentProcess):  # it never said hello: no need to wait long for it
                             source.grace_period = min(source.grace_period, 0.2)
                         raise
+                    if policy is not None:
+                        assert dialer is not None
+                        reconnector = hub_of(client).reconnector = Reconnector(
+                            hub_of(client), policy, dialer, options, wrap
+                        )
+                        tg.start_soon(reconnector.run)
                     yield client
                 finally:
+                    reconnecting = hub_of(client).reconnector
+                    if reconnecting is not None:
+                        with anyio.CancelScope(shield=True):
+                            await reconnecting.aclose()
                     if terminals is not None:  # it shields its own shutdown; a scope here would not nest
                         await terminals.__aexit__(None, None, None)  # type: ignore[attr-defined]
             finally:
@@ -416,21 +475,38 @@ class ClientBuilder:
             base_env = argv.environment(base_env)
             cwd = cwd if cwd is not None else argv.cwd
             argv = argv.argv
-        process = stdio_agent(
-            argv,
-            cwd,
-            base_env,
-            own_process_group=own_process_group,
-            reap_descendants=reap_descendants,
-            grace_period=grace_period,
-            terminate_timeout=terminate_timeout,
-        )
+        command = list(argv)
+
+        def dial() -> AbstractAsyncContextManager[AgentProcess]:
+            """The agent again, as first started (a reconnect policy restarts it with this)."""
+            return stdio_agent(
+                command,
+                cwd,
+                base_env,
+                own_process_group=own_process_group,
+                reap_descendants=reap_descendants,
+                grace_period=grace_period,
+                terminate_timeout=terminate_timeout,
+            )
+
+        process = dial()
         transport = await process.__aenter__()  # by hand, for the same reason as in connect()
         try:
-            async with self.connect(transport, initialize_timeout=initialize_timeout, **options) as client:
+            async with self.connect(
+                transport, initialize_timeout=initialize_timeout, dialer=dial, **options
+            ) as client:
                 yield client
         finally:
             await process.__aexit__(None, None, None)
+
+
+def _recording(path: str | os.PathLike[str] | None) -> Callable[[Any], Any]:
+    """What each transport of a connection is wrapped in: the transcript recording, or nothing."""
+    if path is None:
+        return lambda transport: transport
+    from ..transport.recording import RecordingTransport
+
+    return lambda transport: RecordingTransport(transport, path)
 
 
 async def _end_terminals_on_close(rpc: Connection, terminals: Any) -> None:

@@ -250,6 +250,11 @@ class Connection(ReadSide):
         return self._closed_error is not None
 
     @property
+    def closed_locally(self) -> bool:
+        """True once ``aclose()`` was called here (not the peer's doing): a reconnect policy leaves it closed."""
+        return self._closing
+
+    @property
     def close_reason(self) -> ConnectionClosed | None:
         return self._closed_error
 
