@@ -492,9 +492,7 @@ class ClientBuilder:
         process = dial()
         transport = await process.__aenter__()  # by hand, for the same reason as in connect()
         try:
-            async with self.connect(
-                transport, initialize_timeout=initialize_timeout, dialer=dial, **options
-            ) as client:
+            async with self.connect(transport, initialize_timeout=initialize_timeout, dialer=dial, **options) as client:
                 yield client
         finally:
             await process.__aexit__(None, None, None)

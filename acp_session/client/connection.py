@@ -17,7 +17,7 @@ from anyio.abc import TaskGroup
 from ..auth import LoginMethod
 from ..client_errors import CapabilityNotSupported
 from ..codec import decoder
-from ..errors import ResourceNotFound
+from ..errors import ConnectionClosed, ResourceNotFound
 from ..interactions import InteractionRegistry
 from ..mcp.servers import McpServerConfig
 from ..protocol.base import ProtocolAdapter
@@ -219,6 +219,15 @@ class ClientConnection:
         """True while a lost transport is being replaced (calls wait for it; ``rpc`` is the old one)."""
         reconnector = self._hub.reconnector
         return reconnector is not None and reconnector.reconnecting
+
+    async def wait_closed(self) -> ConnectionClosed:
+        """Wait until this connection is closed for good and return why: its transport's end, or with a reconnect
+        policy, a local close or ``ReconnectFailed`` (a drop it recovers from does not count)."""
+        reconnector = self._hub.reconnector
+        if reconnector is None:
+            return await self._hub.rpc.wait_closed()
+        await reconnector.finished.wait()
+        return reconnector.failure or await self._hub.rpc.wait_closed()
 
     def on_reconnect(self, fn: Callable[[ReconnectEvent], Any]) -> Callable[[], None]:
         """Call ``fn`` with each ``Reconnecting``, ``Reconnected`` and ``ReconnectGaveUp`` event of this connection

@@ -176,6 +176,8 @@ class Reconnector:
         self._severed: set[int] = set()  # ids of connections the liveness check cut: their close is a drop
         self._runners: list[anyio.Event] = []
         self._rng = random.Random()
+        self.finished = anyio.Event()
+        """Set when the connection is closed for good: closed locally, or the policy gave up."""
 
     # -- what the hub and the sessions ask ----------------------------------------------------------------
 
@@ -193,6 +195,12 @@ class Reconnector:
 
     async def run(self) -> None:
         """Watch the current transport; on a drop, recover; end when it is closed locally or the policy gave up."""
+        try:
+            await self._run()
+        finally:
+            self.finished.set()
+
+    async def _run(self) -> None:
         while True:
             rpc = self.hub.rpc
             liveness = anyio.CancelScope()

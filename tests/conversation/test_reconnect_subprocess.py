@@ -7,6 +7,7 @@ the next turn works, and the history is the agent's, with no duplicate and nothi
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import sys
@@ -19,8 +20,8 @@ import anyio
 import pytest
 
 from acp_session import ClientBuilder, Conversation
-from acp_session.client_errors import ReconnectFailed, SessionLost, TurnLost
 from acp_session.client.reconnect import Reconnected, Reconnecting, ReconnectPolicy
+from acp_session.client_errors import ReconnectFailed, SessionLost, TurnLost
 from acp_session.conversation import ChatError, ChatText
 
 pytestmark = pytest.mark.anyio
@@ -195,7 +196,7 @@ async def test_without_a_policy_a_killed_agent_still_ends_the_turn_with_connecti
 def test_the_policy_is_typed_frozen_and_checked() -> None:
     policy = ReconnectPolicy(attempts=4, backoff=1.0, max_backoff=3.0, jitter=0.0)
     assert [policy.delay(n) for n in (1, 2, 3, 4)] == [1.0, 2.0, 3.0, 3.0]
-    with pytest.raises(Exception):
+    with pytest.raises(dataclasses.FrozenInstanceError):
         policy.attempts = 9  # type: ignore[misc]
     for bad in ({"attempts": 0}, {"jitter": 2.0}, {"deadline": -1.0}, {"idle_timeout": 0.0}):
         with pytest.raises(ValueError):
