@@ -26,11 +26,12 @@ import anyio
 from anyio.abc import TaskStatus
 
 from .._turn_state import OPEN_PROMPT_STATES
-from ..client_errors import ReconnectFailed, SessionLost
-from ..errors import AcpError, ConnectionClosed, RequestTimeout, RpcError
+from ..client_errors import CapabilityNotSupported, ReconnectFailed, SessionLost
+from ..errors import AcpError, ConnectionClosed, RequestTimeout, ResourceNotFound, RpcError
 from ..protocol.negotiate import negotiate
 from ..rpc import Connection
 from ..transport.base import FrameTransport, Transport
+from .opening import open_resumed_session
 
 if TYPE_CHECKING:
     from ..session import SessionTrack, TrackedPrompt
@@ -287,9 +288,25 @@ class Reconnector:
             except SessionLost:
                 _log.info("session %s was lost while reconnecting", session_id)
             recovered.add(session_id)
+        await self._resume_bare_sessions(recovered)
         self._settle_orphans(
             ConnectionClosed("the connection was lost; the session was resumed"), recovered.__contains__
         )
+
+    async def _resume_bare_sessions(self, recovered: set[str]) -> None:
+        """Sessions opened here without a recovery (bare ``ActiveSession`` handles): resumed without replay, so
+        their listeners see only what comes next; their prompts in flight fail with the drop (nobody can tell
+        their outcome). A session the agent lost is marked closed."""
+        hub = self.hub
+        for session_id, cwd in list(hub.session_cwds.items()):
+            track = hub.session_tracks.get(session_id)
+            if session_id in recovered or track is None or track.closed or track.parent is not None:
+                continue
+            try:
+                await open_resumed_session(hub, session_id, cwd, None, (), ())
+            except (ResourceNotFound, CapabilityNotSupported) as exc:
+                _log.info("session %s could not be resumed after reconnecting: %s", session_id, exc)
+                track.closed = True
 
     def _settle_orphans(self, error: AcpError, quietly: Callable[[str], bool]) -> None:
         """Orphaned prompts leave their tracks: quietly for recovered sessions (their turns were settled from the

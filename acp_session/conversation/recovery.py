@@ -27,7 +27,7 @@ from acp_session.conversation.events import StateChanged
 from acp_session.conversation.routing import TurnRouting
 from acp_session.conversation.turn import ChatTurn
 from acp_session.errors import ResourceNotFound
-from acp_session.schema import ResumeSessionResponse, UpdateSessionNotification
+from acp_session.schema import ResumeSessionResponse, StateUpdate, UpdateSessionNotification
 from acp_session.session import BatchUpdateListener
 
 if TYPE_CHECKING:
@@ -144,6 +144,9 @@ class ReconnectRecovery(TurnRouting):
         resumed.add_update_listener(self._listener)  # in the same step: no live update is lost or seen twice
         self._emit(events)
         self._bind(resumed)
+        if connection.protocol_version == 1 and not self.state.is_idle:
+            # A v1 turn is its prompt request, which died with the old transport: nothing runs on the new one.
+            self.state.apply(StateUpdate(state="idle"))
         self._settle_after_replay(session_id)
 
     def _fold_quietly(self, note: UpdateSessionNotification) -> None:

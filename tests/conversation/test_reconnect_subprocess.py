@@ -193,6 +193,20 @@ async def test_without_a_policy_a_killed_agent_still_ends_the_turn_with_connecti
         assert not isinstance(events[-1].error, ReconnectFailed)
 
 
+async def test_a_bare_session_is_resumed_too_and_its_next_prompt_goes_to_the_new_agent(tmp_path: Path) -> None:
+    async with quick().spawn(agent(tmp_path / "store.json")) as client:
+        session = await client.new_session(str(tmp_path))
+        assert (await session.send_prompt("first")).message_id
+        old = client.rpc
+        os.kill(int(getattr(old.transport, "pid")), signal.SIGKILL)
+        with anyio.fail_after(30):
+            while client.reconnects < 1:
+                await anyio.sleep(0.02)
+        assert client.rpc is not old and not client.rpc.closed
+        assert client.session(session.session_id) == session
+        assert (await session.send_prompt("second")).message_id
+
+
 def test_the_policy_is_typed_frozen_and_checked() -> None:
     policy = ReconnectPolicy(attempts=4, backoff=1.0, max_backoff=3.0, jitter=0.0)
     assert [policy.delay(n) for n in (1, 2, 3, 4)] == [1.0, 2.0, 3.0, 3.0]
