@@ -24,6 +24,7 @@ __all__ = [
     "MethodNotFound",
     "ParseError",
     "RequestCancelled",
+    "RemoteHttpError",
     "RequestTimeout",
     "ResourceNotFound",
     "RpcError",
@@ -65,6 +66,8 @@ class RpcError(AcpError, ProtocolError):
     @classmethod
     def from_error(cls, code: int, message: str, data: Any = None) -> RpcError:
         """Build the most specific subclass for ``code`` (a plain ``RpcError`` for unknown codes)."""
+        if code == InternalError.default_code and RemoteHttpError.describes(data):
+            return RemoteHttpError(code, message, data)
         return RpcError._by_code.get(code, RpcError)(code, message, data)
 
 
@@ -91,6 +94,30 @@ class InvalidParams(RpcError):
 class InternalError(RpcError):
     default_code = -32603
     default_message = "Internal error"
+
+
+class RemoteHttpError(InternalError):
+    """A remote transport's HTTP request failed with this status: the request it carried failed with it.
+
+    The HTTP profile answers such a request itself (the server never saw it, or refused it), as the official
+    SDKs do: code -32603 with ``data`` ``{"status", "body", "transport": "http"}``; ``body`` is the server's
+    text, at most 8 KiB, with any credential the client sent taken out. 409 means the request's session was
+    detached (``session/load`` or ``session/resume`` attaches it again); a status that ends the whole
+    connection (401, 403, 404, 410) is raised by ``ClientBuilder.connect_url`` when it happens at ``initialize``.
+    """
+
+    @staticmethod
+    def describes(data: Any) -> bool:
+        return isinstance(data, dict) and data.get("transport") == "http" and isinstance(data.get("status"), int)
+
+    @property
+    def status(self) -> int:
+        return int(self.data["status"]) if self.describes(self.data) else 0
+
+    @property
+    def body(self) -> str:
+        body = self.data.get("body") if isinstance(self.data, dict) else None
+        return body if isinstance(body, str) else ""
 
 
 class RequestCancelled(RpcError):

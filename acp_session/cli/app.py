@@ -41,6 +41,7 @@ from .messages import Failure, describe, error_record, failure_lines, stderr_tai
 from .parser import history_file
 from .prompts import LineReader, choose_option, permission_question
 from .recent import RecentSessions, state_dir
+from .remote import connect_remote, describe_remote
 from .render import Renderer, TerminalRenderer, color_enabled
 from .render_json import JsonRenderer
 from .status import StatusLine
@@ -216,12 +217,16 @@ class ChatApp:
                     try:
                         # Its own process group: the terminal's Ctrl-C reaches only this CLI, which turns it
                         # into session/cancel instead of killing the agent.
-                        async with self.builder().spawn(
-                            getattr(self.args, "agent_command", None) or argv,  # registry: cli/agents.py
-                            own_process_group=True,
-                            initialize_timeout=limit,
-                            env_policy=getattr(self.args, "env", "inherit"),
-                            pass_env=getattr(self.args, "pass_env", None) or (),
+                        async with (
+                            connect_remote(self.builder(), self.args, limit)  # --url (cli/remote.py)
+                            if getattr(self.args, "url", None)
+                            else self.builder().spawn(
+                                getattr(self.args, "agent_command", None) or argv,  # registry: cli/agents.py
+                                own_process_group=True,
+                                initialize_timeout=limit,
+                                env_policy=getattr(self.args, "env", "inherit"),
+                                pass_env=getattr(self.args, "pass_env", None) or (),
+                            )
                         ) as client:
                             self.status.stop()
                             self.client = client
@@ -236,7 +241,11 @@ class ChatApp:
                         self.status.stop()
                         if not _reportable(exc):
                             raise
-                        self.report(describe(exc, session_id=self._session_id(), stderr_tail=self._stderr_tail()))
+                        url = getattr(self.args, "url", None)
+                        remote = describe_remote(exc, url) if url else None
+                        self.report(
+                            remote or describe(exc, session_id=self._session_id(), stderr_tail=self._stderr_tail())
+                        )
                         code = EXIT_ERROR
                     finally:
                         self.status.stop()

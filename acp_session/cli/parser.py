@@ -19,6 +19,7 @@ from ..registry import RegistryError, UnknownAgent
 from .agents import add_registry_options, agent_from_args
 from .attach import check_attachment
 from .exits import EXIT_ERROR, EXIT_HELP, EXIT_HELP_OTHER, EXIT_USAGE
+from .remote import add_remote_options, check_remote_args
 
 __all__ = ["conformance_agent", "default_agent", "default_store", "history_file", "parse"]
 
@@ -108,6 +109,7 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
             f"agent, sessions kept in {default_store()})",
         )
         add_registry_options(p)  # --registry, --preview (cli/agents.py)
+        add_remote_options(p)  # --url, --header, --insecure (cli/remote.py)
         p.add_argument("--cwd", metavar="DIR", default=None, help="the session's working directory (default: .)")
         p.add_argument("--json", action="store_true", help="print one JSON object per line instead of text")
         p.add_argument(
@@ -301,6 +303,11 @@ def parse(argv: list[str]) -> argparse.Namespace:
         command.error(f"--cwd is not a directory: {args.cwd}")
     if not hasattr(args, "continue_"):
         args.continue_ = False
+    problem = check_remote_args(args)  # --url: a remote agent, nothing to start (cli/remote.py)
+    if problem is not None:
+        command.error(problem)
+    if args.url is not None:
+        return args
     try:
         args.agent_command = agent_from_args(args)  # --agent ID: an ACP registry agent (cli/agents.py)
         args.agent_argv = args.agent_command.argv if args.agent_command else _agent_argv(args.agent)

@@ -18,7 +18,7 @@ import msgspec
 
 from .._version import __version__
 from ..codec import convert
-from ..errors import InitializeTimeout
+from ..errors import ConnectionClosed, InitializeTimeout
 from ..protocol.negotiate import DEFAULT_INITIALIZE_TIMEOUT, SUPPORTED_VERSIONS
 from ..protocol.routes import ClientOffer
 from ..protocol.v1_offer import v1_initialize_params
@@ -40,19 +40,21 @@ from ..schema.types import (
 from ..session import (
     DEFAULT_LIMITS,
 )
-from ..transport import AgentProcess, Transport, stdio_agent
+from ..transport import AgentProcess, FrameTransport, Transport, stdio_agent
 from ..transport.environment import EnvPolicy, agent_environment
 
 if TYPE_CHECKING:
     from ..providers import FileSystemProvider, TerminalProvider
     from ..registry import AgentCommand, Registry
     from ..schema.v1 import types as v1
+    from ..transport.remote import RemoteDialer
 from .connection import ClientConnection, ext_name, hub_of
-from .reconnect import Dialer, Reconnector, ReconnectPolicy
+from .reconnect import Dialer, RedialByDefault, Reconnector, ReconnectPolicy
 
 __all__ = ["ClientBuilder", "ElicitationMode"]
 
 _log = logging.getLogger("acp_session.client")
+_DIALER_OPTIONS = ("cookies", "ca_file", "ssl_context", "http_version", "limits")
 
 ElicitationMode = Literal["form", "url"]
 Handler = Callable[[Any], Any]
@@ -344,7 +346,7 @@ class ClientBuilder:
     @asynccontextmanager
     async def connect(
         self,
-        transport: Transport,
+        transport: Transport | FrameTransport,
         *,
         initialize_timeout: float | None = DEFAULT_INITIALIZE_TIMEOUT,
         dialer: Dialer | None = None,
@@ -364,8 +366,9 @@ class ClientBuilder:
         # Entered by hand, not with ``async with``: a task group wraps the body's exception in an
         # ExceptionGroup, and callers should see ``ProtocolVersionMismatch`` or their own error as raised.
         source = transport  # the agent's own transport (command line, stderr), before any wrapping
-        if isinstance(getattr(source, "name", None), str):
-            options.setdefault("peer_name", source.name)  # type: ignore[attr-defined]
+        peer_name = getattr(source, "name", None)
+        if isinstance(peer_name, str):
+            options.setdefault("peer_name", peer_name)
         for name, value in self._limits.connection_options().items():
             options.setdefault(name, value)
         wrap = _recording(self._transcript)
@@ -416,6 +419,46 @@ class ClientBuilder:
             raise
         else:
             await rpc.__aexit__(None, None, None)
+
+    @asynccontextmanager
+    async def connect_url(
+        self,
+        url: str | RemoteDialer,
+        *,
+        headers: Mapping[str, str] | Iterable[tuple[str, str]] | None = None,
+        insecure: bool = False,
+        initialize_timeout: float | None = DEFAULT_INITIALIZE_TIMEOUT,
+        **options: Any,
+    ) -> AsyncIterator[ClientConnection]:
+        """Connect to a remote agent: ``http(s)://host/acp`` (Streamable HTTP) or ``ws(s)://host/acp``
+        (WebSocket), with custom ``headers`` (``Authorization``...); TLS is verified unless ``insecure=True``.
+        Needs the ``remote`` extra. ``url`` may be a ``RemoteDialer`` (its cookie jar, TLS and limits; a
+        reconnect reuses it); the ``RemoteDialer`` options (``ca_file``, ``http_version``, ``limits``,
+        ``cookies``) may also be passed here. ``initialize_timeout`` and the other options: see ``connect``.
+        A server that refuses the connection before ``initialize`` is answered raises ``RemoteHttpError`` (the
+        status) or ``RemoteTransportError``; afterwards a lost connection fails what waits with
+        ``ConnectionClosed`` (see ``docs/remote.md``)."""
+        from ..transport.remote import RemoteDialer
+
+        dialer_options = {k: options.pop(k) for k in _DIALER_OPTIONS if k in options}
+        if isinstance(url, RemoteDialer):
+            dialer = url
+        else:
+            dialer = RemoteDialer(url, headers=headers, insecure=insecure, **dialer_options)
+        async with dialer.open() as transport:
+            entered = False
+            try:
+                redial = RedialByDefault(dialer.open)  # a reconnect reopens the same URL, cookies and headers
+                async with self.connect(
+                    transport, initialize_timeout=initialize_timeout, dialer=redial, **options
+                ) as client:
+                    entered = True
+                    yield client
+            except ConnectionClosed:
+                failure = getattr(transport, "failure", None)
+                if entered or failure is None:
+                    raise
+                raise failure from None
 
     @asynccontextmanager
     async def spawn(
@@ -502,9 +545,14 @@ def _recording(path: str | os.PathLike[str] | None) -> Callable[[Any], Any]:
     """What each transport of a connection is wrapped in: the transcript recording, or nothing."""
     if path is None:
         return lambda transport: transport
-    from ..transport.recording import RecordingTransport
+    from ..transport.recording import RecordingFrames, RecordingTransport
 
-    return lambda transport: RecordingTransport(transport, path)
+    def wrap(transport: Any) -> Any:
+        if isinstance(transport, FrameTransport):  # a message-framed (remote) transport
+            return RecordingFrames(transport, path)
+        return RecordingTransport(transport, path)
+
+    return wrap
 
 
 async def _end_terminals_on_close(rpc: Connection, terminals: Any) -> None:

@@ -46,6 +46,7 @@ __all__ = [
     "ReconnectGaveUp",
     "ReconnectPolicy",
     "Reconnected",
+    "RedialByDefault",
     "Reconnecting",
     "Reconnector",
     "SessionRecovery",
@@ -56,6 +57,21 @@ _log = logging.getLogger("acp_session.client")
 Dialer = Callable[[], AbstractAsyncContextManager[Transport | FrameTransport]]
 """Opens a new transport to the same agent each time it is called: an async context manager yielding it (leaving
 it closes the transport). ``spawn`` makes one that restarts the agent; a remote transport's reopens its URL."""
+
+
+
+class RedialByDefault:
+    """A dialer whose connections reconnect unless told not to (``ClientBuilder.reconnect(False)``): a remote
+    agent keeps working while the network is gone, so coming back is the useful default."""
+
+    reconnect_by_default = True
+
+    def __init__(self, dial: Dialer) -> None:
+        self._dial = dial
+
+    def __call__(self) -> AbstractAsyncContextManager[Transport | FrameTransport]:
+        return self._dial()
+
 
 PROBE_METHOD = "_acp_session/ping"
 """The liveness probe of a transport without its own: any answer, an error included, shows the agent is there."""

@@ -364,7 +364,9 @@ class Connection(ReadSide):
                 info = await self._frames.peer_exit()
                 self._mark_closed(
                     ConnectionClosed(
-                        "writing to the peer failed", exit_code=info.exit_code, stderr_tail=info.stderr_tail
+                        info.reason or "writing to the peer failed",
+                        exit_code=info.exit_code,
+                        stderr_tail=info.stderr_tail,
                     )
                 )
 

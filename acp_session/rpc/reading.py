@@ -216,7 +216,9 @@ class ReadSide:
             info = await self._frames.peer_exit()
             self._mark_closed(
                 ConnectionClosed(
-                    "the peer closed the connection", exit_code=info.exit_code, stderr_tail=info.stderr_tail
+                    info.reason or "the peer closed the connection",
+                    exit_code=info.exit_code,
+                    stderr_tail=info.stderr_tail,
                 )
             )
         for scope in list(self._scopes.values()):

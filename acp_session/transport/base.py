@@ -37,6 +37,9 @@ class PeerExit:
 
     exit_code: int | None = None
     stderr_tail: tuple[str, ...] = ()
+    reason: str | None = None
+    """What ended it, in words, when the transport knows better than "the peer closed the connection" (a remote
+    transport: an HTTP status, a lost event stream); credentials are never in it."""
 
 
 @runtime_checkable

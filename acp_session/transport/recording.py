@@ -12,11 +12,13 @@ import time
 from pathlib import Path
 from typing import IO, Literal
 
+import anyio
 import msgspec
 
-from .base import DEFAULT_RECEIVE_SIZE, PeerExit, Transport
+from .base import DEFAULT_RECEIVE_SIZE, FrameTransport, PeerExit, Transport
+from .framing import Frame
 
-__all__ = ["Direction", "RecordingTransport"]
+__all__ = ["Direction", "RecordingFrames", "RecordingTransport"]
 
 Direction = Literal["in", "out"]
 
@@ -68,3 +70,47 @@ class RecordingTransport:
 
     async def peer_exit(self) -> PeerExit:
         return await self.inner.peer_exit()
+
+
+class RecordingFrames:
+    """A ``FrameTransport`` that passes frames through unchanged and appends each one to a file (a remote
+    transport's messages: the same transcript lines as ``RecordingTransport``; headers are never recorded)."""
+
+    def __init__(self, inner: FrameTransport, path: str | os.PathLike[str]) -> None:
+        self.inner = inner
+        self.name = getattr(inner, "name", None)
+        self._lines = RecordingTransport(_NoStream(), path)
+
+    async def receive_frames(self) -> list[Frame]:
+        frames = await self.inner.receive_frames()
+        self._lines._record("in", b"".join(frame + b"\n" for frame in frames if isinstance(frame, bytes)))
+        return frames
+
+    async def send_frames(self, frames: list[bytes]) -> None:
+        self._lines._record("out", b"".join(frame + b"\n" for frame in frames))
+        await self.inner.send_frames(frames)
+
+    async def aclose(self) -> None:
+        try:
+            await self.inner.aclose()
+        finally:
+            await self._lines.aclose()
+
+    async def peer_exit(self) -> PeerExit:
+        return await self.inner.peer_exit()
+
+
+class _NoStream:
+    """The byte stream behind ``RecordingFrames``' line recorder: never read or written, closing does nothing."""
+
+    async def receive(self, max_bytes: int = DEFAULT_RECEIVE_SIZE) -> bytes:
+        raise anyio.EndOfStream
+
+    async def send(self, item: bytes) -> None:
+        raise anyio.BrokenResourceError
+
+    async def aclose(self) -> None:
+        return None
+
+    async def peer_exit(self) -> PeerExit:
+        return PeerExit()

@@ -18,6 +18,7 @@ RUN_BY = {
     "embedding.md": ("tests/client/test_docs_embedding.py", {"editor"}),
     "registry.md": ("tests/registry/test_docs_registry.py", {"registry"}),
     "mcp.md": ("tests/mcp/test_docs_and_extra.py", {"builtin", "configs"}),
+    "remote.md": ("tests/remote/test_docs_remote.py", {"remote"}),
 }
 # Blocks that show a signature, not something to run (the doc's name, the block's first line).
 SIGNATURES = {

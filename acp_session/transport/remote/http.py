@@ -1,0 +1,409 @@
+"""The Streamable HTTP profile as a ``FrameTransport``: each message we send is one POST; what the agent sends
+arrives as Server-Sent Events on GET streams, one for the connection and one for each session.
+
+The rules (the RFD, and what the official TypeScript server does): ``initialize`` is POSTed without
+``Acp-Connection-Id`` and answered with 200, its answer in the body and the connection id in the header; the
+connection's stream is opened before anything else is sent; every other POST is answered with 202 and its
+answer comes on a stream. A session's stream is opened the first time the session is used (its id seen in an
+answer or in a message we send), before that message goes out, and again after it was lost. Losing the
+connection's stream ends the transport (every pending request fails; nothing is left half-dead). A 409 detaches
+only that session; 401, 403, 404, 410 and network errors end the transport; any other status fails only the
+request it carried (``RemoteHttpError``). Closing sends ``DELETE``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import msgspec
+from anyio.abc import TaskGroup
+
+from ...errors import RemoteHttpError
+from ..base import PeerExit
+from ..framing import Frame, InvalidUtf8Frame, OversizedFrame
+from .client import describe, import_httpx, make_client, read_bounded
+from .errors import RemoteProtocolError, RemoteTransportError
+from .headers import CONNECTION_ID, SESSION_ID
+from .limits import MAX_ERROR_BODY
+from .routing import REATTACH, Head, Routes, error_answer, read_head
+from .sse import SseLimitExceeded, SseParser
+
+if TYPE_CHECKING:
+    import httpx
+
+    from .dialer import RemoteDialer
+
+__all__ = ["HttpFrames", "open_http"]
+
+_log = logging.getLogger("acp_session.transport.remote")
+
+ENDS_CONNECTION = frozenset({401, 403, 404, 410})
+_OK = frozenset({200, 202, 204})
+_JSON = "application/json"
+_EVENTS = "text/event-stream"
+_BATCH = 64  # frames handed to the rpc layer at most per receive_frames
+
+
+@asynccontextmanager
+async def open_http(dialer: RemoteDialer) -> AsyncIterator[HttpFrames]:
+    http1, http2 = dialer.http_versions()
+    client = make_client(dialer, http1=http1, http2=http2, streams=dialer.limits.max_session_streams + 1)
+    async with client:
+        # Entered by hand: a task group would wrap the caller's own exception in an ExceptionGroup.
+        tg = anyio.create_task_group()
+        await tg.__aenter__()
+        transport = HttpFrames(dialer, client, tg)
+        try:
+            yield transport
+        finally:
+            with anyio.CancelScope(shield=True):
+                await transport.aclose()
+            tg.cancel_scope.cancel()
+            await tg.__aexit__(None, None, None)
+
+
+class _Stream:
+    """One GET event stream: the connection's (``session`` None) or a session's."""
+
+    __slots__ = ("error", "ready", "scope", "session")
+
+    def __init__(self, session: str | None) -> None:
+        self.session = session
+        self.scope = anyio.CancelScope()
+        self.ready = anyio.Event()  # set once the server answered the GET (``error`` says how)
+        self.error: BaseException | None = None
+
+
+class HttpFrames:
+    """A ``FrameTransport`` over Streamable HTTP (made by ``RemoteDialer.open``)."""
+
+    def __init__(self, dialer: RemoteDialer, client: httpx.AsyncClient, task_group: TaskGroup) -> None:
+        self._httpx = import_httpx()
+        self.dialer = dialer
+        self._client = client
+        self._tg = task_group
+        self._limits = dialer.limits
+        self._url = dialer.request_url
+        self._routes = Routes()
+        self._inbox_send, self._inbox = anyio.create_memory_object_stream[Frame](dialer.limits.inbox_frames)
+        self._streams: dict[str | None, _Stream] = {}
+        self._send_lock = anyio.Lock()
+        self.connection_id: str | None = None
+        self.failure: BaseException | None = None
+        """Why the transport ended, when it was not closed by us (a typed ``RemoteTransportError`` or
+        ``RemoteHttpError``)."""
+        self._closed = False
+
+    @property
+    def name(self) -> str:
+        return self.dialer.display_url
+
+    # -- FrameTransport ------------------------------------------------------------------------------------
+
+    async def receive_frames(self) -> list[Frame]:
+        try:
+            frames = [await self._inbox.receive()]
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            raise anyio.EndOfStream from None
+        while len(frames) < _BATCH:
+            try:
+                frames.append(self._inbox.receive_nowait())
+            except (anyio.WouldBlock, anyio.EndOfStream, anyio.ClosedResourceError):
+                break
+        return frames
+
+    async def send_frames(self, frames: list[bytes]) -> None:
+        async with self._send_lock:
+            for frame in frames:
+                if self.failure is not None or self._closed:
+                    raise anyio.BrokenResourceError
+                await self._send(frame)
+
+    async def aclose(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        for stream in self._streams.values():
+            stream.scope.cancel()
+        self._inbox_send.close()
+        connection_id, self.connection_id = self.connection_id, None
+        if connection_id is None:
+            return
+        with anyio.move_on_after(self._limits.close_timeout, shield=True):
+            try:
+                response = await self._client.delete(self._url, headers={CONNECTION_ID: connection_id})
+                if response.status_code not in _OK and response.status_code != 404:
+                    _log.info("DELETE of the connection at %s answered %d", self.name, response.status_code)
+            except Exception as exc:  # the server may be gone already; closing goes on
+                _log.debug("DELETE of the connection at %s failed: %s", self.name, self.dialer.redact(str(exc)))
+
+    async def peer_exit(self) -> PeerExit:
+        return PeerExit(reason=None if self.failure is None else str(self.failure))
+
+    # -- sending -------------------------------------------------------------------------------------------
+
+    async def _send(self, frame: bytes) -> None:
+        head = read_head(frame) or Head(msgspec.UNSET, None, None, None)
+        if self.connection_id is None:
+            await self._initialize(frame, head)
+            return
+        session = self._routes.outgoing_session(head)
+        if session is not None:
+            if head.method in REATTACH:
+                self._routes.detached.pop(session, None)
+            if not await self._session_ready(session):
+                await self._refuse(head, session)
+                return
+            self._routes.sent(head, session)
+        headers = {CONNECTION_ID: self.connection_id, "Content-Type": _JSON, "Accept": f"{_JSON}, {_EVENTS}"}
+        if session is not None:
+            headers[SESSION_ID] = session
+        status, body = await self._post(frame, headers, what=head.method or "a message")
+        if status in _OK:
+            return
+        data = self._error_data(status, body)
+        if status == 409 and session is not None:
+            await self._detach(session, data)
+            await self._refuse(head, session)
+            return
+        error = RemoteHttpError(-32603, self._status_text(status, head.method, body), data)
+        if status not in ENDS_CONNECTION and head.is_request:
+            if session is None or self._routes.unanswered(head):
+                await self._put(error_answer(head.id, error.message, data))
+            return
+        self._fail(error)  # the connection is gone, or a notification/answer was refused: nothing can report it
+        raise anyio.BrokenResourceError
+
+    async def _initialize(self, frame: bytes, head: Head) -> None:
+        if head.method != "initialize" or not head.is_request:
+            self._fail(RemoteProtocolError("the first message of a remote connection must be initialize"))
+            raise anyio.BrokenResourceError
+        status, body, connection_id = await self._post_initialize(frame)
+        if status != 200:
+            text = self._status_text(status, "initialize", body)
+            self._fail(RemoteHttpError(-32603, text, self._error_data(status, body)))
+            raise anyio.BrokenResourceError
+        if not connection_id:
+            self._fail(RemoteProtocolError(f"the server at {self.name} answered initialize without {CONNECTION_ID}"))
+            raise anyio.BrokenResourceError
+        self.connection_id = connection_id
+        stream = self._open(None)  # the connection's stream is open before anything else is sent
+        await stream.ready.wait()
+        if stream.error is not None:
+            raise anyio.BrokenResourceError  # _stream_ended recorded why
+        await self._put(body)
+
+    async def _post_initialize(self, frame: bytes) -> tuple[int, bytes, str | None]:
+        headers = {"Content-Type": _JSON, "Accept": f"{_JSON}, {_EVENTS}"}
+        try:
+            with anyio.fail_after(self._limits.response_timeout):
+                request = self._client.build_request("POST", self._url, content=frame, headers=headers)
+                response = await self._client.send(request, stream=True)
+                try:
+                    limit = self._limits.max_message if response.status_code == 200 else MAX_ERROR_BODY
+                    body, more = await read_bounded(response, limit)
+                finally:
+                    await response.aclose()
+        except Exception as exc:
+            self._fail(self._network_error(exc, "initialize"))
+            raise anyio.BrokenResourceError from None
+        if more and response.status_code == 200:
+            self._fail(RemoteProtocolError(f"the answer to initialize exceeds {self._limits.max_message} bytes"))
+            raise anyio.BrokenResourceError
+        return response.status_code, body, response.headers.get(CONNECTION_ID)
+
+    async def _post(self, frame: bytes, headers: dict[str, str], *, what: str) -> tuple[int, bytes]:
+        """POST one message; the status and (for an error status) the start of the body."""
+        try:
+            with anyio.fail_after(self._limits.response_timeout):
+                request = self._client.build_request("POST", self._url, content=frame, headers=headers)
+                response = await self._client.send(request, stream=True)
+                try:
+                    body, _ = await read_bounded(response, MAX_ERROR_BODY)
+                finally:
+                    await response.aclose()
+        except Exception as exc:
+            self._fail(self._network_error(exc, what))
+            raise anyio.BrokenResourceError from None
+        return response.status_code, body
+
+    async def _refuse(self, head: Head, session: str) -> None:
+        """A message for a detached session: a request gets the 409's error; anything else is dropped."""
+        data = self._routes.detached.get(session) or {"transport": "http", "status": 409, "body": ""}
+        if head.is_request:
+            message = f"the session {session} is detached from this connection (HTTP 409); load or resume it"
+            await self._put(error_answer(head.id, message, data))
+
+    # -- streams -------------------------------------------------------------------------------------------
+
+    async def _session_ready(self, session: str) -> bool:
+        """Open ``session``'s stream if it is not open; False if the session is (now) detached."""
+        if session in self._routes.detached:
+            return False
+        stream = self._streams.get(session) or self._open(session)
+        await stream.ready.wait()
+        if self.failure is not None:
+            raise anyio.BrokenResourceError
+        return stream.error is None
+
+    def _open(self, session: str | None) -> _Stream:
+        existing = self._streams.get(session)
+        if existing is not None:
+            return existing
+        stream = _Stream(session)
+        if session is not None and len(self._streams) > self._limits.max_session_streams:
+            stream.error = RemoteProtocolError(f"more than {self._limits.max_session_streams} session streams")
+            self._routes.detached[session] = {"transport": "http", "status": 0, "body": str(stream.error)}
+            stream.ready.set()
+            return stream
+        self._streams[session] = stream
+        self._tg.start_soon(self._read_stream, stream)
+        return stream
+
+    async def _read_stream(self, stream: _Stream) -> None:
+        error: BaseException | None = None
+        with stream.scope:
+            try:
+                await self._stream_events(stream)
+            except Exception as exc:
+                error = exc
+        if not stream.scope.cancel_called:
+            await self._stream_ended(stream, error)
+        stream.ready.set()
+
+    async def _stream_events(self, stream: _Stream) -> None:
+        httpx = self._httpx
+        headers = {"Accept": _EVENTS, "Accept-Encoding": "identity", CONNECTION_ID: self.connection_id or ""}
+        if stream.session is not None:
+            headers[SESSION_ID] = stream.session
+        limits = self._limits
+        timeout = httpx.Timeout(limits.response_timeout, read=limits.stream_idle_timeout)
+        request = self._client.build_request("GET", self._url, headers=headers, timeout=timeout)
+        with anyio.fail_after(limits.response_timeout):
+            response = await self._client.send(request, stream=True)
+        try:
+            if response.status_code != 200:
+                body, _ = await read_bounded(response, MAX_ERROR_BODY)
+                what = "the connection's event stream" if stream.session is None else f"session {stream.session}"
+                data = self._error_data(response.status_code, body)
+                raise RemoteHttpError(-32603, self._status_text(response.status_code, what, body), data)
+            media = response.headers.get("content-type", "").split(";")[0].strip().lower()
+            encoding = response.headers.get("content-encoding", "identity").strip().lower()
+            if media != _EVENTS or encoding not in ("", "identity"):
+                raise RemoteProtocolError(f"the server at {self.name} sent {media or 'no type'} for an event stream")
+            stream.ready.set()
+            parser = SseParser(limits.max_message)
+            async for chunk in response.aiter_raw():
+                for event in parser.feed(chunk):
+                    await self._deliver(event.data, stream.session)
+        finally:
+            with anyio.CancelScope(shield=True):
+                await response.aclose()
+
+    async def _deliver(self, data: bytes, stream_session: str | None) -> None:
+        if not (data.isascii() or _is_utf8(data)):
+            await self._put(InvalidUtf8Frame(data))
+            return
+        head = read_head(data)
+        if head is not None:
+            self._routes.received(head, stream_session)
+            new = head.result_session
+            if new is not None and head.is_response and new not in self._streams and new not in self._routes.detached:
+                self._open(new)  # a new session: its stream opens now, its first use waits for it
+        await self._put(data)
+
+    async def _stream_ended(self, stream: _Stream, error: BaseException | None) -> None:
+        if self._closed or self.failure is not None:
+            return
+        if self._streams.get(stream.session) is stream:
+            del self._streams[stream.session]
+        if stream.session is None:
+            reason = (
+                error
+                if error is not None
+                else RemoteTransportError(f"the server at {self.name} closed the connection's event stream")
+            )
+            stream.error = reason
+            self._fail(self._network_error(reason, "the connection's event stream"))
+            return
+        stream.error = error or RemoteTransportError("the session's event stream closed")
+        if isinstance(error, RemoteHttpError) and error.status == 409:
+            await self._detach(stream.session, error.data)
+        elif isinstance(error, RemoteHttpError) and error.status in ENDS_CONNECTION:
+            self._fail(error)
+        elif error is None:
+            # Lost: its waiting requests can never be answered; the next message for it opens it again.
+            for raw_id in self._routes.fail_session(stream.session):
+                await self._put(error_answer(raw_id, f"the event stream of session {stream.session} closed"))
+        else:
+            self._fail(self._network_error(error, f"the event stream of session {stream.session}"))
+
+    async def _detach(self, session: str, data: Any) -> None:
+        self._routes.detached[session] = data
+        stream = self._streams.pop(session, None)
+        if stream is not None:
+            stream.scope.cancel()
+            stream.ready.set()
+        message = f"the session {session} is detached from this connection (HTTP 409); load or resume it"
+        for raw_id in self._routes.fail_session(session):
+            await self._put(error_answer(raw_id, message, data))
+
+    # -- failing -------------------------------------------------------------------------------------------
+
+    async def _put(self, frame: Frame) -> None:
+        if isinstance(frame, bytes) and len(frame) > self._limits.max_message:
+            frame = OversizedFrame(len(frame))
+        with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):  # closed: nobody reads
+            await self._inbox_send.send(frame)
+
+    def _fail(self, error: BaseException) -> None:
+        """The transport ends: the rpc layer reads what was received, then the end (and fails what waits)."""
+        if self.failure is not None or self._closed:
+            return
+        self.failure = error
+        _log.info("remote connection to %s ended: %s", self.name, error)
+        for stream in self._streams.values():
+            stream.scope.cancel()
+            stream.ready.set()
+        self._inbox_send.close()
+
+    def _network_error(self, error: BaseException, what: str) -> BaseException:
+        if isinstance(error, (RemoteHttpError, RemoteTransportError)):
+            return error
+        if isinstance(error, SseLimitExceeded):
+            return RemoteProtocolError(f"{what}: {error}")
+        if isinstance(error, (TimeoutError, self._httpx.TimeoutException)):
+            return RemoteTransportError(f"{what}: the server at {self.name} did not answer in time")
+        text = self.dialer.redact(describe(error))
+        return RemoteTransportError(f"{what}: the connection to {self.name} failed: {text}")
+
+    def _error_data(self, status: int, body: bytes) -> dict[str, Any]:
+        text = self.dialer.redact(body[:MAX_ERROR_BODY].decode("utf-8", "replace"))
+        return {"status": status, "body": text, "transport": "http"}
+
+    def _status_text(self, status: int, what: str | None, body: bytes) -> str:
+        phrase = _phrase(status)
+        text = self.dialer.redact(body[:200].decode("utf-8", "replace")).strip()
+        return f"{what or 'a message'}: HTTP {status} {phrase} from {self.name}" + (f": {text}" if text else "")
+
+
+def _phrase(status: int) -> str:
+    from http import HTTPStatus
+
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return ""
+
+
+def _is_utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True

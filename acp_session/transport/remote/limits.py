@@ -1,0 +1,41 @@
+"""How much a remote transport holds and how long it waits, against a slow or hostile server."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..framing import DEFAULT_MAX_FRAME_SIZE
+
+__all__ = ["DEFAULT_REMOTE_LIMITS", "MAX_ERROR_BODY", "RemoteLimits"]
+
+MAX_ERROR_BODY = 8 * 1024
+"""The most of an error response's body kept (diagnostic text, like the official SDKs' 8 KiB)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RemoteLimits:
+    """Bounds of one remote connection. Memory: at most ``inbox_frames`` whole messages wait for the reader,
+    plus one message being read per open stream (``max_message`` each, as on stdio)."""
+
+    max_message: int = DEFAULT_MAX_FRAME_SIZE
+    """One JSON-RPC message: an SSE event's data, a WebSocket text message, a POST body (ours or the answer)."""
+    inbox_frames: int = 256
+    """Messages received and not yet taken by the rpc layer; past it the streams stop reading (backpressure)."""
+    max_session_streams: int = 1024
+    """Session-scoped event streams open at once on one HTTP connection."""
+    connect_timeout: float = 30.0
+    """Seconds to connect (TCP, TLS, WebSocket upgrade)."""
+    response_timeout: float = 60.0
+    """Seconds between two reads of an ordinary response (POST, DELETE, the status line of a GET): a server that
+    stops sending mid-response (slowloris) fails the request or the transport after it."""
+    stream_idle_timeout: float | None = None
+    """Seconds an event stream may stay silent (None: forever; an idle agent sends nothing)."""
+    close_timeout: float = 5.0
+    """Seconds the ``DELETE`` (or the WebSocket close) on closing may take."""
+
+    def __post_init__(self) -> None:
+        if self.max_message < 1 or self.inbox_frames < 1 or self.max_session_streams < 1:
+            raise ValueError("remote limits must be positive")
+
+
+DEFAULT_REMOTE_LIMITS = RemoteLimits()

@@ -1,0 +1,135 @@
+"""Sans-IO parser of a ``text/event-stream`` body (the HTTP profile's GET streams), bounded against a hostile server.
+
+The server's bytes arrive in arbitrary chunks: a line may end in LF, CRLF or a bare CR, and a CRLF (or a UTF-8
+character) may be split across two chunks. The parser works on bytes, so a split character is simply joined
+again; each event's data is checked as UTF-8 once it is whole. ``max_line`` bounds one line and ``max_event``
+one event's data: past either, ``SseLimitExceeded`` is raised at once, before more is buffered, so an endless
+line or a gigabyte event costs at most the limit plus one chunk.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["SseEvent", "SseLimitExceeded", "SseParser"]
+
+_BOM = b"\xef\xbb\xbf"
+
+
+class SseLimitExceeded(Exception):
+    """A line or an event of the stream is larger than the parser may hold."""
+
+    def __init__(self, what: str, limit: int) -> None:
+        self.what = what
+        self.limit = limit
+        super().__init__(f"the server's event stream sent {what} over the {limit}-byte limit")
+
+
+@dataclass(frozen=True, slots=True)
+class SseEvent:
+    """One dispatched event: its data lines joined by LF, and its ``event`` type (None for the default)."""
+
+    data: bytes
+    event: str | None = None
+
+
+class SseParser:
+    """Feed it chunks; it returns the events they completed, in order."""
+
+    __slots__ = ("_data", "_data_size", "_event", "_has_data", "_line", "_max_event", "_max_line", "_skip_lf", "_start")
+
+    def __init__(self, max_event: int, max_line: int | None = None) -> None:
+        if max_event < 1:
+            raise ValueError("max_event must be positive")
+        self._max_event = max_event
+        self._max_line = max_line if max_line is not None else max_event + 64  # "data: " and a few spare bytes
+        self._line = bytearray()  # the unfinished line
+        self._data: list[bytes] = []
+        self._data_size = 0
+        self._has_data = False
+        self._event: str | None = None
+        self._skip_lf = False  # the last chunk ended in CR: an LF that starts the next one belongs to it
+        self._start = True  # a BOM may open the stream
+
+    def feed(self, chunk: bytes) -> list[SseEvent]:
+        if self._start:
+            if len(self._line) + len(chunk) < len(_BOM) and _BOM.startswith(bytes(self._line) + chunk):
+                self._line += chunk  # too short to tell yet
+                return []
+            joined = bytes(self._line) + chunk
+            self._line.clear()
+            chunk = joined[len(_BOM) :] if joined.startswith(_BOM) else joined
+            self._start = False
+        if self._skip_lf and chunk[:1] == b"\n":
+            chunk = chunk[1:]
+        self._skip_lf = False
+        events: list[SseEvent] = []
+        position = 0
+        end = len(chunk)
+        while position < end:
+            cr = chunk.find(b"\r", position)
+            lf = chunk.find(b"\n", position)
+            if cr < 0 and lf < 0:
+                self._hold(chunk, position, end)
+                break
+            stop = lf if cr < 0 or (0 <= lf < cr) else cr
+            self._hold(chunk, position, stop)
+            line = bytes(self._line)
+            self._line.clear()
+            position = stop + 1
+            if chunk[stop] == 0x0D:  # CR: a following LF is part of the same line ending
+                if position < end:
+                    if chunk[position] == 0x0A:
+                        position += 1
+                else:
+                    self._skip_lf = True
+            event = self._line_done(line)
+            if event is not None:
+                events.append(event)
+        return events
+
+    def _hold(self, chunk: bytes, start: int, stop: int) -> None:
+        if len(self._line) + stop - start > self._max_line:
+            raise SseLimitExceeded("a line", self._max_line)
+        self._line += chunk[start:stop]
+
+    def _line_done(self, line: bytes) -> SseEvent | None:
+        if not line:
+            return self._dispatch()
+        if line[:1] == b":":
+            return None  # a comment (keep-alive)
+        name, colon, value = line.partition(b":")
+        if colon and value[:1] == b" ":
+            value = value[1:]
+        if name == b"data":
+            added = len(value) + (1 if self._has_data else 0)
+            if self._data_size + added > self._max_event:
+                raise SseLimitExceeded("an event", self._max_event)
+            if self._has_data:
+                self._data.append(b"\n")
+            self._data.append(value)
+            self._data_size += added
+            self._has_data = True
+        elif name == b"event":
+            self._event = value.decode("utf-8", "replace")
+        return None  # id, retry and unknown fields mean nothing to ACP
+
+    def _dispatch(self) -> SseEvent | None:
+        if not self._has_data:
+            self._event = None
+            return None
+        data = b"".join(self._data) if len(self._data) != 1 else self._data[0]
+        event = SseEvent(data, self._event)
+        self._data = []
+        self._data_size = 0
+        self._has_data = False
+        self._event = None
+        return event
+
+    def feed_eof(self) -> list[SseEvent]:
+        """The stream ended: an unfinished event is dropped, as the SSE rules say."""
+        self._line.clear()
+        self._data = []
+        self._data_size = 0
+        self._has_data = False
+        return []

@@ -1,0 +1,221 @@
+"""The WebSocket profile as a ``FrameTransport``: ``GET`` + ``Upgrade: websocket`` on the same endpoint, then one
+JSON-RPC message per text frame both ways (``initialize`` first). The 101 answer carries ``Acp-Connection-Id``.
+
+Built on ``httpx-ws`` (wsproto on anyio) over the connection's ``httpx`` client, so the upgrade carries the
+custom headers and the cookie jar. Its session buffers a message's pieces without bound, so a session class of
+ours reads instead: a message longer than the frame limit is skipped as it arrives and reported as an
+``OversizedFrame``, as on stdio; binary messages are ignored.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from ...errors import RemoteHttpError
+from ..base import PeerExit
+from ..framing import Frame, OversizedFrame
+from .client import describe, make_client, read_bounded
+from .errors import RemoteExtraMissing, RemoteTransportError
+from .headers import CONNECTION_ID
+from .limits import MAX_ERROR_BODY
+
+if TYPE_CHECKING:
+    from .dialer import RemoteDialer
+
+__all__ = ["WebSocketFrames", "open_websocket"]
+
+_log = logging.getLogger("acp_session.transport.remote")
+_READ_SIZE = 65536
+
+
+def _import_ws() -> Any:
+    try:
+        import httpx_ws
+    except ImportError:
+        raise RemoteExtraMissing("httpx-ws") from None
+    return httpx_ws
+
+
+@asynccontextmanager
+async def open_websocket(dialer: RemoteDialer) -> AsyncIterator[WebSocketFrames]:
+    httpx_ws = _import_ws()
+    session_class = _bounded_session_class(httpx_ws, dialer.limits.max_message)
+    client = make_client(dialer, http1=True, http2=False, streams=1)
+    async with client:
+        try:
+            # Bounded by the client's connect and read timeouts (a scope here would not nest with its task group).
+            connecting = httpx_ws.aconnect_ws(
+                dialer.request_url,
+                client,
+                max_message_size_bytes=_READ_SIZE,
+                queue_size=dialer.limits.inbox_frames,
+                keepalive_ping_interval_seconds=None,
+                session_class=session_class,
+            )
+            ws = await connecting.__aenter__()
+        except httpx_ws.WebSocketUpgradeError as exc:
+            raise await _upgrade_error(dialer, exc.response) from None
+        except Exception as exc:
+            if isinstance(exc, RemoteTransportError):
+                raise
+            raise _connect_error(dialer, exc) from None
+        transport = WebSocketFrames(dialer, ws, httpx_ws)
+        try:
+            yield transport
+        finally:
+            # The caller's exception goes on as it is: passed into httpx-ws's task group, it would come out
+            # wrapped in an ExceptionGroup.
+            with anyio.CancelScope(shield=True):
+                await transport.aclose()
+            try:  # not inside the shield: httpx-ws's task group was entered outside it
+                await connecting.__aexit__(None, None, None)
+            except Exception as exc:  # the peer may be gone already
+                _log.debug("closing the WebSocket to %s: %s", dialer.display_url, dialer.redact(str(exc)))
+
+
+async def _upgrade_error(dialer: RemoteDialer, response: Any) -> RemoteHttpError:
+    status = response.status_code
+    try:
+        body, _ = await read_bounded(response, MAX_ERROR_BODY)
+    except Exception:
+        body = b""
+    text = dialer.redact(body.decode("utf-8", "replace"))
+    data = {"status": status, "body": text, "transport": "http"}
+    brief = text[:200].strip()
+    message = f"WebSocket upgrade: HTTP {status} from {dialer.display_url}" + (f": {brief}" if brief else "")
+    return RemoteHttpError(-32603, message, data)
+
+
+def _connect_error(dialer: RemoteDialer, exc: BaseException) -> RemoteTransportError:
+    if isinstance(exc, TimeoutError):
+        return RemoteTransportError(f"the WebSocket upgrade at {dialer.display_url} did not finish in time")
+    text = dialer.redact(describe(exc))
+    return RemoteTransportError(f"connecting to {dialer.display_url} failed: {text}")
+
+
+def _bounded_session_class(httpx_ws: Any, limit: int) -> type:
+    """A session class whose reader keeps at most ``limit`` bytes of one message (see the module's docstring)."""
+    import wsproto.events as events
+
+    class _Oversized(httpx_ws.HTTPXWSException):  # type: ignore[misc]
+        def __init__(self, size: int) -> None:
+            super().__init__(f"a message of at least {size} bytes")
+            self.size = size
+
+    class BoundedSession(httpx_ws.AsyncWebSocketSession):  # type: ignore[misc]
+        oversized = _Oversized
+
+        async def _background_receive(self, max_bytes: int) -> None:
+            pieces: list[Any] = []
+            size = 0
+            skipping = False
+            try:
+                while not self._should_close.is_set():
+                    self.connection.receive_data(await self._read_stream(max_bytes))
+                    for event in self.connection.events():
+                        if isinstance(event, events.Ping):
+                            await self.send(event.response())
+                        elif isinstance(event, events.Pong):
+                            self._ping_manager.ack(event.payload)
+                        elif isinstance(event, events.Message):
+                            size += len(event.data)
+                            if size > limit and not skipping:
+                                skipping, pieces = True, []
+                            if not skipping:
+                                pieces.append(event.data)
+                            if event.message_finished:
+                                if skipping:
+                                    await self._send_event.send(_Oversized(size))
+                                elif isinstance(event, events.TextMessage):
+                                    await self._send_event.send(events.TextMessage(data="".join(pieces)))
+                                pieces, size, skipping = [], 0, False  # binary messages are dropped
+                        else:
+                            if isinstance(event, events.CloseConnection):
+                                self._should_close.set()
+                            await self._send_event.send(event)
+            except Exception:  # any failure of the socket ends the session, never the task group around it
+                with contextlib.suppress(Exception):
+                    await self.close(1011, "Stream error")
+                with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+                    await self._send_event.send(httpx_ws.WebSocketNetworkError())
+
+    return BoundedSession
+
+
+class WebSocketFrames:
+    """A ``FrameTransport`` over one WebSocket (made by ``RemoteDialer.open``)."""
+
+    def __init__(self, dialer: RemoteDialer, ws: Any, httpx_ws: Any) -> None:
+        self.dialer = dialer
+        self._ws = ws
+        self._httpx_ws = httpx_ws
+        response = getattr(ws, "response", None)
+        self.connection_id: str | None = None if response is None else response.headers.get(CONNECTION_ID)
+        if self.connection_id is None:
+            _log.info("the WebSocket upgrade at %s carried no %s", dialer.display_url, CONNECTION_ID)
+        self.failure: BaseException | None = None
+        self._closed = False
+        self._send_lock = anyio.Lock()
+
+    @property
+    def name(self) -> str:
+        return self.dialer.display_url
+
+    async def receive_frames(self) -> list[Frame]:
+        httpx_ws = self._httpx_ws
+        import wsproto.events as events
+
+        while True:
+            try:
+                event = await self._ws.receive()
+            except httpx_ws.WebSocketDisconnect as exc:
+                self._end(RemoteTransportError(f"the server at {self.name} closed the WebSocket (code {exc.code})"))
+                raise anyio.EndOfStream from None
+            except httpx_ws.HTTPXWSException as exc:
+                size = getattr(exc, "size", None)
+                if isinstance(size, int):
+                    return [OversizedFrame(size)]
+                self._end(RemoteTransportError(f"the WebSocket to {self.name} failed"))
+                raise anyio.EndOfStream from None
+            except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+                self._end(RemoteTransportError(f"the WebSocket to {self.name} ended"))
+                raise anyio.EndOfStream from None
+            if isinstance(event, events.TextMessage):
+                return [event.data.encode("utf-8", "surrogatepass")]
+            if isinstance(event, events.CloseConnection):
+                self._end(RemoteTransportError(f"the server at {self.name} closed the WebSocket (code {event.code})"))
+                raise anyio.EndOfStream
+
+    async def send_frames(self, frames: list[bytes]) -> None:
+        if self._closed or self.failure is not None:
+            raise anyio.BrokenResourceError
+        async with self._send_lock:
+            for frame in frames:
+                try:
+                    await self._ws.send_text(frame.decode("utf-8"))
+                except Exception:
+                    self._end(RemoteTransportError(f"writing to the WebSocket at {self.name} failed"))
+                    raise anyio.BrokenResourceError from None
+
+    def _end(self, error: BaseException) -> None:
+        if self.failure is None and not self._closed:
+            self.failure = error
+
+    async def aclose(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        with anyio.move_on_after(self.dialer.limits.close_timeout, shield=True):
+            try:
+                await self._ws.close()
+            except Exception as exc:
+                _log.debug("closing the WebSocket to %s: %s", self.name, self.dialer.redact(str(exc)))
+
+    async def peer_exit(self) -> PeerExit:
+        return PeerExit(reason=None if self.failure is None else str(self.failure))

@@ -1,0 +1,71 @@
+"""Remote transport fixtures: the official TypeScript SDK's AcpServer (tests/interop/ts_server.mjs) on 127.0.0.1.
+
+``ts_server`` starts it on port 0 and reads the URL it prints; ``TsServer.requests()`` is what it recorded of
+each HTTP request (method, cookie, Authorization, the Acp headers), so tests check what the client sent.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.interop.conftest import node
+
+__all__ = ["TS_SERVER", "TsServer", "node", "start_ts_server", "ts_server"]
+
+TS_SERVER = Path(__file__).resolve().parent.parent / "interop" / "ts_server.mjs"
+
+
+@dataclass
+class TsServer:
+    url: str
+    process: subprocess.Popen[bytes]
+    record: Path
+
+    @property
+    def ws_url(self) -> str:
+        return "ws" + self.url.removeprefix("http")
+
+    def requests(self) -> list[dict[str, Any]]:
+        if not self.record.exists():
+            return []
+        return [json.loads(line) for line in self.record.read_text().splitlines() if line.strip()]
+
+    def kill(self) -> None:
+        self.process.kill()
+        self.process.wait(10)
+
+
+def start_ts_server(node: str, tmp_path: Path, *extra: str) -> TsServer:
+    record = tmp_path / "ts_server_requests.jsonl"
+    process = subprocess.Popen(
+        [node, str(TS_SERVER), "--record", str(record), *extra],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert process.stdout is not None
+    line = process.stdout.readline().decode().strip()
+    if not line.startswith("http://127.0.0.1:"):
+        process.kill()
+        stderr = process.stderr.read().decode() if process.stderr else ""
+        pytest.fail(f"the TS server did not start: {line!r} {stderr[-2000:]}")
+    return TsServer(line, process, record)
+
+
+@pytest.fixture
+def ts_server(node: str, tmp_path: Path) -> Iterator[TsServer]:
+    server = start_ts_server(node, tmp_path)
+    try:
+        yield server
+    finally:
+        if server.process.poll() is None:
+            server.kill()
+        for stream in (server.process.stdout, server.process.stderr):
+            if stream is not None:
+                stream.close()

@@ -1,0 +1,48 @@
+"""``acp-session chat|sessions --url URL [--header ...]`` against the TS SDK's server, over both profiles."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.cli.support import run_cli
+
+from .conftest import TsServer
+
+
+@pytest.mark.parametrize("scheme", ["http", "ws"])
+def test_chat_with_a_remote_agent(ts_server: TsServer, scheme: str, tmp_path: Path) -> None:
+    url = ts_server.url if scheme == "http" else ts_server.ws_url
+    done = run_cli(tmp_path, "chat", "--url", url, "--header", "Authorization: Bearer cli-token-42", "hi")
+    assert done.returncode == 0, done.stderr
+    assert "You said: hi" in done.stdout
+    assert {r["authorization"] for r in ts_server.requests()} == {"Bearer cli-token-42"}
+    again = run_cli(tmp_path, "chat", "--url", url, "--json", "once more")
+    assert again.returncode == 0, again.stderr
+    events = [json.loads(line) for line in again.stdout.splitlines()]
+    assert events[-1]["event"] == "done" and events[-1]["stop_reason"] == "end_turn"
+
+
+def test_an_unreachable_url_is_a_plain_error(tmp_path: Path) -> None:
+    done = run_cli(tmp_path, "chat", "--url", "http://user:cli-secret@127.0.0.1:1/acp", "hi")
+    assert done.returncode == 1
+    assert "could not talk to the agent at http://[redacted]@127.0.0.1:1/acp" in done.stderr
+    assert "cli-secret" not in done.stderr and "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--url", "ftp://host/acp"], "http(s):// or ws(s)://"),
+        (["--url", "http://h/acp", "--agent", "x"], "--url and --agent do not go together"),
+        (["--url", "http://h/acp", "--header", "no colon"], "Name: value"),
+        (["--url", "http://h/acp", "--header", "Acp-Session-Id: x"], "set by the transport"),
+        (["--header", "A: b"], "--header and --insecure go with --url"),
+    ],
+)
+def test_usage_errors(args: list[str], message: str, tmp_path: Path) -> None:
+    done = run_cli(tmp_path, "chat", *args, "hi")
+    assert done.returncode == 2
+    assert message in done.stderr

@@ -1,0 +1,70 @@
+"""The SSE parser of the HTTP profile: every line ending, chunks split anywhere (inside a CRLF, inside a UTF-8
+character), and its bounds on one line and one event."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from acp_session.transport.remote.sse import SseEvent, SseLimitExceeded, SseParser
+
+
+def feed_all(parser: SseParser, chunks: list[bytes]) -> list[SseEvent]:
+    return [event for chunk in chunks for event in parser.feed(chunk)]
+
+
+@pytest.mark.parametrize("ending", [b"\n", b"\r\n", b"\r"])
+def test_every_line_ending(ending: bytes) -> None:
+    body = b'data: {"a":1}' + ending + ending + b": keep-alive" + ending + b"data:two" + ending + ending
+    assert feed_all(SseParser(1024), [body]) == [SseEvent(b'{"a":1}'), SseEvent(b"two")]
+
+
+def test_crlf_split_across_chunks_is_one_line_ending() -> None:
+    parser = SseParser(1024)
+    assert parser.feed(b"data: x\r") == []
+    assert parser.feed(b"\n") == []  # the LF completes the CR: one line ending, not the blank line
+    assert parser.feed(b"\r\n") == [SseEvent(b"x")]
+    events = feed_all(SseParser(1024), [b"data: x\r", b"\n\r", b"\ndata: y\r\n\r\n"])
+    assert events == [SseEvent(b"x"), SseEvent(b"y")]
+
+
+def test_utf8_split_across_chunks() -> None:
+    text = '{"text":"héllo wörld ✓"}'.encode()
+    body = b"data: " + text + b"\n\n"
+    for cut in range(1, len(body)):
+        assert feed_all(SseParser(1024), [body[:cut], body[cut:]]) == [SseEvent(text)], cut
+
+
+def test_multi_line_data_event_type_bom_and_unknown_fields() -> None:
+    body = b"\xef\xbb\xbfevent: message\nid: 7\nretry: 10\ndata: a\ndata: b\nfoo: bar\n\ndata\n\n"
+    assert feed_all(SseParser(1024), [body[:1], body[1:2], body[2:]]) == [SseEvent(b"a\nb", "message"), SseEvent(b"")]
+
+
+def test_event_without_data_is_not_dispatched_and_eof_drops_the_unfinished_one() -> None:
+    parser = SseParser(1024)
+    assert parser.feed(b"event: ping\n\n: comment\n\ndata: half") == []
+    assert parser.feed_eof() == []
+
+
+def test_a_line_over_the_limit_fails_before_it_is_held() -> None:
+    parser = SseParser(100, max_line=120)
+    parser.feed(b"data: " + b"x" * 100)
+    with pytest.raises(SseLimitExceeded, match="a line"):
+        parser.feed(b"x" * 100)
+
+
+def test_an_event_over_the_limit_fails() -> None:
+    parser = SseParser(100)
+    with pytest.raises(SseLimitExceeded, match="an event"):
+        for _ in range(20):
+            parser.feed(b"data: " + b"y" * 10 + b"\n")
+
+
+@given(st.lists(st.binary(min_size=0, max_size=40), max_size=8), st.sampled_from([b"\n", b"\r\n", b"\r"]), st.data())
+def test_any_split_gives_the_same_events(payloads: list[bytes], ending: bytes, data: st.DataObject) -> None:
+    clean = [p.replace(b"\r", b"").replace(b"\n", b"") for p in payloads]
+    body = b"".join(b"data: " + p + ending + ending for p in clean)
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(body)), max_size=6)))
+    chunks = [body[a:b] for a, b in zip([0, *cuts], [*cuts, len(body)], strict=True)]
+    assert feed_all(SseParser(1024), chunks) == [SseEvent(p) for p in clean]
