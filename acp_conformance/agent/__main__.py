@@ -1,4 +1,5 @@
-"""``acp-reference-agent`` / ``python -m acp_conformance.agent``: serve the reference agent on stdin/stdout."""
+"""``acp-reference-agent`` / ``python -m acp_conformance.agent``: serve the reference agent on stdin/stdout, or
+with ``--listen`` over Streamable HTTP and WebSocket (``listen``)."""
 
 from __future__ import annotations
 
@@ -29,7 +30,8 @@ def _epilog() -> str:
     lines += [
         "",
         "config options: mode (select: ask, code, review; default code), thoughts (boolean; default false).",
-        "Speaks ACP protocol version 2 as newline-delimited JSON-RPC on stdin/stdout; logs go to stderr.",
+        "Speaks ACP protocol version 2 as newline-delimited JSON-RPC on stdin/stdout (or, with --listen, at one",
+        "endpoint /acp over HTTP/1.1, HTTP/2 and WebSocket); logs go to stderr.",
     ]
     return "\n".join(lines)
 
@@ -72,8 +74,37 @@ def _parser() -> argparse.ArgumentParser:
         help="advertise and serve the Preview methods: session/fork, session/set_title, systemPrompt (append and "
         "override), session/archive, session/unarchive, session/status, auth/status, providers/*",
     )
+    remote = parser.add_argument_group("remote (needs the serve extra: hypercorn)")
+    remote.add_argument(
+        "--listen",
+        metavar="HOST:PORT",
+        help="serve ACP over Streamable HTTP and WebSocket at http://HOST:PORT/acp instead of stdio (port 0 picks "
+        "one; the first stdout line is the URL); sessions belong to the server, so a new connection resumes them",
+    )
+    remote.add_argument("--tls-cert", metavar="FILE", help="with --listen: serve HTTPS (HTTP/2 by ALPN) with this cert")
+    remote.add_argument("--tls-key", metavar="FILE", help="with --listen: the private key for --tls-cert")
+    remote.add_argument(
+        "--backend", choices=("asyncio", "trio"), default="asyncio", help="with --listen: the event loop (asyncio)"
+    )
+    remote.add_argument(
+        "--require-cookie",
+        action="store_true",
+        help="with --listen: refuse requests (400) that do not return the affinity cookie set on initialize",
+    )
     parser.add_argument("--log-level", default="WARNING", help="stderr log level (default WARNING)")
     return parser
+
+
+def _listen(parser: argparse.ArgumentParser, args: argparse.Namespace, options: AgentOptions) -> None:
+    from .listen import ListenOptions, parse_address, serve_listening
+
+    try:
+        host, port = parse_address(args.listen)
+    except ValueError as exc:
+        parser.error(str(exc))
+    listen = ListenOptions(host, port, args.tls_cert, args.tls_key, args.require_cookie)
+    with contextlib.suppress(KeyboardInterrupt):
+        anyio.run(serve_listening, options, listen, args.backend, backend=args.backend)
 
 
 async def serve(options: AgentOptions) -> None:
@@ -92,6 +123,11 @@ def main(argv: list[str] | None = None) -> None:
     options = AgentOptions(
         broken=frozenset(args.broken), delay=args.delay, store=args.store, mcp=mcp, preview=args.preview
     )
+    if args.listen is not None:
+        _listen(_parser(), args, options)
+        return
+    if args.tls_cert or args.tls_key or args.require_cookie:
+        _parser().error("--tls-cert, --tls-key and --require-cookie go with --listen")
     if "junk-stdout" in options.broken:
         os.write(sys.stdout.fileno(), b"reference agent starting up\n")  # not an ACP message: a framing error
     with contextlib.suppress(KeyboardInterrupt):

@@ -7,7 +7,7 @@ import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import msgspec
@@ -71,6 +71,9 @@ from .config import apply_config
 from .scenarios import SCENARIOS, TurnContext, TurnFailed, available_commands, offline_reply, parse_prompt
 from .sessions import HeldPrompt, Session, SessionStore
 
+if TYPE_CHECKING:
+    from .shared import SharedSessions
+
 __all__ = ["BROKEN_MODES", "AgentOptions", "ReferenceAgent"]
 
 _log = logging.getLogger("acp_conformance.agent")
@@ -115,11 +118,20 @@ def _now() -> str:
 class ReferenceAgent:
     """Registers every baseline agent method on a ``Connection`` and runs the sessions' work."""
 
-    def __init__(self, conn: Connection, tg: TaskGroup, options: AgentOptions | None = None) -> None:
+    def __init__(
+        self,
+        conn: Connection,
+        tg: TaskGroup,
+        options: AgentOptions | None = None,
+        shared: SharedSessions | None = None,
+    ) -> None:
         self.conn = conn
         self.tg = tg
         self.options = options or AgentOptions()
-        self.store = SessionStore(self.options.store, self._send_update)
+        # --listen: one server-wide store; a session is served by the connection that last created or resumed it.
+        self.shared = shared
+        self.store = shared.store if shared is not None else SessionStore(self.options.store, self._send_update)
+        self._emit = shared.send_update if shared is not None else self._send_update  # new sessions' emit_raw
         on = conn.on_request
         on("initialize", self.initialize, decoder(InitializeRequest))
         on("session/new", self.new_session, decoder(mu.NewSessionRequest))
@@ -162,9 +174,12 @@ class ReferenceAgent:
 
     def _session(self, session_id: str, *, open_only: bool = True) -> Session:
         session = self.store.get(session_id)
-        if session is None or (open_only and not session.open):
+        unserved = open_only and self.shared is not None and not self.shared.serves(session_id, self)
+        if session is None or (open_only and not session.open) or unserved:
             raise ResourceNotFound(
-                message="Session not found" if session is None else "Session is not active",
+                message="Session not found"
+                if session is None
+                else "Session is not active" + (" on this connection (resume it first)" if unserved else ""),
                 data=msgspec.to_builtins(SessionNotFoundErrorData(session_id=session_id)),
             )
         return session
@@ -258,13 +273,15 @@ class ReferenceAgent:
         session = Session(
             session_id=self.store.new_id(),
             cwd=request.cwd,
-            emit_raw=self._send_update,
+            emit_raw=self._emit,
             additional_directories=extra,
             updated_at=_now(),
             mcp_servers=servers,
             system_prompt=system_prompt,
         )
         self.store.add(session)
+        if self.shared is not None:
+            self.shared.attach(session.session_id, self)
         return NewSessionResponse(
             session_id=session.session_id,
             config_options=session.config.options(),
@@ -319,10 +336,16 @@ class ReferenceAgent:
             session.additional_directories = []
         session.mcp_servers = servers  # a resume gives the session's MCP servers anew
         session.open = True
-        if isinstance(replay, ReplayFromStart):
-            await self._replay(session)
-        # The current-state snapshot after any replay and before the response (ACP2-039, ACP2-055).
-        await self._send_update(session.session_id, session.state_update(session.state, session.last_stop_reason))
+        if self.shared is not None:
+            self.shared.begin_resume(session.session_id, self)  # live updates wait for the replay
+        try:
+            if isinstance(replay, ReplayFromStart):
+                await self._replay(session)
+            # The current-state snapshot after any replay and before the response (ACP2-039, ACP2-055).
+            await self._send_update(session.session_id, session.state_update(session.state, session.last_stop_reason))
+        finally:
+            if self.shared is not None:
+                await self.shared.end_resume(session.session_id)
         return ResumeSessionResponse(config_options=session.config.options(), available_commands=available_commands())
 
     async def _replay(self, session: Session) -> None:
@@ -350,7 +373,7 @@ class ReferenceAgent:
             mcp_servers=servers,  # a fork is given its MCP servers anew, as a new session is
             session_id=self.store.new_id(),
             cwd=request.cwd,
-            emit_raw=self._send_update,
+            emit_raw=self._emit,
             additional_directories=extra,
             title=source.title,
             updated_at=_now(),
@@ -361,6 +384,8 @@ class ReferenceAgent:
         session.config.mode, session.config.thoughts = source.config.mode, source.config.thoughts
         session.counters.update(source.counters)  # ids the copied history uses are not handed out again
         self.store.add(session)
+        if self.shared is not None:
+            self.shared.attach(session.session_id, self)
         return mu.ForkSessionResponse(
             session_id=session.session_id,
             config_options=session.config.options(),
@@ -429,6 +454,8 @@ class ReferenceAgent:
 
     async def delete_session(self, request: DeleteSessionRequest) -> DeleteSessionResponse:
         session = self.store.remove(request.session_id)
+        if self.shared is not None:
+            self.shared.forget(request.session_id)
         if session is not None and session.open:
             await self._end_session_work(session)
             session.open = False
@@ -507,6 +534,8 @@ class ReferenceAgent:
     async def _request_permission(
         self, session: Session, request: RequestPermissionRequest
     ) -> RequestPermissionResponse | None:
+        if self.shared is not None:
+            return await self.shared.request_permission(session, request)  # asked again after a reconnect
         pending = self.conn.request("session/request_permission", request, decode=decoder(RequestPermissionResponse))
         session.permissions.add(pending)
         # The whole foreground workflow waits for the user now (ACP2-048, ACP2-052).

@@ -8,7 +8,20 @@
 // when a step failed. The agent's stderr is passed through.
 import { spawn } from "node:child_process";
 import { Readable, Writable } from "node:stream";
-import { RequestError, client, ndJsonStream } from "@agentclientprotocol/sdk/experimental/v2";
+import { client, ndJsonStream } from "@agentclientprotocol/sdk/experimental/v2";
+import {
+  cancelStreamingTurn,
+  cancelWithPendingPermission,
+  check,
+  expectError,
+  nextOfKind,
+  permissionDesk,
+  rejects,
+  same,
+  settle,
+  stepRunner,
+  untilIdle,
+} from "./ts_client_steps.mjs";
 
 const argv = process.argv.slice(2);
 const dashes = argv.indexOf("--");
@@ -24,123 +37,15 @@ const [command, ...commandArgs] = argv.slice(dashes + 1);
 
 const STEP_TIMEOUT_MS = 8000;
 
-function check(condition, message) {
-  if (!condition) throw new Error(message);
-}
-
-function same(actual, expected, what) {
-  const a = JSON.stringify(actual);
-  const e = JSON.stringify(expected);
-  check(a === e, `${what}: expected ${e}, got ${a}`);
-}
-
-// Settles at once into {value} or {error}, so a rejection that comes before anyone awaits it is not unhandled.
-function settle(promise) {
-  return promise.then(
-    (value) => ({ value }),
-    (error) => ({ error }),
-  );
-}
-
-function expectError({ error }, code, what) {
-  check(error !== undefined, `${what}: expected error ${code}, but it succeeded`);
-  check(error instanceof RequestError && error.code === code, `${what}: expected error ${code}, got ${error?.code} ${error?.message}`);
-}
-
-async function rejects(promise, code, what) {
-  expectError(await settle(promise), code, what);
-}
-
 // -- permission answers, chosen per step ----------------------------------------------------------------
 
-let permissionMode = "allow"; // "allow" | "reject" | "hold" (answer cancelled once the agent withdraws it)
-const permissionLog = [];
-let permissionAsked = null; // resolved when the next permission request arrives
-
-const app = client({ name: "acp-session-interop-ts-client" }).onRequest("session/request_permission", async ({ params, signal }) => {
-  const entry = { toolCallId: params.subject?.toolCall?.toolCallId, options: params.options.map((o) => o.optionId), withdrawn: false };
-  permissionLog.push(entry);
-  permissionAsked?.resolve(entry);
-  if (permissionMode === "allow") return { outcome: { outcome: "selected", optionId: "allow-once" } };
-  if (permissionMode === "reject") return { outcome: { outcome: "selected", optionId: "reject-once" } };
-  // Hold: wait for the agent's $/cancel_request (the request's signal aborts), then answer cancelled.
-  await new Promise((resolve) => signal.addEventListener("abort", resolve, { once: true }));
-  entry.withdrawn = true;
-  return { outcome: { outcome: "cancelled" } };
-});
-
-function expectPermission() {
-  let resolve;
-  const promise = new Promise((r) => (resolve = r));
-  permissionAsked = { resolve };
-  return promise;
-}
-
-// -- reading a session's updates until the foreground work is idle ---------------------------------------
-
-async function untilIdle(session) {
-  const seen = { text: "", thoughts: "", toolCalls: {}, states: [], kinds: [], users: [], stopReason: undefined };
-  for (;;) {
-    const message = await session.nextUpdate();
-    const update = message.update;
-    seen.kinds.push(update.sessionUpdate);
-    if (message.kind === "stop") {
-      seen.states.push("idle");
-      seen.stopReason = message.stopReason;
-      return seen;
-    }
-    switch (update.sessionUpdate) {
-      case "state_update":
-        seen.states.push(update.state);
-        break;
-      case "agent_message_chunk":
-        if (update.content.type === "text") seen.text += update.content.text;
-        break;
-      case "agent_thought_chunk":
-        if (update.content.type === "text") seen.thoughts += update.content.text;
-        break;
-      case "user_message":
-        seen.users.push(update.messageId);
-        break;
-      case "tool_call_update": {
-        const call = (seen.toolCalls[update.toolCallId] ??= { statuses: [], chunks: 0 });
-        if (update.status) call.statuses.push(update.status);
-        break;
-      }
-      case "tool_call_content_chunk":
-        (seen.toolCalls[update.toolCallId] ??= { statuses: [], chunks: 0 }).chunks += 1;
-        break;
-    }
-  }
-}
-
-// Waits for the first update of the given kind (consuming everything before it).
-async function nextOfKind(session, kind) {
-  for (;;) {
-    const message = await session.nextUpdate();
-    if (message.update.sessionUpdate === kind) return message.update;
-    check(message.kind !== "stop", `work ended before a ${kind} update`);
-  }
-}
+const desk = permissionDesk();
+const app = client({ name: "acp-session-interop-ts-client" }).onRequest("session/request_permission", desk.handler);
 
 // -- the steps -------------------------------------------------------------------------------------------
 
-const steps = [];
+const { steps, step } = stepRunner(STEP_TIMEOUT_MS, only);
 let agentInfo = null;
-
-async function step(name, fn) {
-  if (only && !only.includes(name)) return;
-  let timer;
-  try {
-    const timeout = new Promise((_, reject) => (timer = setTimeout(() => reject(new Error(`timed out after ${STEP_TIMEOUT_MS} ms`)), STEP_TIMEOUT_MS)));
-    const detail = await Promise.race([fn(), timeout]);
-    steps.push({ name, ok: true, detail: detail ?? null });
-  } catch (error) {
-    steps.push({ name, ok: false, error: String(error?.stack ?? error) });
-  } finally {
-    clearTimeout(timer);
-  }
-}
 
 const child = spawn(command, commandArgs, { stdio: ["pipe", "pipe", "inherit"] });
 const connection = app.connect(ndJsonStream(Writable.toWeb(child.stdin), Readable.toWeb(child.stdout)));
@@ -193,18 +98,18 @@ await step("streaming a tool call", async () => {
 });
 
 await step("permission allowed", async () => {
-  permissionMode = "allow";
+  desk.mode = "allow";
   await session.prompt("/permission");
   const seen = await untilIdle(session);
   const [call] = Object.values(seen.toolCalls);
   same(call.statuses, ["pending", "in_progress", "completed"], "tool call statuses");
   same(seen.states, ["running", "requires_action", "running", "idle"], "states");
   same(seen.text, "Done: build/ was removed.", "reply");
-  same(permissionLog.at(-1).options, ["allow-once", "reject-once"], "offered options");
+  same(desk.log.at(-1).options, ["allow-once", "reject-once"], "offered options");
 });
 
 await step("permission rejected", async () => {
-  permissionMode = "reject";
+  desk.mode = "reject";
   await session.prompt("/permission");
   const seen = await untilIdle(session);
   const [call] = Object.values(seen.toolCalls);
@@ -213,28 +118,11 @@ await step("permission rejected", async () => {
 });
 
 await step("cancel with a pending permission request", async () => {
-  permissionMode = "hold";
-  const asked = expectPermission();
-  await session.prompt("/permission");
-  const entry = await asked;
-  await agent.notify("session/cancel", { sessionId: session.sessionId });
-  const seen = await untilIdle(session);
-  same(seen.stopReason, "cancelled", "stop reason");
-  const call = seen.toolCalls[entry.toolCallId];
-  same(call.statuses.at(-1), "cancelled", "final tool call status");
-  check(!call.statuses.includes("completed"), "the tool call completed although permission was never given");
-  // The agent withdrew the request with $/cancel_request, which aborted our handler's signal.
-  same(entry.withdrawn, true, "permission request withdrawn by $/cancel_request");
-  permissionMode = "allow";
+  await cancelWithPendingPermission(agent, session, desk);
 });
 
 await step("cancel a streaming turn", async () => {
-  await session.prompt("/slow 40");
-  await nextOfKind(session, "agent_message_chunk");
-  await agent.notify("session/cancel", { sessionId: session.sessionId });
-  const seen = await untilIdle(session);
-  same(seen.stopReason, "cancelled", "stop reason");
-  check(!seen.text.includes("chunk 40."), "the turn ran to its end");
+  await cancelStreamingTurn(agent, session, 40);
 });
 
 await step("held prompts", async () => {

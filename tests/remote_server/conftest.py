@@ -1,0 +1,71 @@
+"""Fixtures for ``acp-reference-agent --listen``: a real server process on 127.0.0.1 (port 0), and its URL.
+
+``start_server`` runs the agent with the given options, reads the URL from its first stdout line and stops the
+process (SIGTERM, then SIGKILL) when the test ends; its stderr is kept for failure messages, and must hold no
+traceback.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.interop.conftest import node
+
+__all__ = ["Server", "node", "start_server"]
+
+AGENT = [sys.executable, "-m", "acp_conformance.agent"]
+
+
+@dataclass
+class Server:
+    url: str
+    process: subprocess.Popen[str]
+    stderr_path: Path
+
+    def stderr(self) -> str:
+        return self.stderr_path.read_text(encoding="utf-8", errors="replace")
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        if self.process.stdout is not None:
+            self.process.stdout.close()
+
+
+@pytest.fixture
+def start_server(tmp_path: Path) -> Iterator[Callable[..., Server]]:
+    servers: list[Server] = []
+
+    def start(*args: str, backend: str = "asyncio") -> Server:
+        stderr_path = tmp_path / f"server-{len(servers)}.stderr"
+        with stderr_path.open("w") as stderr:
+            process = subprocess.Popen(
+                [*AGENT, "--listen", "127.0.0.1:0", "--backend", backend, *args],
+                stdout=subprocess.PIPE,
+                stderr=stderr,
+                text=True,
+            )
+        assert process.stdout is not None
+        url = process.stdout.readline().strip()
+        server = Server(url, process, stderr_path)
+        servers.append(server)
+        assert url.endswith("/acp"), f"no URL on the first stdout line ({url!r}); stderr:\n{server.stderr()}"
+        return server
+
+    yield start
+    for server in servers:
+        server.stop()
+    for server in servers:
+        # Bad input gets a status code or a JSON-RPC error, never a traceback (hypercorn logs those it catches).
+        assert "Traceback" not in server.stderr(), server.stderr()

@@ -1,0 +1,90 @@
+"""The sans-IO core of ``--listen`` (``remote_rules``) and a connection's bounds (``remote_connection``), without
+a server: routes of outbound messages, the session-header rules, and what happens when a client does not read."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import anyio
+import pytest
+
+from acp_conformance.agent import remote_connection
+from acp_conformance.agent.remote_connection import ConnectionOverflow, RemoteConnection, StreamBusy
+from acp_conformance.agent.remote_rules import CONNECTION, INITIAL, BadRequest, OutboundRoutes, check_post, parse_post
+
+
+def _frame(message: dict[str, object]) -> bytes:
+    return json.dumps(message).encode()
+
+
+def test_answers_follow_their_requests_and_ids_keep_their_type() -> None:
+    routes = OutboundRoutes()
+    headers = {"acp-connection-id": "c", "acp-session-id": "s1"}
+    prompt = {"jsonrpc": "2.0", "id": 1, "method": "session/prompt", "params": {"sessionId": "s1", "prompt": []}}
+    routes.expect_answer(check_post(headers, prompt, _frame(prompt), {}))
+    new = {"jsonrpc": "2.0", "id": "1", "method": "session/new", "params": {"cwd": "/"}}
+    routes.expect_answer(check_post({"acp-connection-id": "c"}, new, _frame(new), {}))
+    load = {"jsonrpc": "2.0", "id": 2, "method": "session/load", "params": {"sessionId": "s1", "cwd": "/"}}
+    routes.expect_answer(check_post(headers, load, _frame(load), {}))
+    assert routes.route(_frame({"jsonrpc": "2.0", "id": "1", "result": {}})) == CONNECTION
+    assert routes.route(_frame({"jsonrpc": "2.0", "id": 1, "result": {}})) == ("session", "s1")
+    assert routes.route(_frame({"jsonrpc": "2.0", "id": 2, "result": {}})) == CONNECTION  # session/load
+    init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {}}
+    inbound = parse_post({}, _frame(init))
+    assert not isinstance(inbound, dict) and inbound.route == INITIAL
+
+
+def test_the_agents_requests_and_their_withdrawal_go_on_the_session_stream() -> None:
+    routes = OutboundRoutes()
+    ask = {"jsonrpc": "2.0", "id": 7, "method": "session/request_permission", "params": {"sessionId": "s2"}}
+    assert routes.route(_frame(ask)) == ("session", "s2")
+    withdraw = {"jsonrpc": "2.0", "method": "$/cancel_request", "params": {"requestId": 7}}
+    assert routes.route(_frame(withdraw)) == ("session", "s2")
+    assert routes.route(_frame({"jsonrpc": "2.0", "method": "_x/hello", "params": {}})) == CONNECTION
+    answer = {"jsonrpc": "2.0", "id": 7, "result": {}}
+    with pytest.raises(BadRequest) as missing:
+        check_post({}, answer, _frame(answer), routes.client_response_routes)
+    assert missing.value.status == 400
+    accepted = check_post({"acp-session-id": "s2"}, answer, _frame(answer), routes.client_response_routes)
+    routes.expect_answer(accepted)
+    assert routes.client_response_routes == {}  # settled
+
+
+@pytest.mark.anyio
+async def test_a_client_that_does_not_read_loses_the_connection(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(remote_connection, "MAX_BUFFERED_BYTES", 1000)
+    conn = RemoteConnection()
+    update = _frame({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s", "pad": "x" * 300}})
+    await conn._route([update, update])
+    with pytest.raises(anyio.BrokenResourceError):
+        await conn._route([update, update])
+    assert conn.connection_stream.closed and conn.session_streams["s"].closed
+
+
+@pytest.mark.anyio
+async def test_session_streams_are_bounded_and_have_one_reader(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(remote_connection, "MAX_SESSION_STREAMS", 3)
+    conn = RemoteConnection()
+    stream = conn.stream_for("a")
+    with pytest.raises(StreamBusy):
+        conn.stream_for("a")
+    stream.release()
+    conn.stream_for("a")
+    conn.stream_for("b")
+    conn.stream_for("c")
+    with pytest.raises(ConnectionOverflow):
+        conn.stream_for("d")
+    assert conn.connection_stream.closed
+
+
+def test_a_bad_listen_address_is_a_usage_error() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "acp_conformance.agent", "--listen", "nowhere"], capture_output=True, text=True
+    )
+    assert proc.returncode == 2 and "--listen wants HOST:PORT" in proc.stderr and "Traceback" not in proc.stderr
+    proc = subprocess.run(
+        [sys.executable, "-m", "acp_conformance.agent", "--tls-cert", "x.pem"], capture_output=True, text=True
+    )
+    assert proc.returncode == 2 and "go with --listen" in proc.stderr
