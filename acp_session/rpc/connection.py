@@ -148,6 +148,7 @@ class Connection(ReadSide):
         self._closed_error: ConnectionClosed | None = None
         self._closed = anyio.Event()
         self._closing = False
+        self._closed_here = False
         self._answered = False  # a response was handed to its waiting caller during this read
         # Bound on entry from the running backend (transport.backend) and the transport's fast paths.
         self._yield_to_callers: Callable[[], Awaitable[None]] = anyio.lowlevel.cancel_shielded_checkpoint
@@ -251,8 +252,9 @@ class Connection(ReadSide):
 
     @property
     def closed_locally(self) -> bool:
-        """True once ``aclose()`` was called here (not the peer's doing): a reconnect policy leaves it closed."""
-        return self._closing
+        """True when ``aclose()`` closed it here before the peer's end was seen (a reconnect policy leaves such a
+        connection closed); False for a peer that went away, even if ``aclose()`` ran afterwards."""
+        return self._closed_here
 
     @property
     def close_reason(self) -> ConnectionClosed | None:
@@ -269,6 +271,7 @@ class Connection(ReadSide):
         if self._closing:
             return
         self._closing = True
+        self._closed_here = self._closed_error is None
         with anyio.CancelScope(shield=True):
             for scope in list(self._scopes.values()):
                 scope.cancel()
