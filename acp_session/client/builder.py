@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     from ..schema.v1 import types as v1
     from ..transport.remote import RemoteDialer
 from .connection import ClientConnection, ext_name, hub_of
-from .reconnect import Dialer, RedialByDefault, Reconnector, ReconnectPolicy
+from .reconnect import Dialer, Reconnector, ReconnectPolicy, RedialByDefault
 
 __all__ = ["ClientBuilder", "ElicitationMode"]
 
