@@ -59,7 +59,6 @@ Dialer = Callable[[], AbstractAsyncContextManager[Transport | FrameTransport]]
 it closes the transport). ``spawn`` makes one that restarts the agent; a remote transport's reopens its URL."""
 
 
-
 class RedialByDefault:
     """A dialer whose connections reconnect unless told not to (``ClientBuilder.reconnect(False)``): a remote
     agent keeps working while the network is gone, so coming back is the useful default."""

@@ -198,7 +198,8 @@ async def test_a_bare_session_is_resumed_too_and_its_next_prompt_goes_to_the_new
         session = await client.new_session(str(tmp_path))
         assert (await session.send_prompt("first")).message_id
         old = client.rpc
-        os.kill(int(getattr(old.transport, "pid")), signal.SIGKILL)
+        transport: Any = old.transport
+        os.kill(int(transport.pid), signal.SIGKILL)
         with anyio.fail_after(30):
             while client.reconnects < 1:
                 await anyio.sleep(0.02)
