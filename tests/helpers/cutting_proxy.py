@@ -22,6 +22,7 @@ class CuttingProxy:
         self.accepted = 0
         self.cuts = 0
         self._scopes: set[anyio.CancelScope] = set()
+        self._stalled: set[anyio.CancelScope] = set()
 
     def url(self, scheme: str = "http") -> str:
         return f"{scheme}://127.0.0.1:{self.port}/acp"
@@ -31,6 +32,11 @@ class CuttingProxy:
         self.cuts += 1
         for scope in list(self._scopes):
             scope.cancel()
+
+    def stall(self) -> None:
+        """Stop carrying bytes on every open connection without closing it (a dead NAT mapping: silence);
+        new connections go through."""
+        self._stalled |= self._scopes
 
     async def cut_for(self, seconds: float) -> None:
         """Cut everything and refuse new connections for ``seconds``, then let them through."""
@@ -60,14 +66,15 @@ class CuttingProxy:
                             tg.start_soon(self._pump, upstream, client, scope, False)
                     finally:
                         self._scopes.discard(scope)
+                        self._stalled.discard(scope)
 
-    @staticmethod
-    async def _pump(source: SocketStream, sink: SocketStream, scope: anyio.CancelScope, cut_early: bool) -> None:
+    async def _pump(self, source: SocketStream, sink: SocketStream, scope: anyio.CancelScope, cut_early: bool) -> None:
         try:
             async for chunk in source:
                 if cut_early:
                     break
-                await sink.send(chunk)
+                if scope not in self._stalled:
+                    await sink.send(chunk)
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
             pass
         scope.cancel()  # either side ended: the whole connection goes

@@ -205,6 +205,25 @@ async def test_the_deadline_ends_a_turn_with_a_typed_error_and_no_hang(
         assert failed.value.deadline_reached and anyio.current_time() - started < 15
 
 
+@pytest.mark.parametrize("scheme", PROFILES)
+async def test_a_silent_connection_is_found_by_the_liveness_probe_and_replaced(
+    start_server: Callable[..., Server], tmp_path: Path, scheme: str
+) -> None:
+    server = start_server()
+    quick_probe = builder(idle_timeout=0.5, probe_timeout=0.5)
+    async with cutting_proxy(port_of(server)) as proxy, quick_probe.connect_url(proxy.url(scheme)) as client:
+        conversation = await client.start_conversation(str(tmp_path))
+        turn = conversation.chat(f"/slow {SLOW}")
+        with anyio.fail_after(30):
+            while not reply_chunks(conversation):
+                await anyio.sleep(0.01)
+        proxy.stall()  # nothing more gets through, and nothing tells the client: only the probe can tell
+        with anyio.fail_after(60):
+            response = await turn
+        assert response.text == SLOW_TEXT
+        assert client.reconnects >= 1
+
+
 async def test_remote_connections_reconnect_by_default_and_can_be_told_not_to(
     start_server: Callable[..., Server], tmp_path: Path
 ) -> None:
