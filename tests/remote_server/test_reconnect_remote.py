@@ -232,3 +232,31 @@ async def test_remote_connections_reconnect_by_default_and_can_be_told_not_to(
         assert client.reconnect_policy is not None
     async with ClientBuilder().reconnect(False).connect_url(server.url) as client:
         assert client.reconnect_policy is None
+
+
+@pytest.mark.parametrize("scheme", PROFILES)
+async def test_the_cli_through_a_cutting_proxy_prints_the_whole_reply_once(
+    start_server: Callable[..., Server], tmp_path: Path, scheme: str
+) -> None:
+    from tests.cli.support import CLI, cli_env
+
+    server = start_server()
+    async with cutting_proxy(port_of(server)) as proxy:
+        command = [CLI, "chat", "--url", proxy.url(scheme), "--cwd", str(tmp_path), f"/slow {SLOW}"]
+        async with await anyio.open_process(command, env=cli_env(tmp_path), cwd=tmp_path) as process:
+            assert process.stdout is not None and process.stderr is not None
+            out = b""
+            cuts = 0
+            with anyio.fail_after(90):
+                async for chunk in process.stdout:
+                    out += chunk
+                    if cuts < 3 and out.count(b"chunk ") >= 4 + 6 * cuts:
+                        cuts += 1
+                        await proxy.cut_for(0.3)
+                err = b"".join([chunk async for chunk in process.stderr])
+                code = await process.wait()
+        text = out.decode().replace("\n", "")  # the reply's line breaks where the reconnect lines went to stderr
+        assert code == 0, err.decode()
+        assert cuts == 3
+        assert SLOW_TEXT.strip() in text and text.count("chunk 1. ") == 1  # the whole reply, once
+        assert err.decode().count("connection lost, reconnecting (1/") == 3
