@@ -30,6 +30,7 @@ INTEROP = REPO / "tests" / "interop"
 SDK_DIR = INTEROP / "node_modules" / "@agentclientprotocol" / "sdk"
 SDK_V1_DIR = INTEROP / "node_modules" / "acp-sdk-v1"
 TS_V1_AGENT = SDK_V1_DIR / "dist" / "examples" / "agent.js"
+ACPX = INTEROP / "node_modules" / "acpx" / "package.json"  # acpx, a headless v1 client (tests/interop/test_acpx.py)
 
 
 def candidate_dirs(version: int = 2) -> list[Path]:
@@ -51,7 +52,7 @@ def find_schema_dir(version: int = 2) -> Path | None:
 
 
 def interop_packages_installed() -> bool:
-    return SDK_DIR.is_dir() and TS_V1_AGENT.is_file()
+    return SDK_DIR.is_dir() and TS_V1_AGENT.is_file() and ACPX.is_file()
 
 
 def install_interop_packages() -> str | None:

@@ -30,8 +30,9 @@ def _epilog() -> str:
     lines += [
         "",
         "config options: mode (select: ask, code, review; default code), thoughts (boolean; default false).",
-        "Speaks ACP protocol version 2 as newline-delimited JSON-RPC on stdin/stdout (or, with --listen, at one",
-        "endpoint /acp over HTTP/1.1, HTTP/2 and WebSocket); logs go to stderr.",
+        "Speaks ACP protocol versions 1 and 2 (the client's offer decides) as newline-delimited JSON-RPC on",
+        "stdin/stdout (or, with --listen, version 2 at one endpoint /acp over HTTP/1.1, HTTP/2 and WebSocket);",
+        "logs go to stderr.",
     ]
     return "\n".join(lines)
 
@@ -39,7 +40,7 @@ def _epilog() -> str:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="acp-reference-agent",
-        description=textwrap.dedent(f"{AGENT_NAME} {AGENT_VERSION}: a deterministic ACP v2 agent over stdio."),
+        description=textwrap.dedent(f"{AGENT_NAME} {AGENT_VERSION}: a deterministic ACP agent (v1 and v2) over stdio."),
         epilog=_epilog(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -73,6 +74,13 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="advertise and serve the Preview methods: session/fork, session/set_title, systemPrompt (append and "
         "override), session/archive, session/unarchive, session/status, auth/status, providers/*",
+    )
+    parser.add_argument(
+        "--protocol-versions",
+        default="1,2",
+        metavar="VERSIONS",
+        help="the protocol versions to speak, comma-separated (default: 1,2; '2' makes a v2-only agent, which "
+        "answers a v1 offer -32022)",
     )
     remote = parser.add_argument_group("remote (needs the serve extra: hypercorn)")
     remote.add_argument(
@@ -120,8 +128,16 @@ def main(argv: list[str] | None = None) -> None:
     args = _parser().parse_args(argv)
     logging.basicConfig(stream=sys.stderr, level=args.log_level.upper(), format="%(name)s: %(message)s")
     mcp = frozenset(t for t in args.mcp.split(",") if t)
+    versions = tuple(sorted({int(v) for v in args.protocol_versions.split(",") if v.strip().isdigit()}))
+    if not versions or not set(versions) <= {1, 2}:
+        _parser().error("--protocol-versions: give some of 1 and 2, e.g. 2 or 1,2")
     options = AgentOptions(
-        broken=frozenset(args.broken), delay=args.delay, store=args.store, mcp=mcp, preview=args.preview
+        broken=frozenset(args.broken),
+        delay=args.delay,
+        store=args.store,
+        mcp=mcp,
+        preview=args.preview,
+        versions=versions,
     )
     if args.listen is not None:
         _listen(_parser(), args, options)

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import base64
 import difflib
-import json
 import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
+from msgspec import UNSET
 
 from acp_session.schema import unstable as mu
 from acp_session.schema.types import (
@@ -56,6 +56,8 @@ from acp_session.schema.types import (
 )
 
 from .sessions import Session
+from .v1_wire import V1_DIFFS_META
+from .workspace import Workspace, WorkspaceError
 
 __all__ = ["SCENARIOS", "Scenario", "TurnContext", "TurnFailed", "available_commands", "parse_prompt"]
 
@@ -84,6 +86,15 @@ class TurnContext:
     notify: Callable[[str, Any], Awaitable[None]] | None = None  # an agent->client notification (not an update)
     turn_usage: mu.Usage | None = None  # reported on the idle state_update that ends the turn (Preview)
     idle_meta: dict[str, Any] | None = None  # the _meta of that idle state_update
+    workspace: Workspace = field(default_factory=Workspace)  # files and commands: local, or a v1 client's
+    protocol_version: int = 2  # the negotiated version (the engine speaks the model; v1_front.py maps it)
+
+    def diff(self, changes: list[Any], patch: str, files: list[tuple[str, str | None, str]]) -> Diff:
+        """A diff of ``files`` (path, old text or None, new text); for v1 it also carries the texts, v1's shape."""
+        meta: Any = UNSET
+        if self.protocol_version == 1:
+            meta = {V1_DIFFS_META: [{"path": p, "oldText": old, "newText": new} for p, old, new in files]}
+        return Diff(changes=changes, patch=DiffPatch(format="git_patch", text=patch), meta=meta)
 
     async def emit(self, update: Any) -> None:
         await self.session.emit(update)
@@ -194,19 +205,11 @@ TOOL_FILE = "example.txt"
 """What ``/tool`` edits in the session's cwd: its first line becomes ``new`` (``old`` when it already was)."""
 
 
-def _edit_example(path: str) -> tuple[str | None, str]:
-    """Change the first line of ``path`` (creating the file when missing); (old text or None, new text)."""
-    try:
-        with open(path, encoding="utf-8") as file:
-            old: str | None = file.read()
-    except FileNotFoundError:
-        old = None
+def _next_text(old: str | None) -> str:
+    """``/tool``'s change: the first line becomes ``new`` (``old`` when it already was)."""
     lines = (old or "").splitlines(keepends=True)
     first = "old\n" if lines and lines[0].rstrip("\r\n") == "new" else "new\n"
-    text = first + "".join(lines[1:])
-    with open(path, "w", encoding="utf-8") as file:
-        file.write(text)
-    return old, text
+    return first + "".join(lines[1:])
 
 
 def _absolute_patch(path: str, old: str | None, new: str) -> str:
@@ -227,15 +230,17 @@ async def tool(ctx: TurnContext) -> str | None:
     for line in ("reading example.txt", "computing the change", "writing example.txt"):
         await ctx.emit(ToolCallContentChunk(tool_call_id=tc, content=Content(content=TextContent(text=line))))
     try:
-        old, text = await anyio.to_thread.run_sync(_edit_example, path)
-    except OSError as exc:
+        old = await ctx.workspace.read_text(path)
+        text = _next_text(old)
+        await ctx.workspace.write_text(path, text)
+    except WorkspaceError as exc:
         await ctx.emit(ToolCallContentChunk(tool_call_id=tc, content=Content(content=TextContent(text=str(exc)))))
         await ctx.tool(tc, status="failed")
         await ctx.say(f"I could not write example.txt: {exc}")
         return "end_turn"
     change = (DiffAdd if old is None else DiffModify)(path=path, mime_type="text/plain")
-    patch = DiffPatch(format="git_patch", text=_absolute_patch(path, old, text))
-    await ctx.emit(ToolCallContentChunk(tool_call_id=tc, content=Diff(changes=[change], patch=patch)))
+    diff = ctx.diff([change], _absolute_patch(path, old, text), [(path, old, text)])
+    await ctx.emit(ToolCallContentChunk(tool_call_id=tc, content=diff))
     await ctx.tool(tc, status="completed", raw_output={"changed": 1})
     await ctx.say("I changed one line in example.txt.")
     return "end_turn"
@@ -252,21 +257,14 @@ LOCKED = "locked.txt"
 """The file ``/edit`` tries to edit and fails (it is never written)."""
 
 
-def _write_edits(directory: str) -> list[str | None]:
+async def _write_edits(workspace: Workspace, directory: str) -> list[str | None]:
     """Write ``EDITS`` into ``directory`` (created if missing, never its parent: the session's cwd must exist);
     the old texts (None: the file was new)."""
-    if not os.path.isdir(directory):
-        os.mkdir(directory)
     olds: list[str | None] = []
     for name, _, text in EDITS:
         path = os.path.join(directory, name)
-        try:
-            with open(path, encoding="utf-8") as file:
-                olds.append(file.read())
-        except FileNotFoundError:
-            olds.append(None)
-        with open(path, "w", encoding="utf-8") as file:
-            file.write(text)
+        olds.append(await workspace.read_text(path))
+        await workspace.write_text(path, text)
     return olds
 
 
@@ -292,8 +290,8 @@ async def edit(ctx: TurnContext) -> str | None:
         locations=[ToolCallLocation(path=path) for path in paths],
     )
     try:
-        olds = await anyio.to_thread.run_sync(_write_edits, directory)
-    except OSError as exc:
+        olds = await _write_edits(ctx.workspace, directory)
+    except WorkspaceError as exc:
         await ctx.emit(ToolCallContentChunk(tool_call_id=tc, content=Content(content=TextContent(text=str(exc)))))
         await ctx.tool(tc, status="failed")
         await ctx.say(f"I could not write the files: {exc}")
@@ -303,16 +301,18 @@ async def edit(ctx: TurnContext) -> str | None:
     for path, old, (_, mime_type, text) in zip(paths, olds, EDITS, strict=True):
         changes.append((DiffAdd if old is None else DiffModify)(path=path, mime_type=mime_type))
         patches.append(_git_patch(path, old, text))
-    diff = Diff(changes=changes, patch=DiffPatch(format="git_patch", text="".join(patches)))
+    files = [(path, old, text) for path, old, (_, _, text) in zip(paths, olds, EDITS, strict=True)]
+    diff = ctx.diff(changes, "".join(patches), files)
     await ctx.emit(ToolCallContentChunk(tool_call_id=tc, content=diff))
     await ctx.tool(tc, status="completed", raw_output={"changed": len(paths)})
 
     # The failed edit: its diff is reported, then the tool call fails and nothing is written.
     locked = os.path.join(directory, LOCKED)
     failed = ctx.session.next_id("tc")
-    proposed = Diff(
-        changes=[DiffModify(path=locked, mime_type="text/plain")],
-        patch=DiffPatch(format="git_patch", text=_git_patch(locked, "locked\n", "unlocked\n")),
+    proposed = ctx.diff(
+        [DiffModify(path=locked, mime_type="text/plain")],
+        _git_patch(locked, "locked\n", "unlocked\n"),
+        [(locked, "locked\n", "unlocked\n")],
     )
     await ctx.tool(
         failed,
@@ -419,6 +419,8 @@ def _b64(data: bytes) -> str:
 
 @scenario("terminal", "Run a command in a display-only terminal with streamed output")
 async def terminal(ctx: TurnContext) -> str | None:
+    if ctx.workspace.runs_commands:
+        return await _client_terminal(ctx)
     tc = ctx.session.next_id("tc")
     term = ctx.session.next_id("term")
     await ctx.tool(
@@ -435,6 +437,25 @@ async def terminal(ctx: TurnContext) -> str | None:
     await ctx.emit(TerminalUpdate(terminal_id=term, exit_status=TerminalExitStatus(exit_code=0)))
     await ctx.tool(tc, status="completed")
     await ctx.say("4 tests passed.")
+    return "end_turn"
+
+
+async def _client_terminal(ctx: TurnContext) -> str | None:
+    """``/terminal`` for a v1 client with terminals: the client runs the command (terminal/*)."""
+    tc = ctx.session.next_id("tc")
+    await ctx.tool(tc, name="run_tests", title="echo 4 passed", kind="execute", status="pending")
+    try:
+        term = await ctx.workspace.start_command("echo", ["4 passed"], ctx.session.cwd)
+        await ctx.tool(tc, status="in_progress", content=[Terminal(terminal_id=term)])
+        result = await ctx.workspace.finish_command(term)
+    except WorkspaceError as exc:
+        await ctx.tool(tc, status="failed", content=[Content(content=TextContent(text=str(exc)))])
+        await ctx.say(f"I could not run the command: {exc}")
+        return "end_turn"
+    await ctx.tool(
+        tc, status="completed" if result.exit_code == 0 else "failed", raw_output={"exitCode": result.exit_code}
+    )
+    await ctx.say(f"The command printed: {result.output.strip()}")
     return "end_turn"
 
 
@@ -533,171 +554,4 @@ async def markdown(ctx: TurnContext) -> str | None:
     return "end_turn"
 
 
-@scenario("mcp", "Use the session's MCP servers: list their tools; with SERVER TOOL [JSON-ARGS], call that tool")
-async def mcp(ctx: TurnContext) -> str | None:
-    from . import mcp_client
-
-    servers = ctx.session.mcp_servers
-    if not servers:
-        await ctx.say("This session has no MCP servers.")
-        return "end_turn"
-    if not mcp_client.available():
-        raise TurnFailed(Error(code=-32603, message="the reference agent's MCP client needs the 'mcp' extra"))
-    words = ctx.args.split(" ", 2)
-    wanted = words[0] if words[0] else None
-    tool_name = words[1] if len(words) > 1 else None
-    try:
-        arguments = json.loads(words[2]) if len(words) > 2 else {}
-    except ValueError as exc:
-        raise TurnFailed(Error(code=-32602, message=f"/mcp: the tool arguments are not JSON: {exc}")) from None
-    chosen = [s for s in servers if wanted is None or s.get("name") == wanted]
-    if not chosen:
-        raise TurnFailed(Error(code=-32602, message=f"/mcp: no MCP server named {wanted!r}"))
-    for server in chosen:
-        name = str(server.get("name"))
-        tc = ctx.session.next_id("tc-mcp")
-        title = f"{name}: {tool_name}" if tool_name else f"{name}: list tools"
-        await ctx.tool(
-            tc,
-            name=tool_name or "tools/list",
-            title=title,
-            kind="other",
-            status="in_progress",
-            raw_input={"server": name, "transport": server.get("type", "stdio"), "arguments": arguments},
-        )
-        try:
-            async with mcp_client.connect(ctx.connection, server) as client:
-                listed = await client.list_tools()
-                tools = [tool.name for tool in listed.tools]
-                if tool_name is None:
-                    await ctx.tool(tc, status="completed", raw_output={"tools": tools})
-                    await ctx.say(f"MCP server {name} offers: {', '.join(tools) or 'no tools'}.")
-                    continue
-                result = await client.call_tool(tool_name, arguments)
-        except Exception as exc:  # a server that cannot be reached fails its tool call, not the agent
-            cause: BaseException = exc
-            while len(getattr(cause, "exceptions", ())) == 1:  # the SDK's task groups wrap the real error
-                cause = cause.exceptions[0]  # type: ignore[attr-defined]
-            await ctx.tool(tc, status="failed", raw_output={"error": f"{type(cause).__name__}: {cause}"})
-            await ctx.say(f"MCP server {name} failed: {type(cause).__name__}: {cause}")
-            continue
-        texts = [block.text for block in result.content if getattr(block, "type", None) == "text"]
-        output = {"tools": tools, "content": texts, "isError": bool(result.is_error)}
-        if result.structured_content is not None:
-            output["structuredContent"] = result.structured_content
-        await ctx.emit(
-            ToolCallContentChunk(tool_call_id=tc, content=Content(content=TextContent(text="\n".join(texts))))
-        )
-        await ctx.tool(tc, status="failed" if result.is_error else "completed", raw_output=output)
-        await ctx.say(f"{name}.{tool_name}: {' '.join(texts)}")
-    return "end_turn"
-
-
-@scenario("turn-usage", "Report this turn's token usage on the idle state update (Preview usage)")
-async def turn_usage(ctx: TurnContext) -> str | None:
-    await ctx.say("Counting tokens.")
-    await ctx.emit(UsageUpdate(used=2400, size=200000, meta={"source": "reference"}))
-    ctx.idle_meta = {"quota": {"remaining": 42}}
-    ctx.turn_usage = mu.Usage(
-        total_tokens=150, input_tokens=100, output_tokens=40, thought_tokens=10, cached_read_tokens=60
-    )
-    return "end_turn"
-
-
-@scenario("system", "Say which system prompt (Preview) the session was given")
-async def system(ctx: TurnContext) -> str | None:
-    prompt = ctx.session.system_prompt
-    if prompt is None:
-        await ctx.say("No system prompt.", words=False)
-    else:
-        text = " ".join(b.text for b in prompt.content if isinstance(b, TextContent))
-        await ctx.say(f"System prompt ({prompt.mode}): {text}", words=False)
-    return "end_turn"
-
-
-@scenario("auth-change", "Push auth/status_update notifications (Preview): logged out, then logged in")
-async def auth_change(ctx: TurnContext) -> str | None:
-    if ctx.notify is not None:
-        await ctx.notify("auth/status_update", mu.AuthStatusUpdateNotification(state="unauthenticated"))
-        # The extension codex-acp and claude-agent-acp push (not the schema's shape).
-        identity = {"kind": "account", "label": "Reference user", "email": "user@example.invalid"}
-        await ctx.notify("_auth/status_update", {"authStatus": identity})
-    await ctx.say("Auth state changed twice.")
-    return "end_turn"
-
-
-@scenario("subagent", "Delegate to a subagent (child session) that runs a tool call (argument: slow, to cancel it)")
-async def subagent(ctx: TurnContext) -> str | None:
-    parent = ctx.session
-    child_id = f"{parent.session_id}-sub-{parent.next_id('sub')}"
-    child = Session(child_id, parent.cwd, parent.emit_raw)
-    parent.subagents[child_id] = child
-    slow = ctx.args == "slow"
-    tc = parent.next_id("tc")
-    await ctx.tool(tc, name="delegate", title="Delegating to a subagent", kind="think", status="in_progress")
-    # The child is announced on the parent before anything bears its id.
-    await ctx.emit(
-        mu.SubagentUpdate(
-            session_id=child_id,
-            title="Explorer",
-            description="Lists the files of the workspace",
-            capabilities=mu.SubagentSessionCapabilities(cancel=mu.SessionCancelCapabilities()),
-            state=mu.StateUpdate(state="running"),
-            meta={"parentToolCallId": tc},
-        )
-    )
-    await ctx.emit(
-        ToolCallUpdated(tool_call_id=tc, content=[{"type": "session", "sessionId": child_id}])  # type: ignore[list-item]
-    )
-    task = "List the files of the workspace."
-    out_id, in_id = parent.next_id("msg-out"), child.next_id("msg-in")
-    await ctx.emit(
-        mu.SessionMessage(
-            message_id=out_id,
-            recipient_session_id=child_id,
-            recipient_message_id=in_id,
-            content=[TextContent(text=task)],
-        )
-    )
-    await child.set_state("running")
-    await child.emit(mu.SessionMessage(message_id=in_id, sender_session_id=parent.session_id, sender_message_id=out_id))
-    await child.emit(mu.SessionMessageChunk(message_id=in_id, content=TextContent(text=task)))
-    stop = "end_turn"
-    child_tc = child.next_id("tc")
-    await child.emit(
-        ToolCallUpdated(tool_call_id=child_tc, name="ls", title="Listing files", kind="read", status="in_progress")
-    )
-    child_scope = anyio.CancelScope()
-    child.work_scope = child_scope
-    with child_scope:
-        if slow:
-            await anyio.sleep(30)
-        await child.emit(
-            ToolCallUpdated(
-                tool_call_id=child_tc,
-                status="completed",
-                content=[Content(content=TextContent(text="greeting.txt\nnotes.md"))],
-            )
-        )
-        reply_id = child.next_id("msg-agent")
-        await child.emit(AgentMessageChunk(message_id=reply_id, content=TextContent(text="Found 2 files.")))
-    child.work_scope = None
-    if child_scope.cancelled_caught:
-        stop = "cancelled"
-        await child.emit(ToolCallUpdated(tool_call_id=child_tc, status="cancelled"))
-        idle = mu.StateUpdate(state="idle", stop_reason="cancelled")
-    else:
-        usage = mu.Usage(total_tokens=30, input_tokens=20, output_tokens=10)
-        idle = mu.StateUpdate(state="idle", stop_reason="end_turn", usage=usage)
-    child.state, child.last_stop_reason = "idle", stop
-    await child.emit(idle)
-    await ctx.emit(mu.SubagentUpdate(session_id=child_id, state=idle))  # mirrored on the parent
-    back_id = parent.next_id("msg-in")
-    summary = "The subagent found 2 files." if stop == "end_turn" else "The subagent was cancelled."
-    await ctx.emit(
-        mu.SessionMessage(message_id=back_id, sender_session_id=child_id, content=[TextContent(text=summary)])
-    )
-    await ctx.tool(tc, status="completed")
-    await ctx.say(summary)
-    ctx.turn_usage = mu.Usage(total_tokens=70, input_tokens=50, output_tokens=20)
-    return "end_turn"
+from . import scenarios_extensions as _extensions  # noqa: E402,F401  (registers /mcp and the Preview ones, last)

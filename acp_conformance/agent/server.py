@@ -21,7 +21,6 @@ from acp_session.errors import (
     RequestCancelled,
     ResourceNotFound,
     RpcError,
-    UnsupportedProtocolVersion,
 )
 from acp_session.rpc import Connection
 from acp_session.schema import unstable as mu
@@ -35,7 +34,6 @@ from acp_session.schema.types import (
     DeleteSessionResponse,
     EmbeddedResource,
     Implementation,
-    InitializeRequest,
     InitializeResponse,
     ListSessionsRequest,
     ListSessionsResponse,
@@ -61,15 +59,16 @@ from acp_session.schema.types import (
     SetSessionConfigOptionResponse,
     TextContent,
     ToolCallUpdated,
-    UnsupportedProtocolVersionErrorData,
     UserMessage,
 )
 from acp_session.schema.unstable import McpAcpCapabilities, McpCapabilities
 
-from . import AGENT_NAME, AGENT_VERSION, PROTOCOL_VERSION, mcp_client
+from . import AGENT_NAME, AGENT_VERSION, PROTOCOL_VERSION, mcp_client, negotiation
 from .config import apply_config
 from .scenarios import SCENARIOS, TurnContext, TurnFailed, available_commands, offline_reply, parse_prompt
 from .sessions import HeldPrompt, Session, SessionStore
+from .v1_front import V1Front
+from .workspace import Workspace
 
 if TYPE_CHECKING:
     from .shared import SharedSessions
@@ -98,6 +97,7 @@ class AgentOptions:
     store: str | None = None  # JSON file that keeps sessions across agent processes (None: memory only)
     mcp: frozenset[str] = frozenset({"stdio", "http", "acp"})  # MCP transports advertised (with the mcp extra)
     preview: bool = False  # advertise and serve the Preview methods (fork, title, system prompt, ...)
+    versions: tuple[int, ...] = negotiation.SUPPORTED_VERSIONS  # the protocol versions spoken, oldest first
 
 
 def _mcp_capabilities(offered: frozenset[str]) -> Any:
@@ -132,8 +132,9 @@ class ReferenceAgent:
         self.shared = shared
         self.store = shared.store if shared is not None else SessionStore(self.options.store, self._send_update)
         self._emit = shared.send_update if shared is not None else self._send_update  # new sessions' emit_raw
+        self.v1: V1Front | None = None  # set when the client negotiated protocol version 1 (stdio only)
         on = conn.on_request
-        on("initialize", self.initialize, decoder(InitializeRequest))
+        on("initialize", self.initialize)  # plain params: the version is read before the shape (negotiation.py)
         on("session/new", self.new_session, decoder(mu.NewSessionRequest))
         on("session/list", self.list_sessions, decoder(ListSessionsRequest))
         on("session/resume", self.resume_session, decoder(mu.ResumeSessionRequest))
@@ -160,6 +161,9 @@ class ReferenceAgent:
     # -- helpers ---------------------------------------------------------------------------------------
 
     async def _send_update(self, session_id: str, update: mu.SessionUpdate) -> None:
+        if self.v1 is not None:
+            await self.v1.send_update(session_id, update)
+            return
         await self.conn.notify("session/update", mu.UpdateSessionNotification(session_id=session_id, update=update))
 
     def _find(self, session_id: str) -> Session | None:
@@ -206,10 +210,13 @@ class ReferenceAgent:
 
     # -- initialize ------------------------------------------------------------------------------------
 
-    async def initialize(self, request: InitializeRequest) -> InitializeResponse:
-        if request.protocol_version < PROTOCOL_VERSION:
-            data = UnsupportedProtocolVersionErrorData(requested=request.protocol_version, supported=[PROTOCOL_VERSION])
-            raise UnsupportedProtocolVersion(data=msgspec.to_builtins(data))
+    async def initialize(self, params: Any) -> Any:
+        # A remote (--listen) connection speaks v2 only: the remote transports are v2's.
+        versions = self.options.versions if self.shared is None else (PROTOCOL_VERSION,)
+        if negotiation.chosen_version(params, versions) == 1:
+            self.v1 = V1Front(self)
+            return self.v1.initialize(params)
+        negotiation.v2_request(params, versions)  # held to v2's shape: -32602 names the supported versions
         return InitializeResponse(
             protocol_version=PROTOCOL_VERSION,  # the highest we support at or below the requested one
             info=Implementation(name=AGENT_NAME, version=AGENT_VERSION, title="ACP reference agent"),
@@ -536,7 +543,12 @@ class ReferenceAgent:
     ) -> RequestPermissionResponse | None:
         if self.shared is not None:
             return await self.shared.request_permission(session, request)  # asked again after a reconnect
-        pending = self.conn.request("session/request_permission", request, decode=decoder(RequestPermissionResponse))
+        if self.v1 is not None:
+            pending = self.v1.request_permission(request)
+        else:
+            pending = self.conn.request(
+                "session/request_permission", request, decode=decoder(RequestPermissionResponse)
+            )
         session.permissions.add(pending)
         # The whole foreground workflow waits for the user now (ACP2-048, ACP2-052).
         await session.set_state("requires_action")
@@ -576,6 +588,8 @@ class ReferenceAgent:
             delay=self.options.delay,
             connection=self.conn,
             notify=self.conn.notify,
+            workspace=Workspace() if self.v1 is None else self.v1.workspace(session.session_id),
+            protocol_version=1 if self.v1 is not None else PROTOCOL_VERSION,
         )
         stop_reason: str | None = "end_turn"
         error = None
@@ -650,3 +664,10 @@ class ReferenceAgent:
         session = self._find(note.session_id)
         if session is not None and session.open:
             self._cancel_foreground(session)
+
+    # -- what the v1 front (v1_front.py) shares ----------------------------------------------------------
+
+    session_or_error = _session
+    check_path = _check_path
+    check_mcp = _check_mcp
+    mcp_transports = _mcp_transports

@@ -353,11 +353,20 @@ def _approved(run: Run, result: Any, request: Line) -> bool:
     return str(kinds.get(outcome.get("optionId"), "")).startswith("allow")
 
 
+def _never_cancelled(run: Run) -> str:
+    """Why a run that prompted is not judged by a cancel check: the point it judges comes after session/cancel."""
+    return (
+        f"{run.label}: the client never sent session/cancel, so the point this check judges was never reached "
+        "(its driver has no way to cancel the turn, or did not)"
+    )
+
+
 def check_no_approval_after_cancel(runs: list[Run]) -> Result:
     unreached = _unreached(runs, "cancel")
     if unreached is not None:
         return unreached
     judged = False
+    why_not = "no cancel run got as far as session/cancel"
     for run in _judged(runs, "cancel"):
         cancel_at = next(
             (line.t for line in run.client_messages() if (line.message or {}).get("method") == "session/cancel"),
@@ -365,7 +374,7 @@ def check_no_approval_after_cancel(runs: list[Run]) -> Result:
         )
         if cancel_at is None:
             if "prompted" in run.events:
-                return "fail", f"{run.label}: the client never sent session/cancel (the scenario's driver cancels)"
+                why_not = _never_cancelled(run)
             continue
         judged = True
         requests = run.agent_requests()
@@ -376,7 +385,7 @@ def check_no_approval_after_cancel(runs: list[Run]) -> Result:
                 continue
             if line.t >= cancel_at and _approved(run, m.get("result"), request):
                 return "fail", f"{run.label}: approved a permission after sending session/cancel: {line.raw[:200]}"
-    return ("pass", "") if judged else (NOT_TESTED, "no cancel run got as far as session/cancel")
+    return ("pass", "") if judged else (NOT_TESTED, why_not)
 
 
 def check_cancels_pending_permission(runs: list[Run]) -> Result:
@@ -386,15 +395,15 @@ def check_cancels_pending_permission(runs: list[Run]) -> Result:
     if unreached is not None:
         return unreached
     judged = False
+    why_not = "no cancel-pending run got as far as session/cancel"
     for run in _judged(runs, "cancel-pending"):
         cancel = next(
             (ln for ln in run.client_messages() if (ln.message or {}).get("method") == "session/cancel"), None
         )
         if cancel is None:
             if "prompted" in run.events:
-                return "fail", f"{run.label}: the client never sent session/cancel (the scenario's driver cancels)"
+                why_not = _never_cancelled(run)
             continue
-        judged = True
         request_id = next(
             i
             for i, ln in run.agent_requests().items()
@@ -416,14 +425,17 @@ def check_cancels_pending_permission(runs: list[Run]) -> Result:
         cancelled = isinstance(outcome, dict) and outcome.get("outcome") == "cancelled"
         withdrawn = run.negotiated == 2 and (m.get("error") or {}).get("code") == -32800
         if cancelled or withdrawn:
+            judged = True
             continue  # before or after the session/cancel line: either way the request ends cancelled
         if answer.t < cancel.t:
-            return "fail", (
-                f"{run.label}: the permission request was answered before the cancel, not held as the scenario's "
-                f"driver must: {answer.raw[:200]}"
+            # Nothing was pending at the cancel: the driver could not leave the request open (auto-approval).
+            why_not = (
+                f"{run.label}: the permission request was answered before the cancel, so none was pending when it "
+                f"came (the driver must leave it unanswered): {answer.raw[:200]}"
             )
+            continue
         return "fail", f"{run.label}: ACP1-025: the pending permission request was answered {answer.raw[:200]}"
-    return ("pass", "") if judged else (NOT_TESTED, "no cancel-pending run got as far as session/cancel")
+    return ("pass", "") if judged else (NOT_TESTED, why_not)
 
 
 def check_gates_capabilities(runs: list[Run]) -> Result:

@@ -1181,6 +1181,7 @@ async def background_work(ctx: CheckContext) -> str | None:
 
 # -- the sets ----------------------------------------------------------------------------------------------
 
+from . import checks_batch as _checks_batch  # noqa: E402,F401  (registers the v2 batch check)
 from . import checks_v1 as _checks_v1  # noqa: E402,F401  (registers the v1 set)
 
 CHECKS: list[Check] = CHECK_SETS[2]

@@ -477,6 +477,15 @@ class Probe:
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
             raise Fail("transports.mdx#stdio", "the agent closed its stdin (it exited)") from None
 
+    async def send_raw(self, line: bytes) -> None:
+        """Write one line as it is (a batch array, say): for checks of what the agent does with it."""
+        data = line if line.endswith(b"\n") else line + b"\n"
+        self.wire.append(WireLine.of("sent", anyio.current_time() - self.start, data))
+        try:
+            await self.agent.send(data)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+            raise Fail("transports.mdx#stdio", "the agent closed its stdin (it exited)") from None
+
     async def request(self, method: str, params: Any = None) -> int:
         self._next_id += 1
         if method in _SESSION_OPENERS:

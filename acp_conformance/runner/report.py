@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 from xml.etree import ElementTree
 
+from .kit import kit_rows
 from .registry import AREAS
 from .run import CheckResult, RunReport
 from .tiers import classify, rule_ids
@@ -177,19 +178,19 @@ _WORST = ("FAIL", "PASS", "NOT_TESTED", "SKIPPED")  # a requirement's status: th
 
 
 def requirement_statuses(report: RunReport, verdict: Verdict) -> dict[str, dict[str, Any]]:
-    """The official kit's view: each of its requirement ids the run's checks cover, with the worst status of
-    those checks (FAIL, then PASS, NOT_TESTED, SKIPPED) and the checks themselves."""
-    found: dict[str, list[str]] = {}
-    for r in report.results:
-        for requirement in classify(_version(report), r.id).requirements:
-            found.setdefault(requirement, []).append(r.id)
-    return {
-        requirement: {
-            "status": min((verdict.statuses[c] for c in checks), key=_WORST.index),
-            "checks": checks,
-        }
-        for requirement, checks in sorted(found.items())
-    }
+    """The official kit's view: every id of its registry for the check set, with its tier and the worst status of
+    the checks here that judge it (FAIL, then PASS, NOT_TESTED, SKIPPED), or NOT_TESTED and why (kit.py)."""
+    ran = {r.id for r in report.results}
+    out: dict[str, dict[str, Any]] = {}
+    for row in kit_rows(_version(report)):
+        checks = [c for c in row.checks if c in ran]
+        if checks:
+            status = min((verdict.statuses[c] for c in checks), key=_WORST.index)
+            out[row.id] = {"tier": row.tier.value, "status": status, "checks": checks}
+        else:
+            reason = row.reason or f"its checks ({', '.join(row.checks)}) did not run"
+            out[row.id] = {"tier": row.tier.value, "status": "NOT_TESTED", "checks": [], "reason": reason}
+    return out
 
 
 def to_json(report: RunReport, base: Sequence[str] = (), verdict: Verdict | None = None) -> str:

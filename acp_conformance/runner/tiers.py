@@ -43,7 +43,9 @@ M, C, A, INFO = Tier.MANDATORY, Tier.CAPABILITY, Tier.ADVISORY, Tier.INFORMATION
 # v2: the kit puts the whole session surface under the `session` capability (only initialize is required of
 # every agent); the transport and JSON-RPC envelope rules stay MANDATORY.
 _V2: dict[str, Classification] = {
-    "framing": Classification(M, ("ACP-TRANSPORT-201", "ACP-TRANSPORT-203", "ACP-SCHEMA-001", "ACP-PROMPT-205")),
+    "framing": Classification(
+        M, ("ACP-TRANSPORT-201", "ACP-TRANSPORT-002", "ACP-TRANSPORT-203", "ACP-SCHEMA-001", "ACP-PROMPT-205")
+    ),
     "initialize": Classification(M, ("ACP-INIT-001", "ACP-INIT-201", "ACP-INIT-203", "ACP-AUTH-202")),
     "version-negotiation": Classification(M, ("ACP-INIT-003",)),
     "version-too-old": Classification(M, ()),  # the kit (ACP-INIT-202) wants a success; the schema allows -32022
@@ -76,11 +78,15 @@ _V2: dict[str, Classification] = {
     "unknown-method": Classification(A, ("ACP-JSONRPC-004", "ACP-EXT-001", "ACP-EXT-201")),
     "invalid-params": Classification(A, ()),
     "background-work": Classification(C, ()),
+    # The kit holds ACP-BATCH-201/202 MANDATORY (the older docs); the current schema has no batches: ADVISORY.
+    "batch": Classification(
+        A, ("ACP-BATCH-201", "ACP-BATCH-202", "ACP-BATCH-203", "ACP-BATCH-204", "ACP-BATCH-205", "ACP-JSONRPC-005")
+    ),
 }
 
 # v1: the kit holds the v1 session baseline (ACP1-012) and cancellation MANDATORY.
 _V1: dict[str, Classification] = {
-    "framing": Classification(M, ("ACP-TRANSPORT-001", "ACP-SCHEMA-001", "ACP-PROMPT-002")),
+    "framing": Classification(M, ("ACP-TRANSPORT-001", "ACP-TRANSPORT-002", "ACP-SCHEMA-001", "ACP-PROMPT-002")),
     "initialize": Classification(M, ("ACP-INIT-001", "ACP-INIT-004", "ACP-AUTH-002")),
     "version-negotiation": Classification(M, ("ACP-INIT-003",)),
     "version-exact": Classification(M, ("ACP-INIT-002",)),

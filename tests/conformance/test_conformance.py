@@ -16,6 +16,8 @@ from acp_conformance.runner.report import junit, table, to_json
 from acp_conformance.runner.run import RunOptions, RunReport, run
 from acp_conformance.runner.scenarios import REFERENCE_SCENARIOS, ScenarioError, load_scenarios
 
+from .doc_tables import documented
+
 AGENT = f"{sys.executable} -m acp_conformance.agent"
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -213,7 +215,22 @@ def test_agents_that_cannot_be_checked_get_one_line() -> None:
     failed = [c["id"] for c in report["checks"] if c["result"] == "fail"]
     assert failed == ["initialize"]
     assert all(c["message"].startswith("not run:") for c in report["checks"] if c["id"] != "initialize")
-    proc = _cli("--agent", AGENT, "--protocol", "1", timeout=30)
+    proc = _cli("--agent", f"{AGENT} --protocol-versions 2", "--protocol", "1", timeout=30)  # a v2-only agent
     assert proc.returncode == 3
     assert "NOT CHECKED: the agent does not speak protocol version 1 or older" in proc.stdout
     assert "FAIL" not in proc.stdout
+
+
+def test_the_reference_agent_passes_acp_conformance_on_v1_too() -> None:
+    """Offered version 1 the reference agent speaks v1 (v1_front.py) and passes the v1 check set: the documented
+    results, with fs/*, terminal/*, session/load and modes exercised."""
+    proc = _cli("--agent", AGENT, "--protocol", "1", "--json")
+    report = json.loads(proc.stdout)
+    assert report["protocolVersion"] == 1 and report["checkSet"] == "v1"
+    failed = {c["id"]: c["message"] for c in report["checks"] if c["result"] in ("fail", "warn")}
+    assert failed == {} and proc.returncode == 0, failed
+    assert report["verdict"]["verdict"] == "conformant"
+    results = {c["id"]: c["result"] for c in report["checks"]}
+    assert results == documented("### Results: protocol v1 agents", "reference agent")
+    passed = {k for k, v in results.items() if v == "pass"}
+    assert {"client-fs", "client-terminals", "client-capabilities", "session-load", "session-modes"} <= passed

@@ -10,8 +10,10 @@ import pytest
 
 from acp_conformance.agent.scenarios import SCENARIOS
 from acp_conformance.runner.checks import CHECK_SETS
+from acp_conformance.runner.kit import KIT, kit_rows, kit_table
 from acp_conformance.runner.registry import in_report_order
 from acp_conformance.runner.scenarios import REFERENCE_SCENARIOS, SCENARIO_HELP, load_scenarios
+from acp_conformance.runner.tiers import CLASSIFICATIONS
 
 from .doc_tables import documented
 
@@ -98,3 +100,22 @@ def test_reference_agent_doc_lists_every_scenario() -> None:
     doc = (ROOT / "docs" / "reference-agent.md").read_text()
     for name in SCENARIOS:
         assert f"/{name}" in doc, name
+
+
+@pytest.mark.parametrize("version", [2, 1])
+def test_every_kit_id_is_checked_or_explained_and_the_doc_lists_it(version: int) -> None:
+    """docs/conformance.md has one row per id of the official kit's registry (v1 and v2): the checks judging it, or
+    why it is NOT_TESTED; the rows are kit.py's, and the ids the checks map to are the kit's."""
+    rows = kit_rows(version)
+    assert [r.id for r in rows] == list(KIT[version])
+    for row in rows:
+        assert bool(row.checks) != bool(row.reason), row  # a check, or a reason: never both, never neither
+        for check_id in row.checks:
+            assert check_id in {c.id for c in CHECK_SETS[version]}, row
+    mapped = {r for entry in CLASSIFICATIONS[version].values() for r in entry.requirements}
+    assert mapped <= set(KIT[version]), sorted(mapped - set(KIT[version]))
+    start = DOC.index(f"<!-- kit-v{version} -->\n") + len(f"<!-- kit-v{version} -->\n")
+    end = DOC.index(f"\n<!-- /kit-v{version} -->")
+    assert DOC[start:end] == kit_table(version), "regenerate: python -m acp_conformance.runner.kit"
+    documented_ids = re.findall(r"^\| (ACP-[A-Z0-9-]+) \|", DOC[start:end], re.MULTILINE)
+    assert documented_ids == list(KIT[version])

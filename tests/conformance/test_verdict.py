@@ -14,6 +14,7 @@ import jsonschema
 import pytest
 
 from acp_conformance.runner.checks import CHECK_SETS
+from acp_conformance.runner.kit import kit_rows
 from acp_conformance.runner.run import CheckResult, RunReport
 from acp_conformance.runner.tiers import CLASSIFICATIONS, Tier, classify, requirement_table
 from acp_conformance.runner.verdict import judge
@@ -70,9 +71,15 @@ def test_a_failing_report_carries_tier_ids_transcript_and_stderr_and_validates()
     assert any(w["direction"] == "received" for w in framing["transcript"])
     assert isinstance(framing["stderrTail"], list)
     assert checks["initialize"]["transcript"] is None and checks["initialize"]["stderrTail"] is None
-    # The kit's view: its ids with the worst status of the checks covering them.
-    assert report["requirements"]["ACP-TRANSPORT-201"] == {"status": "FAIL", "checks": ["framing"]}
-    assert report["requirements"]["ACP-INIT-001"] == {"status": "PASS", "checks": ["initialize"]}
+    # The kit's view: every id of its v2 registry, with the kit's tier and the worst status of the checks judging
+    # it, or NOT_TESTED and why (kit.py).
+    requirements = report["requirements"]
+    assert requirements["ACP-TRANSPORT-201"] == {"tier": "MANDATORY", "status": "FAIL", "checks": ["framing"]}
+    assert requirements["ACP-INIT-001"] == {"tier": "MANDATORY", "status": "PASS", "checks": ["initialize"]}
+    assert set(requirements) == {row.id for row in kit_rows(2)}
+    assert requirements["ACP-INIT-202"]["status"] == "NOT_TESTED" and "-32022" in requirements["ACP-INIT-202"]["reason"]
+    not_run = requirements["ACP-SESSION-001"]  # its check exists but was not selected
+    assert not_run["status"] == "NOT_TESTED" and not_run["reason"] == "its checks (session-new) did not run"
 
 
 def test_the_reference_agent_is_conformant_and_its_report_validates() -> None:
@@ -85,7 +92,7 @@ def test_the_reference_agent_is_conformant_and_its_report_validates() -> None:
 
 
 def test_a_version_the_agent_does_not_share_is_blocked_by_version_mismatch() -> None:
-    code, report = _json_run("--agent", AGENT, "--protocol", "1")
+    code, report = _json_run("--agent", f"{AGENT} --protocol-versions 2", "--protocol", "1")  # a v2-only agent
     assert code == 3
     assert report["verdict"]["verdict"] == "blocked_by_version_mismatch"
     assert report["verdict"]["blocked_by_version_mismatch"] is True

@@ -116,11 +116,18 @@ class RawAcp:
         await self.open_stream(session_id)
         return session_id
 
-    async def start(self, cwd: str) -> str:
-        """initialize, the connection stream and a new session with its stream: the session id."""
+    async def connect(self) -> None:
+        """initialize and open the connection stream."""
         await self.initialize()
         await self.open_stream()
+
+    async def start(self, cwd: str) -> str:
+        """``connect`` and a new session with its stream: the session id."""
+        await self.connect()
         return await self.new_session(cwd)
+
+    def updates_seen(self) -> list[dict[str, Any]]:
+        return [m["params"]["update"] for _, m in self.seen if m.get("method") == "session/update"]
 
     async def delete(self) -> httpx.Response:
         return await self.client.delete(self.url, headers={"acp-connection-id": self.connection_id or ""})

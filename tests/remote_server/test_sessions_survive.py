@@ -63,8 +63,7 @@ async def test_a_new_connection_resumes_the_servers_sessions(server: Server, tmp
         tg.cancel_scope.cancel()
     async with httpx.AsyncClient() as client, anyio.create_task_group() as tg:
         second = RawAcp(client, server.url, tg)
-        await second.initialize()
-        await second.open_stream()
+        await second.connect()
         listed = await second.call("session/list", {})
         assert [s["sessionId"] for s in listed["result"]["sessions"]] == [session]
         # Not served by this connection until it resumes the session.
@@ -73,9 +72,7 @@ async def test_a_new_connection_resumes_the_servers_sessions(server: Server, tmp
         assert refused["error"]["code"] == -32002
         answer = await _resume(second, session, cwd)
         assert "result" in answer
-        replayed = [
-            u for stream, m in second.seen if m.get("method") == "session/update" for u in [m["params"]["update"]]
-        ]
+        replayed = second.updates_seen()
         assert text_of(replayed) == told
         assert replayed[-1] == {"sessionUpdate": "state_update", "state": "idle", "stopReason": "end_turn"}
         await second.send_request("session/prompt", _prompt(session, "/slow 2"), session)
@@ -91,10 +88,9 @@ async def test_a_turn_outlives_its_connection(server: Server, tmp_path: Path, re
         await anyio.sleep(3.5)  # the turn ends while no connection serves the session
     async with httpx.AsyncClient() as client, anyio.create_task_group() as tg:
         second = RawAcp(client, server.url, tg)
-        await second.initialize()
-        await second.open_stream()
+        await second.connect()
         await _resume(second, session, cwd)
-        updates = [m["params"]["update"] for _, m in second.seen if m.get("method") == "session/update"]
+        updates = second.updates_seen()
         snapshot = updates[-1]
         assert snapshot["sessionUpdate"] == "state_update"
         assert snapshot["state"] == ("running" if resume_while_running else "idle")
@@ -113,11 +109,10 @@ async def test_a_pending_permission_is_asked_again_after_resume(server: Server, 
     )
     async with httpx.AsyncClient() as client, anyio.create_task_group() as tg:
         second = RawAcp(client, server.url, tg)
-        await second.initialize()
-        await second.open_stream()
+        await second.connect()
         answer = await _resume(second, session, cwd)
         assert "result" in answer
-        snapshot = [m["params"]["update"] for _, m in second.seen if m.get("method") == "session/update"][-1]
+        snapshot = second.updates_seen()[-1]
         assert snapshot["state"] == "requires_action"
         asked = await second.next_message(lambda stream, m: m.get("method") == "session/request_permission")
         assert second.seen[-1][0] == session and asked["params"]["sessionId"] == session
@@ -149,10 +144,9 @@ async def test_a_turn_outlives_a_closed_websocket_and_resumes_over_http(server: 
             pass
     async with httpx.AsyncClient() as client, anyio.create_task_group() as tg:
         second = RawAcp(client, server.url, tg)
-        await second.initialize()
-        await second.open_stream()
+        await second.connect()
         await _resume(second, session, cwd)
-        updates = [m["params"]["update"] for _, m in second.seen if m.get("method") == "session/update"]
+        updates = second.updates_seen()
         if updates[-1].get("state") != "idle":
             updates += await second.until_idle(session)
         assert text_of(updates) == "".join(f"chunk {n}. " for n in range(1, 16))
@@ -176,9 +170,8 @@ async def test_a_store_file_keeps_sessions_across_server_restarts(
     second_server = start_server("--store", store)
     async with httpx.AsyncClient() as client, anyio.create_task_group() as tg:
         second = RawAcp(client, second_server.url, tg)
-        await second.initialize()
-        await second.open_stream()
+        await second.connect()
         await _resume(second, session, cwd)
-        replayed = [m["params"]["update"] for _, m in second.seen if m.get("method") == "session/update"]
+        replayed = second.updates_seen()
         assert text_of(replayed) == "chunk 1. chunk 2. "
         tg.cancel_scope.cancel()

@@ -1,0 +1,312 @@
+"""The reference agent's protocol v1 front: v1's method set mapped onto the shared scenario engine.
+
+Chosen at ``initialize`` when the client offers version 1 (negotiation.py). The sessions, scenarios and
+cancellation are the v2 agent's (server.py); this front changes only what the wire carries: v1 requests are
+turned into the model's, updates are sent in v1's shape (v1_wire.py), ``session/prompt`` is answered when the
+turn ends with its ``stopReason`` (v1 has no idle state update), permission requests carry a bare
+``toolCall``, and files and commands go through the client's ``fs/*`` and ``terminal/*`` methods when it
+advertises them.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import msgspec
+
+from acp_session.codec import convert, decoder, to_builtins
+from acp_session.errors import InternalError, InvalidParams, RpcError
+from acp_session.rpc import PendingRequest
+from acp_session.schema import types as m
+from acp_session.schema import unstable as mu
+from acp_session.schema.v1 import types as v1
+
+from . import AGENT_NAME, AGENT_VERSION
+from .config import MODE_VALUES
+from .scenarios import available_commands
+from .sessions import Session
+from .v1_wire import UpdateMapper, config_options, is_idle, modes
+from .v1_wire import available_commands as commands_update
+from .workspace import CommandResult, Workspace, WorkspaceError
+
+if TYPE_CHECKING:
+    from .server import ReferenceAgent
+
+__all__ = ["ClientWorkspace", "V1Front"]
+
+_log = logging.getLogger("acp_conformance.agent")
+
+
+def _offered(flag: Any) -> bool:
+    return flag is True or isinstance(flag, (dict, msgspec.Struct))
+
+
+def _mcp_servers(servers: Any) -> list[Any]:
+    """v1 MCP servers in the model's shape (a v1 stdio server has no ``type``)."""
+    out = []
+    for server in to_builtins(servers) if isinstance(servers, list) else []:
+        if isinstance(server, dict) and "type" not in server:
+            server = {"type": "stdio", **server}
+        out.append(server)
+    return out
+
+
+class ClientWorkspace(Workspace):
+    """Files and commands through a v1 client's ``fs/*`` and ``terminal/*`` methods (what it advertised)."""
+
+    def __init__(self, front: V1Front, session_id: str) -> None:
+        self.front = front
+        self.session_id = session_id
+        caps = front.client_capabilities
+        fs = caps.fs if isinstance(caps.fs, v1.FileSystemCapabilities) else None
+        self.reads = fs is not None and fs.read_text_file is True
+        self.writes = fs is not None and fs.write_text_file is True
+        self.runs_commands = caps.terminal is True
+        self.through_client = self.reads or self.writes
+
+    async def _call(self, method: str, params: dict[str, Any]) -> Any:
+        try:
+            return await self.front.conn.request(method, {"sessionId": self.session_id, **params})
+        except RpcError as exc:
+            raise WorkspaceError(f"{method}: {exc}") from None
+
+    async def read_text(self, path: str) -> str | None:
+        if not self.reads:
+            return await super().read_text(path)
+        try:
+            result = await self.front.conn.request("fs/read_text_file", {"sessionId": self.session_id, "path": path})
+        except RpcError as exc:
+            if exc.code == -32002:  # resource not found: the file does not exist
+                return None
+            raise WorkspaceError(f"fs/read_text_file: {exc}") from None
+        content = result.get("content") if isinstance(result, dict) else None
+        if not isinstance(content, str):
+            raise WorkspaceError("fs/read_text_file answered without text content")
+        return content
+
+    async def write_text(self, path: str, text: str) -> None:
+        if not self.writes:
+            await super().write_text(path, text)
+            return
+        await self._call("fs/write_text_file", {"path": path, "content": text})
+
+    async def start_command(self, command: str, args: list[str], cwd: str) -> str:
+        result = await self._call("terminal/create", {"command": command, "args": args, "cwd": cwd})
+        terminal_id = result.get("terminalId") if isinstance(result, dict) else None
+        if not isinstance(terminal_id, str):
+            raise WorkspaceError("terminal/create answered without a terminalId")
+        return terminal_id
+
+    async def finish_command(self, terminal_id: str) -> CommandResult:
+        try:
+            exit_status = await self._call("terminal/wait_for_exit", {"terminalId": terminal_id})
+            output = await self._call("terminal/output", {"terminalId": terminal_id})
+        finally:
+            with anyio.CancelScope(shield=True):
+                try:
+                    await self._call("terminal/release", {"terminalId": terminal_id})
+                except WorkspaceError:
+                    _log.warning("terminal/release of %s failed", terminal_id)
+        code = exit_status.get("exitCode") if isinstance(exit_status, dict) else None
+        text = output.get("output") if isinstance(output, dict) else None
+        return CommandResult(
+            terminal_id, text if isinstance(text, str) else "", code if isinstance(code, int) else None
+        )
+
+
+class V1Front:
+    """Serves one v1 client: registers v1's methods on the agent's connection and speaks v1 on its behalf."""
+
+    def __init__(self, agent: ReferenceAgent) -> None:
+        self.agent = agent
+        self.conn = agent.conn
+        self.client_capabilities = v1.ClientCapabilities()
+        self.mappers: dict[str, UpdateMapper] = {}
+        self.turn_ends: dict[str, Any] = {}  # session id -> the idle state update that ended its last turn
+
+    # -- initialize --------------------------------------------------------------------------------------
+
+    def initialize(self, params: dict[str, Any]) -> dict[str, Any]:
+        try:
+            request = convert(params, v1.InitializeRequest)
+        except (msgspec.ValidationError, TypeError) as exc:
+            raise InvalidParams(
+                data={"reason": f"not a v1 initialize request: {exc}", "supportedVersions": [1, 2]}
+            ) from None
+        if isinstance(request.client_capabilities, v1.ClientCapabilities):
+            self.client_capabilities = request.client_capabilities
+        self._register()
+        mcp = self.agent.mcp_transports()
+        return {
+            "protocolVersion": 1,
+            "agentCapabilities": {
+                "loadSession": True,
+                "promptCapabilities": {"image": False, "audio": False, "embeddedContext": True},
+                "mcpCapabilities": {"http": "http" in mcp, "sse": False},
+                "sessionCapabilities": {
+                    "list": {},
+                    "delete": {},
+                    "additionalDirectories": {},
+                    "resume": {},
+                    "close": {},
+                },
+            },
+            "authMethods": [],
+            "agentInfo": {"name": AGENT_NAME, "version": AGENT_VERSION, "title": "ACP reference agent"},
+        }
+
+    def _register(self) -> None:
+        on = self.conn.on_request
+        on("session/new", self.new_session, decoder(v1.NewSessionRequest))
+        on("session/load", self.load_session, decoder(v1.LoadSessionRequest))
+        on("session/resume", self.resume_session, decoder(v1.ResumeSessionRequest))
+        on("session/prompt", self.prompt, decoder(v1.PromptRequest))
+        on("session/set_mode", self.set_mode, decoder(v1.SetSessionModeRequest))
+        on("session/set_config_option", self.set_config_option, decoder(v1.SetSessionConfigOptionRequest))
+        on("authenticate", self.authenticate, decoder(v1.AuthenticateRequest))
+        # session/list, session/close, session/delete and session/cancel have the same shape in both versions.
+
+    # -- what the engine calls ---------------------------------------------------------------------------
+
+    def _mapper(self, session_id: str) -> UpdateMapper:
+        mapper = self.mappers.get(session_id)
+        if mapper is None:
+            session_caps = self.client_capabilities.session
+            options = getattr(session_caps, "config_options", None)
+            mapper = UpdateMapper(
+                boolean_options=_offered(getattr(options, "boolean", None)),
+                notices=_offered(getattr(session_caps, "notices", None)),
+                compaction=_offered(getattr(session_caps, "compaction", None)),
+            )
+            self.mappers[session_id] = mapper
+        return mapper
+
+    async def send_update(self, session_id: str, update: Any, *, replay: bool = False) -> None:
+        if is_idle(update):
+            self.turn_ends[session_id] = update
+        for plain in self._mapper(session_id).map(update, replay=replay):
+            await self.conn.notify("session/update", {"sessionId": session_id, "update": plain})
+
+    def request_permission(self, request: m.RequestPermissionRequest) -> PendingRequest[m.RequestPermissionResponse]:
+        """v1's permission request: the subject's tool call (with the title), the same options and answer."""
+        subject = request.subject
+        call: dict[str, Any] = {}
+        if isinstance(subject, m.ToolCallPermissionSubject):
+            call = to_builtins(subject.tool_call)
+        call.setdefault("title", request.title)
+        params = {"sessionId": request.session_id, "toolCall": call, "options": to_builtins(request.options)}
+        return self.conn.request("session/request_permission", params, decode=decoder(m.RequestPermissionResponse))
+
+    def workspace(self, session_id: str) -> Workspace:
+        return ClientWorkspace(self, session_id)
+
+    # -- sessions ----------------------------------------------------------------------------------------
+
+    def _session_values(self, session: Session) -> dict[str, Any]:
+        boolean = self._mapper(session.session_id).boolean_options
+        return {"modes": modes(session.config), "configOptions": config_options(session.config, boolean=boolean)}
+
+    async def _announce_commands(self, session_id: str) -> None:
+        """v1 has no commands in the session/new (or load) answer: an update says them, just before that answer
+        (a client handles updates for the session it is opening: ACP2-031; nothing comes after the answer that a
+        client waiting for a quiet session could take for a stray update)."""
+        update = commands_update(available_commands())
+        await self.conn.notify("session/update", {"sessionId": session_id, "update": update})
+
+    async def new_session(self, request: v1.NewSessionRequest) -> dict[str, Any]:
+        plain: dict[str, Any] = {"cwd": request.cwd, "mcpServers": _mcp_servers(request.mcp_servers)}
+        if isinstance(request.additional_directories, list):
+            plain["additionalDirectories"] = request.additional_directories
+        answer = await self.agent.new_session(convert(plain, mu.NewSessionRequest))
+        session = self.agent.store.get(answer.session_id)
+        assert session is not None
+        await self._announce_commands(answer.session_id)
+        return {"sessionId": answer.session_id, **self._session_values(session)}
+
+    async def load_session(self, request: v1.LoadSessionRequest) -> dict[str, Any]:
+        """Open a known session again and replay its history, all before the answer (session-setup.mdx)."""
+        session = self.agent.session_or_error(request.session_id, open_only=False)
+        self.agent.check_path(request.cwd, "cwd")
+        if os.path.normpath(request.cwd) != os.path.normpath(session.cwd):
+            raise InvalidParams(data={"reason": "cwd differs from the session's working directory"})
+        session.mcp_servers = self.agent.check_mcp(convert(_mcp_servers(request.mcp_servers), list[m.McpServer]))
+        if isinstance(request.additional_directories, list):
+            for path in request.additional_directories:
+                self.agent.check_path(path, "additionalDirectories entry")
+            session.additional_directories = list(request.additional_directories)
+        session.open = True
+        mapper = self._mapper(session.session_id)
+        mapper.reset()
+        for update in list(session.history):
+            await self.send_update(session.session_id, update, replay=True)
+        await self._announce_commands(session.session_id)
+        return self._session_values(session)
+
+    async def resume_session(self, request: v1.ResumeSessionRequest) -> dict[str, Any]:
+        plain: dict[str, Any] = {"sessionId": request.session_id, "cwd": request.cwd}
+        if isinstance(request.mcp_servers, list):
+            plain["mcpServers"] = _mcp_servers(request.mcp_servers)
+        if isinstance(request.additional_directories, list):
+            plain["additionalDirectories"] = request.additional_directories
+        await self.agent.resume_session(convert(plain, mu.ResumeSessionRequest))  # no replay: v1 resume has none
+        session = self.agent.session_or_error(request.session_id)
+        self._mapper(session.session_id).reset()
+        return self._session_values(session)
+
+    async def set_mode(self, request: v1.SetSessionModeRequest) -> dict[str, Any]:
+        session = self.agent.session_or_error(request.session_id)
+        if request.mode_id not in MODE_VALUES:
+            raise InvalidParams(data={"reason": f"unknown mode {request.mode_id!r}", "modeId": request.mode_id})
+        session.config.mode = request.mode_id
+        self.agent.store.save(session)
+        return {}
+
+    async def set_config_option(self, request: v1.SetSessionConfigOptionRequest) -> dict[str, Any]:
+        session = self.agent.session_or_error(request.session_id)
+        before = session.config.mode
+        change: m.SetSessionConfigOptionRequest
+        if isinstance(request.value, bool):
+            change = m.SetSessionConfigOptionBooleanRequest(
+                session_id=request.session_id, config_id=request.config_id, value=request.value
+            )
+        else:
+            change = m.SetSessionConfigOptionValueIdRequest(
+                session_id=request.session_id, config_id=request.config_id, value=request.value
+            )
+        await self.agent.set_config_option(change)
+        if session.config.mode != before:  # the mode option is the session's mode too (session-config-options.mdx)
+            await self.conn.notify(
+                "session/update",
+                {
+                    "sessionId": session.session_id,
+                    "update": {"sessionUpdate": "current_mode_update", "currentModeId": session.config.mode},
+                },
+            )
+        boolean = self._mapper(session.session_id).boolean_options
+        return {"configOptions": config_options(session.config, boolean=boolean)}
+
+    async def authenticate(self, request: v1.AuthenticateRequest) -> dict[str, Any]:
+        # No auth methods are advertised: nothing is needed, and no method id is known.
+        raise InvalidParams(data={"reason": f"unknown auth method {request.method_id!r} (none are advertised)"})
+
+    # -- prompts -----------------------------------------------------------------------------------------
+
+    async def prompt(self, request: v1.PromptRequest) -> dict[str, Any]:
+        """Insert the prompt as v2 does, then answer when its turn ends (v1's prompt spans the whole turn)."""
+        blocks = [to_builtins(block) for block in request.prompt]
+        await self.agent.prompt(convert({"sessionId": request.session_id, "prompt": blocks}, m.PromptRequest))
+        session = self.agent.session_or_error(request.session_id, open_only=False)
+        self.turn_ends.pop(session.session_id, None)
+        done = session.work_done  # this turn's: set before prompt() returned, nothing ran in between
+        if done is not None:
+            await done.wait()
+        end = self.turn_ends.pop(session.session_id, None)
+        if end is None:  # the session was closed (or deleted) during the turn
+            return {"stopReason": "cancelled"}
+        if end.stop_reason == "error":  # v1 has no error stop reason: the prompt fails instead
+            error = end.error if isinstance(end.error, m.Error) else None
+            raise InternalError(message=error.message if error is not None else "the turn failed")
+        return {"stopReason": end.stop_reason}
