@@ -32,10 +32,14 @@ def agent(store: Path | None) -> list[str]:
     return argv + (["--store", str(store)] if store is not None else [])
 
 
-def quick(**changes: Any) -> ClientBuilder:
+def quick(version: int = 2, **changes: Any) -> ClientBuilder:
+    """A builder with a fast reconnect policy that speaks only protocol ``version`` (the agent speaks both)."""
     options: dict[str, Any] = {"attempts": 3, "backoff": 0.05, "deadline": 60.0, "idle_timeout": None}
     options.update(changes)
-    return ClientBuilder("reconnect-test", "1.0").reconnect(**options)
+    return ClientBuilder("reconnect-test", "1.0").protocol_versions(version).reconnect(**options)
+
+
+VERSIONS = pytest.mark.parametrize("version", [1, 2])
 
 
 def agent_pid(conversation: Conversation) -> int:
@@ -61,9 +65,10 @@ def assert_no_duplicates(conversation: Conversation) -> None:
     assert [key for key, count in calls.items() if count > 1] == []
 
 
-async def test_sigkill_mid_turn_restarts_resumes_and_the_next_turn_works(tmp_path: Path) -> None:
+@VERSIONS
+async def test_sigkill_mid_turn_restarts_resumes_and_the_next_turn_works(tmp_path: Path, version: int) -> None:
     events_seen: list[Any] = []
-    async with quick().spawn(agent(tmp_path / "store.json")) as client:
+    async with quick(version).spawn(agent(tmp_path / "store.json")) as client:
         client.on_reconnect(events_seen.append)
         conversation = await client.start_conversation(str(tmp_path))
         first = await conversation.chat_to_completion("hello")
@@ -84,13 +89,14 @@ async def test_sigkill_mid_turn_restarts_resumes_and_the_next_turn_works(tmp_pat
         assert texts[-2:] == [("user", "again"), ("agent", "You said: again")]
         assert_no_duplicates(conversation)
         assert [type(e) for e in events_seen] == [Reconnecting, Reconnected]
-        assert client.reconnects == 1
+        assert client.reconnects == 1 and client.protocol_version == version
 
 
+@VERSIONS
 async def test_chat_to_completion_through_a_kill_ends_with_turn_lost_and_history_is_the_agents(
-    tmp_path: Path,
+    tmp_path: Path, version: int
 ) -> None:
-    async with quick().spawn(agent(tmp_path / "store.json")) as client:
+    async with quick(version).spawn(agent(tmp_path / "store.json")) as client:
         conversation = await client.start_conversation(str(tmp_path))
         await conversation.chat_to_completion("one")
         await conversation.chat_to_completion("two")
@@ -109,8 +115,9 @@ async def test_chat_to_completion_through_a_kill_ends_with_turn_lost_and_history
         assert_no_duplicates(conversation)
 
 
-async def test_the_agent_lost_the_session_ends_the_turn_with_session_lost(tmp_path: Path) -> None:
-    async with quick().spawn(agent(None)) as client:  # memory only: the restarted agent knows no session
+@VERSIONS
+async def test_the_agent_lost_the_session_ends_the_turn_with_session_lost(tmp_path: Path, version: int) -> None:
+    async with quick(version).spawn(agent(None)) as client:  # memory only: the restarted agent knows no session
         conversation = await client.start_conversation(str(tmp_path))
         events = await kill_on_first_text(conversation, "/slow 60")
         kinds = [e.kind for e in events]
@@ -193,8 +200,9 @@ async def test_without_a_policy_a_killed_agent_still_ends_the_turn_with_connecti
         assert not isinstance(events[-1].error, ReconnectFailed)
 
 
-async def test_a_bare_session_is_resumed_too_and_its_next_prompt_goes_to_the_new_agent(tmp_path: Path) -> None:
-    async with quick().spawn(agent(tmp_path / "store.json")) as client:
+@VERSIONS
+async def test_a_bare_session_is_resumed_too_and_its_next_prompt_goes_to_the_new_agent(tmp_path: Path, version: int) -> None:
+    async with quick(version).spawn(agent(tmp_path / "store.json")) as client:
         session = await client.new_session(str(tmp_path))
         assert (await session.send_prompt("first")).message_id
         old = client.rpc
