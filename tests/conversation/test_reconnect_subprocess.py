@@ -201,7 +201,9 @@ async def test_without_a_policy_a_killed_agent_still_ends_the_turn_with_connecti
 
 
 @VERSIONS
-async def test_a_bare_session_is_resumed_too_and_its_next_prompt_goes_to_the_new_agent(tmp_path: Path, version: int) -> None:
+async def test_a_bare_session_is_resumed_too_and_its_next_prompt_goes_to_the_new_agent(
+    tmp_path: Path, version: int
+) -> None:
     async with quick(version).spawn(agent(tmp_path / "store.json")) as client:
         session = await client.new_session(str(tmp_path))
         assert (await session.send_prompt("first")).message_id
