@@ -436,8 +436,9 @@ class ClientBuilder:
         reconnect reuses it); the ``RemoteDialer`` options (``ca_file``, ``http_version``, ``limits``,
         ``cookies``) may also be passed here. ``initialize_timeout`` and the other options: see ``connect``.
         A server that refuses the connection before ``initialize`` is answered raises ``RemoteHttpError`` (the
-        status) or ``RemoteTransportError``; afterwards a lost connection fails what waits with
-        ``ConnectionClosed`` (see ``docs/remote.md``)."""
+        status) or ``RemoteTransportError``. Afterwards a lost connection is re-established through the dialer
+        (the reconnect policy is on by default here: ``reconnect()``; docs/conversation.md, "When the connection
+        drops"); with ``reconnect(False)`` it fails what waits with ``ConnectionClosed`` (see ``docs/remote.md``)."""
         from ..transport.remote import RemoteDialer
 
         dialer_options = {k: options.pop(k) for k in _DIALER_OPTIONS if k in options}
