@@ -277,6 +277,12 @@ class Conversation(ConversationView, ReconnectRecovery):
         self._unbind(ConnectionClosed("reconnecting on a new connection"))
         await self._resume(client, session_id, cwd, replay_from)
 
+    def _remember(
+        self, mcp_servers: Sequence[McpServerConfig], additional_directories: Sequence[str | os.PathLike[str]]
+    ) -> None:
+        self._mcp_servers = list(mcp_servers)
+        self._additional_directories = list(additional_directories)
+
     async def _resume(
         self, client: ClientConnection, session_id: str, cwd: str | os.PathLike[str], replay_from: Any
     ) -> None:
@@ -322,12 +328,7 @@ class Conversation(ConversationView, ReconnectRecovery):
 
     def _unbind(self, error: BaseException) -> None:
         self._unregister_recovery()
-        if self._detach is not None:
-            self._detach()
-            self._detach = None
-        if self._scope is not None:
-            self._scope.cancel()
-            self._scope = None
+        self._stop_listening()
         self._fail_all(error)
 
     async def _watch_connection(self, client: ClientConnection) -> None:

@@ -14,7 +14,6 @@ twice), and ends as the agent says: finished if the agent is idle again, still r
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from acp_session.client.connection import hub_of
@@ -64,6 +63,15 @@ class ReconnectRecovery(TurnRouting):
         if reconnector is not None:
             reconnector.recoveries[session.session_id] = self
 
+    def _stop_listening(self) -> None:
+        """Stop folding the session's updates and watching its connection; the turns are left as they are."""
+        if self._detach is not None:
+            self._detach()
+            self._detach = None
+        if self._scope is not None:
+            self._scope.cancel()
+            self._scope = None
+
     def _unregister_recovery(self) -> None:
         session = self._session
         reconnector = hub_of(session.connection).reconnector if session is not None else None
@@ -75,12 +83,6 @@ class ReconnectRecovery(TurnRouting):
         """The MCP servers this session was given (opened or last resumed with); ``reconnect()`` and an automatic
         reconnect re-send them."""
         return list(self._mcp_servers)
-
-    def _remember(
-        self, mcp_servers: Sequence[McpServerConfig], additional_directories: Sequence[str | os.PathLike[str]]
-    ) -> None:
-        self._mcp_servers = list(mcp_servers)
-        self._additional_directories = list(additional_directories)
 
     def _unfinished(self) -> list[ChatTurn]:
         turns = self._active + [s.owner for s in self._segments if s.owner is not None] + self._awaiting
@@ -109,12 +111,7 @@ class ReconnectRecovery(TurnRouting):
         session_id = session.session_id
         if self._shown_at_drop is None:
             self._shown_at_drop = _shown(self.state.timeline)
-        if self._detach is not None:
-            self._detach()
-            self._detach = None
-        if self._scope is not None:
-            self._scope.cancel()
-            self._scope = None
+        self._stop_listening()
         hub = hub_of(connection)
         quiet = BatchUpdateListener(self._fold_quietly, self._fold_run_quietly)
         track = hub.session_track(session_id)

@@ -35,9 +35,9 @@ def agent_command(tmp_path: Path) -> tuple[str, Path]:
     return shlex.join([sys.executable, str(script), str(pids), "--store", str(store)]), pids
 
 
-def run_killing_the_agent(tmp_path: Path, *args: str) -> tuple[list[str], str, int]:
-    """Run ``acp-session chat ... "/slow 40"``, SIGKILL the agent after the turn's second output line (stdout
-    lines, stderr, exit code)."""
+def run_killing_the_agent(tmp_path: Path, *args: str, restarts: int = 1) -> tuple[list[str], str, int]:
+    """Run ``acp-session chat ... "/slow 40"`` and SIGKILL the agent once the reply's second chunk is out
+    (stdout lines, stderr, exit code); ``restarts``: how many times the agent must have been started again."""
     command, pids = agent_command(tmp_path)
     process = subprocess.Popen(
         [CLI, "chat", "--agent", command, "--cwd", str(tmp_path), *args, "/slow 40"],
@@ -58,10 +58,9 @@ def run_killing_the_agent(tmp_path: Path, *args: str) -> tuple[list[str], str, i
             killed = True
         assert time.monotonic() < deadline
     _, err = process.communicate(timeout=60)
-    lines = out.decode().splitlines(keepends=True)
     assert killed
-    assert len(pids.read_text().split()) == 2  # started again, with the same command
-    return lines, err, process.returncode
+    assert len(pids.read_text().split()) == 1 + restarts  # started again with the same command, or not
+    return out.decode().splitlines(keepends=True), err, process.returncode
 
 
 def test_text_output_says_reconnecting_once_and_goes_on(tmp_path: Path) -> None:
@@ -85,28 +84,7 @@ def test_json_records_of_a_reconnect_match_the_schema(tmp_path: Path) -> None:
 
 
 def test_without_reconnect_the_cli_reports_the_agent_gone(tmp_path: Path) -> None:
-    _, err, code = run_killing_the_agent_no_restart(tmp_path)
+    lines, err, code = run_killing_the_agent(tmp_path, "--json", restarts=0)
     assert "reconnecting" not in err
-    assert code != 0
-
-
-def run_killing_the_agent_no_restart(tmp_path: Path) -> tuple[list[str], str, int]:
-    command, pids = agent_command(tmp_path)
-    process = subprocess.Popen(
-        [CLI, "chat", "--agent", command, "--cwd", str(tmp_path), "--json", "/slow 40"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=cli_env(tmp_path),
-        cwd=tmp_path,
-    )
-    assert process.stdout is not None
-    lines = []
-    for line in process.stdout:
-        lines.append(line)
-        if "chunk 2." in line and len(lines) < 50:
-            os.kill(int(pids.read_text().split()[0]), signal.SIGKILL)
-    _, err = process.communicate(timeout=60)
-    assert len(pids.read_text().split()) == 1
     assert json.loads(lines[-1])["event"] == "error"
-    return lines, err, process.returncode
+    assert code != 0

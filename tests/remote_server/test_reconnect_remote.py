@@ -5,14 +5,15 @@ behind a TCP proxy the test controls (``tests/helpers/cutting_proxy.py``). The n
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 
-from acp_session import ClientBuilder, Conversation
+from acp_session import ClientBuilder, ClientConnection, Conversation
 from acp_session.client_errors import ReconnectFailed, SessionLost
 from acp_session.conversation import ChatDone, ChatError, ChatText
 from acp_session.schema import RequestPermissionRequest
@@ -35,6 +36,18 @@ def builder(**changes: Any) -> ClientBuilder:
     options: dict[str, Any] = {"attempts": 10, "backoff": 0.1, "max_backoff": 0.5, "deadline": 60.0}
     options.update(changes)
     return ClientBuilder("reconnect-remote", "1.0").reconnect(**options)
+
+
+@asynccontextmanager
+async def through_proxy(
+    server: Server, cwd: Path, scheme: str = "http", client_builder: ClientBuilder | None = None
+) -> AsyncIterator[tuple[CuttingProxy, ClientConnection, Conversation]]:
+    """A conversation with ``server`` through a cutting proxy: (the proxy, the connection, the conversation)."""
+    async with (
+        cutting_proxy(port_of(server)) as proxy,
+        (client_builder or builder()).connect_url(proxy.url(scheme)) as client,
+    ):
+        yield proxy, client, await client.start_conversation(str(cwd))
 
 
 async def agents_record(server: Server, session_id: str, cwd: str) -> list[tuple[str, str]]:
@@ -71,8 +84,7 @@ async def test_a_streamed_turn_cut_three_times_completes_with_exactly_the_agents
 ) -> None:
     server = start_server()
     cwd = str(tmp_path)
-    async with cutting_proxy(port_of(server)) as proxy, builder().connect_url(proxy.url(scheme)) as client:
-        conversation = await client.start_conversation(cwd)
+    async with through_proxy(server, tmp_path, scheme) as (proxy, client, conversation):
         turn = conversation.chat(f"/slow {SLOW}")
         async with anyio.create_task_group() as tg:
             tg.start_soon(cut_three_times, proxy, lambda: reply_chunks(conversation))
@@ -92,9 +104,7 @@ async def test_a_streamed_turn_cut_three_times_completes_with_exactly_the_agents
 async def test_async_for_over_a_cut_turn_yields_every_piece_once(
     start_server: Callable[..., Server], tmp_path: Path, scheme: str
 ) -> None:
-    server = start_server()
-    async with cutting_proxy(port_of(server)) as proxy, builder().connect_url(proxy.url(scheme)) as client:
-        conversation = await client.start_conversation(str(tmp_path))
+    async with through_proxy(start_server(), tmp_path, scheme) as (proxy, _, conversation):
         events: list[Any] = []
 
         async def read() -> None:
@@ -148,11 +158,9 @@ async def test_a_cut_while_a_permission_is_pending_asks_again_and_answers_once(
 async def test_a_cut_during_initialize_is_one_failed_attempt(
     start_server: Callable[..., Server], tmp_path: Path, scheme: str
 ) -> None:
-    server = start_server()
-    async with cutting_proxy(port_of(server)) as proxy, builder().connect_url(proxy.url(scheme)) as client:
+    async with through_proxy(start_server(), tmp_path, scheme) as (proxy, client, conversation):
         attempts: list[int] = []
         client.on_reconnect(lambda event: attempts.append(getattr(event, "attempt", 0)))
-        conversation = await client.start_conversation(str(tmp_path))
         turn = conversation.chat("/slow 15")
         with anyio.fail_after(30):
             while not reply_chunks(conversation):
@@ -171,8 +179,7 @@ async def test_a_server_restarted_without_its_sessions_ends_the_turn_with_sessio
     start_server: Callable[..., Server], tmp_path: Path, scheme: str
 ) -> None:
     server = start_server()
-    async with cutting_proxy(port_of(server)) as proxy, builder().connect_url(proxy.url(scheme)) as client:
-        conversation = await client.start_conversation(str(tmp_path))
+    async with through_proxy(server, tmp_path, scheme) as (proxy, client, conversation):
         events: list[Any] = []
         async for event in conversation.chat(f"/slow {SLOW}"):
             events.append(event)
@@ -190,9 +197,8 @@ async def test_a_server_restarted_without_its_sessions_ends_the_turn_with_sessio
 async def test_the_deadline_ends_a_turn_with_a_typed_error_and_no_hang(
     start_server: Callable[..., Server], tmp_path: Path
 ) -> None:
-    server = start_server()
-    async with cutting_proxy(port_of(server)) as proxy, builder(deadline=2.0).connect_url(proxy.url()) as client:
-        conversation = await client.start_conversation(str(tmp_path))
+    impatient = builder(deadline=2.0)
+    async with through_proxy(start_server(), tmp_path, client_builder=impatient) as (proxy, _, conversation):
         turn = conversation.chat(f"/slow {SLOW}")
         with anyio.fail_after(30):
             while not reply_chunks(conversation):
@@ -209,10 +215,8 @@ async def test_the_deadline_ends_a_turn_with_a_typed_error_and_no_hang(
 async def test_a_silent_connection_is_found_by_the_liveness_probe_and_replaced(
     start_server: Callable[..., Server], tmp_path: Path, scheme: str
 ) -> None:
-    server = start_server()
     quick_probe = builder(idle_timeout=0.5, probe_timeout=0.5)
-    async with cutting_proxy(port_of(server)) as proxy, quick_probe.connect_url(proxy.url(scheme)) as client:
-        conversation = await client.start_conversation(str(tmp_path))
+    async with through_proxy(start_server(), tmp_path, scheme, quick_probe) as (proxy, client, conversation):
         turn = conversation.chat(f"/slow {SLOW}")
         with anyio.fail_after(30):
             while not reply_chunks(conversation):
