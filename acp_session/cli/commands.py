@@ -130,6 +130,9 @@ async def login(app: ChatApp) -> int:
             fail(str(exc), "UnknownLoginMethod")
             return EXIT_USAGE
         command = method.terminal_command(argv)
+        if getattr(args, "url", None) and (command is not None or method.kind == "terminal"):
+            fail(f"{method.method_id} is a terminal login: run it where the agent runs (--url)", "UnsupportedLogin")
+            return EXIT_ERROR
         if command is not None or method.kind == "terminal":  # the agent's own login, in this terminal
             if command is None:
                 fail(f"{method.method_id} is a terminal login without a command", "NoLoginCommand")

@@ -6,7 +6,8 @@
 // Prints its URL (http://127.0.0.1:PORT/acp) as the first stdout line. Every response sets the cookie
 // acp-affinity=node-1 (a load balancer's sticky-session cookie); with --record, every HTTP request is appended
 // to FILE as one JSON line {method, url, cookie, connection, session, upgrade}, so tests see what came back.
-// The agent, by the prompt's first word: "/permission" asks permission (allow-once approves), "/slow N" streams
+// The agent, by the prompt's first word: "/permission" asks permission (allow-once approves), "/subagent" runs a
+// child session (announced with subagent_update, its own updates under its id), "/slow N" streams
 // N chunks 50 ms apart (for cancel and for killing the server mid-turn), anything else gets "You said: ..."
 // streamed word by word (in mode "ask": "You asked: ..."). Config option: mode (ask, code).
 import { appendFileSync } from "node:fs";
@@ -68,6 +69,15 @@ async function runTurn(session, text, controller) {
         await update(session, { sessionUpdate: "agent_message_chunk", messageId, content: { type: "text", text: `chunk ${index}. ` } });
         await sleep(STEP_MS, signal);
       }
+    } else if (text.startsWith("/subagent")) {
+      // A child session announced on the parent's stream; the server sends the child's own updates on the child's.
+      const child = { ...session, sessionId: `${session.sessionId}-child` };
+      await update(session, { sessionUpdate: "subagent_update", sessionId: child.sessionId, title: "Reader", state: { sessionUpdate: "state_update", state: "running" } });
+      await update(child, { sessionUpdate: "agent_message_chunk", messageId: "child-msg-1", content: { type: "text", text: "child says hi" } });
+      const idle = { sessionUpdate: "state_update", state: "idle", stopReason: "end_turn" };
+      await update(child, idle);
+      await update(session, { sessionUpdate: "subagent_update", sessionId: child.sessionId, state: idle });
+      await say(session, messageId, "Delegated.", signal);
     } else if (text.startsWith("/permission")) {
       const toolCallId = `tc-${session.count}`;
       await update(session, { sessionUpdate: "tool_call_update", toolCallId, name: "run", title: "rm -rf build/", kind: "execute", status: "pending" });

@@ -28,7 +28,7 @@ __all__ = [
     "ws_text",
 ]
 
-INITIALIZE_RESULT = {"protocolVersion": 2, "info": {"name": "hostile", "version": "0"}, "capabilities": {}}
+INITIALIZE_RESULT = {"protocolVersion": 2, "info": {"name": "hostile", "version": "0"}, "capabilities": {"session": {}}}
 
 
 @dataclass

@@ -177,3 +177,61 @@ async def test_a_huge_websocket_message_is_skipped_with_bounded_memory() -> None
     grown_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
     assert served.sent > size
     assert grown_kib < 128 * 1024  # never held the 256 MiB message
+
+
+async def test_answers_naming_ten_thousand_sessions_open_no_streams() -> None:
+    """A server cannot make the client open a stream per session it invents: only the answers to our own
+    session/new and session/fork open one."""
+    flooded = anyio.Event()
+    new_session: list[Any] = []
+
+    async def flood(stream: ByteStream, request: Request, served: Served, _: bytearray) -> bool:
+        if request.method == "POST" and request.json().get("method") == "initialize":
+            await send(stream, served, initialize_answer(request))
+            return True
+        if request.method == "POST":
+            await send(stream, served, b"HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n")
+            new_session.append(request.json())
+            return True
+        if request.method == "GET" and "acp-session-id" in request.headers:
+            await send(stream, served, EVENTS_HEAD)
+            await anyio.sleep(30)
+        elif request.method == "GET":
+            await send(stream, served, EVENTS_HEAD)
+            for n in range(10_000):
+                answer = f'{{"jsonrpc":"2.0","id":{1000 + n},"result":{{"sessionId":"fake-{n}"}}}}'
+                await send(stream, served, f"data: {answer}\n\n".encode())
+            flooded.set()
+            while not new_session:
+                await anyio.sleep(0.01)
+            answer = f'{{"jsonrpc":"2.0","id":{new_session[0]["id"]},"result":{{"sessionId":"real-1"}}}}'
+            await send(stream, served, f"data: {answer}\n\n".encode())
+            await anyio.sleep(30)
+        return False
+
+    async with serve(flood) as served:
+        with anyio.fail_after(30):
+            async with ClientBuilder().connect_url(served.url, limits=SMALL) as client:
+                await flooded.wait()
+                conversation = await client.start_conversation("/")  # read after the whole flood
+                assert conversation.session_id == "real-1"
+                assert not client.rpc.closed
+    gets = [r for r in served.requests if r.method == "GET"]
+    # The connection's stream, and the one real session's: none of the 10 000 invented ones.
+    assert [g.headers.get("acp-session-id") for g in gets] == [None, "real-1"]
+
+
+async def test_an_event_that_is_not_utf8_is_reported_and_the_stream_goes_on() -> None:
+    async def garbled(stream: ByteStream, request: Request, served: Served, _: bytearray) -> bool:
+        if request.method == "POST":
+            await send(stream, served, initialize_answer(request))
+            return True
+        await send(stream, served, EVENTS_HEAD + b'data: {"bad": "\xff\xfe"}\r\n\r\n: ping\r\n\r\n')
+        await anyio.sleep(30)
+        return False
+
+    async with serve(garbled) as served, ClientBuilder().connect_url(served.url, limits=SMALL) as client:
+        with anyio.fail_after(10):
+            while client.rpc.bad_frames == 0:
+                await anyio.sleep(0.02)
+        assert not client.rpc.closed

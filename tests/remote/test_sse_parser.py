@@ -68,3 +68,10 @@ def test_any_split_gives_the_same_events(payloads: list[bytes], ending: bytes, d
     cuts = sorted(data.draw(st.lists(st.integers(0, len(body)), max_size=6)))
     chunks = [body[a:b] for a, b in zip([0, *cuts], [*cuts, len(body)], strict=True)]
     assert feed_all(SseParser(1024), chunks) == [SseEvent(p) for p in clean]
+
+
+def test_leaving_the_fast_path_mid_event_keeps_its_bytes() -> None:
+    parser = SseParser(1024)
+    assert parser.feed(b"data: a\n\nevent: x\ndata: b") == [SseEvent(b"a")]  # LF only: the fast path
+    assert parser.feed(b"\r\n\r\ndata: c\n\n") == [SseEvent(b"b", "x"), SseEvent(b"c")]  # a CR: the line parser
+    assert parser.feed(b"data: d\n\n: keep-alive\n\ndata:e\n\n") == [SseEvent(b"d"), SseEvent(b"e")]

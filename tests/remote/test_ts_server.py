@@ -48,14 +48,21 @@ async def connected(
 
 
 async def test_whole_turn_streams_text(ts_server: TsServer, profile: str, tmp_path: Path) -> None:
-    async with connected(ts_server, profile) as client:
+    chunks: list[str] = []
+    builder = ClientBuilder("acp-session-remote", "1.0").on_session_update(
+        lambda note: (
+            chunks.append(note.update.content.text) if type(note.update).__name__ == "AgentMessageChunk" else None
+        )
+    )
+    async with connected(ts_server, profile, builder) as client:
         assert client.protocol_version == 2
         assert client.agent_info.name == "acp-remote-ts-server"
         conversation = await client.start_conversation(str(tmp_path))
         with anyio.fail_after(20):
             events = [event async for event in conversation.chat("hello there")]
             pieces = [event.text for event in events if isinstance(event, ChatText)]
-            assert "".join(pieces) == "You said: hello there" and len(pieces) >= 2  # streamed, in order
+            assert "".join(pieces) == "You said: hello there"  # events may join chunks that came together
+            assert chunks == ["You ", "said: ", "hello ", "there"]  # streamed word by word, in order
             second = await conversation.chat_to_completion("again")
         assert (second.text, second.stop_reason) == ("You said: again", "end_turn")
         texts = [m.text for m in conversation.messages()]
@@ -87,6 +94,24 @@ async def test_permission_answered_over_the_session_stream(ts_server: TsServer, 
     assert (reply.text, reply.stop_reason) == ("Done.", "end_turn")
     assert [r.session_id for r in asked] == [conversation.session_id]
     assert [(c.tool_call_id, c.status) for c in reply.tool_calls] == [("tc-2", "completed")]
+
+
+async def test_a_subagents_updates_come_on_its_own_stream(ts_server: TsServer, profile: str, tmp_path: Path) -> None:
+    seen: list[tuple[str, str]] = []
+    builder = ClientBuilder("acp-session-remote", "1.0").on_session_update(
+        lambda note: seen.append((note.session_id, type(note.update).__name__))
+    )
+    async with connected(ts_server, profile, builder) as client:
+        conversation = await client.start_conversation(str(tmp_path))
+        with anyio.fail_after(20):
+            reply = await conversation.chat_to_completion("/subagent")
+            assert reply.text == "Delegated."
+            child = f"{conversation.session_id}-child"
+            while (child, "StateUpdate") not in seen:  # the child's stream may lag its parent's
+                await anyio.sleep(0.02)
+    assert (child, "AgentMessageChunk") in seen
+    if profile == "http":
+        assert child in {r["session"] for r in ts_server.requests() if r["method"] == "GET"}
 
 
 async def test_cancel_ends_the_turn_cancelled(ts_server: TsServer, profile: str, tmp_path: Path) -> None:
@@ -222,3 +247,16 @@ async def test_server_killed_mid_turn(ts_server: TsServer, profile: str, tmp_pat
             with pytest.raises(ConnectionClosed):
                 await turn
             assert client.rpc.closed
+
+
+async def test_session_streams_past_the_limit_are_detached(ts_server: TsServer, tmp_path: Path) -> None:
+    from acp_session.transport.remote import RemoteLimits
+
+    async with connected(ts_server, "http", limits=RemoteLimits(max_session_streams=1)) as client:
+        first = await client.start_conversation(str(tmp_path))
+        second = await client.start_conversation(str(tmp_path))
+        with anyio.fail_after(20):
+            with pytest.raises(RemoteHttpError) as caught:
+                await second.chat_to_completion("no stream for me")
+            assert caught.value.status == 0 and "could not be opened" in caught.value.message
+            assert (await first.chat_to_completion("fine")).text == "You said: fine"

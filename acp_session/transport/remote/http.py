@@ -25,7 +25,7 @@ from anyio.abc import TaskGroup
 
 from ...errors import RemoteHttpError
 from ..base import PeerExit
-from ..framing import Frame, InvalidUtf8Frame, OversizedFrame
+from ..framing import Frame, OversizedFrame, check_utf8
 from .client import describe, import_httpx, make_client, read_bounded
 from .errors import RemoteProtocolError, RemoteTransportError
 from .headers import CONNECTION_ID, SESSION_ID
@@ -152,6 +152,7 @@ class HttpFrames:
         if self.connection_id is None:
             await self._initialize(frame, head)
             return
+        self._routes.sending(head)
         session = self._routes.outgoing_session(head)
         if session is not None:
             if head.method in REATTACH:
@@ -233,23 +234,28 @@ class HttpFrames:
         return response.status_code, body
 
     async def _refuse(self, head: Head, session: str) -> None:
-        """A message for a detached session: a request gets the 409's error; anything else is dropped."""
+        """A message for a detached session: a request gets the detaching error; anything else is dropped."""
         data = self._routes.detached.get(session) or {"transport": "http", "status": 409, "body": ""}
         if head.is_request:
-            message = f"the session {session} is detached from this connection (HTTP 409); load or resume it"
+            why = f"HTTP {data['status']}" if data.get("status") else "its event stream could not be opened"
+            message = f"the session {session} is detached from this connection ({why}); load or resume it"
             await self._put(error_answer(head.id, message, data))
 
     # -- streams -------------------------------------------------------------------------------------------
 
     async def _session_ready(self, session: str) -> bool:
         """Open ``session``'s stream if it is not open; False if the session is (now) detached."""
-        if session in self._routes.detached:
-            return False
-        stream = self._streams.get(session) or self._open(session)
-        await stream.ready.wait()
-        if self.failure is not None:
-            raise anyio.BrokenResourceError
-        return stream.error is None
+        for _ in range(2):  # a stream the server ended before it opened is tried once more
+            if session in self._routes.detached:
+                return False
+            stream = self._streams.get(session) or self._open(session)
+            await stream.ready.wait()
+            if self.failure is not None:
+                raise anyio.BrokenResourceError
+            if stream.error is None:
+                return True
+        self._routes.detached[session] = {"transport": "http", "status": 0, "body": str(stream.error)}
+        return False
 
     def _open(self, session: str | None) -> _Stream:
         existing = self._streams.get(session)
@@ -299,23 +305,27 @@ class HttpFrames:
             stream.ready.set()
             parser = SseParser(limits.max_message)
             async for chunk in response.aiter_raw():
-                for event in parser.feed(chunk):
-                    await self._deliver(event.data, stream.session)
+                events = parser.feed(chunk)
+                if events:
+                    await self._put_all([self._received(event.data, stream.session) for event in events])
         finally:
             with anyio.CancelScope(shield=True):
                 await response.aclose()
 
-    async def _deliver(self, data: bytes, stream_session: str | None) -> None:
-        if not (data.isascii() or _is_utf8(data)):
-            await self._put(InvalidUtf8Frame(data))
-            return
+    def _received(self, data: bytes, stream_session: str | None) -> Frame:
+        """An event's data as the frame for the rpc layer, its routing facts noted on the way."""
+        (frame,) = check_utf8([data], data)
+        if type(frame) is not bytes:
+            return frame  # not UTF-8: the rpc layer reports it
         head = read_head(data)
         if head is not None:
             self._routes.received(head, stream_session)
-            new = head.result_session
-            if new is not None and head.is_response and new not in self._streams and new not in self._routes.detached:
-                self._open(new)  # a new session: its stream opens now, its first use waits for it
-        await self._put(data)
+            # A new session's stream opens now (its first use waits for it); so does a subagent's, announced on
+            # its parent's stream: the server sends the child's own updates on the child's stream only.
+            for new in (self._routes.new_session(head), head.child_session if stream_session else None):
+                if new is not None and new not in self._streams and new not in self._routes.detached:
+                    self._open(new)
+        return data
 
     async def _stream_ended(self, stream: _Stream, error: BaseException | None) -> None:
         if self._closed or self.failure is not None:
@@ -356,10 +366,31 @@ class HttpFrames:
     # -- failing -------------------------------------------------------------------------------------------
 
     async def _put(self, frame: Frame) -> None:
+        """A message of the transport's own (an answer it gives in the server's stead, initialize's answer).
+        Never waits for room: the sender may be the rpc layer's writer, which its reader may be waiting for."""
         if isinstance(frame, bytes) and len(frame) > self._limits.max_message:
             frame = OversizedFrame(len(frame))
         with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):  # closed: nobody reads
+            try:
+                self._inbox_send.send_nowait(frame)
+            except anyio.WouldBlock:
+                self._tg.start_soon(self._put_later, frame)
+
+    async def _put_later(self, frame: Frame) -> None:
+        with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
             await self._inbox_send.send(frame)
+
+    async def _put_all(self, frames: list[Frame]) -> None:
+        """A read's frames at once: waiting (and so letting the reader run) only when the inbox is full."""
+        send_nowait = self._inbox_send.send_nowait
+        with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+            for index, frame in enumerate(frames):
+                try:
+                    send_nowait(frame)
+                except anyio.WouldBlock:
+                    for rest in frames[index:]:
+                        await self._inbox_send.send(rest)
+                    return
 
     def _fail(self, error: BaseException) -> None:
         """The transport ends: the rpc layer reads what was received, then the end (and fails what waits)."""
@@ -399,11 +430,3 @@ def _phrase(status: int) -> str:
         return HTTPStatus(status).phrase
     except ValueError:
         return ""
-
-
-def _is_utf8(data: bytes) -> bool:
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return True

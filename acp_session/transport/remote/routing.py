@@ -22,15 +22,29 @@ IdKey = tuple[str, Any]
 REATTACH = frozenset({"session/load", "session/resume"})
 """Requests that attach a detached session again."""
 
+OPENS_SESSION = frozenset({"session/new", "session/fork"})
+"""Requests whose answer names a new session (``result.sessionId``): only their answers open a session stream,
+so a server cannot make the client open streams for sessions it never asked for."""
+
 
 class _Ref(msgspec.Struct):
     sessionId: Any = None  # the wire's name
 
 
+class _Params(msgspec.Struct):
+    sessionId: Any = None
+    update: _Update | None = None
+
+
+class _Update(msgspec.Struct):
+    sessionUpdate: Any = None
+    sessionId: Any = None
+
+
 class _Head(msgspec.Struct):
     id: Any = msgspec.UNSET
     method: Any = None
-    params: _Ref | None = None
+    params: _Params | None = None
     result: _Ref | None = None
 
 
@@ -46,6 +60,7 @@ class Head:
     method: str | None
     session: str | None  # params.sessionId
     result_session: str | None  # result.sessionId (an answer that names a session: session/new, fork...)
+    child_session: str | None = None  # a subagent_update's child session (its updates come on its own stream)
 
     @property
     def key(self) -> IdKey | None:
@@ -82,11 +97,16 @@ def read_head(frame: bytes) -> Head | None:
         return _read_loose(frame)
     except msgspec.DecodeError:
         return None
+    params, update = head.params, None if head.params is None else head.params.update
+    child = None
+    if update is not None and update.sessionUpdate == "subagent_update":
+        child = _text(update.sessionId)
     return Head(
         head.id,
         _text(head.method),
-        None if head.params is None else _text(head.params.sessionId),
+        None if params is None else _text(params.sessionId),
         None if head.result is None else _text(head.result.sessionId),
+        child,
     )
 
 
@@ -118,9 +138,10 @@ def error_answer(raw_id: Any, message: str, data: Any = None) -> bytes:
 class Routes:
     """The HTTP profile's routing state of one connection."""
 
-    __slots__ = ("_answer_routes", "_pending", "detached")
+    __slots__ = ("_answer_routes", "_opening", "_pending", "detached")
 
     def __init__(self) -> None:
+        self._opening: set[IdKey] = set()  # our session/new and session/fork requests not yet answered
         self._pending: dict[IdKey, tuple[str, Any]] = {}  # our session-scoped requests not yet answered
         self._answer_routes: dict[IdKey, str] = {}  # the agent's requests, by the session stream they came on
         self.detached: dict[str, dict[str, Any]] = {}  # session -> the error data of its 409
@@ -134,6 +155,20 @@ class Routes:
             if key is not None:
                 return self._answer_routes.pop(key, None)
         return None
+
+    def sending(self, head: Head) -> None:
+        """Any request goes out: remember the ones whose answer opens a session."""
+        key = head.key
+        if head.method in OPENS_SESSION and head.is_request and key is not None:
+            self._opening.add(key)
+
+    def new_session(self, head: Head) -> str | None:
+        """The session an answer opens (the answer to our session/new or session/fork), else None."""
+        key = head.key
+        if not head.is_response or key is None or key not in self._opening:
+            return None
+        self._opening.discard(key)
+        return head.result_session
 
     def sent(self, head: Head, session: str) -> None:
         """A session-scoped request went out: its answer comes on that session's stream."""

@@ -36,7 +36,18 @@ class SseEvent:
 class SseParser:
     """Feed it chunks; it returns the events they completed, in order."""
 
-    __slots__ = ("_data", "_data_size", "_event", "_has_data", "_line", "_max_event", "_max_line", "_skip_lf", "_start")
+    __slots__ = (
+        "_data",
+        "_data_size",
+        "_event",
+        "_has_data",
+        "_line",
+        "_max_event",
+        "_max_line",
+        "_raw",
+        "_skip_lf",
+        "_start",
+    )
 
     def __init__(self, max_event: int, max_line: int | None = None) -> None:
         if max_event < 1:
@@ -50,6 +61,7 @@ class SseParser:
         self._event: str | None = None
         self._skip_lf = False  # the last chunk ended in CR: an LF that starts the next one belongs to it
         self._start = True  # a BOM may open the stream
+        self._raw = b""  # the fast path's unparsed bytes since the last event boundary (no CR in them)
 
     def feed(self, chunk: bytes) -> list[SseEvent]:
         if self._start:
@@ -60,6 +72,31 @@ class SseParser:
             self._line.clear()
             chunk = joined[len(_BOM) :] if joined.startswith(_BOM) else joined
             self._start = False
+        if b"\r" not in chunk and not (self._has_data or self._line or self._skip_lf or self._event is not None):
+            return self._feed_fast(chunk)
+        if self._raw:  # leaving the fast path: its held bytes start at an event boundary
+            chunk, self._raw = self._raw + chunk, b""
+        return self._feed_lines(chunk)
+
+    def _feed_fast(self, chunk: bytes) -> list[SseEvent]:
+        """LF-only input between events: whole events split off at once; an event of one ``data: `` line (what
+        servers send) is taken as it is, anything else goes through the line parser."""
+        blocks = (self._raw + chunk if self._raw else chunk).split(b"\n\n")
+        raw = self._raw = blocks.pop()
+        if len(raw) > self._max_line:
+            raise SseLimitExceeded("an event" if b"\n" in raw else "a line", self._max_line)
+        events: list[SseEvent] = []
+        for block in blocks:
+            if block[:6] == b"data: " and block.find(b"\n") < 0:
+                if len(block) - 6 > self._max_event:
+                    raise SseLimitExceeded("an event", self._max_event)
+                events.append(SseEvent(block[6:]))
+            elif block:
+                events += self._feed_lines(block + b"\n\n")
+        return events
+
+    def _feed_lines(self, chunk: bytes) -> list[SseEvent]:
+        """The general parser: line by line, any line ending, state kept between chunks."""
         if self._skip_lf and chunk[:1] == b"\n":
             chunk = chunk[1:]
         self._skip_lf = False
@@ -128,6 +165,7 @@ class SseParser:
 
     def feed_eof(self) -> list[SseEvent]:
         """The stream ended: an unfinished event is dropped, as the SSE rules say."""
+        self._raw = b""
         self._line.clear()
         self._data = []
         self._data_size = 0

@@ -16,6 +16,7 @@ from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 import anyio
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from ...errors import RemoteHttpError
 from ..base import PeerExit
@@ -32,6 +33,7 @@ __all__ = ["WebSocketFrames", "open_websocket"]
 
 _log = logging.getLogger("acp_session.transport.remote")
 _READ_SIZE = 65536
+_BATCH = 64  # frames handed to the rpc layer at most per receive_frames
 
 
 def _import_ws() -> Any:
@@ -45,7 +47,8 @@ def _import_ws() -> Any:
 @asynccontextmanager
 async def open_websocket(dialer: RemoteDialer) -> AsyncIterator[WebSocketFrames]:
     httpx_ws = _import_ws()
-    session_class = _bounded_session_class(httpx_ws, dialer.limits.max_message)
+    inbox_send, inbox = anyio.create_memory_object_stream[Item](dialer.limits.inbox_frames)
+    session_class = _bounded_session_class(httpx_ws, dialer.limits.max_message, inbox_send)
     client = make_client(dialer, http1=True, http2=False, streams=1)
     async with client:
         try:
@@ -65,7 +68,7 @@ async def open_websocket(dialer: RemoteDialer) -> AsyncIterator[WebSocketFrames]
             if isinstance(exc, RemoteTransportError):
                 raise
             raise _connect_error(dialer, exc) from None
-        transport = WebSocketFrames(dialer, ws, httpx_ws)
+        transport = WebSocketFrames(dialer, ws, inbox)
         try:
             yield transport
         finally:
@@ -99,62 +102,88 @@ def _connect_error(dialer: RemoteDialer, exc: BaseException) -> RemoteTransportE
     return RemoteTransportError(f"connecting to {dialer.display_url} failed: {text}")
 
 
-def _bounded_session_class(httpx_ws: Any, limit: int) -> type:
-    """A session class whose reader keeps at most ``limit`` bytes of one message (see the module's docstring)."""
+class _Ended:
+    """What the reader puts last into the inbox: why the socket ended."""
+
+    __slots__ = ("reason",)
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+
+Item = Frame | _Ended
+
+
+def _bounded_session_class(httpx_ws: Any, limit: int, inbox: MemoryObjectSendStream[Item]) -> type:
+    """A session class whose reader keeps at most ``limit`` bytes of one message and puts each message straight
+    into ``inbox``, a read's messages at once (see the module's docstring)."""
     import wsproto.events as events
 
-    class _Oversized(httpx_ws.HTTPXWSException):  # type: ignore[misc]
-        def __init__(self, size: int) -> None:
-            super().__init__(f"a message of at least {size} bytes")
-            self.size = size
-
     class BoundedSession(httpx_ws.AsyncWebSocketSession):  # type: ignore[misc]
-        oversized = _Oversized
-
         async def _background_receive(self, max_bytes: int) -> None:
-            pieces: list[Any] = []
+            pieces: list[str] = []
             size = 0
             skipping = False
+            ended = "the WebSocket ended"
             try:
                 while not self._should_close.is_set():
                     self.connection.receive_data(await self._read_stream(max_bytes))
+                    frames: list[Item] = []
                     for event in self.connection.events():
                         if isinstance(event, events.Ping):
                             await self.send(event.response())
-                        elif isinstance(event, events.Pong):
-                            self._ping_manager.ack(event.payload)
                         elif isinstance(event, events.Message):
                             size += len(event.data)
                             if size > limit and not skipping:
                                 skipping, pieces = True, []
-                            if not skipping:
+                            if not skipping and isinstance(event, events.TextMessage):
                                 pieces.append(event.data)
                             if event.message_finished:
                                 if skipping:
-                                    await self._send_event.send(_Oversized(size))
+                                    frames.append(OversizedFrame(size))
                                 elif isinstance(event, events.TextMessage):
-                                    await self._send_event.send(events.TextMessage(data="".join(pieces)))
+                                    text = pieces[0] if len(pieces) == 1 else "".join(pieces)
+                                    frames.append(text.encode("utf-8", "surrogatepass"))
                                 pieces, size, skipping = [], 0, False  # binary messages are dropped
-                        else:
-                            if isinstance(event, events.CloseConnection):
-                                self._should_close.set()
-                            await self._send_event.send(event)
+                        elif isinstance(event, events.CloseConnection):
+                            self._should_close.set()
+                            ended = f"the server closed the WebSocket (code {event.code})"
+                            with contextlib.suppress(Exception):
+                                await self.send(event.response())
+                    if frames:
+                        await _put_all(inbox, frames)
             except Exception:  # any failure of the socket ends the session, never the task group around it
+                ended = "the WebSocket failed"
                 with contextlib.suppress(Exception):
                     await self.close(1011, "Stream error")
-                with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
-                    await self._send_event.send(httpx_ws.WebSocketNetworkError())
+            finally:
+                with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.WouldBlock):
+                    inbox.send_nowait(_Ended(ended))
+                inbox.close()
 
     return BoundedSession
+
+
+async def _put_all(inbox: MemoryObjectSendStream[Item], items: list[Item]) -> None:
+    """Without waiting while there is room (waiting lets the rpc layer run; once per read is enough)."""
+    with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+        for index, item in enumerate(items):
+            try:
+                inbox.send_nowait(item)
+            except anyio.WouldBlock:
+                for rest in items[index:]:
+                    await inbox.send(rest)
+                return
 
 
 class WebSocketFrames:
     """A ``FrameTransport`` over one WebSocket (made by ``RemoteDialer.open``)."""
 
-    def __init__(self, dialer: RemoteDialer, ws: Any, httpx_ws: Any) -> None:
+    def __init__(self, dialer: RemoteDialer, ws: Any, inbox: MemoryObjectReceiveStream[Item]) -> None:
         self.dialer = dialer
         self._ws = ws
-        self._httpx_ws = httpx_ws
+        self._inbox = inbox
+        self._ended: _Ended | None = None
         response = getattr(ws, "response", None)
         self.connection_id: str | None = None if response is None else response.headers.get(CONNECTION_ID)
         if self.connection_id is None:
@@ -168,29 +197,28 @@ class WebSocketFrames:
         return self.dialer.display_url
 
     async def receive_frames(self) -> list[Frame]:
-        httpx_ws = self._httpx_ws
-        import wsproto.events as events
-
-        while True:
+        if self._ended is None:
             try:
-                event = await self._ws.receive()
-            except httpx_ws.WebSocketDisconnect as exc:
-                self._end(RemoteTransportError(f"the server at {self.name} closed the WebSocket (code {exc.code})"))
-                raise anyio.EndOfStream from None
-            except httpx_ws.HTTPXWSException as exc:
-                size = getattr(exc, "size", None)
-                if isinstance(size, int):
-                    return [OversizedFrame(size)]
-                self._end(RemoteTransportError(f"the WebSocket to {self.name} failed"))
-                raise anyio.EndOfStream from None
-            except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
-                self._end(RemoteTransportError(f"the WebSocket to {self.name} ended"))
-                raise anyio.EndOfStream from None
-            if isinstance(event, events.TextMessage):
-                return [event.data.encode("utf-8", "surrogatepass")]
-            if isinstance(event, events.CloseConnection):
-                self._end(RemoteTransportError(f"the server at {self.name} closed the WebSocket (code {event.code})"))
-                raise anyio.EndOfStream
+                item = await self._inbox.receive()
+            except (anyio.EndOfStream, anyio.ClosedResourceError):
+                item = _Ended("the WebSocket ended")
+            frames: list[Frame] = []
+            while True:
+                if isinstance(item, _Ended):
+                    self._ended = item
+                    break
+                frames.append(item)
+                if len(frames) >= _BATCH:
+                    break
+                try:
+                    item = self._inbox.receive_nowait()
+                except (anyio.WouldBlock, anyio.EndOfStream, anyio.ClosedResourceError):
+                    break
+            if frames:
+                return frames
+        assert self._ended is not None
+        self._end(RemoteTransportError(f"{self._ended.reason} ({self.name})"))
+        raise anyio.EndOfStream
 
     async def send_frames(self, frames: list[bytes]) -> None:
         if self._closed or self.failure is not None:

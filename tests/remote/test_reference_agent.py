@@ -1,0 +1,93 @@
+"""Our remote client against ``acp-reference-agent --listen`` (hypercorn): whole turns over HTTP/1.1, h2c (prior
+knowledge), HTTPS with HTTP/2 by ALPN (a throwaway trustme CA) and WebSocket; a permission, a subagent and a
+cancel on each; the affinity cookie the server requires; a session resumed over a new connection."""
+
+from __future__ import annotations
+
+import ssl
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+import trustme
+
+from acp_session import ClientBuilder, Conversation
+from acp_session.schema.types import RequestPermissionRequest
+from acp_session.transport.remote import RemoteDialer, cookie_names
+from tests.remote_server.conftest import Server, start_server
+
+__all__ = ["start_server"]
+
+pytestmark = pytest.mark.anyio
+
+Start = Callable[..., Server]
+
+
+def allow(request: RequestPermissionRequest) -> str:
+    return next(o.option_id for o in request.options if o.kind.startswith("allow"))
+
+
+@pytest.fixture(params=["http/1.1", "h2c", "https-h2", "ws"])
+def dialer(request: pytest.FixtureRequest, start_server: Start, tmp_path: Path, anyio_backend: Any) -> RemoteDialer:
+    backend = anyio_backend if isinstance(anyio_backend, str) else anyio_backend[0]
+    kind = str(request.param)
+    if kind == "https-h2":
+        ca = trustme.CA()
+        cert = ca.issue_cert("127.0.0.1")
+        cert.private_key_and_cert_chain_pem.write_to_path(str(tmp_path / "server.pem"))
+        cert.private_key_pem.write_to_path(str(tmp_path / "key.pem"))
+        cert.cert_chain_pems[0].write_to_path(str(tmp_path / "cert.pem"))
+        ca.cert_pem.write_to_path(str(tmp_path / "ca.pem"))
+        server = start_server(
+            "--tls-cert", str(tmp_path / "cert.pem"), "--tls-key", str(tmp_path / "key.pem"), backend=backend
+        )
+        return RemoteDialer(server.url, ca_file=str(tmp_path / "ca.pem"), http_version="2")
+    server = start_server("--require-cookie", backend=backend)
+    if kind == "ws":
+        return RemoteDialer("ws" + server.url.removeprefix("http"))
+    return RemoteDialer(server.url, http_version="2" if kind == "h2c" else "1.1")
+
+
+async def test_turns(dialer: RemoteDialer, tmp_path: Path) -> None:
+    builder = ClientBuilder("acp-session-remote", "1.0").on_request_permission(allow)
+    async with builder.connect_url(dialer) as client:
+        conversation = await client.start_conversation(str(tmp_path))
+        with anyio.fail_after(30):
+            hello = await conversation.chat_to_completion("hello")
+            assert hello.stop_reason == "end_turn" and hello.text
+            permitted = await conversation.chat_to_completion("/permission")
+            assert permitted.stop_reason == "end_turn"
+            assert [c.status for c in permitted.tool_calls] == ["completed"]
+            delegated = await conversation.chat_to_completion("/subagent")
+            assert delegated.stop_reason == "end_turn" and conversation.subagents
+            turn = conversation.chat("/slow 200")
+            await anyio.sleep(0.3)
+            await conversation.cancel()
+            assert (await turn).stop_reason == "cancelled"
+        session_id = conversation.session_id
+    if dialer.url.startswith("http://"):
+        assert cookie_names(dialer.cookies)  # the server refuses requests without its cookie (--require-cookie)
+    async with builder.connect_url(dialer) as client:  # a new connection finds the server's session
+        with anyio.fail_after(30):
+            resumed = await Conversation.resume(client, session_id, str(tmp_path))
+            assert resumed.turn_count == 4
+            assert (await resumed.chat_to_completion("again")).stop_reason == "end_turn"
+
+
+async def test_https_needs_the_ca(start_server: Start, tmp_path: Path) -> None:
+    ca = trustme.CA()
+    cert = ca.issue_cert("127.0.0.1")
+    cert.private_key_pem.write_to_path(str(tmp_path / "key.pem"))
+    cert.cert_chain_pems[0].write_to_path(str(tmp_path / "cert.pem"))
+    server = start_server("--tls-cert", str(tmp_path / "cert.pem"), "--tls-key", str(tmp_path / "key.pem"))
+    context = ssl.create_default_context()
+    ca.configure_trust(context)
+    async with ClientBuilder().connect_url(server.url, ssl_context=context) as client:  # HTTP/2 by ALPN
+        assert client.protocol_version == 2
+    from acp_session.transport.remote import RemoteTransportError
+
+    with pytest.raises(RemoteTransportError, match="CERTIFICATE_VERIFY_FAILED"):
+        async with ClientBuilder().connect_url(server.url):
+            pass
