@@ -7,8 +7,8 @@ and asks every session that registered a ``SessionRecovery`` (a ``Conversation``
 then the prompts that were in flight are *orphans*: their answers died with the old transport, and the session's
 recovery decides how their turns end (from the agent's replay), never the lost answer.
 
-Liveness: while a turn runs, a silent connection is probed every ``idle_timeout`` seconds. A transport with a
-``probe()`` coroutine (a WebSocket ping, an SSE comment: ``LivenessProbe``) is asked; any other gets a JSON-RPC
+Liveness: while a turn runs, a connection silent for ``idle_timeout`` seconds (no frame read) is probed. A
+transport with a ``probe()`` coroutine (a WebSocket ping, an SSE comment: ``LivenessProbe``) is asked; any other gets a JSON-RPC
 request for an extension method no agent implements, whose error answer proves the agent alive as well as a
 result would. No answer within ``probe_timeout`` severs the transport, which is then a drop like any other.
 """
@@ -367,10 +367,12 @@ class Reconnector:
         idle = self.policy.idle_timeout
         assert idle is not None
         with scope:
+            seen = rpc.frames_read
             while not rpc.closed:
                 await anyio.sleep(idle)
-                if rpc.closed or not self._turn_running():
-                    continue
+                heard, seen = rpc.frames_read != seen, rpc.frames_read
+                if rpc.closed or heard or not self._turn_running():
+                    continue  # only a connection silent for a whole interval while a turn runs is probed
                 if not await self._probe(rpc):
                     _log.warning(
                         "no answer to a liveness probe in %s s: the connection is cut", self.policy.probe_timeout

@@ -128,6 +128,9 @@ class Connection(ReadSide):
         self.peer_name = peer_name or "the peer"
         """Who is at the other end, for log messages (``ClientBuilder.spawn`` passes the agent's command)."""
         self.bad_frames = 0
+        self.frames_read = 0
+        """Frames the reader task has read so far (a lone answer taken on the fast path aside): how a liveness check
+        tells a silent peer from a busy one."""
         """Incoming frames that broke the rules so far (each was answered or dropped as the rules say)."""
         self._reported_kinds: set[type[AcpError]] = set()
         self._core: RpcCore[PendingRequest[Any]] = RpcCore()
