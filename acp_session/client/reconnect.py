@@ -8,9 +8,10 @@ then the prompts that were in flight are *orphans*: their answers died with the 
 recovery decides how their turns end (from the agent's replay), never the lost answer.
 
 Liveness: while a turn runs, a connection silent for ``idle_timeout`` seconds (no frame read) is probed. A
-transport with a ``probe()`` coroutine (a WebSocket ping, an SSE comment: ``LivenessProbe``) is asked; any other gets a JSON-RPC
-request for an extension method no agent implements, whose error answer proves the agent alive as well as a
-result would. No answer within ``probe_timeout`` severs the transport, which is then a drop like any other.
+transport with a ``probe()`` coroutine (a WebSocket ping, an SSE comment: ``LivenessProbe``) is asked; any other
+gets a JSON-RPC request for an extension method no agent implements, whose error answer proves the agent alive as
+well as a result would. No answer within ``probe_timeout`` severs the transport, which is then a drop like any
+other.
 """
 
 from __future__ import annotations
