@@ -4,7 +4,15 @@ from typing import TYPE_CHECKING, Any
 
 from ._version import __version__
 from .auth import AuthenticationRequired, LoginMethod
-from .client import PROTOCOL_VERSION, ClientBuilder, ClientConnection
+from .client import (
+    PROTOCOL_VERSION,
+    ClientBuilder,
+    ClientConnection,
+    PermissionDecision,
+    PermissionPolicy,
+    PermissionRule,
+    ToolFacts,
+)
 from .client.active_session import ActiveSession
 from .client.connection import set_conversation_opener
 from .client_errors import CapabilityNotSupported, ProtocolVersionMismatch, SessionClosed
@@ -55,10 +63,14 @@ __all__ = [
     "Interaction",
     "Limits",
     "LoginMethod",
+    "PermissionDecision",
+    "PermissionPolicy",
+    "PermissionRule",
     "ProtocolVersionMismatch",
     "SentRequest",
     "SessionClosed",
     "SessionState",
+    "ToolFacts",
     "TrackedPrompt",
     "__version__",
 ]

@@ -102,9 +102,15 @@ class Limits:
     parked_requests: int = DEFAULT_MAX_PARKED_REQUESTS
     """Requests that only wait for an event (``terminal/wait_for_exit``) run at once without a concurrency slot,
     up to this many (4 096), so a pile of them never stops the client reading the agent's other messages."""
+    subagents: int = 1024
+    """Subagent (child) sessions kept: tracked per connection, and folded per ``Conversation`` tree. Past it a new
+    child takes the place of the oldest finished one (its state reported idle), which is folded into its
+    parent's ``folded_subagents`` summary with everything below it; while every kept child still runs, a new
+    one is refused (counted, one warning): its updates reach only ``on_session_update``. The parent's own
+    history is never touched."""
 
     def __post_init__(self) -> None:
-        for name in ("early_sessions", "early_updates", "cancellable", "parked_requests"):
+        for name in ("early_sessions", "early_updates", "cancellable", "parked_requests", "subagents"):
             if getattr(self, name) < 0:
                 raise ValueError(f"Limits.{name} must not be negative")
         if self.answer_bytes < 1:
@@ -229,8 +235,12 @@ class SessionTrack:
     parent: str | None = None
     # The child advertises capabilities.cancel (the parent's latest subagent_update says so).
     cancellable: bool = False
-    # Child session ids this session announced, oldest first (at most MAX_SUBAGENTS are tracked).
+    # Child session ids this session announced whose tracks the connection keeps, oldest first (at most
+    # Limits.subagents per connection; the connection makes them: _updates.UpdateRouting._child_track).
     subagents: dict[str, None] = field(default_factory=dict)
+    # Each tool call's kind and paths as its updates reported them, the newest MAX_TOOL_FACTS calls: what a
+    # PermissionPolicy judges when a permission request names only the tool call's id.
+    tool_facts: dict[str, tuple[str | None, tuple[str, ...]]] = field(default_factory=dict)
 
     def listen(self, listener: UpdateListener, *, take_early: bool = True) -> Callable[[], None]:
         """Add a listener (fed the early backlog first); returns a function that removes it."""
@@ -281,6 +291,7 @@ class SessionTrack:
                 self.cancellable_tool_calls = _still_running(self.cancellable_tool_calls, self.background, "tool_call")
                 self.cancellable_terminals = _still_running(self.cancellable_terminals, self.background, "terminal")
         elif isinstance(update, ToolCallUpdated):
+            self._note_tool_facts(update)
             if update.status in FINAL_TOOL_CALL_STATUSES:
                 self.cancellable_tool_calls.pop(update.tool_call_id, None)  # it ended: nothing left to cancel
             else:
@@ -296,8 +307,16 @@ class SessionTrack:
             self._join_chunk(update)
         elif isinstance(update, ConfigOptionUpdate):
             self.config_options = list(update.config_options)
-        elif isinstance(update, unstable.SubagentUpdate) and len(self.subagents) < MAX_SUBAGENTS:
-            self.subagents[update.session_id] = None  # the connection makes the child's track
+
+    def _note_tool_facts(self, update: ToolCallUpdated) -> None:
+        kind, paths = self.tool_facts.pop(update.tool_call_id, (None, ()))
+        if isinstance(update.kind, str):
+            kind = update.kind
+        if isinstance(update.locations, list):
+            paths = tuple(location.path for location in update.locations)
+        self.tool_facts[update.tool_call_id] = (kind, paths)
+        if len(self.tool_facts) > MAX_TOOL_FACTS:
+            del self.tool_facts[next(iter(self.tool_facts))]
 
     def _patch_cancel(self, ids: dict[str, None], item_id: str, capabilities: Any) -> None:
         if capabilities is msgspec.UNSET:
@@ -365,10 +384,10 @@ class SessionTrack:
 
 
 _STATE_UPDATES = (StateUpdate, unstable.StateUpdate)
-MAX_SUBAGENTS = 4096
-"""Child sessions tracked per session: an agent announcing endless children cannot grow a connection past it."""
 FINAL_TOOL_CALL_STATUSES = frozenset({"completed", "failed", "cancelled"})
 """Statuses after which a tool call does not run again; any other value (even an unknown one) is in progress."""
+MAX_TOOL_FACTS = 1024
+"""How many tool calls' kinds and paths a session's track keeps for permission policies."""
 
 
 def _background_key(item: Any) -> tuple[str, str]:

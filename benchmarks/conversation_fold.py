@@ -30,7 +30,7 @@ from typing import Any
 import anyio
 import msgspec
 
-from acp_session import ClientBuilder, Conversation, codec
+from acp_session import ClientBuilder, ClientConnection, Conversation, codec
 from acp_session._schema_runtime import alternatives_dec_hook
 from acp_session.schema import AgentMessageChunk, TextContent, UpdateSessionNotification
 
@@ -96,23 +96,29 @@ def baseline_rate(lines: list[bytes], repeats: int = 3) -> float:
     return len(lines) / best
 
 
+async def timed_fold(client: ClientConnection, n: int) -> tuple[Conversation, float]:
+    """A warm-up turn, then the measured one: its conversation and its rate (updates/s); any transport."""
+    conversation = await client.start_conversation("/tmp", max_history_size=0)
+    await conversation.chat_to_completion("warm up")
+    gc.collect()
+    start = time.perf_counter()
+    response = await conversation.chat_to_completion("go")
+    elapsed = time.perf_counter() - start
+    assert len(response.text) == 14 * n, len(response.text)
+    return conversation, n / elapsed
+
+
 async def pipe_rates(n: int, chunk_file: Path, agent_file: Path) -> tuple[float, float]:
     argv = [sys.executable, str(agent_file), str(n), str(chunk_file)]
     async with ClientBuilder("bench", "1").spawn(argv) as client:
-        conversation = await client.start_conversation("/tmp", max_history_size=0)
-        await conversation.chat_to_completion("warm up")
-        gc.collect()
-        start = time.perf_counter()
-        response = await conversation.chat_to_completion("go")
-        awaited = time.perf_counter() - start
-        assert len(response.text) == 14 * n, len(response.text)
+        conversation, awaited_rate = await timed_fold(client, n)
         start = time.perf_counter()
         count = 0
         async for _event in conversation.chat("again"):
             count += 1
         iterated = time.perf_counter() - start
         assert count >= 3
-    return n / awaited, n / iterated
+    return awaited_rate, n / iterated
 
 
 def retained_per_chunk(n: int) -> float:

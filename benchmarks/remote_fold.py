@@ -11,13 +11,11 @@ Targets (issue 35): over WebSocket at least half the stdio rate; over HTTP at le
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
@@ -50,14 +48,7 @@ def ts_rate(url: str, n: int) -> float:
 
 async def remote_rate(url: str, n: int) -> float:
     async with ClientBuilder("bench", "1").connect_url(url) as client:
-        conversation = await client.start_conversation("/tmp", max_history_size=0)
-        await conversation.chat_to_completion("warm up")
-        gc.collect()
-        start = time.perf_counter()
-        response = await conversation.chat_to_completion("go")
-        elapsed = time.perf_counter() - start
-        assert len(response.text) == 14 * n, len(response.text)
-    return n / elapsed
+        return (await conversation_fold.timed_fold(client, n))[1]
 
 
 def measure(n: int, backend: str, rounds: int, peers: bool) -> dict[str, Any]:

@@ -2,12 +2,14 @@
 
 The isolation is autouse and goes through ``os.environ``, so it covers the subprocesses a test starts (agents, the
 CLI, the reference agent): ``HOME`` and every ``XDG_*`` base folder point into the test's temporary directory. npm's
-download cache stays where it was (``npm_config_cache``), so ``npx`` agents need not be fetched again for each test.
+download cache stays where it was (``NPM_CONFIG_CACHE``, which npm reads case-insensitively), so ``npx`` agents
+need not be fetched again for each test.
 """
 
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,7 +23,60 @@ REAL_FOLDERS = {
     "XDG_CONFIG_HOME": os.environ.get("XDG_CONFIG_HOME") or os.path.join(REAL_HOME, ".config"),
     "XDG_DATA_HOME": os.environ.get("XDG_DATA_HOME") or os.path.join(REAL_HOME, ".local", "share"),
 }
-_NPM_CACHE = os.environ.get("npm_config_cache") or os.path.join(REAL_HOME, ".npm")
+_NPM_CACHE = os.environ.get("NPM_CONFIG_CACHE") or os.path.join(REAL_HOME, ".npm")
+
+
+def snapshot_acp_session_folders(folders: dict[str, str] | None = None) -> dict[str, tuple[int, int]]:
+    """Every file under each base folder's ``acp-session`` subfolder: path -> (size, mtime in ns); the test run
+    must leave this exactly as it found it."""
+    found: dict[str, tuple[int, int]] = {}
+    for base in (folders if folders is not None else REAL_FOLDERS).values():
+        root = os.path.join(base, "acp-session")
+        for folder, _, files in os.walk(root):
+            for name in files:
+                path = os.path.join(folder, name)
+                try:
+                    info = os.stat(path)
+                except OSError:
+                    continue
+                found[path] = (info.st_size, info.st_mtime_ns)
+    return found
+
+
+def changed_files(before: dict[str, tuple[int, int]], after: dict[str, tuple[int, int]]) -> list[str]:
+    """The paths added, removed or changed between two snapshots, sorted."""
+    return sorted(path for path in before.keys() | after.keys() if before.get(path) != after.get(path))
+
+
+def files_naming(paths: list[str], markers: list[str]) -> list[str]:
+    """The files among ``paths`` whose text names one of ``markers`` (this run's temporary folders): what a test
+    of this run wrote. On a shared machine another process may change the real folders too; those changes name
+    no folder of this run."""
+    found = []
+    for path in paths:
+        try:
+            text = Path(path).read_bytes().decode("utf-8", "replace")
+        except OSError:
+            continue  # removed: nothing to attribute
+        if any(marker in text for marker in markers):
+            found.append(path)
+    return found
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _real_folders_unchanged(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The whole run leaves the user's real ``acp-session`` state, cache, config and data folders unchanged: a
+    file there that names this run's temporary folders (a test's session, its agent's store) fails the run at its
+    end; a change that names none of them (another program on the machine) is only reported."""
+    before = snapshot_acp_session_folders()
+    yield
+    changed = changed_files(before, snapshot_acp_session_folders())
+    base = tmp_path_factory.getbasetemp()
+    ours = files_naming(changed, sorted({str(base), os.path.realpath(base)}))
+    assert not ours, f"the test run wrote into the user's real folders: {ours[:10]}"
+    if changed:
+        message = f"the user's real acp-session folders changed during the run (not by a test): {changed[:5]}"
+        warnings.warn(message, stacklevel=2)
 
 
 @pytest.fixture(params=["asyncio", "trio"])
@@ -41,5 +96,5 @@ def _isolated_user_folders(tmp_path_factory: pytest.TempPathFactory, monkeypatch
         ("XDG_DATA_HOME", (".local", "share")),
     ):
         monkeypatch.setenv(name, str(home.joinpath(*parts)))
-    monkeypatch.setenv("npm_config_cache", _NPM_CACHE)
+    monkeypatch.setenv("NPM_CONFIG_CACHE", _NPM_CACHE)
     yield home

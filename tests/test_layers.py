@@ -58,10 +58,11 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "acp_session.auth",
             "acp_session.providers",
             "acp_session.mcp",
+            "acp_session.telemetry",
         ),
     ),
     # The folded state, chat events and turns; transcripts replay into a SessionState.
-    ("conversation", ("acp_session.conversation", "acp_session.transcript")),
+    ("conversation", ("acp_session.conversation", "acp_session.transcript", "acp_session.pages")),
     # acp_session/__init__.py: the public facade over the client (the conversation layer is imported on use).
     ("package", (ROOT,)),
     # The command line.

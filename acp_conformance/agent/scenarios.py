@@ -276,19 +276,30 @@ def _git_patch(path: str, old: str | None, new: str) -> str:
     return f"diff --git a{path} b{path}\n" + ("new file mode 100644\n" if old is None else "") + "".join(lines)
 
 
-@scenario("edit", f"Edit two files through diffs (written under <cwd>/{EDIT_DIR}/), then fail to edit a third")
+@scenario(
+    "edit",
+    f"Edit two files through diffs (written under <cwd>/{EDIT_DIR}/), then fail to edit a third (argument ask: "
+    "ask permission first, and write only when allowed)",
+)
 async def edit(ctx: TurnContext) -> str | None:
     directory = os.path.join(ctx.session.cwd, EDIT_DIR)
     paths = [os.path.join(directory, name) for name, _, _ in EDITS]
     tc = ctx.session.next_id("tc")
+    ask = ctx.args.strip() == "ask"
     await ctx.tool(
         tc,
         name="edit_files",
         title="Editing " + " and ".join(name for name, _, _ in EDITS),
         kind="edit",
-        status="in_progress",
+        status="pending" if ask else "in_progress",
         locations=[ToolCallLocation(path=path) for path in paths],
     )
+    if ask and not await _allowed(ctx, tc, f"Edit {' and '.join(name for name, _, _ in EDITS)}?"):
+        await ctx.tool(tc, status="failed", content=[Content(content=TextContent(text="permission not granted"))])
+        await ctx.say("Permission was not granted, so I wrote nothing.")
+        return "end_turn"
+    if ask:
+        await ctx.tool(tc, status="in_progress")
     try:
         olds = await _write_edits(ctx.workspace, directory)
     except WorkspaceError as exc:
@@ -330,27 +341,47 @@ async def edit(ctx: TurnContext) -> str | None:
     return "end_turn"
 
 
-@scenario("permission", "Ask permission before a tool call; proceeds only when an allow option is selected")
-async def permission(ctx: TurnContext) -> str | None:
-    tc = ctx.session.next_id("tc")
-    await ctx.tool(tc, name="run_command", title="rm -rf build/", kind="execute", status="pending")
+async def _allowed(ctx: TurnContext, tool_call_id: str, title: str) -> bool:
+    """Ask permission for the tool call; only a selected allow option allows (ACP2-086, ACP2-087, ACP2-088)."""
     options = [
         PermissionOption(option_id="allow-once", name="Allow once", kind="allow_once"),
         PermissionOption(option_id="reject-once", name="Reject", kind="reject_once"),
     ]
     request = RequestPermissionRequest(
         session_id=ctx.session.session_id,
-        title="Run `rm -rf build/`?",
+        title=title,
         options=options,
-        subject=ToolCallPermissionSubject(tool_call=ToolCallUpdate(tool_call_id=tc)),
+        subject=ToolCallPermissionSubject(tool_call=ToolCallUpdate(tool_call_id=tool_call_id)),
     )
     answer = await ctx.request_permission(request)
     await ctx.running()
     outcome = None if answer is None else answer.outcome
     allowed = {o.option_id for o in options if o.kind.startswith("allow")}
-    # Only a selected allow option approves: cancelled, rejected, unknown ids and unknown outcomes do not
-    # (ACP2-086, ACP2-087, ACP2-088).
-    if isinstance(outcome, SelectedPermissionOutcome) and outcome.option_id in allowed:
+    return isinstance(outcome, SelectedPermissionOutcome) and outcome.option_id in allowed
+
+
+@scenario(
+    "permission",
+    "Ask permission before a tool call; proceeds only when an allow option is selected (arguments KIND PATH: a "
+    "tool call of that kind on <cwd>/PATH instead of `rm -rf build/`)",
+)
+async def permission(ctx: TurnContext) -> str | None:
+    tc = ctx.session.next_id("tc")
+    kind, _, target = ctx.args.partition(" ")
+    if kind and target.strip():  # e.g. "/permission edit src/app.py": what a policy's kind and path rules judge
+        path = os.path.join(ctx.session.cwd, target.strip())
+        await ctx.tool(
+            tc,
+            name=kind,
+            title=f"{kind} {target.strip()}",
+            kind=kind,
+            status="pending",
+            locations=[ToolCallLocation(path=path)],
+        )
+    else:
+        await ctx.tool(tc, name="run_command", title="rm -rf build/", kind="execute", status="pending")
+    title = f"{kind} {target.strip()}?" if kind and target.strip() else "Run `rm -rf build/`?"
+    if await _allowed(ctx, tc, title):
         await ctx.tool(tc, status="in_progress")
         await ctx.emit(ToolCallContentChunk(tool_call_id=tc, content=Content(content=TextContent(text="removed"))))
         await ctx.tool(tc, status="completed")

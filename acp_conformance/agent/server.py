@@ -82,6 +82,7 @@ BROKEN_MODES: dict[str, str] = {
     "no-message-id": "answer session/prompt with an empty result (no messageId)",
     "junk-stdout": "write a line of plain text to stdout before serving",
     "ignore-cancel": "ignore session/cancel notifications entirely",
+    "boolean-capability": "advertise session.delete as true (v1's boolean encoding) instead of an object marker",
 }
 PAGE_SIZE = 20
 
@@ -217,7 +218,7 @@ class ReferenceAgent:
             self.v1 = V1Front(self)
             return self.v1.initialize(params)
         negotiation.v2_request(params, versions)  # held to v2's shape: -32602 names the supported versions
-        return InitializeResponse(
+        answer = InitializeResponse(
             protocol_version=PROTOCOL_VERSION,  # the highest we support at or below the requested one
             info=Implementation(name=AGENT_NAME, version=AGENT_VERSION, title="ACP reference agent"),
             capabilities=self._preview_capabilities(_mcp_capabilities(self._mcp_transports()))
@@ -231,6 +232,11 @@ class ReferenceAgent:
                 )
             ),
         )
+        if self.broken("boolean-capability"):
+            plain = msgspec.to_builtins(answer)
+            plain["capabilities"]["session"]["delete"] = True  # v1's encoding; v2 markers are objects
+            return plain
+        return answer
 
     @staticmethod
     def _preview_capabilities(mcp: Any) -> mu.AgentCapabilities:

@@ -65,7 +65,6 @@ class ClientWorkspace(Workspace):
         self.reads = fs is not None and fs.read_text_file is True
         self.writes = fs is not None and fs.write_text_file is True
         self.runs_commands = caps.terminal is True
-        self.through_client = self.reads or self.writes
 
     async def _call(self, method: str, params: dict[str, Any]) -> Any:
         try:

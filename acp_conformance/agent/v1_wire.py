@@ -29,7 +29,7 @@ _CHUNKS = {
     m.UserMessageChunk: "user_message_chunk",
 }
 _WHOLE = {m.AgentMessage: "agent_message_chunk", m.UserMessage: "user_message_chunk"}
-_TOOL_FIELDS = ("title", "kind", "status", "locations", "rawInput", "rawOutput", "_meta")
+_TOOL_FIELDS = ("title", "name", "kind", "status", "locations", "rawInput", "rawOutput", "_meta")
 
 
 def _block(block: Any) -> Any:
@@ -113,7 +113,8 @@ class UpdateMapper:
         if isinstance(update, m.ToolCallContentChunk):
             content = self.tool_content.setdefault(update.tool_call_id, [])
             content.extend(_tool_content(update.content))
-            return [{"sessionUpdate": "tool_call_update", "toolCallId": update.tool_call_id, "content": content}]
+            # v1 has no content chunks: the update carries the whole list so far (a copy: it is sent as it is).
+            return [{"sessionUpdate": "tool_call_update", "toolCallId": update.tool_call_id, "content": list(content)}]
         if isinstance(update, m.PlanUpdate) and isinstance(update.plan, m.PlanItems):
             return [{"sessionUpdate": "plan", "entries": to_builtins(update.plan.entries)}]
         if isinstance(update, m.AvailableCommandsUpdate):
@@ -133,14 +134,6 @@ class UpdateMapper:
             return [to_builtins(update)]
         return []  # state updates, display terminals, subagents, session messages: v2 only
 
-    def config_changed(self, values: ConfigValues) -> list[dict[str, Any]]:
-        """What a v1 client is told when the session's mode or options change outside set_config_option."""
-        options = config_options(values, boolean=self.boolean_options)
-        return [
-            {"sessionUpdate": "current_mode_update", "currentModeId": values.mode},
-            {"sessionUpdate": "config_option_update", "configOptions": options},
-        ]
-
     def _tool_call(self, update: m.ToolCallUpdated) -> dict[str, Any]:
         plain = to_builtins(update)
         tc = update.tool_call_id
@@ -150,7 +143,7 @@ class UpdateMapper:
                 out[key] = plain[key]
         if isinstance(update.content, list):
             self.tool_content[tc] = [item for c in update.content for item in _tool_content(c)]
-            out["content"] = self.tool_content[tc]
+            out["content"] = list(self.tool_content[tc])
         if tc in self._announced:
             return {"sessionUpdate": "tool_call_update", **out}
         self._announced.add(tc)

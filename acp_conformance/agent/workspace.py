@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import anyio
 
-__all__ = ["CommandResult", "LocalWorkspace", "Workspace", "WorkspaceError"]
+__all__ = ["CommandResult", "Workspace", "WorkspaceError"]
 
 
 class WorkspaceError(Exception):
@@ -31,7 +31,6 @@ class Workspace:
     """The agent's own disk; no terminals (``runs_commands`` is False)."""
 
     runs_commands = False
-    through_client = False  # True when files go through the client (its fs/* methods)
 
     async def read_text(self, path: str) -> str | None:
         """The file's text, or None when it does not exist."""
@@ -68,6 +67,3 @@ class Workspace:
     async def finish_command(self, terminal_id: str) -> CommandResult:
         """Wait for the command, read its output and release the terminal."""
         raise WorkspaceError("this client runs no terminals")
-
-
-LocalWorkspace = Workspace

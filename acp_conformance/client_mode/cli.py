@@ -9,7 +9,6 @@ client is started in a fresh directory with ``ACP_CONFORMANCE_SCENARIO`` (the sc
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import shlex
@@ -26,6 +25,7 @@ import anyio
 from ..runner.baseline import Baseline, BaselineError, load_baseline
 from ..runner.verdict import tally
 from .judge import CLIENT_CHECKS, NOT_TESTED, ClientCheck, Run, judge_runs
+from .subject import run_subject
 
 __all__ = ["SCENARIOS", "ClientReport", "main", "run_client"]
 
@@ -64,33 +64,13 @@ async def _one_run(client: list[str], scenario: str, version: int, root: str, li
     argv = [*client, *AGENT, "--scenario", scenario, "--version", str(version), "--log", str(log)]
     env = dict(os.environ, ACP_CONFORMANCE_SCENARIO=scenario, ACP_CONFORMANCE_PROMPT=PROMPT)
     started = time.monotonic()
-    exit_code: int | None = None
-    stderr = b""
     try:
-        opened = await anyio.open_process(
-            argv, cwd=sandbox, env=env, stdin=None, stdout=None, stderr=-1, start_new_session=True
-        )
+        ended = await run_subject(argv, sandbox, env, limit)
     except OSError as exc:  # not startable (not executable, gone): the run says so, the others go on
         run = Run(scenario, version, stderr_tail=[f"acp-conformance: could not start the client: {exc}"])
         run.exit_code = None
         return run
-    async with opened as process:
-        chunks: list[bytes] = []
-
-        async def drain() -> None:
-            assert process.stderr is not None
-            async for chunk in process.stderr:
-                chunks.append(chunk)
-
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(drain)
-            with anyio.move_on_after(limit):
-                exit_code = await process.wait()
-            if exit_code is None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(process.pid, 9)
-                await process.wait()
-        stderr = b"".join(chunks)
+    exit_code, stderr = ended.exit_code, ended.stderr
     run = Run.from_log(scenario, version, log.read_text(encoding="utf-8", errors="replace"))
     run.exit_code = exit_code
     run.stderr_tail = stderr.decode("utf-8", "replace").splitlines()[-20:]

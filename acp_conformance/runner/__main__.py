@@ -98,6 +98,7 @@ def _parser(prog: str = "acp-conformance", default_agent: str | None = None) -> 
     )
     parser.add_argument("--json", action="store_true", help="print the results as JSON instead of text")
     parser.add_argument("--junit", metavar="FILE", help="also write JUnit XML to FILE")
+    parser.add_argument("--html", metavar="FILE", help="also write the report as one self-contained web page to FILE")
     parser.add_argument("--check", action="append", default=[], metavar="ID", help="run only this check (repeatable)")
     parser.add_argument("--jobs", type=int, default=4, help="agent processes checking in parallel (default 4)")
     parser.add_argument(
@@ -136,17 +137,17 @@ def _environment(args: argparse.Namespace, parser: argparse.ArgumentParser) -> d
 
 
 def _base_command(argv: list[str]) -> list[str]:
-    """This invocation without --check/--json/--junit: what the report prints to rerun one check."""
+    """This invocation without --check/--json/--junit/--html: what the report prints to rerun one check."""
     base = ["acp-conformance"]
     skip = False
     for index, arg in enumerate(argv):
         if skip:
             skip = False
             continue
-        if arg in ("--check", "--junit", "--write-baseline") and index + 1 < len(argv):
+        if arg in ("--check", "--junit", "--html", "--write-baseline") and index + 1 < len(argv):
             skip = True
             continue
-        if arg.startswith(("--check=", "--junit=", "--write-baseline=")) or arg == "--json":
+        if arg.startswith(("--check=", "--junit=", "--html=", "--write-baseline=")) or arg == "--json":
             continue
         base.append(arg)
     return base
@@ -209,6 +210,10 @@ def main(argv: list[str] | None = None, *, prog: str = "acp-conformance", defaul
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     if args.junit:
         Path(args.junit).write_text(junit(report), encoding="utf-8")
+    if args.html:
+        from .html_report import html_report
+
+        Path(args.html).write_text(html_report(report, base, verdict), encoding="utf-8")
     if args.write_baseline:
         failures = {r.id: r.message for r in report.results if r.status == "fail"}
         write_baseline(args.write_baseline, failures, agent=args.agent)

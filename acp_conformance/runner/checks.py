@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import json
 import re
 from collections.abc import Callable
 from typing import Any
@@ -164,7 +165,27 @@ async def initialize(ctx: CheckContext) -> str | None:
         # The runner does not enable terminal authentication, so no terminal method may be offered.
         kind = method.get("type") if isinstance(method, dict) else None
         require(kind != "terminal", "ACP2-028", f"terminal auth method {method.get('methodId')!r} offered")
+    markers = _non_object_markers(result.get("capabilities"), "capabilities")
+    require(not markers, "schema:InitializeResponse", f"v2 capability markers are objects, not {', '.join(markers)}")
     return f"agent {response.info.name} {response.info.version}"
+
+
+_MARKER_GROUPS = frozenset({"session", "auth", "prompt", "mcp"})
+
+
+def _non_object_markers(caps: Any, path: str) -> list[str]:
+    """Capability markers that are not an object or null (v2 has no boolean capabilities: ACP-INIT-204)."""
+    found: list[str] = []
+    if not isinstance(caps, dict):
+        return found
+    for key, value in caps.items():
+        if key.startswith("_"):
+            continue
+        if value is not None and not isinstance(value, dict):
+            found.append(f"{path}.{key} = {json.dumps(value)}")
+        elif isinstance(value, dict) and key in _MARKER_GROUPS:
+            found += _non_object_markers(value, f"{path}.{key}")
+    return found
 
 
 @V2(
@@ -1182,6 +1203,7 @@ async def background_work(ctx: CheckContext) -> str | None:
 # -- the sets ----------------------------------------------------------------------------------------------
 
 from . import checks_batch as _checks_batch  # noqa: E402,F401  (registers the v2 batch check)
+from . import checks_kit as _checks_kit  # noqa: E402,F401  (registers v2 checks for the kit's open ids)
 from . import checks_v1 as _checks_v1  # noqa: E402,F401  (registers the v1 set)
 
 CHECKS: list[Check] = CHECK_SETS[2]

@@ -46,7 +46,7 @@ _V2: dict[str, Classification] = {
     "framing": Classification(
         M, ("ACP-TRANSPORT-201", "ACP-TRANSPORT-002", "ACP-TRANSPORT-203", "ACP-SCHEMA-001", "ACP-PROMPT-205")
     ),
-    "initialize": Classification(M, ("ACP-INIT-001", "ACP-INIT-201", "ACP-INIT-203", "ACP-AUTH-202")),
+    "initialize": Classification(M, ("ACP-INIT-001", "ACP-INIT-201", "ACP-INIT-203", "ACP-INIT-204", "ACP-AUTH-202")),
     "version-negotiation": Classification(M, ("ACP-INIT-003",)),
     "version-too-old": Classification(M, ()),  # the kit (ACP-INIT-202) wants a success; the schema allows -32022
     "auth-methods": Classification(C, ("ACP-AUTH-204",)),
@@ -78,6 +78,9 @@ _V2: dict[str, Classification] = {
     "unknown-method": Classification(A, ("ACP-JSONRPC-004", "ACP-EXT-001", "ACP-EXT-201")),
     "invalid-params": Classification(A, ()),
     "background-work": Classification(C, ()),
+    "prompt-capabilities": Classification(C, ("ACP-PROMPTCAP-001", "ACP-PROMPTCAP-002", "ACP-PROMPTCAP-003")),
+    "optional-forms": Classification(C, ("ACP-SESSION-203", "ACP-ADDDIRS-201", "ACP-ADDDIRS-202")),
+    "meta-accepted": Classification(A, ("ACP-META-001",)),
     # The kit holds ACP-BATCH-201/202 MANDATORY (the older docs); the current schema has no batches: ADVISORY.
     "batch": Classification(
         A, ("ACP-BATCH-201", "ACP-BATCH-202", "ACP-BATCH-203", "ACP-BATCH-204", "ACP-BATCH-205", "ACP-JSONRPC-005")
@@ -91,7 +94,9 @@ _V1: dict[str, Classification] = {
     "version-negotiation": Classification(M, ("ACP-INIT-003",)),
     "version-exact": Classification(M, ("ACP-INIT-002",)),
     "auth-methods": Classification(C, ("ACP-AUTH-003",)),
-    "session-new": Classification(M, ("ACP-SESSION-001", "ACP-SESSION-002", "ACP-MODES-001", "ACP-CONFIG-001")),
+    "session-new": Classification(
+        M, ("ACP-SESSION-001", "ACP-SESSION-002", "ACP-MODES-001", "ACP-CONFIG-001", "ACP-CONFIG-003")
+    ),
     "session-list": Classification(C, ("ACP-LIST-001", "ACP-LIST-002")),
     "session-delete": Classification(C, ("ACP-DELETE-001",)),
     "session-load": Classification(C, ("ACP-LOAD-001", "ACP-LOAD-002")),

@@ -30,6 +30,8 @@ from acp_session.registry import (
     resolve_command,
 )
 
+from .screen import say
+
 __all__ = ["ProgressBar", "add_registry_options", "agent_from_args", "main"]
 
 
@@ -157,7 +159,7 @@ def _list(registry: Registry, as_json: bool, out: TextIO) -> int:
         rows.append((agent.id, agent.version, kinds, ",".join(auth.get(agent.id, [])) or "-", name))
     widths = [max(len(row[i]) for row in rows) for i in range(4)]
     for row in rows:
-        out.write("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:4])) + "  " + row[4] + "\n")
+        say("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:4])) + "  " + row[4], out)  # cleaned
     out.write(f"\n{len(registry.agents)} agents from {registry.origin}; start one with --agent ID\n")
     return 0
 
@@ -206,7 +208,7 @@ def _info(registry: Registry, name: str, as_json: bool, out: TextIO) -> int:
     if platform in agent.distribution.binary:
         lines.append(f"installed:     {installed or 'no (acp-session agents install ' + agent.id + ')'}")
     lines.append(f"registry:      {registry.origin}")
-    out.write("\n".join(lines) + "\n")
+    say("\n".join(lines), out)  # the registry's strings, cleaned for the terminal
     return 0
 
 
@@ -221,11 +223,10 @@ def _install(registry: Registry, name: str, preview: bool, out: TextIO) -> int:
         out.write(f"{agent.id} {command.version} installed: {command.argv[0]}\n")
         return 0
     if command.kind == "npx":
-        package = command.argv[command.argv.index("--yes") + 1]
-        package = command.argv[command.argv.index("--package") + 1] if package == "--package" else package
+        package = command.package  # checked against npm's name rules by resolve_command
         sys.stderr.write(f"fetching {package} into npm's cache\u2026\n")
         fetched = subprocess.run(
-            [command.argv[0], "--yes", "--package", package, "--", "node", "-e", ""],
+            [command.argv[0], "--yes", f"--package={package}", "--", "node", "-e", ""],
             stdin=subprocess.DEVNULL,
             check=False,
         )

@@ -33,6 +33,7 @@ from acp_session.schema import (
 
 from ..auth import AuthenticationRequired
 from .attach import attachment
+from .daily import profile_environment, run_own_command, show_policy_decision, turn_timer
 from .editor import EXIT_WORDS, EditorReader, editor_available, editor_wanted
 from .exits import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, exit_code
 from .login import EXIT_AUTH, auth_message, auth_record
@@ -44,6 +45,10 @@ from .recent import RecentSessions, state_dir
 from .remote import connect_remote, describe_remote
 from .render import Renderer, TerminalRenderer, color_enabled
 from .render_json import JsonRenderer
+from .render_quiet import QuietRenderer
+from .safe_text import terminal_safe
+from .screen import say
+from .session_options import OWN_COMMANDS, argument_completions
 from .status import StatusLine
 
 __all__ = ["ChatApp"]
@@ -77,11 +82,14 @@ class ChatApp:
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
         self.json = bool(getattr(args, "json", False))
+        self.quiet = bool(getattr(args, "quiet", False))  # --format quiet: only the final reply on stdout
         # Answers go to stdout; questions, prompts, progress and failures to stderr (the terminal).
         self.question_out: TextIO = sys.stderr
         self.status = StatusLine(sys.stderr)
         markdown = not self.json and color_enabled(sys.stdout) and markdown_available()
-        self.renderer: Renderer = JsonRenderer() if self.json else TerminalRenderer(markdown=markdown)
+        self.renderer: Renderer = (
+            JsonRenderer() if self.json else QuietRenderer() if self.quiet else TerminalRenderer(markdown=markdown)
+        )
         self.renderer.before_output = self.status.clear
         self.renderer.stderr_tail = self._stderr_tail
         if isinstance(self.renderer, TerminalRenderer):
@@ -120,7 +128,9 @@ class ChatApp:
         terminal, else plain lines (with one hint that the ``cli`` extra adds editing)."""
         if self._reader is None:
             if editor_wanted() and editor_available():
-                self._reader = EditorReader(state_dir() / "prompt-history", self.commands, self.interrupt)
+                self._reader = EditorReader(
+                    state_dir() / "prompt-history", self.all_commands, self.interrupt, self.argument_completions
+                )
             else:
                 if editor_wanted():
                     self.hint_once("extra", EXTRA_HINT)
@@ -133,10 +143,21 @@ class ChatApp:
         if conversation is None:
             return []
         return [
-            (command.name, command.description)
+            (terminal_safe(command.name), terminal_safe(command.description))
             for command in conversation.state.available_commands
             if isinstance(command, Command)
         ]
+
+    def all_commands(self) -> Iterable[tuple[str, str]]:
+        """The agent's slash commands, then the chat's own ``/model`` ``/mode`` ``/set`` when it has options."""
+        conversation = self.conversation
+        own = list(OWN_COMMANDS) if conversation is not None and conversation.state.config_options else []
+        return [*self.commands(), *own]
+
+    def argument_completions(self, text: str) -> Iterable[tuple[str, str, int]]:
+        """Values for ``/model`` ``/mode`` ``/set`` from what the agent advertises (cli/session_options.py)."""
+        conversation = self.conversation
+        return argument_completions(text, conversation.state.config_options) if conversation is not None else []
 
     async def read_stdin(self) -> str:
         """All of stdin (a pipe, or ``chat -``), as one prompt."""
@@ -156,6 +177,10 @@ class ChatApp:
 
     def builder(self) -> ClientBuilder:
         builder = ClientBuilder("acp-session", __version__).on_request_permission(self.on_permission)
+        # --approve-all / --approve-reads / --deny-all / --allow / --deny (cli/options.py): answered before asking.
+        builder.permission_policy(
+            getattr(self.args, "policy", None), on_decision=lambda request, d: show_policy_decision(self, request, d)
+        )
         # Protocol version 1 agents call the client for files and commands: only when asked, confined to the
         # session's directory.
         if getattr(self.args, "allow_files", False):
@@ -163,6 +188,7 @@ class ChatApp:
         if getattr(self.args, "allow_terminal", False):
             builder.with_terminals()
         builder.on_fallback(request=self._unanswered)
+        builder.record_transcript(getattr(self.args, "record", None))
         attempts = getattr(self.args, "reconnect", None)
         if attempts is not None:  # --reconnect N (0: off, even for a remote agent)
             builder.reconnect(attempts > 0, attempts=max(attempts, 1))
@@ -196,10 +222,7 @@ class ChatApp:
             record = {"event": "mcp_servers", "sent": to_builtins(sent), "refused": refused, "builtin": builtin}
             self.renderer.emit(record)
         for item in refused:
-            print(
-                f"acp-session: MCP server {item['name']!r} not sent: the agent did not advertise {item['capability']}",
-                file=sys.stderr,
-            )
+            say(f"acp-session: MCP server {item['name']!r} not sent: the agent did not advertise {item['capability']}")
         return sent
 
     async def run(self, body: Callable[[ClientConnection], Awaitable[int]]) -> int:
@@ -222,6 +245,7 @@ class ChatApp:
                             if getattr(self.args, "url", None)
                             else self.builder().spawn(
                                 getattr(self.args, "agent_command", None) or argv,  # registry: cli/agents.py
+                                env=profile_environment(self.args),  # a config profile's env (cli/config_file.py)
                                 own_process_group=True,
                                 initialize_timeout=limit,
                                 env_policy=getattr(self.args, "env", "inherit"),
@@ -273,7 +297,7 @@ class ChatApp:
         if isinstance(self.renderer, JsonRenderer):
             self.renderer.emit(error_record(failure))
         self.renderer.before_output()
-        print("\n".join(failure_lines(failure)), file=sys.stderr)
+        say("\n".join(failure_lines(failure)))
 
     def report_auth(self, error: AuthenticationRequired, argv: Sequence[str]) -> int:
         """The agent wants a login: say how in a few lines (``--json``: an ``error`` record)."""
@@ -281,7 +305,7 @@ class ChatApp:
         if isinstance(self.renderer, JsonRenderer):
             self.renderer.emit(auth_record(error))
         named = self.args.agent if getattr(self.args, "agent_command", None) else None  # a registry id
-        print(auth_message(error, argv, named), file=sys.stderr)
+        say(auth_message(error, argv, named))
         return EXIT_AUTH
 
     async def _watch_agent(self, client: ClientConnection) -> None:
@@ -403,6 +427,15 @@ class ChatApp:
                 (usage.used, usage.size, None if usage.cost is None else (usage.cost.amount, usage.cost.currency))
             )
         self.status.start(WORKING)
+        timer = anyio.CancelScope()
+        seconds = getattr(self.args, "timeout", None)
+        if seconds is not None and self._tg is not None:  # --timeout: cli/daily.py
+
+            async def timed() -> None:
+                with timer:
+                    await turn_timer(self, conversation, seconds)
+
+            self._tg.start_soon(timed)
         try:
             turn = conversation.chat(self.prompt_blocks(conversation.connection, prompt))
             async for event in turn:
@@ -416,9 +449,10 @@ class ChatApp:
                     code = EXIT_ERROR
                     if isinstance(event.error, AuthenticationRequired):
                         named = self.args.agent if getattr(self.args, "agent_command", None) else None
-                        print(auth_message(event.error, self.args.agent_argv, named), file=sys.stderr)
+                        say(auth_message(event.error, self.args.agent_argv, named))
                         code = EXIT_AUTH
         finally:
+            timer.cancel()
             self.status.stop()
             self.active = None
         return code
@@ -478,6 +512,8 @@ class ChatApp:
             text = line.strip()
             if text in LEAVE_WORDS:
                 return code
+            if await run_own_command(self, conversation, text):  # /model /mode /set: cli/daily.py
+                continue
             if text:
                 code = await self.turn(conversation, line if "\n" in text else text)
                 client = conversation.connection

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shlex
+import sys
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -17,11 +18,15 @@ from acp_session.conversation import Conversation
 from acp_session.errors import AcpError
 
 from .app import ChatApp
+from .daily import new_session_options, open_named, wrap_up_opening
 from .exits import EXIT_ERROR, EXIT_OK, EXIT_USAGE
 from .login import EXIT_AUTH, pick_method
 from .messages import Failure
-from .render import plain_text
+from .named_sessions import NamedSessions
 from .render_json import JsonRenderer
+from .safe_text import terminal_safe
+from .screen import say
+from .session_info import session_info
 
 __all__ = ["chat", "local_time", "login", "resume", "sessions"]
 
@@ -37,7 +42,12 @@ async def chat(app: ChatApp) -> int:
     args = app.args
 
     async def body(client: ClientConnection) -> int:
-        if args.continue_:
+        if args.session_name is not None:  # --session NAME (cli/daily.py)
+            opened = await open_named(app, client)
+            if isinstance(opened, int):
+                return opened
+            conversation = opened
+        elif args.continue_:
             session_id = await _latest_session(app, client)
             if session_id is None:
                 app.report(
@@ -53,7 +63,16 @@ async def chat(app: ChatApp) -> int:
             if not app.json:
                 app.renderer.info(f"continuing session {session_id}")
         else:
-            conversation = await client.start_conversation(args.cwd, mcp_servers=app.mcp_servers(client))
+            options = new_session_options(app, client)  # --system-prompt
+            if isinstance(options, Failure):
+                app.report(options)
+                return EXIT_USAGE
+            conversation = await client.start_conversation(args.cwd, mcp_servers=app.mcp_servers(client), **options)
+        ready = await wrap_up_opening(app, conversation)  # --fork, --model, --mode, --set
+        if isinstance(ready, int):
+            await _close(conversation)
+            return ready
+        conversation = ready
         code = await app.loop(conversation, _prompt_text(args.prompt), from_stdin=args.prompt == ["-"])
         await _close(conversation)
         return code
@@ -91,7 +110,13 @@ async def resume(app: ChatApp) -> int:
     args = app.args
 
     async def body(client: ClientConnection) -> int:
-        cwd = args.cwd_given
+        named = NamedSessions().find(args.session_id, args.agent_key)  # resume NAME (chat --session NAME)
+        if named is not None:
+            args.session_id = named["session_id"]
+        if args.system_prompt_text is not None and not args.fork:
+            app.report(Failure("--system-prompt applies to a new or forked session: add --fork", "SystemPromptLate"))
+            return EXIT_USAGE
+        cwd = args.cwd_given if named is None else args.cwd_given or named.get("cwd")
         if cwd is None:
             cwd = args.cwd
             try:
@@ -105,6 +130,13 @@ async def resume(app: ChatApp) -> int:
         conversation = await Conversation.resume(client, args.session_id, cwd, mcp_servers=app.mcp_servers(client))
         app.announce(conversation)
         app.renderer.history(conversation.history())
+        ready = await wrap_up_opening(app, conversation)  # --fork, --model, --mode, --set
+        if isinstance(ready, int):
+            await _close(conversation)
+            return ready
+        if ready is not conversation:
+            conversation = ready
+            app.announce(conversation)
         code = await app.loop(
             conversation, _prompt_text(args.prompt), from_stdin=args.prompt == ["-"], announce=False
         )
@@ -173,6 +205,9 @@ def _emit(app: ChatApp, record: dict[str, Any]) -> None:
 async def sessions(app: ChatApp) -> int:
     args = app.args
 
+    if args.action is not None:  # sessions show|history ID|NAME (cli/session_info.py)
+        return await app.run(lambda client: session_info(app, client))
+
     async def body(client: ClientConnection) -> int:
         rows = [info async for info in client.list_sessions(None if args.all else args.cwd)]
         if app.json:
@@ -181,15 +216,17 @@ async def sessions(app: ChatApp) -> int:
             _emit(app, {"event": "done"})
             return EXIT_OK
         if not rows:
-            print(f"no sessions{'' if args.all else ' in ' + args.cwd}")
+            say(f"no sessions{'' if args.all else ' in ' + args.cwd}", sys.stdout)
             return EXIT_OK
         table = [("ID", "UPDATED", "DIRECTORY", "TITLE")]
         for info in rows:
             title = info.title if isinstance(info.title, str) and info.title else app.recent.title(info.session_id)
-            table.append((info.session_id, local_time(info.updated_at), info.cwd, one_line(title or "-")))
+            session_id, cwd = terminal_safe(str(info.session_id)), terminal_safe(str(info.cwd))
+            table.append((session_id, terminal_safe(local_time(info.updated_at)), cwd, one_line(title or "-")))
         widths = [max(len(row[i]) for row in table) for i in range(3)]
         for row in table:
-            print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False)) + "  " + row[3])
+            line = "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False))
+            say(line + "  " + row[3], sys.stdout)
         return EXIT_OK
 
     return await app.run(body)
@@ -197,7 +234,7 @@ async def sessions(app: ChatApp) -> int:
 
 def one_line(text: str, limit: int = 60) -> str:
     """A title on one line of the table: whitespace runs as one space, control characters dropped, cut short."""
-    text = " ".join(plain_text(text).split())
+    text = " ".join(terminal_safe(text).split())
     return text if len(text) <= limit else text[: limit - 1] + "\u2026"
 
 

@@ -56,6 +56,7 @@ class EditorReader:
         history_file: Path | None,
         commands: Callable[[], Iterable[tuple[str, str]]],
         on_interrupt: Callable[[], None],
+        arguments: Callable[[str], Iterable[tuple[str, str, int]]] | None = None,
     ) -> None:
         from prompt_toolkit import PromptSession
         from prompt_toolkit.history import FileHistory, InMemoryHistory
@@ -74,7 +75,7 @@ class EditorReader:
                 pass
         self._prompts: Any = PromptSession(
             history=history,
-            completer=_slash_completer(commands),
+            completer=_slash_completer(commands, arguments),
             complete_while_typing=True,
             reserve_space_for_menu=4,
             multiline=True,
@@ -151,7 +152,11 @@ def slash_completions(text: str, commands: Iterable[tuple[str, str]]) -> list[tu
     return list(found.items())
 
 
-def _slash_completer(commands: Callable[[], Iterable[tuple[str, str]]]) -> Any:
+def _slash_completer(
+    commands: Callable[[], Iterable[tuple[str, str]]],
+    arguments: Callable[[str], Iterable[tuple[str, str, int]]] | None = None,
+) -> Any:
+    """Slash commands; then, after a command and a space, ``arguments(text)``: (word, description, start)."""
     from prompt_toolkit.completion import Completer, Completion
 
     class SlashCompleter(Completer):
@@ -159,6 +164,9 @@ def _slash_completer(commands: Callable[[], Iterable[tuple[str, str]]]) -> Any:
             text = document.text_before_cursor
             for word, description in slash_completions(text, commands()):
                 yield Completion(word, start_position=-len(text), display_meta=description)
+            if arguments is not None:
+                for word, description, start in arguments(text):
+                    yield Completion(word, start_position=start, display_meta=description)
 
     return SlashCompleter()
 

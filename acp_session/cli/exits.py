@@ -32,8 +32,8 @@ EXIT_HELP = """\
 exit codes:
   0    the turn ended with end_turn (interactive: the last turn did; no turn at all is 0 too)
   1    error: the turn ended with stop reason error, the prompt failed, or the agent could not be run
-  2    usage error
-  3    cancelled (Ctrl-C once cancels the active work)
+  2    usage error (also: a --model/--mode/--set value the agent does not offer)
+  3    cancelled (Ctrl-C once cancels the active work; so does --timeout)
   4    refusal
   5    max_tokens
   6    max_turn_requests

@@ -23,6 +23,7 @@ from .app import ChatApp
 from .exits import EXIT_CODES, EXIT_ERROR, exit_code
 from .messages import describe, error_record
 from .parser import conformance_agent, default_agent, parse
+from .screen import say
 
 __all__ = ["EXIT_CODES", "default_agent", "exit_code", "main"]
 
@@ -31,6 +32,18 @@ def main(argv: Sequence[str] | None = None) -> None:
     args_list = list(sys.argv[1:] if argv is None else argv)
     if args_list and args_list[0] == "agents":  # cli/agents.py
         sys.exit(agents_main(args_list[1:]))
+    if args_list and args_list[0] == "view":  # cli/view.py
+        from .view import main as view_main
+
+        sys.exit(view_main(args_list[1:]))
+    if args_list and args_list[0] == "config":  # cli/config_file.py
+        from .config_file import main as config_main
+
+        sys.exit(config_main(args_list[1:]))
+    if args_list and args_list[0] == "compare":  # cli/compare.py (imported only when used)
+        from .compare import main as compare_main
+
+        sys.exit(compare_main(args_list[1:]))
     if args_list and args_list[0] == "conformance":
         from acp_conformance.runner.__main__ import main as conformance_main
 
@@ -59,7 +72,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         failure = describe(leaf)
         if args.json:
             print(json.dumps(error_record(failure)), flush=True)
-        print(f"acp-session: {failure.message} (ACP_SESSION_DEBUG=1 shows the traceback)", file=sys.stderr)
+        say(f"acp-session: {failure.message} (ACP_SESSION_DEBUG=1 shows the traceback)")
         code = EXIT_ERROR
     finally:
         app.close()

@@ -4,6 +4,9 @@ Finished blocks (text up to a blank line outside a code fence) are printed once,
 emphasis, code blocks with syntax highlighting. The block still arriving is shown in a small live region that is
 redrawn as text comes in and replaced by its final rendering when the message ends (or anything else is
 printed). Without a terminal, with ``--json`` or ``NO_COLOR`` the CLI prints the text as it comes instead.
+
+Links are shown as ``text (target)``, never as a terminal hyperlink (OSC 8) whose target cannot be seen; a link
+whose text is its target (``<https://...>``) is shown once, as plain text. The text arrives cleaned (``Screen``).
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ import re
 import time
 from typing import Any, TextIO
 
-__all__ = ["MarkdownStream", "markdown_available", "split_blocks"]
+__all__ = ["MarkdownStream", "markdown_available", "split_blocks", "unlink_shown_targets"]
 
 _FENCE = re.compile(r"^\s*(```|~~~)", re.MULTILINE)
 
@@ -34,6 +37,32 @@ def split_blocks(text: str) -> tuple[str, str]:
         if len(_FENCE.findall(text, 0, end)) % 2 == 0:
             cut = end
     return text[:cut], text[cut:]
+
+
+def unlink_shown_targets(tokens: list[Any]) -> None:
+    """Drop the link marks (markdown-it tokens, in place) of each link whose text already shows its target, so
+    rich prints it once instead of ``target (target)``; every other link keeps its ``(target)``."""
+    for token in tokens:
+        children = token.children
+        if not children:
+            continue
+        kept: list[Any] = []
+        index = 0
+        while index < len(children):
+            child = children[index]
+            if child.type == "link_open":
+                close = next((j for j in range(index + 1, len(children)) if children[j].type == "link_close"), None)
+                if close is not None:
+                    inner = children[index + 1 : close]
+                    shown = "".join(t.content for t in inner if t.type in ("text", "code_inline"))
+                    target = str(child.attrs.get("href", ""))
+                    if child.markup == "autolink" or shown in (target, target.removeprefix("mailto:")):
+                        kept.extend(inner)
+                        index = close + 1
+                        continue
+            kept.append(child)
+            index += 1
+        token.children = kept
 
 
 class MarkdownStream:
@@ -59,7 +88,9 @@ class MarkdownStream:
     def _markdown(self, text: str) -> Any:
         from rich.markdown import Markdown
 
-        return Markdown(text, code_theme=self.code_theme)
+        document = Markdown(text, code_theme=self.code_theme, hyperlinks=False)  # no OSC 8: targets shown
+        unlink_shown_targets(document.parsed)
+        return document
 
     def _print_block(self, text: str) -> None:
         if not text.strip():

@@ -18,7 +18,9 @@ from ..mcp.config import McpConfigError, mcp_servers_from
 from ..registry import RegistryError, UnknownAgent
 from .agents import add_registry_options, agent_from_args
 from .attach import check_attachment
+from .config_file import apply_config_file
 from .exits import EXIT_ERROR, EXIT_HELP, EXIT_HELP_OTHER, EXIT_USAGE
+from .options import add_daily_options, add_format_option, finish_daily_options
 from .remote import add_remote_options, check_remote_args
 
 __all__ = ["conformance_agent", "default_agent", "default_store", "history_file", "parse"]
@@ -112,6 +114,7 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
         add_remote_options(p)  # --url, --header, --insecure (cli/remote.py)
         p.add_argument("--cwd", metavar="DIR", default=None, help="the session's working directory (default: .)")
         p.add_argument("--json", action="store_true", help="print one JSON object per line instead of text")
+        add_format_option(p)  # --format text|json|quiet (cli/options.py)
         p.add_argument(
             "--init-timeout",
             metavar="SECONDS",
@@ -137,6 +140,13 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
             "terminal and temp dir (minimal) plus --pass-env names",
         )
         p.add_argument(
+            "--record",
+            metavar="FILE",
+            default=None,
+            help="append every wire message, both directions and timestamped, to FILE (a transcript; "
+            "`acp-session view FILE` shows it as a web page)",
+        )
+        p.add_argument(
             "--pass-env",
             metavar="NAME",
             action="append",
@@ -144,7 +154,14 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
             help="with --env minimal: also pass this variable (e.g. an API key); repeatable",
         )
         if chatty:
-            p.add_argument("--yes", "-y", action="store_true", help="approve every permission request (allow once)")
+            p.add_argument(
+                "--approve-all",
+                "--yes",
+                "-y",
+                dest="yes",
+                action="store_true",
+                help="approve every permission request (allow once); --yes is the old name",
+            )
             p.add_argument(
                 "--allow-files",
                 action="store_true",
@@ -202,6 +219,7 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
         help="continue the latest session of this agent in this directory (--cwd) instead of starting one",
     )
     common(chat)
+    add_daily_options(chat, command="chat")  # --model, --mode, --set, policies, --timeout, ... (cli/options.py)
 
     sessions = sub.add_parser(
         "sessions",
@@ -212,6 +230,13 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sessions.add_argument("--all", action="store_true", help="every session of the agent, whatever its directory")
+    sessions.add_argument(
+        "action",
+        nargs="?",
+        choices=("show", "history"),
+        help="show ID|NAME: one session's metadata; history ID|NAME: its conversation (rendered, or --json)",
+    )
+    sessions.add_argument("target", nargs="?", metavar="ID|NAME", help="the session (its id, or a --session name)")
     common(sessions, chatty=False)
 
     resume = sub.add_parser(
@@ -227,6 +252,7 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
         "prompt", nargs="*", metavar="PROMPT", help="a prompt for one turn (several words are joined; - reads stdin)"
     )
     common(resume)
+    add_daily_options(resume, command="resume")
 
     login = sub.add_parser(
         "login",
@@ -242,6 +268,21 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
     sub.add_parser(  # acp-session agents ...: cli/agents.py (see its --help)
         "agents",
         help="the ACP registry's agents: list (--json), info ID, install ID; start one with --agent ID",
+        add_help=False,
+    )
+    sub.add_parser(  # acp-session view ...: cli/view.py (see its --help)
+        "view",
+        help="a recorded transcript (chat --record FILE) as one self-contained web page",
+        add_help=False,
+    )
+    sub.add_parser(  # cli/config_file.py
+        "config", help="the config file: `acp-session config show` prints the merged settings and their sources",
+        add_help=False,
+    )
+    sub.add_parser(  # cli/compare.py
+        "compare",
+        help="the same prompt to several agents at once, each in its own copy of the directory; a side-by-side "
+        "summary",
         add_help=False,
     )
     sub.add_parser(
@@ -284,6 +325,9 @@ def parse(argv: list[str]) -> argparse.Namespace:
             command.error(problem)
     if args.command == "sessions" and args.all and args.cwd is not None:
         command.error("--all and --cwd do not go together")
+    if args.command == "sessions" and (args.action is None) != (args.target is None):
+        command.error("sessions show and sessions history take one session ID or NAME" if args.action else
+                      f"unknown sessions action {args.target!r} (show or history)")
     if args.cwd is not None and not _is_utf8(args.cwd):
         command.error("--cwd is not valid UTF-8 (ACP sends paths as JSON text); use a directory with a UTF-8 name")
     if getattr(args, "prompt", None) and not all(_is_utf8(word) for word in args.prompt):
@@ -303,6 +347,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
         command.error(f"--cwd is not a directory: {args.cwd}")
     if not hasattr(args, "continue_"):
         args.continue_ = False
+    apply_config_file(args, command, argv)  # defaults and agent profiles from config.toml (cli/config_file.py)
+    finish_daily_options(args, command)
     problem = check_remote_args(args)  # --url: a remote agent, nothing to start (cli/remote.py)
     if problem is not None:
         command.error(problem)

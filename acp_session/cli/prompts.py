@@ -17,6 +17,9 @@ import anyio.lowlevel
 
 from acp_session.schema import PermissionOption, RequestPermissionRequest
 
+from .safe_text import terminal_safe
+from .screen import BOLD, Screen, Styled
+
 if TYPE_CHECKING:
     from .editor import EditorReader
 
@@ -259,36 +262,64 @@ def parse_answer(options: list[PermissionOption], text: str) -> str | None:
     want = _WORDS.get(text)
     if want is not None:
         return choose_option(options, want)
-    return next((o.option_id for o in options if text in (o.option_id.lower(), o.name.lower())), None)
+    typed = " ".join(text.split())
+    for option in options:
+        shown = " ".join(terminal_safe(option.name).split()).lower()  # the name as the question showed it
+        if text in (option.option_id.lower(), option.name.lower()) or typed == shown:
+            return option.option_id
+    return None
 
 
-_KEYS = {"allow_once": "o", "allow_always": "a", "reject_once": "r", "reject_always": "r"}
 _KEY_WORDS = {"o": "allow once", "a": "always", "r": "reject"}
+_KIND_WORDS = {
+    "allow_once": "allow once",
+    "allow_always": "allow always",
+    "reject_once": "reject once",
+    "reject_always": "reject always",
+}
+NAME_WIDTH = 48
+"""An option's name is shown cut to this many characters, so the real key and kind stay on the screen."""
 
 
-def _key(option: PermissionOption) -> str:
-    return _KEYS.get(option.kind if isinstance(option.kind, str) else "", "")
+def _keys(options: list[PermissionOption]) -> dict[int, str]:
+    """Option index -> the letter that selects it: drawn from the options' kinds (``parse_answer`` of the
+    letter), never from their names, and shown on exactly the option it selects."""
+    keys: dict[int, str] = {}
+    for key in _KEY_WORDS:
+        chosen = parse_answer(options, key)
+        index = next((i for i, option in enumerate(options) if option.option_id == chosen), None)
+        if index is not None and index not in keys:
+            keys[index] = key
+    return keys
 
 
-def _choices(options: list[PermissionOption]) -> str:
-    parts = []
-    for number, option in enumerate(options, 1):
-        key = _key(option)
-        parts.append(f"[{number}{'/' + key if key else ''}] {option.name}")
-    return "  ".join(parts)
+def _kind_words(option: PermissionOption) -> str:
+    kind = option.kind if isinstance(option.kind, str) else str(option.kind)
+    return _KIND_WORDS.get(kind, kind)
+
+
+def _choices(options: list[PermissionOption]) -> list[str]:
+    """One line per option: its number, its name (cleaned, on one line, cut short) and then what it does: the
+    letter and the kind, from the option's kind, so a name cannot pass itself off as another choice."""
+    keys = _keys(options)
+    names = [terminal_safe(option.name) for option in options]
+    names = [name if len(name) <= NAME_WIDTH else name[: NAME_WIDTH - 1] + "\u2026" for name in names]
+    width = max((len(name) for name in names), default=0)
+    lines = []
+    for index, (option, name) in enumerate(zip(options, names, strict=True)):
+        key = keys.get(index)
+        action = f"{key}: {_kind_words(option)}" if key else _kind_words(option)
+        lines.append(f"  {index + 1}. {name.ljust(width)}  ({action})")
+    return lines
 
 
 def answer_hint(options: list[PermissionOption]) -> str:
     """What may be typed, from the options offered: ``o = allow once, r = reject`` when no ``allow_always``
     option is offered; the numbers when no option has a letter."""
-    keys = []
-    for option in options:
-        key = _key(option)
-        if key and key not in keys:
-            keys.append(key)
+    keys = sorted(_keys(options).items())
     if not keys:
         return f"1-{len(options)}" if len(options) > 1 else "1"
-    return ", ".join(f"{key} = {_KEY_WORDS[key]}" for key in keys)
+    return ", ".join(f"{key} = {_KEY_WORDS[key]}" for _, key in keys)
 
 
 async def permission_question(
@@ -299,23 +330,22 @@ async def permission_question(
     bold: bool = False,
 ) -> str | None:
     """Ask at the terminal (the question on ``out``, stderr) until the answer names an offered option; None
-    (cancelled) at end of input."""
+    (cancelled) at end of input. The title and the names are the agent's: written cleaned, on one line each."""
     options = _options(request)
     title = request.title if isinstance(request.title, str) else "The agent asks for permission"
-    start, end = ("\x1b[1m", "\x1b[0m") if bold else ("", "")
-    out.write(f"{start}? {title}{end}\n  {_choices(options)}\n")
-    out.flush()
+    screen = Screen(out, color=bold)
+    screen.line(Styled(f"? {title}", (BOLD,)))
+    for choice in _choices(options):
+        screen.line(choice)
     prompt = f"answer ({answer_hint(options)}): "
     while True:
         line = await reader.readline(prompt, remember=False)
         if line is None:
-            out.write("\n")
-            out.flush()
+            screen.line()
             return None
         if not reader.editing and not os.isatty(reader.fd):
-            out.write(line + "\n")  # not echoed by a terminal: show what was answered
+            screen.line(line)  # not echoed by a terminal: show what was answered
         answer = parse_answer(options, line)
         if answer is not None:
             return answer
-        out.write(f"  not one of the offered answers: {line!r}\n")
-        out.flush()
+        screen.line(f"  not one of the offered answers: {line!r}")

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-__all__ = ["RecentSessions", "state_dir"]
+__all__ = ["RecentSessions", "load_rows", "save_rows", "state_dir"]
 
 KEEP = 500
 """How many sessions the file remembers (the oldest are forgotten first)."""
@@ -25,6 +25,24 @@ def state_dir() -> Path:
     return Path(base) / "acp-session"
 
 
+def load_rows(path: Path) -> list[dict[str, Any]]:
+    """The objects of a small JSON list file; a missing or broken file is empty, never an error."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    return [row for row in data if isinstance(row, dict)] if isinstance(data, list) else []
+
+
+def save_rows(path: Path, rows: list[dict[str, Any]]) -> None:
+    """Write the list whole, through a temporary file; an unwritable folder is silently skipped."""
+    with contextlib.suppress(OSError):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(rows, ensure_ascii=False), encoding="utf-8")
+        tmp.replace(path)
+
+
 class RecentSessions:
     """Read and written whole (it is small); a broken or unwritable file is treated as empty, never an error."""
 
@@ -32,11 +50,7 @@ class RecentSessions:
         self.path = path if path is not None else state_dir() / "recent-sessions.json"
 
     def _load(self) -> list[dict[str, Any]]:
-        try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return []
-        return [row for row in data if isinstance(row, dict)] if isinstance(data, list) else []
+        return load_rows(self.path)
 
     def remember(self, session_id: str, agent: str, cwd: str, first_prompt: str) -> None:
         """Note a session this CLI started or continued (its first prompt kept from the first time)."""
@@ -53,11 +67,7 @@ class RecentSessions:
                 "used_at": time.time(),
             }
         )
-        with contextlib.suppress(OSError):
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = self.path.with_suffix(".tmp")
-            tmp.write_text(json.dumps(rows[-KEEP:], ensure_ascii=False), encoding="utf-8")
-            tmp.replace(self.path)
+        save_rows(self.path, rows[-KEEP:])
 
     def title(self, session_id: str) -> str | None:
         """The session's first prompt, shortened, if this CLI started it."""

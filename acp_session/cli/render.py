@@ -1,11 +1,12 @@
 """Rendering chat events: a streaming terminal view (ANSI escapes; the agent's Markdown rendered with rich when
-it is installed) or one JSON object per line (keys in snake_case; the schema: ``cli_json_schema.json``)."""
+it is installed) or one JSON object per line (keys in snake_case; the schema: ``cli_json_schema.json``).
+
+The terminal view writes only through ``Screen`` (``screen.py``), which cleans every string of the agent's."""
 
 from __future__ import annotations
 
 import json
 import os
-import re
 import sys
 from collections.abc import Callable
 from typing import Any, TextIO
@@ -48,20 +49,13 @@ from acp_session.schema import (
 )
 from acp_session.schema import Terminal as TerminalContent
 
-from .markdown import MarkdownStream
 from .messages import STDERR_LINES, describe
+from .safe_text import terminal_safe
+from .screen import BOLD, CYAN, DIM, GREEN, RED, YELLOW, Screen, Span, Style, Styled
 
 __all__ = ["Renderer", "TerminalRenderer", "color_enabled", "raw_output_text"]
 
-RESET = "\x1b[0m"
-BOLD = "\x1b[1m"
-DIM = "\x1b[2m"
-RED = "\x1b[31m"
-GREEN = "\x1b[32m"
-YELLOW = "\x1b[33m"
-CYAN = "\x1b[36m"
-
-_STATUS_COLOR = {"completed": GREEN, "failed": RED, "cancelled": YELLOW, "in_progress": CYAN}
+_STATUS_COLOR: dict[str, Style] = {"completed": GREEN, "failed": RED, "cancelled": YELLOW, "in_progress": CYAN}
 _PLAN_MARK = {"completed": "[x]", "in_progress": "[>]", "pending": "[ ]"}
 
 
@@ -76,21 +70,12 @@ def color_enabled(stream: TextIO) -> bool:
 
 
 def _tool_label(call: ToolCall) -> str:
-    return _clean(call.title or call.name or call.tool_call_id)
+    return str(call.title or call.name or call.tool_call_id)
 
 
-_ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|[\x00-\x08\x0b-\x1f\x7f]")
-
-
-def plain_text(text: str) -> str:
-    """``text`` without terminal escape sequences and control characters (tabs and newlines kept; a lone
-    carriage return ends a line), safe to print."""
-    return _ESCAPES.sub("", text.replace("\r\n", "\n").replace("\r", "\n"))
-
-
-def _clean(text: str) -> str:
-    """``text`` without escape sequences and control characters (but tabs and newlines), for streamed text."""
-    return _ESCAPES.sub("", text)
+def _lines_safe(text: str) -> str:
+    """Cleaned before it is cut into lines (a lone carriage return ends a line, as on a terminal)."""
+    return terminal_safe(text, newlines=True)
 
 
 def _block_label(block: Any) -> str:
@@ -252,7 +237,8 @@ class TerminalRenderer(Renderer):
         self.color = color_enabled(self.out) if color is None else color
         self.markdown = markdown and self.color
         """Render the agent's messages as Markdown (rich) instead of streaming them as plain text."""
-        self._md: MarkdownStream | None = None
+        self.screen = Screen(self.out, color=self.color, before_write=lambda: self.before_output())
+        """Every write to ``out`` goes through it (cleaned, styled)."""
         self._raw_shown: dict[str, Any] = {}  # tool call id -> the rawOutput shown
         self._stream: tuple[str, str] | None = None  # (kind, message id) of the fragment stream being written
         self._col0 = True  # the cursor is at the start of a line
@@ -265,29 +251,21 @@ class TerminalRenderer(Renderer):
         self.terminals: Callable[[str], Terminal | None] = lambda terminal_id: None
         """Looks a terminal up by id (set by the CLI to the session's), to show its output under its tool call."""
 
-    def _style(self, text: str, *styles: str) -> str:
-        styles = tuple(style for style in styles if style)
-        if not self.color or not styles:
-            return text
-        return "".join(styles) + text + RESET
-
     def _end_markdown(self) -> None:
-        if self._md is not None and self._md.active:
-            self.before_output()
-            self._md.end()
+        if self.screen.markdown_active:
+            self.screen.end_markdown()
             self._col0 = True
 
-    def _write(self, text: str) -> None:
-        if text:
-            self.before_output()
-            self.out.write(text)
-            self._col0 = text.endswith("\n")
-            self.out.flush()
+    def _write(self, *spans: Span, newlines: bool = False, end: str = "") -> None:
+        """The one write path: spans cleaned and styled by the screen (``newlines``: they may hold lines)."""
+        written = self.screen.write(*spans, newlines=newlines, end=end)
+        if written:
+            self._col0 = written.endswith("\n")
 
     def break_line(self) -> None:
         self._end_markdown()
         if not self._col0:
-            self._write("\n")
+            self._write(end="\n")
         self._stream = None
 
     def partial_line(self) -> None:
@@ -303,11 +281,15 @@ class TerminalRenderer(Renderer):
     @property
     def at_line_start(self) -> bool:
         """Nothing is half written (a status line may be drawn)."""
-        return self._col0 and (self._md is None or not self._md.active)
+        return self._col0 and not self.screen.markdown_active
 
-    def _line(self, text: str, *styles: str) -> None:
+    def _line(self, text: Span | tuple[Span, ...], *styles: Style, newlines: bool = False) -> None:
+        """One line (``newlines``: a field that may hold several, e.g. a message replayed)."""
         self.break_line()
-        self._write(self._style(text, *styles) + "\n")
+        spans = text if isinstance(text, tuple) and not isinstance(text, Styled) else (text,)
+        if styles:
+            spans = tuple(Styled(s, styles) if isinstance(s, str) else s for s in spans)
+        self._write(*spans, newlines=newlines, end="\n")
         self._text_ended = False
 
     def _fragment(self, kind: str, message_id: str, text: str, replaced: bool) -> None:
@@ -316,27 +298,24 @@ class TerminalRenderer(Renderer):
             follows_text = self._text_ended and self._stream is not None and self._stream[0] == "text"
             self.break_line()
             if kind == "text" and follows_text and not replaced:
-                self._write("\n")  # two messages in a row: a blank line between them, as in ChatResponse.text
+                self._write(end="\n")  # two messages in a row: a blank line between them, as in ChatResponse.text
             self._stream = key
             if kind == "thought":
-                self._write(self._style("(thinking) ", DIM))
-        text = _clean(text)
+                self._write(Styled("(thinking) ", (DIM,)))
+        text = text.replace("\r", "")  # streamed: a "\r\n" may be split between two fragments
         if kind == "text" and self.markdown:
-            if self._md is None:
-                self._md = MarkdownStream(self.out)
-            self.before_output()
-            self._md.feed(text)
+            self.screen.markdown(text)
         else:
-            self._write(self._style(text, DIM) if kind == "thought" else text)
+            self._write(Styled(text, (DIM,)) if kind == "thought" else text, newlines=True)
         self._stream = key
         self._text_ended = kind == "text"
 
     def _tool(self, call: ToolCall, status: str, *, force: bool = False) -> None:
         if force or self._tool_status.get(call.tool_call_id) != status:
             self._tool_status[call.tool_call_id] = status
-            label = self._style(_tool_label(call), BOLD)
-            state = self._style(status, _STATUS_COLOR.get(status, ""))
-            self._line(f"[tool] {label} ({call.kind}): {state}")
+            label = Styled(_tool_label(call), (BOLD,))
+            state = Styled(str(status), (_STATUS_COLOR[status],) if status in _STATUS_COLOR else ())
+            self._line(("[tool] ", label, f" ({call.kind}): ", state))
         self._tool_items(call)
         if call.is_final:
             self._tool_terminals(call)
@@ -353,7 +332,7 @@ class TerminalRenderer(Renderer):
             isinstance(i, Content) and getattr(i.content, "text", None) == text for i in call.content
         ):
             return
-        for line in _bounded_lines(plain_text(text)):
+        for line in _bounded_lines(_lines_safe(text)):
             self._line("  " + line, DIM)
 
     def _tool_items(self, call: ToolCall) -> None:
@@ -364,9 +343,9 @@ class TerminalRenderer(Renderer):
             if isinstance(item, Content):
                 block = item.content
                 if isinstance(block, TextContent):
-                    self._indented(plain_text(block.text))
+                    self._indented(_lines_safe(block.text))
                 else:
-                    self._line("  " + plain_text(_block_label(block)), DIM)
+                    self._line("  " + _block_label(block), DIM)
             elif isinstance(item, Diff):
                 self._diff(item)
             elif isinstance(item, TerminalContent):
@@ -375,7 +354,7 @@ class TerminalRenderer(Renderer):
                 kind = item.get("type") if isinstance(item, dict) else type(item).__name__
                 self._line(f"  [{kind} content]", DIM)
 
-    def _indented(self, text: str, *styles: str) -> None:
+    def _indented(self, text: str, *styles: Style) -> None:
         for line in text.rstrip("\n").split("\n"):
             self._line("  " + line, *styles)
 
@@ -389,9 +368,9 @@ class TerminalRenderer(Renderer):
                     operation, path = change.__struct_config__.tag, change.path
                     old = getattr(change, "old_path", None)
                 source = f"{old} -> " if isinstance(old, str) else ""
-                self._line(plain_text(f"  {operation} {source}{path}"), BOLD)
+                self._line(f"  {operation} {source}{path}", BOLD)
             return
-        for line in plain_text(patch).rstrip("\n").split("\n"):
+        for line in _lines_safe(patch).rstrip("\n").split("\n"):
             if line.startswith(("diff ", "--- ", "+++ ", "new file", "deleted file", "index ", "rename ", "similar")):
                 style = BOLD
             elif line.startswith("@@"):
@@ -401,7 +380,7 @@ class TerminalRenderer(Renderer):
             elif line.startswith("-"):
                 style = RED
             else:
-                style = ""
+                style = Style("")
             self._line("  " + line, style)
 
     def _tool_terminals(self, call: ToolCall) -> None:
@@ -414,8 +393,8 @@ class TerminalRenderer(Renderer):
                 continue
             self._terminals_shown.add(terminal_id)
             if terminal.command:
-                self._line(plain_text(f"  $ {terminal.command}"), DIM)
-            output = plain_text(terminal.output_bytes.decode("utf-8", "replace")).strip("\n")
+                self._line(f"  $ {terminal.command}", DIM)
+            output = _lines_safe(terminal.output_bytes.decode("utf-8", "replace")).strip("\n")
             if output:
                 self._indented(output)
             status = terminal.exit_status
@@ -446,7 +425,7 @@ class TerminalRenderer(Renderer):
         self._line("[plan]", BOLD)
         for entry in entries:
             mark = _PLAN_MARK.get(entry.status, "[?]")
-            text = f"  {mark} {_clean(entry.content)}"
+            text = f"  {mark} {entry.content}"
             self._line(text, DIM) if entry.status == "completed" else self._line(text)
 
     def event(self, event: ChatEvent) -> None:
@@ -470,7 +449,7 @@ class TerminalRenderer(Renderer):
             assert isinstance(event, ChatNotice)
             notice = event.notice
             detail = f": {notice.description}" if isinstance(notice.description, str) and notice.description else ""
-            self._line(_clean(f"[{notice.severity}] {notice.title}{detail}"), YELLOW)
+            self._line(f"[{notice.severity}] {notice.title}{detail}", YELLOW)
         elif kind is ChatDone:
             assert isinstance(event, ChatDone)
             usage = event.response.usage
@@ -485,7 +464,7 @@ class TerminalRenderer(Renderer):
             failure = describe(event.error, stderr_tail=self.stderr_tail())
             self._line(f"[error] {failure.message}", RED)
             for line in failure.stderr_tail[-STDERR_LINES:]:
-                self._line(f"  | {_clean(line)}", DIM)
+                self._line(f"  | {line}", DIM)
         elif kind is ChatReconnecting:
             assert isinstance(event, ChatReconnecting)
             self.info(f"connection lost, reconnecting ({event.attempt}/{event.attempts})...")
@@ -502,7 +481,7 @@ class TerminalRenderer(Renderer):
         child = getattr(event, "subagent", None)
         if child is None:
             return
-        name = _clean(child.title or child.session_id)
+        name = str(child.title or child.session_id)
         if isinstance(event, ChatSubagentStart):
             via = f" (from tool call {child.tool_call_id})" if child.tool_call_id else ""
             self._line(f"  [subagent {name}] started{via}", CYAN)
@@ -511,7 +490,7 @@ class TerminalRenderer(Renderer):
             call = getattr(change, "tool_call", None)
             if not isinstance(call, ToolCall):
                 return
-            label = _clean(f"    [tool] {call.title or call.name or call.tool_call_id}")
+            label = f"    [tool] {call.title or call.name or call.tool_call_id}"
             if getattr(change, "created", False):
                 self._line(label, DIM)
             key = (child.session_id, call.tool_call_id)
@@ -521,7 +500,7 @@ class TerminalRenderer(Renderer):
         elif isinstance(event, ChatSubagentEnd):
             replies = [m for m in child.state.messages("agent").values() if m.text]
             if replies:
-                for line in _clean(replies[-1].text).rstrip("\n").split("\n"):
+                for line in _lines_safe(replies[-1].text).rstrip("\n").split("\n"):
                     self._line("    " + line)
             usage = f", {format_token_usage(event.usage)}" if event.usage is not None else ""
             self._line(f"  [subagent {name}] ended: {event.stop_reason or 'unknown'}{usage}", DIM)
@@ -532,11 +511,11 @@ class TerminalRenderer(Renderer):
             if kind is Message:
                 assert isinstance(entry, Message)
                 if entry.role == "user":
-                    self._line(f"> {_clean(entry.text)}", BOLD)
+                    self._line(f"> {entry.text}", BOLD, newlines=True)
                 elif entry.role == "thought":
-                    self._line(f"(thinking) {_clean(entry.text)}", DIM)
+                    self._line(f"(thinking) {entry.text}", DIM, newlines=True)
                 else:
-                    self._line(_clean(entry.text))
+                    self._line(entry.text, newlines=True)
             elif kind is ToolCall:
                 assert isinstance(entry, ToolCall)
                 self._tool(entry, entry.status, force=True)
@@ -550,15 +529,13 @@ class TerminalRenderer(Renderer):
     def info(self, text: str) -> None:
         """Progress and hints: on stderr (the terminal), never among the answers on stdout."""
         self.break_line()
-        self.before_output()
         err = self.err if self.err is not None else sys.stderr
         color = self.color and color_enabled(err) if self.err is None else self.color
-        err.write((DIM + text + RESET if color else text) + "\n")
-        err.flush()
+        Screen(err, color=color, before_write=self.before_output).line(Styled(text, (DIM,)))
 
     def permission(self, title: str, options: list[tuple[str, str, str]], answer: str | None) -> None:
         name = next((n for option_id, n, _ in options if option_id == answer), None)
-        self._line(_clean(f"[permission] {title}: {name or 'cancelled'}"), DIM)
+        self._line(f"[permission] {title}: {name or 'cancelled'}", DIM)
 
     def usage(self, usage: ContextUsage) -> None:
         self._line(f"[usage] {format_context_usage(usage)}", DIM)

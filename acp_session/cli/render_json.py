@@ -36,6 +36,8 @@ from acp_session.conversation import (
 
 from .messages import describe, error_record
 from .render import ContentTracker, Renderer, context_usage_json
+from .safe_text import json_safe
+from .screen import Screen
 
 __all__ = ["JsonRenderer"]
 
@@ -92,7 +94,7 @@ class JsonRenderer(Renderer):
 
     def emit(self, record: dict[str, Any]) -> None:
         self.before_output()
-        self.out.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
+        self.out.write(json_safe(json.dumps(record, ensure_ascii=False, default=str)) + "\n")
         self.out.flush()
 
     def event(self, event: ChatEvent) -> None:
@@ -170,7 +172,7 @@ class JsonRenderer(Renderer):
                 self.emit({"event": "history", "type": "plan", "entries": to_builtins(entry.entries)})
 
     def info(self, text: str) -> None:
-        print(text, file=sys.stderr)
+        Screen(sys.stderr).line(text)
 
     def usage(self, usage: ContextUsage) -> None:
         self.emit({"event": "usage", **context_usage_json(usage)})

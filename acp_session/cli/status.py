@@ -10,6 +10,8 @@ from typing import TextIO
 
 import anyio
 
+from .screen import Screen
+
 __all__ = ["StatusLine"]
 
 SPINNER = "\u280b\u2819\u2839\u2838\u283c\u2834\u2826\u2827\u2807\u280f"
@@ -22,6 +24,7 @@ class StatusLine:
 
     def __init__(self, out: TextIO, *, enabled: bool | None = None, delay: float = 1.0, tick: float = 0.25) -> None:
         self.out = out
+        self.screen = Screen(out)
         if enabled is None:
             try:
                 enabled = out.isatty()
@@ -51,8 +54,7 @@ class StatusLine:
         self._quiet_since = time.monotonic()
         if self._shown:
             self._shown = False
-            self.out.write("\r\x1b[K")
-            self.out.flush()
+            self.screen.erase_line()
 
     def _draw(self) -> None:
         if self.label is None or not self.enabled or not self.allowed():
@@ -62,8 +64,8 @@ class StatusLine:
             return
         self._frame = (self._frame + 1) % len(SPINNER)
         text = self.label.replace("{s}", str(int(now - self._since)))
-        self.out.write(f"\r\x1b[K{SPINNER[self._frame]} {text}")
-        self.out.flush()
+        self.screen.erase_line()
+        self.screen.write(f"{SPINNER[self._frame]} {text}")
         self._shown = True
 
     async def run(self) -> None:

@@ -8,5 +8,16 @@ call), the permission and elicitation answers (``_decisions``) and session openi
 
 from .builder import ClientBuilder, ElicitationMode
 from .connection import PROTOCOL_VERSION, ClientConnection, SystemPromptInput
+from .permission_policy import PermissionDecision, PermissionPolicy, PermissionRule, ToolFacts
 
-__all__ = ["PROTOCOL_VERSION", "ClientBuilder", "ClientConnection", "ElicitationMode", "SystemPromptInput"]
+__all__ = [
+    "PROTOCOL_VERSION",
+    "ClientBuilder",
+    "ClientConnection",
+    "ElicitationMode",
+    "PermissionDecision",
+    "PermissionPolicy",
+    "PermissionRule",
+    "SystemPromptInput",
+    "ToolFacts",
+]

@@ -6,6 +6,7 @@ never offered all become the cancelled answer, never an approval.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 from collections.abc import Callable, Mapping
@@ -32,9 +33,7 @@ from ..schema.types import (
 from ..session import (
     SessionTrack,
 )
-
-if TYPE_CHECKING:
-    pass
+from .permission_policy import PermissionDecision, ToolFacts
 
 if TYPE_CHECKING:
     from .builder import ClientBuilder
@@ -68,6 +67,11 @@ class Decisions:
         elif isinstance(subject, CommandPermissionSubject):
             tool_call_id = subject.tool_call_id if isinstance(subject.tool_call_id, str) else None
             terminal_id = subject.terminal_id if isinstance(subject.terminal_id, str) else None
+        policy = self.builder._policy
+        if policy is not None:
+            decision = policy.decide(request, self._known_facts(request.session_id, tool_call_id))
+            if decision.action != "ask":
+                return self._by_policy(request, decision, tool_call_id, terminal_id)
         fn = self.builder._permission
         if fn is None:
             _log.warning("no permission handler: answering %r with the cancelled outcome", request.title)
@@ -79,6 +83,36 @@ class Decisions:
 
         answer = await self._decide(item, decide, lambda: _CANCELLED_PERMISSION)
         return _offered_only(request, answer)
+
+    def _known_facts(self, session_id: str, tool_call_id: str | None) -> ToolFacts | None:
+        """What the tool call's earlier updates on this connection said (its kind and paths)."""
+        track = self.session_tracks.get(session_id)
+        if track is None or tool_call_id is None or tool_call_id not in track.tool_facts:
+            return None
+        kind, paths = track.tool_facts[tool_call_id]
+        return ToolFacts(tool_call_id, kind, paths)
+
+    def _by_policy(
+        self,
+        request: RequestPermissionRequest,
+        decision: PermissionDecision,
+        tool_call_id: str | None,
+        terminal_id: str | None,
+    ) -> RequestPermissionResponse:
+        """The policy's answer, unless ``cancel_active_work`` covers the request (then cancelled, like a handler's);
+        the listener hears of it either way, with the option actually sent."""
+        item = Interaction("permission", request.session_id, tool_call_id, terminal_id, request)
+        answer = _CANCELLED_PERMISSION
+        if decision.option_id is not None and not self._declines(item, self.rpc.request_receipt()):
+            answer = RequestPermissionResponse(outcome=SelectedPermissionOutcome(option_id=decision.option_id))
+        sent = answer.outcome.option_id if isinstance(answer.outcome, SelectedPermissionOutcome) else None
+        listener = self.builder._policy_listener
+        if listener is not None:
+            try:
+                listener(request, dataclasses.replace(decision, option_id=sent))
+            except Exception:
+                _log.exception("the permission policy's on_decision listener failed")
+        return answer
 
     async def _decide(self, item: Interaction, fn: Callable[[Any], Any], cancelled: Callable[[], T]) -> T:
         """Run an interactive request's handler, unless ``cancel_active_work`` covers the request; a handler that

@@ -11,6 +11,7 @@ from __future__ import annotations
 import inspect
 import logging
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
@@ -49,9 +50,12 @@ if TYPE_CHECKING:
     from ..providers import FileSystemProvider, TerminalProvider
     from .reconnect import Reconnector
 from ._decisions import Decisions
+from ._subagents import SubagentTracks
 from ._updates import UpdateRouting
 
 if TYPE_CHECKING:
+    from ..schema.types import RequestPermissionRequest, RequestPermissionResponse
+    from ..telemetry import ConnectionTelemetry
     from .builder import ClientBuilder
     from .connection import ClientConnection
 
@@ -77,6 +81,8 @@ class ConnectionHub(UpdateRouting):
         self.session_tracks: dict[str, SessionTrack] = {}
         """Each session's track by id (``SessionLink``)."""
         self.limits = builder._limits
+        self.subagent_tracks = SubagentTracks(self.session_tracks, self.limits.subagents)
+        """The child sessions tracked, within ``Limits.subagents`` (its ``folded`` and ``refused`` counts)."""
         self.opening = 0  # session/new requests in flight: unknown sessions' early updates are kept
         self._provisional = 0  # tracks made for unknown sessions while a session/new was in flight
         self.unknown_session_updates = 0
@@ -95,11 +101,17 @@ class ConnectionHub(UpdateRouting):
         """The agent's latest auth state (Preview), from ``auth/status_update`` and ``auth/status`` answers."""
         self.builtin: BuiltinServers | None = None  # the client's tools as MCP servers (v2; first session)
         self.decisions = Decisions(rpc, builder, self.interactions, self.session_tracks)
+        self.decide_permission: Callable[[RequestPermissionRequest], Coroutine[Any, Any, RequestPermissionResponse]]
         self.decide_permission = self.decisions.decide_permission
         self.decide_elicitation = self.decisions.decide_elicitation
         self.waiting_interactions = self.decisions.waiting_interactions
         self.reconnector: Reconnector | None = None  # set by ClientBuilder.connect when a reconnect policy is on
         self.session_cwds: dict[str, str] = {}  # each opened or resumed session's cwd: a reconnect resumes it there
+        self.telemetry: ConnectionTelemetry | None = None
+        """Spans and metrics (``ClientBuilder.instrument``); None, the default, costs nothing."""
+        if builder._instrumentation is not None:
+            self.telemetry = builder._instrumentation.connection(self)
+            self.decide_permission = self.telemetry.permission(self.decide_permission)
         if builder._update is not None:
             tg.start_soon(self._update_consumer, receive)
         self._install(builder)
@@ -201,10 +213,14 @@ class ConnectionHub(UpdateRouting):
     async def first_initialize(self, timeout: float | None = None, agent: object = None) -> None:
         self._initializing = True
         try:
-            self._use(await negotiate(self.rpc, self.builder, self.builder.versions, timeout=timeout, agent=agent))
+            with self._initialize_span():
+                self._use(await negotiate(self.rpc, self.builder, self.builder.versions, timeout=timeout, agent=agent))
         finally:
             self._initializing = False
             self._ready.set()
+
+    def _initialize_span(self) -> AbstractContextManager[None]:
+        return nullcontext() if self.telemetry is None else self.telemetry.initializing()
 
     def _use(self, protocol: ProtocolAdapter) -> None:
         self._protocol = protocol
@@ -220,10 +236,11 @@ class ConnectionHub(UpdateRouting):
         self._initializing = True
         self._ready = anyio.Event()
         try:
-            protocol = await negotiate(
-                self.rpc, self.builder, self.builder.versions, timeout=timeout, agent=self.rpc.transport
-            )
-            self._use(protocol)
+            with self._initialize_span():
+                protocol = await negotiate(
+                    self.rpc, self.builder, self.builder.versions, timeout=timeout, agent=self.rpc.transport
+                )
+                self._use(protocol)
             return protocol.initialize_response
         finally:
             self._initializing = False
@@ -240,7 +257,10 @@ class ConnectionHub(UpdateRouting):
         if self._initializing or protocol is None:
             raise AcpError(f"{method}: initialize has not completed")
         self._other_request_sent = True
-        request = protocol.request(method, params, decode)
+        if self.telemetry is None:
+            request = protocol.request(method, params, decode)
+        else:
+            request = self.telemetry.request(method, params, lambda: protocol.request(method, params, decode))
         if timeout is not None:
             request.set_timeout(timeout)
         return request
@@ -346,7 +366,12 @@ class ConnectionHub(UpdateRouting):
         message itself right after), then settled on ``track`` the moment its answer is read, in wire order with
         the updates around it, before the adapter ends the exchange (v1: the idle state with the stop reason)."""
         prompt = prepare_blocks(blocks, self.prompt_capabilities())
-        exchange = self.prompt_exchange(session.session_id, prompt)
+        turn = None if self.telemetry is None else self.telemetry.turn(session.session_id)
+        if turn is None:
+            exchange = self.prompt_exchange(session.session_id, prompt)
+        else:
+            with turn.sending():
+                exchange = self.prompt_exchange(session.session_id, prompt)
         request = exchange.request
         request.on_expire(lambda _: self.run_soon(cancel_quietly, session))  # a lapsed prompt stops its turn too
         tracked = TrackedPrompt(SentRequest(request, self._prompt_error), prompt, on_settle=on_settle)
@@ -372,6 +397,8 @@ class ConnectionHub(UpdateRouting):
             end()
 
         request.add_done_callback(answered)
+        if turn is not None:
+            turn.follow(track, tracked.request)
         exchange.begin()
         return tracked
 

@@ -22,6 +22,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from ..rpc import Connection
 from ..schema import unstable as mu
 from ..schema.types import (
+    StateUpdate,
     UpdateSessionNotification,
 )
 from ..session import (
@@ -30,6 +31,7 @@ from ..session import (
     SessionTrack,
     UpdateListener,
 )
+from ._subagents import SubagentTracks
 
 if TYPE_CHECKING:
     from ..session import Limits
@@ -39,6 +41,7 @@ if TYPE_CHECKING:
 
 
 _log = logging.getLogger("acp_session.client")
+_STATE_UPDATES = (mu.StateUpdate, StateUpdate)
 
 __all__ = ["UpdateRouting"]
 
@@ -50,6 +53,7 @@ class UpdateRouting:
     builder: ClientBuilder
     limits: Limits
     session_tracks: dict[str, SessionTrack]
+    subagent_tracks: SubagentTracks
     opening: int
     unknown_session_updates: int
     _provisional: int
@@ -166,22 +170,34 @@ class UpdateRouting:
         if track.cancel_barrier == math.inf and track.state == "idle":
             track.cancel_barrier = self.rpc.requests_received  # the cancelled work ended here
         update: Any = note.update
-        if type(update) is mu.SubagentUpdate and update.session_id in track.subagents:
+        kind = type(update)
+        if kind is mu.SubagentUpdate:
             self._child_track(track, update)
+        elif track.parent is not None and isinstance(update, _STATE_UPDATES):
+            self.subagent_tracks.reported(track.session_id, update.state)
 
     def _child_track(self, parent: SessionTrack, update: mu.SubagentUpdate) -> None:
-        """A subagent (Preview): the parent announced a child session. Its track is made here, so the child's
-        own updates are tracked and handed to the parent's listeners (a ``Conversation`` folds them into the
-        child's state); its ``capabilities`` say whether the client may cancel it."""
-        child = self.session_tracks.get(update.session_id)
+        """A subagent (Preview): the parent announced a child session. Its track is made here (within
+        ``Limits.subagents``: ``SubagentTracks``), so the child's own updates are tracked and handed to the
+        parent's listeners (a ``Conversation`` folds them into the child's state); its ``capabilities`` say
+        whether the client may cancel it."""
+        child_id = update.session_id
+        child = self.session_tracks.get(child_id)
         if child is None:
-            child = self.session_track(update.session_id)
-        if child.parent is None and update.session_id != parent.session_id:
+            if child_id == parent.session_id:
+                return
+            child = self.subagent_tracks.admit(parent, child_id, self.session_track)
+            if child is None:
+                return  # refused: every kept child still runs
+        if child.parent is None and child_id != parent.session_id:
             child.parent = parent.session_id
         caps = update.capabilities
         if caps is not msgspec.UNSET:
             cancel = getattr(caps, "cancel", None)
             child.cancellable = cancel is not None and cancel is not msgspec.UNSET
+        mirrored = getattr(update.state, "state", None)
+        if isinstance(mirrored, str):
+            self.subagent_tracks.reported(child_id, mirrored)
 
     def _root_listeners(self, track: SessionTrack) -> list[UpdateListener]:
         """A child session's updates go to the listeners of the nearest ancestor that has some."""

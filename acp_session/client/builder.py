@@ -10,7 +10,7 @@ import dataclasses
 import logging
 import os
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import AbstractAsyncContextManager, AbstractContextManager, asynccontextmanager, nullcontext
 from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
@@ -44,12 +44,17 @@ from ..transport import AgentProcess, FrameTransport, Transport, stdio_agent
 from ..transport.environment import EnvPolicy, agent_environment
 
 if TYPE_CHECKING:
+    from opentelemetry.metrics import MeterProvider
+    from opentelemetry.trace import TracerProvider
+
     from ..providers import FileSystemProvider, TerminalProvider
     from ..registry import AgentCommand, Registry
     from ..schema.v1 import types as v1
+    from ..telemetry import Instrumentation
     from ..transport.remote import RemoteDialer
 from .connection import ClientConnection, ext_name, hub_of
-from .reconnect import Dialer, Reconnector, ReconnectPolicy, RedialByDefault
+from .permission_policy import PermissionDecision, PermissionPolicy
+from .reconnect import Dialer, Reconnector, ReconnectPolicy, RedialByDefault, policy_for, recording
 
 __all__ = ["ClientBuilder", "ElicitationMode"]
 
@@ -59,6 +64,7 @@ _DIALER_OPTIONS = ("cookies", "ca_file", "ssl_context", "http_version", "limits"
 ElicitationMode = Literal["form", "url"]
 Handler = Callable[[Any], Any]
 Fallback = Callable[[str, bytes], Any]
+PolicyListener = Callable[[RequestPermissionRequest, PermissionDecision], None]
 
 
 class ClientBuilder:
@@ -70,6 +76,8 @@ class ClientBuilder:
         self.meta: dict[str, Any] | None = None
         self._update: Handler | None = None
         self._permission: Handler | None = None
+        self._policy: PermissionPolicy | None = None
+        self._policy_listener: PolicyListener | None = None
         self._elicitation: Handler | None = None
         self._elicitation_modes: frozenset[str] = frozenset()
         self._elicitation_complete: Handler | None = None
@@ -87,6 +95,7 @@ class ClientBuilder:
         self._own_terminals = False  # built-in terminals: started and stopped with each connection
         self._tools_over_mcp = True  # v2 agents get the providers as an MCP server (tools_over_mcp)
         self._limits = DEFAULT_LIMITS
+        self._instrumentation: Instrumentation | None = None
         self._reconnect: ReconnectPolicy | bool | None = None  # None: the transport's default (see reconnect())
 
     def reconnect(
@@ -107,30 +116,15 @@ class ClientBuilder:
         a remote agent: the same URL, cookies and headers), ``initialize``, and resume every open conversation,
         whose turns in flight keep waiting. Off by default for subprocess agents, on for remote ones (whose dialer
         says ``reconnect_by_default``); ``reconnect(False)`` turns it off for those too."""
-        if not enabled:
-            self._reconnect = False
-            return self
-        self._reconnect = ReconnectPolicy(
-            attempts=attempts,
-            backoff=backoff,
-            max_backoff=max_backoff,
-            jitter=jitter,
-            deadline=deadline,
-            initialize_timeout=initialize_timeout,
-            idle_timeout=idle_timeout,
-            probe_timeout=probe_timeout,
+        policy = ReconnectPolicy(
+            attempts, backoff, max_backoff, jitter, deadline, initialize_timeout, idle_timeout, probe_timeout
         )
+        self._reconnect = policy if enabled else False
         return self
 
     def reconnect_policy(self, dialer: Dialer | None = None) -> ReconnectPolicy | None:
-        """The policy a connection made through ``dialer`` gets: the one set with ``reconnect()``, else the
-        default one when the dialer says ``reconnect_by_default`` (remote transports), else None (off)."""
-        choice = self._reconnect
-        if isinstance(choice, ReconnectPolicy):
-            return choice
-        if choice is None and getattr(dialer, "reconnect_by_default", False):
-            return ReconnectPolicy()
-        return None
+        """The policy of a connection made through ``dialer`` (``reconnect.policy_for``); None: off."""
+        return policy_for(self._reconnect, dialer)
 
     def limits(
         self,
@@ -140,6 +134,7 @@ class ClientBuilder:
         cancellable: int | None = None,
         answer_bytes: int | None = None,
         parked_requests: int | None = None,
+        subagents: int | None = None,
     ) -> ClientBuilder:
         """Change what a connection keeps at most (``Limits``; the defaults are documented there and in
         docs/robustness.md). Omitted ones keep their value."""
@@ -149,6 +144,7 @@ class ClientBuilder:
             "cancellable": cancellable,
             "answer_bytes": answer_bytes,
             "parked_requests": parked_requests,
+            "subagents": subagents,
         }
         self._limits = dataclasses.replace(self._limits, **{k: v for k, v in changes.items() if v is not None})
         return self
@@ -185,6 +181,30 @@ class ClientBuilder:
         """Append every wire line, both directions and timestamped, to ``path`` (JSON lines; see
         ``acp_session.transcript``). For bug reports and test fixtures; None turns it off."""
         self._transcript = path
+        return self
+
+    def instrument(
+        self,
+        tracer_provider: TracerProvider | None = None,
+        meter_provider: MeterProvider | None = None,
+        *,
+        propagate: bool = True,
+        enabled: bool = True,
+    ) -> ClientBuilder:
+        """Emit OpenTelemetry spans and metrics for this builder's connections (needs the ``otel`` extra; the
+        providers default to the global ones). ``propagate`` puts the current trace context into each request's
+        ``_meta`` (``traceparent``, ``tracestate``). ``enabled=False`` turns it off again. What is emitted:
+        docs/observability.md. Without this call OpenTelemetry is never imported."""
+        if not enabled:
+            self._instrumentation = None
+            return self
+        try:
+            from ..telemetry import Instrumentation
+        except ImportError as exc:
+            raise ImportError(
+                "ClientBuilder.instrument() needs opentelemetry-api: pip install 'acp-session[otel]'"
+            ) from exc
+        self._instrumentation = Instrumentation(tracer_provider, meter_provider, propagate=propagate)
         return self
 
     def with_meta(self, meta: dict[str, Any] | None) -> ClientBuilder:
@@ -308,6 +328,16 @@ class ClientBuilder:
         self._permission = fn
         return self
 
+    def permission_policy(
+        self, policy: PermissionPolicy | None, *, on_decision: PolicyListener | None = None
+    ) -> ClientBuilder:
+        """Answer permission requests by ``policy``'s rules first; what it leaves to ``ask`` goes to the
+        ``on_request_permission`` handler. ``on_decision(request, decision)`` (a plain function) is told of each
+        request the policy answered itself, so an application can show and record it. None: no policy."""
+        self._policy = policy
+        self._policy_listener = on_decision
+        return self
+
     def on_elicitation(
         self, fn: Callable[[CreateElicitationRequest], Any], modes: Iterable[ElicitationMode] = ("form",)
     ) -> ClientBuilder:
@@ -371,7 +401,7 @@ class ClientBuilder:
             options.setdefault("peer_name", peer_name)
         for name, value in self._limits.connection_options().items():
             options.setdefault(name, value)
-        wrap = _recording(self._transcript)
+        wrap = recording(self._transcript)
         transport = wrap(transport)
         rpc = Connection(transport, **options)
         await rpc.__aenter__()
@@ -515,9 +545,11 @@ class ClientBuilder:
 
             name = argv
             argv = await anyio.to_thread.run_sync(lambda: resolve_agent(name, registry=registry, channel=channel))
+        in_use: AbstractContextManager[None] = nullcontext()
         if not isinstance(argv, (str, Sequence)):  # an AgentCommand
             base_env = argv.environment(base_env)
             cwd = cwd if cwd is not None else argv.cwd
+            in_use = argv.in_use()  # a registry binary's folder: no install removes it while the agent runs
             argv = argv.argv
         command = list(argv)
 
@@ -533,27 +565,16 @@ class ClientBuilder:
                 terminate_timeout=terminate_timeout,
             )
 
-        process = dial()
-        transport = await process.__aenter__()  # by hand, for the same reason as in connect()
-        try:
-            async with self.connect(transport, initialize_timeout=initialize_timeout, dialer=dial, **options) as client:
-                yield client
-        finally:
-            await process.__aexit__(None, None, None)
-
-
-def _recording(path: str | os.PathLike[str] | None) -> Callable[[Any], Any]:
-    """What each transport of a connection is wrapped in: the transcript recording, or nothing."""
-    if path is None:
-        return lambda transport: transport
-    from ..transport.recording import RecordingFrames, RecordingTransport
-
-    def wrap(transport: Any) -> Any:
-        if isinstance(transport, FrameTransport):  # a message-framed (remote) transport
-            return RecordingFrames(transport, path)
-        return RecordingTransport(transport, path)
-
-    return wrap
+        with in_use:  # restarts included: the connection's whole life
+            process = dial()
+            transport = await process.__aenter__()  # by hand, for the same reason as in connect()
+            try:
+                async with self.connect(
+                    transport, initialize_timeout=initialize_timeout, dialer=dial, **options
+                ) as client:
+                    yield client
+            finally:
+                await process.__aexit__(None, None, None)
 
 
 async def _end_terminals_on_close(rpc: Connection, terminals: Any) -> None:

@@ -17,6 +17,7 @@ other.
 from __future__ import annotations
 
 import logging
+import os
 import random
 from collections.abc import Callable, Mapping
 from contextlib import AbstractAsyncContextManager
@@ -142,6 +143,31 @@ class ReconnectGaveUp:
 
 
 ReconnectEvent = Reconnecting | Reconnected | ReconnectGaveUp
+
+
+def policy_for(choice: ReconnectPolicy | bool | None, dialer: Dialer | None) -> ReconnectPolicy | None:
+    """The policy of a connection made through ``dialer``: the one chosen (``ClientBuilder.reconnect``), else the
+    default one when the dialer says ``reconnect_by_default`` (remote transports), else None (off)."""
+    if isinstance(choice, ReconnectPolicy):
+        return choice
+    if choice is None and getattr(dialer, "reconnect_by_default", False):
+        return ReconnectPolicy()
+    return None
+
+
+def recording(path: str | os.PathLike[str] | None) -> Callable[[Any], Any]:
+    """What each transport of a connection is wrapped in, the first and every re-dialed one: the transcript
+    recording (``ClientBuilder.record_transcript``), or nothing."""
+    if path is None:
+        return lambda transport: transport
+    from ..transport.recording import RecordingFrames, RecordingTransport
+
+    def wrap(transport: Any) -> Any:
+        if isinstance(transport, FrameTransport):  # a message-framed (remote) transport
+            return RecordingFrames(transport, path)
+        return RecordingTransport(transport, path)
+
+    return wrap
 
 
 class SessionRecovery(Protocol):

@@ -54,6 +54,7 @@ from acp_session.conversation.events import (
     StateEvent,
     SubagentChanged,
     SubagentEvent,
+    SubagentRefused,
     TerminalChanged,
     ToolCallChanged,
     UnknownUpdate,
@@ -73,6 +74,7 @@ from acp_session.conversation.streams import (
     ThoughtChunk,
     ToolCallChunk,
 )
+from acp_session.conversation.subagent import FoldedSubagents
 from acp_session.conversation.turn import ChatTurn, TurnAlreadyConsumed
 
 __all__ = [
@@ -106,6 +108,7 @@ __all__ = [
     "ConfigOptionsChanged",
     "ContextUsage",
     "Conversation",
+    "FoldedSubagents",
     "IdleTimeout",
     "Message",
     "MessageChanged",
@@ -121,6 +124,7 @@ __all__ = [
     "SessionState",
     "SubagentChanged",
     "SubagentEvent",
+    "SubagentRefused",
     "Subagent",
     "StateChanged",
     "StateEvent",

@@ -133,6 +133,7 @@ class Conversation(ConversationView, ReconnectRecovery):
         """``session/new`` with this conversation listening from the first update (``start_conversation``);
         ``system_prompt`` (Preview): see ``ClientConnection.new_session``."""
         conversation = cls(max_history_size=max_history_size)
+        conversation.state.max_subagents = client.limits.subagents
         session, response = await open_new_session(
             hub_of(client),
             cwd,
@@ -163,6 +164,7 @@ class Conversation(ConversationView, ReconnectRecovery):
         session_id = self.session.session_id
         client.require("session/fork")
         state = self.state.copy(None)
+        state.max_subagents = client.limits.subagents
         conversation = Conversation(
             max_history_size=self.max_history_size if max_history_size is None else max_history_size, state=state
         )
@@ -286,6 +288,7 @@ class Conversation(ConversationView, ReconnectRecovery):
     async def _resume(
         self, client: ClientConnection, session_id: str, cwd: str | os.PathLike[str], replay_from: Any
     ) -> None:
+        self.state.max_subagents = client.limits.subagents
         self.state.begin_resume(replay=replay_from is not None)
         try:
             session, response = await open_resumed_session(

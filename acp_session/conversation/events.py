@@ -39,6 +39,7 @@ __all__ = [
     "StateEvent",
     "SubagentChanged",
     "SubagentEvent",
+    "SubagentRefused",
     "TerminalChanged",
     "ToolCallChanged",
     "UnknownUpdate",
@@ -157,6 +158,14 @@ class SubagentChanged(StateEvent, frozen=True):
     subagent: Any  # state.Subagent (the fold's own type; not importable here)
     created: bool
     mirrored: StateEvent | None = None
+
+
+class SubagentRefused(StateEvent, frozen=True):
+    """The parent announced a new child while the tree kept as many as it may and every one of them still ran:
+    the child is not kept (``summary``, the parent's ``folded_subagents``, counts it)."""
+
+    session_id: str
+    summary: Any  # subagent.FoldedSubagents
 
 
 class SubagentEvent(StateEvent, frozen=True):

@@ -42,13 +42,14 @@ from acp_session.conversation.events import (
     StateEvent,
     SubagentChanged,
     SubagentEvent,
+    SubagentRefused,
     ToolCallChanged,
     UnknownUpdate,
     UsageChanged,
 )
 from acp_session.conversation.state_rules import ENTITY_RULES, MESSAGE_RULES, EntityRules
 from acp_session.conversation.state_view import KNOWN_STATES, ROLES, StateView
-from acp_session.conversation.subagent import Subagent
+from acp_session.conversation.subagent import FoldedSubagents, Subagent
 from acp_session.schema import (
     AvailableCommand,
     AvailableCommandsUpdate,
@@ -67,6 +68,7 @@ from acp_session.schema import (
     UsageUpdate,
 )
 from acp_session.schema import unstable as mu
+from acp_session.session import DEFAULT_LIMITS
 from acp_session.update_kinds import KINDS, chunk_types, kind_of
 
 __all__ = ["KNOWN_STATES", "SessionState", "Subagent"]
@@ -78,7 +80,12 @@ _Handler = Callable[["SessionState", Any], StateEvent]
 
 
 class SessionState(StateView, EntityRules):
-    """The folded state of one session: timeline, entities by id, foreground state and usage."""
+    """The folded state of one session: timeline, entities by id, foreground state and usage.
+
+    ``max_subagents`` bounds the subagents a tree keeps (read on its root; a ``Conversation`` sets it from its
+    connection's ``Limits.subagents``): see ``FoldedSubagents``."""
+
+    max_subagents: int = DEFAULT_LIMITS.subagents
 
     def __init__(self, session_id: str | None = None) -> None:
         self.session_id = session_id
@@ -96,6 +103,8 @@ class SessionState(StateView, EntityRules):
         self._root: SessionState = self
         self._descendants: dict[str, Subagent] = {}
         self._links: dict[str, str] = {}  # child session id -> the tool call whose content linked it first
+        self._folded: FoldedSubagents | None = None  # children no longer kept one by one (max_subagents)
+        self._finished: dict[str, None] = {}  # on a root: descendants whose state is idle, oldest finish first
         # A new session is idle until a state update says otherwise.
         self._state = "idle"
         self._state_reported = False
@@ -299,6 +308,8 @@ class SessionState(StateView, EntityRules):
         previous = self._state
         state = update.state
         self._state = state
+        if self._root is not self:
+            self._root._child_reported(self.session_id, state)
         self._state_reported = True
         background = update.background
         self._background = list(background) if isinstance(background, list) else None
@@ -366,6 +377,11 @@ class SessionState(StateView, EntityRules):
         child = self._subagents.get(child_id)
         created = child is None
         if child is None:
+            root = self._root
+            if len(root._descendants) >= root.max_subagents and not root._fold_oldest_finished():
+                folded = self._folded_record()
+                folded.refused += 1
+                return SubagentRefused(child_id, folded)
             state = SessionState(child_id)
             state._root = self._root
             if self._resume_marks is not None:  # announced inside a replay: its history replays with ours
@@ -395,7 +411,51 @@ class SessionState(StateView, EntityRules):
             # so a duplicate report (before or after the child's own) changes nothing.
             if value is not None and value.state != child.state.state:
                 mirrored = child.state.apply(value)
+            elif value is not None:  # unchanged, but reported: an idle one counts as finished (max_subagents)
+                self._root._child_reported(child_id, value.state)
         return SubagentChanged(child, created, mirrored)
+
+    def _folded_record(self) -> FoldedSubagents:
+        if self._folded is None:
+            self._folded = FoldedSubagents()
+        return self._folded
+
+    def _child_reported(self, session_id: str | None, state: str) -> None:
+        """On a root: a descendant's state changed (idle: it finished, and may be folded to make room)."""
+        if session_id is not None:
+            self._finished.pop(session_id, None)
+            if state == "idle":
+                self._finished[session_id] = None
+
+    def _fold_oldest_finished(self) -> bool:
+        """On a root: fold the descendant that finished first (with all below it) into its parent's
+        ``folded_subagents``; False if none has finished."""
+        while self._finished:
+            session_id = next(iter(self._finished))
+            del self._finished[session_id]
+            child = self._descendants.get(session_id)
+            if child is None or child.state.resuming:
+                continue
+            holder = self._descendants.get(child.parent_session_id or "")
+            parent = self if holder is None else holder.state
+            if parent._subagents.get(session_id) is child:
+                del parent._subagents[session_id]
+            folded = parent._folded_record()
+            stack = [child]
+            while stack:
+                gone = stack.pop()
+                if self._descendants.get(gone.session_id) is gone:
+                    del self._descendants[gone.session_id]
+                self._finished.pop(gone.session_id, None)
+                folded.count += 1
+                stack.extend(gone.state._subagents.values())
+            usage = child.usage
+            if usage is not None:
+                if folded.usage is None:
+                    folded.usage = TokenUsage()
+                folded.usage.add(usage)
+            return True
+        return False
 
     def _on_notice(self, update: Notice) -> StateEvent:
         return NoticeReceived(update)

@@ -24,7 +24,7 @@ from acp_session.conversation.entities import (
     TokenUsage,
     ToolCall,
 )
-from acp_session.conversation.subagent import Subagent
+from acp_session.conversation.subagent import FoldedSubagents, Subagent
 from acp_session.schema import (
     AvailableCommand,
     BackgroundWork,
@@ -57,6 +57,7 @@ class StateView:
     _compactions: dict[str, Compaction]
     _session_messages: dict[str, SessionMessageEntry]
     _subagents: dict[str, Subagent]
+    _folded: FoldedSubagents | None
     _root: SessionState
     _descendants: dict[str, Subagent]
     _links: dict[str, str]
@@ -127,6 +128,12 @@ class StateView:
     def subagents(self) -> Mapping[str, Subagent]:
         """This session's child sessions (Preview ``subagent_update``) by session id, in announcement order."""
         return self._subagents
+
+    @property
+    def folded_subagents(self) -> FoldedSubagents:
+        """This session's children no longer kept one by one (past ``max_subagents``): how many were folded away
+        and their usage, and how many announcements were refused."""
+        return self._folded if self._folded is not None else FoldedSubagents()
 
     def subagents_of(self, tool_call_id: str) -> list[Subagent]:
         """The children a tool call's content links (``{"type": "session", "sessionId": ...}``)."""
@@ -249,6 +256,7 @@ class StateView:
             "available_commands": dump(self._available_commands),
             "session_info": dump(self._session_info),
             "subagents": {sid: child.to_snapshot() for sid, child in self._subagents.items()},
+            **({} if self._folded is None else {"folded_subagents": dump(self._folded)}),
         }
 
     def __eq__(self, other: object) -> bool:

@@ -1,4 +1,5 @@
-"""``Subagent``: a child session a session created (Preview ``subagent_update``), with its own folded state."""
+"""``Subagent``: a child session a session created (Preview ``subagent_update``), with its own folded state;
+``FoldedSubagents``: what is left of the children a session no longer keeps one by one (``Limits.subagents``)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,20 @@ if TYPE_CHECKING:
     from acp_session.conversation.state import SessionState
 
 UNSET = msgspec.UNSET
-__all__ = ["Subagent"]
+__all__ = ["FoldedSubagents", "Subagent"]
+
+
+class FoldedSubagents(msgspec.Struct, kw_only=True):
+    """A session's children no longer kept one by one, past the bound on subagents a tree keeps
+    (``SessionState.max_subagents``, from ``Limits.subagents``): the oldest finished ones (and all below them)
+    are folded in here to make room; a new one announced while every kept child still runs is refused."""
+
+    count: int = 0
+    """Children folded away (each with its own children), the oldest finished first."""
+    usage: TokenUsage | None = None
+    """Their token usage summed, None until one that reported usage was folded."""
+    refused: int = 0
+    """``subagent_update`` announcements of new children not kept, because every kept child still ran."""
 
 
 class Subagent:

@@ -9,13 +9,37 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from .servers import McpServerConfig, capability_for, http_server, sse_server, stdio_server, transport_of
+from .servers import (
+    McpServerConfig,
+    UnsafeMcpServer,
+    capability_for,
+    http_server,
+    sse_server,
+    stdio_server,
+    transport_of,
+)
 
-__all__ = ["McpConfigError", "load_mcp_config", "mcp_servers_from", "parse_mcp_option", "split_offered"]
+__all__ = [
+    "MAX_CONFIG_BYTES",
+    "MAX_CONFIG_DEPTH",
+    "McpConfigError",
+    "load_mcp_config",
+    "mcp_servers_from",
+    "parse_mcp_option",
+    "split_offered",
+]
+
+MAX_CONFIG_BYTES = 1 << 20
+"""A config file larger than this (1 MiB) is refused unread: ``.mcp.json`` files are a few hundred bytes."""
+
+MAX_CONFIG_DEPTH = 32
+"""Arrays and objects nested deeper than this are refused before parsing (the format needs 4 levels), so a
+hostile file cannot exhaust the parser's recursion."""
 
 
 class McpConfigError(ValueError):
@@ -52,24 +76,52 @@ def server_from_entry(name: str, entry: Any) -> McpServerConfig:
                 _pairs(entry.get("env", {}), f"{where}: 'env'"),
             )
         except ValueError as exc:
-            raise McpConfigError(f"{where}: {exc}") from None
+            raise McpConfigError(f"{where}: {exc.problem if isinstance(exc, UnsafeMcpServer) else exc}") from None
     if kind in ("http", "sse"):
         url = entry.get("url")
         if not isinstance(url, str) or not url:
             raise McpConfigError(f"{where}: 'url' must be a non-empty string")
         headers = _pairs(entry.get("headers", {}), f"{where}: 'headers'")
-        return http_server(name, url, headers) if kind == "http" else sse_server(name, url, headers)
+        try:
+            return http_server(name, url, headers) if kind == "http" else sse_server(name, url, headers)
+        except ValueError as exc:
+            raise McpConfigError(f"{where}: {exc.problem if isinstance(exc, UnsafeMcpServer) else exc}") from None
     raise McpConfigError(f"{where}: unknown type {kind!r} (stdio: 'command'; 'type': 'http' or 'sse' with 'url')")
 
 
+_STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"')
+_BRACKETS = re.compile(r"[\[\]{}]")
+
+
+def _nesting(text: str, limit: int) -> int:
+    """How deep ``text``'s arrays and objects nest (strings skipped), counted up to ``limit + 1``."""
+    depth = deepest = 0
+    for match in _BRACKETS.finditer(_STRINGS.sub("", text)):
+        depth += 1 if match.group() in "[{" else -1
+        if depth > deepest:
+            deepest = depth
+            if deepest > limit:
+                break
+    return deepest
+
+
 def load_mcp_config(path: str | os.PathLike[str]) -> list[McpServerConfig]:
-    """The servers of one ``.mcp.json``-style file, in file order."""
+    """The servers of one ``.mcp.json``-style file, in file order; ``McpConfigError`` for a file that cannot
+    be read, is larger than ``MAX_CONFIG_BYTES``, nests deeper than ``MAX_CONFIG_DEPTH`` or is not the format."""
     try:
         with open(path, encoding="utf-8") as file:
-            data = json.load(file)
+            text = file.read(MAX_CONFIG_BYTES + 1)
     except OSError as exc:
         raise McpConfigError(f"{path}: {exc.strerror or exc}") from None
-    except ValueError as exc:
+    except ValueError as exc:  # not UTF-8
+        raise McpConfigError(f"{path}: not JSON ({exc})") from None
+    if len(text) > MAX_CONFIG_BYTES:
+        raise McpConfigError(f"{path}: larger than {MAX_CONFIG_BYTES} bytes; not an MCP config")
+    if _nesting(text, MAX_CONFIG_DEPTH) > MAX_CONFIG_DEPTH:
+        raise McpConfigError(f"{path}: nested deeper than {MAX_CONFIG_DEPTH} levels; not an MCP config")
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError) as exc:
         raise McpConfigError(f"{path}: not JSON ({exc})") from None
     servers = data.get("mcpServers") if isinstance(data, dict) else None
     if not isinstance(servers, dict):
@@ -89,7 +141,9 @@ def parse_mcp_option(text: str) -> McpServerConfig:
     try:
         return stdio_server(name.strip(), words[0], words[1:])
     except ValueError as exc:
-        raise McpConfigError(f"--mcp {name.strip()!r}: {exc}") from None
+        raise McpConfigError(
+            f"--mcp {name.strip()!r}: {exc.problem if isinstance(exc, UnsafeMcpServer) else exc}"
+        ) from None
 
 
 def mcp_servers_from(files: Iterable[str | os.PathLike[str]], options: Iterable[str]) -> list[McpServerConfig]:

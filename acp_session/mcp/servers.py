@@ -9,6 +9,7 @@ advertise a server's transport: a server dropped or refused by the agent is the 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sys
 from collections.abc import Iterable, Mapping, Sequence
@@ -30,8 +31,10 @@ __all__ = [
     "McpServerSse",
     "McpServerStdio",
     "McpTransportNotSupported",
+    "UnsafeMcpServer",
     "acp_server",
     "capability_for",
+    "check_server",
     "check_transports",
     "http_server",
     "resolve_command",
@@ -54,6 +57,52 @@ class McpTransportNotSupported(CapabilityNotSupported):
         self.args = (f"{method}: MCP server {server!r} uses {transport}, and the agent did not advertise {capability}",)
 
 
+class UnsafeMcpServer(ValueError):
+    """An MCP server config that must not reach the agent: a NUL or another control character in its name,
+    command, an argument, an environment variable or header name, or ``=`` in a variable's name. The agent
+    would run or send it as given (a NUL cuts a command short; a newline in a header adds another)."""
+
+    def __init__(self, server: str, problem: str) -> None:
+        self.server = server
+        self.problem = problem
+        super().__init__(f"MCP server {server!r}: {problem}")
+
+
+_CONTROLS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_CONTROLS_BUT_LINES = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+"""Arguments and variable values may hold tabs and newlines (a ``-c`` script, a key); nothing else."""
+
+
+def _refuse(server: str, what: str, value: str, controls: re.Pattern[str] = _CONTROLS) -> None:
+    found = controls.search(value)
+    if found is not None:
+        raise UnsafeMcpServer(server, f"{what} holds the control character U+{ord(found.group()):04X}")
+
+
+def check_server(server: Any) -> None:
+    """Raise ``UnsafeMcpServer`` for a config holding what no agent should be given (see there)."""
+    name = getattr(server, "name", None)
+    if not isinstance(name, str):
+        return  # a server type this library does not know: passed on as it is
+    _refuse(name, "the name", name)
+    if isinstance(server, McpServerStdio):
+        _refuse(name, "the command", server.command)
+        for index, arg in enumerate(server.args if isinstance(server.args, list) else ()):
+            _refuse(name, f"argument {index + 1}", arg, _CONTROLS_BUT_LINES)
+        for variable in server.env if isinstance(server.env, list) else ():
+            _refuse(name, f"the environment variable name {variable.name!r}", variable.name)
+            if not variable.name or "=" in variable.name:
+                raise UnsafeMcpServer(name, f"{variable.name!r} is not an environment variable name")
+            _refuse(name, f"the value of {variable.name}", variable.value, _CONTROLS_BUT_LINES)
+        return
+    url = getattr(server, "url", None)
+    if isinstance(url, str):
+        _refuse(name, "the url", url)
+    for header in getattr(server, "headers", None) or ():
+        _refuse(name, f"the header name {header.name!r}", header.name)
+        _refuse(name, f"the header {header.name}", header.value)
+
+
 def resolve_command(command: str) -> str:
     """``command`` as an absolute path (v2 requires one): a bare name (``npx``, ``uvx``) is looked up on PATH."""
     if os.path.isabs(command):
@@ -69,18 +118,25 @@ def resolve_command(command: str) -> str:
 def stdio_server(
     name: str, command: str, args: Sequence[str] = (), env: Mapping[str, str] | None = None
 ) -> McpServerStdio:
-    """A stdio MCP server the agent starts; ``command`` given by name is resolved on PATH."""
-    return McpServerStdio(
+    """A stdio MCP server the agent starts; ``command`` given by name is resolved on PATH. ``UnsafeMcpServer``
+    for a control character in it (``check_server``)."""
+    _refuse(name, "the command", command)
+    server = McpServerStdio(
         name=name,
         command=resolve_command(command),
         args=list(args),
         env=[EnvVariable(name=k, value=v) for k, v in (env or {}).items()],
     )
+    check_server(server)
+    return server
 
 
 def http_server(name: str, url: str, headers: Mapping[str, str] | None = None) -> McpServerHttp:
     """A streamable-HTTP MCP server the agent connects to (needs the agent's ``http`` MCP capability)."""
-    return McpServerHttp(name=name, url=url, headers=[HttpHeader(name=k, value=v) for k, v in (headers or {}).items()])
+    pairs = [HttpHeader(name=k, value=v) for k, v in (headers or {}).items()]
+    server = McpServerHttp(name=name, url=url, headers=pairs)
+    check_server(server)
+    return server
 
 
 def sse_server(name: str, url: str, headers: Mapping[str, str] | None = None) -> McpServerSse:
@@ -88,7 +144,10 @@ def sse_server(name: str, url: str, headers: Mapping[str, str] | None = None) ->
     from ..schema.v1.types import HttpHeader as V1HttpHeader
     from ..schema.v1.types import McpServerSse
 
-    return McpServerSse(name=name, url=url, headers=[V1HttpHeader(name=k, value=v) for k, v in (headers or {}).items()])
+    pairs = [V1HttpHeader(name=k, value=v) for k, v in (headers or {}).items()]
+    server = McpServerSse(name=name, url=url, headers=pairs)
+    check_server(server)
+    return server
 
 
 def acp_server(name: str, server_id: str) -> McpServerAcp:
@@ -119,10 +178,12 @@ def capability_for(transport: str, version: int) -> str:
 
 
 def check_transports(method: str, servers: Iterable[Any], offered: frozenset[str], version: int) -> None:
-    """Raise ``McpTransportNotSupported`` for the first server whose transport the agent did not advertise, and
-    ``ValueError`` for a name given twice (agents refuse duplicates with -32602; the official SDKs do)."""
+    """Raise ``McpTransportNotSupported`` for the first server whose transport the agent did not advertise,
+    ``ValueError`` for a name given twice (agents refuse duplicates with -32602; the official SDKs do) and
+    ``UnsafeMcpServer`` for a config built by hand that holds a control character (``check_server``)."""
     names: set[str] = set()
     for server in servers:
+        check_server(server)
         name = getattr(server, "name", None)
         if isinstance(name, str):
             if name in names:

@@ -406,6 +406,8 @@ class LocalTerminals:
 
     async def _watch(self, term: _Terminal) -> None:
         term.record_exit(await term.tree.wait())
+        if isinstance(term.tree, ReapedTree):
+            await term.tree.watch()  # what the command left running: ended at once should the reaper be killed
 
     async def _stop(self, term: _Terminal) -> None:
         """SIGTERM to the command and all it started, SIGKILL to whatever is left after ``kill_grace``; returns

@@ -9,15 +9,21 @@ the per-user cache first. See docs/registry.md.
 from .errors import (
     ChecksumMismatch,
     DownloadFailed,
+    DownloadTimedOut,
+    DownloadTooLarge,
+    InstallBusy,
+    InvalidEntry,
     InvalidRegistry,
     LauncherMissing,
     NoDistribution,
+    OutsideCache,
     RegistryError,
     RegistryOffline,
     UnknownAgent,
     UnsafeArchive,
 )
-from .install import Progress, install_binary, installed_folder
+from .install import Progress, install_binary, installed_folder, remove_partial_installs
+from .limits import DEFAULT_REGISTRY_LIMITS, RegistryLimits
 from .model import PLATFORMS, BinaryTarget, Distribution, PackageDistribution, Preview, Registry, RegistryAgent
 from .resolve import (
     ALIASES,
@@ -34,6 +40,7 @@ from .source import DEFAULT_REGISTRY_URL, REGISTRY_ENV, bundled_registry, cache_
 
 __all__ = [
     "ALIASES",
+    "DEFAULT_REGISTRY_LIMITS",
     "DEFAULT_REGISTRY_URL",
     "PLATFORMS",
     "REGISTRY_ENV",
@@ -42,15 +49,21 @@ __all__ = [
     "ChecksumMismatch",
     "Distribution",
     "DownloadFailed",
+    "DownloadTimedOut",
+    "DownloadTooLarge",
+    "InstallBusy",
+    "InvalidEntry",
     "InvalidRegistry",
     "LauncherMissing",
     "NoDistribution",
+    "OutsideCache",
     "PackageDistribution",
     "Preview",
     "Progress",
     "Registry",
     "RegistryAgent",
     "RegistryError",
+    "RegistryLimits",
     "RegistryOffline",
     "UnknownAgent",
     "UnsafeArchive",
@@ -63,6 +76,7 @@ __all__ = [
     "load_registry",
     "named_agent",
     "pinned_command",
+    "remove_partial_installs",
     "resolve_agent",
     "resolve_command",
     "sanitize_env",

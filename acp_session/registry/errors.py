@@ -9,7 +9,12 @@ from ..errors import AcpError
 __all__ = [
     "ChecksumMismatch",
     "DownloadFailed",
+    "DownloadTimedOut",
+    "DownloadTooLarge",
+    "InstallBusy",
+    "InvalidEntry",
     "InvalidRegistry",
+    "OutsideCache",
     "LauncherMissing",
     "NoDistribution",
     "RegistryError",
@@ -30,6 +35,20 @@ class InvalidRegistry(RegistryError):
         self.origin = origin
         self.problem = problem
         super().__init__(f"{origin} is not an ACP agent registry: {problem}")
+
+
+class InvalidEntry(InvalidRegistry):
+    """One entry of the registry is refused before anything is written or run: an ``id`` or ``version`` that
+    is not a plain name (it would become a folder), a ``cmd`` or argument path that leaves the install folder,
+    an npx/uvx ``package`` that is not a package name. ``agent_id``, ``field`` and ``value`` say which."""
+
+    def __init__(self, agent_id: str, field: str, value: str, problem: str) -> None:
+        self.agent_id = agent_id
+        self.field = field
+        self.value = value
+        RegistryError.__init__(self, f"registry entry {agent_id!r}: {field} {value!r} {problem}: refused")
+        self.origin = f"registry entry {agent_id!r}"
+        self.problem = f"{field} {value!r} {problem}"
 
 
 class UnknownAgent(RegistryError):
@@ -89,13 +108,14 @@ class ChecksumMismatch(RegistryError):
 
 
 class UnsafeArchive(RegistryError):
-    """An archive member would land outside the install folder (``..``, an absolute path, a link out) or is a
-    device: the whole archive is refused and nothing of it is kept."""
+    """An archive member would land outside the install folder (``..``, an absolute path, a link out), is a
+    device, or the archive exceeds ``RegistryLimits`` (members, bytes once extracted): the whole archive is
+    refused and nothing of it is kept. ``member`` is empty when the archive as a whole is refused."""
 
     def __init__(self, member: str, reason: str) -> None:
         self.member = member
         self.reason = reason
-        super().__init__(f"unsafe archive member {member!r}: {reason}")
+        super().__init__(f"unsafe archive member {member!r}: {reason}" if member else f"unsafe archive: {reason}")
 
 
 class DownloadFailed(RegistryError):
@@ -105,6 +125,43 @@ class DownloadFailed(RegistryError):
         self.url = url
         self.problem = problem
         super().__init__(f"download of {url} failed: {problem}")
+
+
+class DownloadTooLarge(DownloadFailed):
+    """The download would pass its cap (the entry's ``size``, else ``RegistryLimits.download_bytes``): refused
+    before a byte past the cap is written."""
+
+    def __init__(self, url: str, limit: int) -> None:
+        self.limit = limit
+        super().__init__(url, f"larger than its limit of {limit} bytes")
+
+
+class DownloadTimedOut(DownloadFailed):
+    """The whole fetch or download took longer than its deadline (a stalled or trickling server)."""
+
+    def __init__(self, url: str, deadline: float) -> None:
+        self.deadline = deadline
+        super().__init__(url, f"not complete within {deadline:g} s")
+
+
+class InstallBusy(RegistryError):
+    """Another process kept installing this agent for longer than ``RegistryLimits.install_wait``, or an agent
+    still runs from the folder a new install would replace."""
+
+    def __init__(self, agent_id: str, problem: str) -> None:
+        self.agent_id = agent_id
+        self.problem = problem
+        super().__init__(f"cannot install {agent_id} now: {problem}")
+
+
+class OutsideCache(RegistryError):
+    """A folder the installer would create or remove does not resolve inside the agent's own cache folder (a
+    symbolic link planted in the cache, say): nothing is written or removed."""
+
+    def __init__(self, path: str, root: str) -> None:
+        self.path = path
+        self.root = root
+        super().__init__(f"refusing to touch {path}: it is not inside {root}")
 
 
 class RegistryOffline(RegistryError):

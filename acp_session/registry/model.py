@@ -40,13 +40,16 @@ class PackageDistribution(msgspec.Struct, frozen=True):
 
 
 class BinaryTarget(msgspec.Struct, frozen=True):
-    """One platform's archive: where to download it, what to run inside it, and its sha256 when known."""
+    """One platform's archive: where to download it, what to run inside it, and its sha256 when known.
+    ``size`` (bytes, an acp-session extension a private registry may set) caps the download instead of
+    ``RegistryLimits.download_bytes``."""
 
     archive: str
     cmd: str
     args: list[str] = []
     env: dict[str, str] = {}
     sha256: str | None = None
+    size: int | None = None
 
 
 class Distribution(msgspec.Struct, frozen=True):

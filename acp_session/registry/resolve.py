@@ -16,12 +16,16 @@ import re
 import shutil
 import sys
 from collections.abc import Mapping
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import msgspec
 
+from .checks import ID_PATTERN, check_binary_target, check_folder_names, check_package
 from .errors import LauncherMissing, NoDistribution, UnknownAgent
-from .install import Progress, install_binary, installed_folder
+from .install import Progress, hold_install, install_binary, installed_folder
+from .limits import DEFAULT_REGISTRY_LIMITS, RegistryLimits
 from .model import BinaryTarget, Distribution, PackageDistribution, Registry, RegistryAgent
 from .source import load_registry
 
@@ -86,12 +90,20 @@ _RESERVED_PREFIXES = (
 def sanitize_env(env: Mapping[str, str]) -> dict[str, str]:
     """The registry-provided variables an entry may set: those that touch process plumbing (``PATH``,
     ``HOME``, ``LD_*``, ``NODE_*``, ``PYTHON*``, ...) or other systems' credentials (``AWS_*``, ``GITHUB_*``,
-    ``SSH_*``, ...) are dropped, as the registry's tooling does."""
+    ``SSH_*``, ...) are dropped, as the registry's tooling does; so are names that are not names (with ``=``,
+    a NUL or another control character) and values holding a NUL."""
     return {
         name: value
         for name, value in env.items()
-        if name.strip() and name.strip() not in _RESERVED_NAMES and not name.strip().startswith(_RESERVED_PREFIXES)
+        if name.strip()
+        and name.strip() not in _RESERVED_NAMES
+        and not name.strip().startswith(_RESERVED_PREFIXES)
+        and not _NOT_A_NAME.search(name)
+        and "\x00" not in value
     }
+
+
+_NOT_A_NAME = re.compile(r"[=\x00-\x1f\x7f]")
 
 
 @dataclass(frozen=True)
@@ -100,7 +112,8 @@ class AgentCommand:
     (None: the caller's). ``agent_id``, ``version`` and ``kind`` (binary, npx, uvx) say where it came from;
     for npx and uvx, ``package`` is the package spec (``@scope/name@1.2.3``, ``name==1.2.3``), ``program`` the
     entry's ``cmd`` (None: the package's own) and ``args`` the entry's arguments, for callers that install the
-    package themselves (``make real-agents``)."""
+    package themselves (``make real-agents``). ``install_folder`` is a binary's installed folder: ``in_use()``
+    keeps other installs from removing it while the agent runs."""
 
     argv: list[str]
     env: dict[str, str] = field(default_factory=dict)
@@ -111,6 +124,11 @@ class AgentCommand:
     package: str = ""
     program: str | None = None
     args: list[str] = field(default_factory=list)
+    install_folder: str | None = None
+
+    def in_use(self) -> AbstractContextManager[None]:
+        """Hold this while the agent runs: no install (here or in another process) removes its folder."""
+        return hold_install(Path(self.install_folder)) if self.install_folder else nullcontext()
 
     def environment(self, base: Mapping[str, str] | None) -> dict[str, str] | None:
         """The agent's environment: ``base`` (None: this process's) with ``env`` merged over it."""
@@ -155,10 +173,12 @@ def _channel(agent: RegistryAgent, channel: str, platform: str) -> tuple[str, Di
 
 def _package_argv(launcher: str, dist: PackageDistribution) -> list[str]:
     # --yes: npx would otherwise ask before installing, on the agent's stdin, which is the protocol pipe.
+    # "--" ends the launcher's options, so neither the package nor the program can be read as one; both npx
+    # and uvx take the first word after it as the package (or, with --package=/--from=, the program).
     if launcher == "npx":
-        head = ["--yes", "--package", dist.package, dist.cmd] if dist.cmd else ["--yes", dist.package]
+        head = ["--yes", f"--package={dist.package}", "--", dist.cmd] if dist.cmd else ["--yes", "--", dist.package]
     else:
-        head = ["--from", dist.package, dist.cmd] if dist.cmd else [dist.package]
+        head = [f"--from={dist.package}", "--", dist.cmd] if dist.cmd else ["--", dist.package]
     return [launcher, *head, *dist.args]
 
 
@@ -176,23 +196,38 @@ def resolve_command(
     platform: str | None = None,
     install: bool = True,
     progress: Progress | None = None,
+    limits: RegistryLimits = DEFAULT_REGISTRY_LIMITS,
 ) -> AgentCommand:
     """``agent``'s command on ``platform`` (default: this one). A binary is downloaded and extracted first
-    unless ``install=False`` (then the command points where it will be)."""
+    unless ``install=False`` (then the command points where it will be). An entry whose names are not plain
+    (``id``, ``version``, ``cmd``, path arguments, npx/uvx ``package``) is ``InvalidEntry``, before anything
+    is written or run."""
     platform = platform or current_platform()
     version, dist = _channel(agent, channel, platform)
     target = dist.binary.get(platform)
     if target is not None:
+        check_binary_target(agent.id, target)
         if install:
-            folder = install_binary(agent.id, version, platform, target, progress)
+            folder = install_binary(agent.id, version, platform, target, progress, limits=limits)
         else:
             folder = installed_folder(agent.id, version, platform)
         argv = _binary_argv(str(folder), target)
-        return AgentCommand(argv, sanitize_env(target.env), None, agent.id, version, "binary", args=target.args)
+        return AgentCommand(
+            argv,
+            sanitize_env(target.env),
+            None,
+            agent.id,
+            version,
+            "binary",
+            args=target.args,
+            install_folder=str(folder),
+        )
+    check_folder_names(agent.id, version, platform)
     missing: list[str] = []
     for launcher, package in (("npx", dist.npx), ("uvx", dist.uvx)):
         if package is None:
             continue
+        check_package(agent.id, launcher, package)
         if shutil.which(launcher) is None:
             missing.append(launcher)
             continue
@@ -212,14 +247,16 @@ def resolve_agent(
     channel: str = "stable",
     install: bool = True,
     progress: Progress | None = None,
+    limits: RegistryLimits = DEFAULT_REGISTRY_LIMITS,
 ) -> AgentCommand:
     """Look ``name`` up (an id or alias) in ``registry`` (a loaded one, a file, a URL, or None for the default
     of ``load_registry``) and resolve it for this machine."""
-    loaded = registry if isinstance(registry, Registry) else load_registry(registry)
-    return resolve_command(find_agent(loaded, name), channel=channel, install=install, progress=progress)
+    loaded = registry if isinstance(registry, Registry) else load_registry(registry, limits=limits)
+    agent = find_agent(loaded, name)
+    return resolve_command(agent, channel=channel, install=install, progress=progress, limits=limits)
 
 
-_ID = re.compile(r"[a-z][a-z0-9-]*")  # the registry's id pattern
+_ID = ID_PATTERN
 _NPM_SPEC = re.compile(r"^(@[^/@]+/[^@]+|[^@]+)(?:@.*)?$")
 
 
@@ -238,18 +275,19 @@ def pinned_command(
     registry: Registry | str | os.PathLike[str] | None = None,
     install: bool = True,
     progress: Progress | None = None,
+    limits: RegistryLimits = DEFAULT_REGISTRY_LIMITS,
 ) -> AgentCommand:
     """The command for ``name`` at exactly ``version`` (for pinned test runs such as ``make real-agents``).
 
     The registry's entry gives the package and its arguments; an ``npx``/``uvx`` package is pinned to
     ``version`` even when the registry has moved on. A binary is only available at the registry's stable or
     preview version (its URLs and checksums are per version): another version is ``NoDistribution``."""
-    loaded = registry if isinstance(registry, Registry) else load_registry(registry)
+    loaded = registry if isinstance(registry, Registry) else load_registry(registry, limits=limits)
     agent = find_agent(loaded, name)
     if agent.preview is not None and agent.preview.version == version:
-        return resolve_command(agent, channel="preview", install=install, progress=progress)
+        return resolve_command(agent, channel="preview", install=install, progress=progress, limits=limits)
     if agent.version == version:
-        return resolve_command(agent, install=install, progress=progress)
+        return resolve_command(agent, install=install, progress=progress, limits=limits)
     dist = agent.distribution
     npx, uvx = dist.npx, dist.uvx
     pinned = Distribution(
@@ -259,7 +297,7 @@ def pinned_command(
     if pinned.npx is None and pinned.uvx is None:
         raise NoDistribution(agent.id, f"version {version}", [f"version {agent.version}"])
     at_version = msgspec.structs.replace(agent, version=version, distribution=pinned, preview=None)
-    return resolve_command(at_version, install=install, progress=progress)
+    return resolve_command(at_version, install=install, progress=progress, limits=limits)
 
 
 def named_agent(
@@ -269,6 +307,7 @@ def named_agent(
     channel: str = "stable",
     install: bool = True,
     progress: Progress | None = None,
+    limits: RegistryLimits = DEFAULT_REGISTRY_LIMITS,
 ) -> AgentCommand | None:
     """What a command-line ``--agent VALUE`` names, when it names a registry agent; None for a command line.
 
@@ -281,6 +320,8 @@ def named_agent(
     if word not in ALIASES and shutil.which(word) is not None:
         return None
     try:
-        return resolve_agent(word, registry=registry, channel=channel, install=install, progress=progress)
+        return resolve_agent(
+            word, registry=registry, channel=channel, install=install, progress=progress, limits=limits
+        )
     except UnknownAgent as exc:
         raise UnknownAgent(word, exc.close_matches, exc.origin, not_a_command=True) from None

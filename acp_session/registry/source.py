@@ -2,24 +2,26 @@
 
 Without a source (and without ``ACP_SESSION_REGISTRY``) the official registry is used through a cache that is
 refreshed at most once a day: a copy younger than a day is used as is; an older one (or none) is fetched
-again, with a short timeout, and kept; when that fails the stale copy is used, else the snapshot bundled
-with the package. A failed fetch is not retried for an hour, so working offline costs one timeout an hour.
+again, with a short deadline over the whole fetch (``RegistryLimits.registry_deadline``), and kept; when that
+fails the stale copy is used, else the snapshot bundled with the package. A failed fetch is not retried for an
+hour, so working offline costs one timeout an hour.
 """
 
 from __future__ import annotations
 
 import hashlib
+import http.client
 import os
 import tempfile
 import time
-import urllib.error
-import urllib.request
 from importlib import resources
 from pathlib import Path
 
 import msgspec
 
 from .errors import InvalidRegistry, RegistryOffline
+from .fetch import Deadline, TooLarge, read_capped, watched_urlopen
+from .limits import DEFAULT_REGISTRY_LIMITS, RegistryLimits
 from .model import Registry
 
 __all__ = [
@@ -39,8 +41,9 @@ REGISTRY_ENV = "ACP_SESSION_REGISTRY"
 means the snapshot inside the package, offline."""
 REFRESH_AFTER = 24 * 3600.0
 RETRY_AFTER = 3600.0
-FETCH_TIMEOUT = 5.0
-MAX_REGISTRY_SIZE = 16 * 1024 * 1024
+FETCH_TIMEOUT = DEFAULT_REGISTRY_LIMITS.registry_timeout
+FETCH_DEADLINE = DEFAULT_REGISTRY_LIMITS.registry_deadline
+MAX_REGISTRY_SIZE = DEFAULT_REGISTRY_LIMITS.registry_bytes
 
 _DECODER = msgspec.json.Decoder(Registry)
 
@@ -67,14 +70,25 @@ def bundled_registry() -> Registry:
     return msgspec.structs.replace(registry, origin=f"bundled snapshot of {date}")
 
 
-def fetch_bytes(url: str, timeout: float = FETCH_TIMEOUT, limit: int = MAX_REGISTRY_SIZE) -> bytes:
-    """GET ``url``; ``OSError`` (``URLError`` included) when the network or the server fails."""
-    request = urllib.request.Request(url, headers={"User-Agent": "acp-session"})
-    with urllib.request.urlopen(request, timeout=timeout) as response:
-        data: bytes = response.read(limit + 1)
-    if len(data) > limit:
-        raise OSError(f"{url}: more than {limit} bytes")
-    return data
+def fetch_bytes(
+    url: str, timeout: float = FETCH_TIMEOUT, limit: int = MAX_REGISTRY_SIZE, deadline: float = FETCH_DEADLINE
+) -> bytes:
+    """GET ``url`` within ``deadline`` seconds in all (``timeout`` for any one read), at most ``limit`` bytes;
+    ``OSError`` (``URLError``, ``TimeoutError`` included) when the network or the server fails."""
+    parts: list[bytes] = []
+    with Deadline(deadline) as watch:
+        try:
+            with watched_urlopen(url, watch, timeout) as response:
+                read_capped(response, watch, limit, 1024 * 1024, parts.append)
+        except TooLarge:
+            raise OSError(f"{url}: more than {limit} bytes") from None
+        except (OSError, http.client.HTTPException) as exc:
+            if watch.expired:
+                raise TimeoutError(f"{url}: not complete within {deadline:g} s") from None
+            if isinstance(exc, OSError):
+                raise
+            raise OSError(f"{url}: {exc or type(exc).__name__}") from None
+    return b"".join(parts)
 
 
 def _write_atomically(path: Path, data: bytes) -> None:
@@ -93,7 +107,7 @@ def _is_url(source: str) -> bool:
     return source.startswith(("http://", "https://", "file://"))
 
 
-def _from_url(url: str, *, refresh: bool | None, offline: bool) -> Registry:
+def _from_url(url: str, *, refresh: bool | None, offline: bool, limits: RegistryLimits) -> Registry:
     """``url`` through its cached copy (``refresh``: True always fetches, False never, None when a day old)."""
     key = hashlib.sha256(url.encode()).hexdigest()[:16]
     folder = cache_dir() / "registry"
@@ -106,7 +120,7 @@ def _from_url(url: str, *, refresh: bool | None, offline: bool) -> Registry:
     may_try = refresh or not attempt.exists() or now - attempt.stat().st_mtime >= RETRY_AFTER
     if due and not offline and may_try:
         try:
-            data = fetch_bytes(url)
+            data = fetch_bytes(url, limits.registry_timeout, limits.registry_bytes, limits.registry_deadline)
             registry = parse_registry(data, url)
         except (OSError, InvalidRegistry) as exc:
             _write_atomically(attempt, b"")
@@ -126,20 +140,24 @@ def _from_url(url: str, *, refresh: bool | None, offline: bool) -> Registry:
 
 
 def load_registry(
-    source: str | os.PathLike[str] | None = None, *, refresh: bool | None = None, offline: bool = False
+    source: str | os.PathLike[str] | None = None,
+    *,
+    refresh: bool | None = None,
+    offline: bool = False,
+    limits: RegistryLimits = DEFAULT_REGISTRY_LIMITS,
 ) -> Registry:
     """The registry from ``source``: ``None`` (then ``$ACP_SESSION_REGISTRY``, then the official URL through the
     daily cache), ``"bundled"``, a URL (cached the same way) or a file path.
 
     ``refresh=True`` fetches now (``RegistryOffline`` when that fails), ``False`` uses what is cached;
-    ``offline=True`` never touches the network."""
+    ``offline=True`` never touches the network; ``limits`` bounds the fetch (``RegistryLimits``)."""
     if source is None:
         source = os.environ.get(REGISTRY_ENV) or DEFAULT_REGISTRY_URL
     text = os.fspath(source)
     if text == "bundled":
         return bundled_registry()
     if _is_url(text):
-        return _from_url(text, refresh=refresh, offline=offline)
+        return _from_url(text, refresh=refresh, offline=offline, limits=limits)
     path = Path(text).expanduser()
     try:
         data = path.read_bytes()

@@ -156,6 +156,9 @@ class Connection(ReadSide):
         # Bound on entry from the running backend (transport.backend) and the transport's fast paths.
         self._yield_to_callers: Callable[[], Awaitable[None]] = anyio.lowlevel.cancel_shielded_checkpoint
         self._link = _Link(self)
+        self.request_params_hook: Callable[[str, Any], Any] | None = None
+        """``(method, params) -> params`` applied to each outgoing request before it is encoded (None: off).
+        Opt-in telemetry (``acp_session.telemetry``) adds W3C trace context to ``_meta`` with it."""
 
     # -- registration ----------------------------------------------------------------------------------
 
@@ -316,6 +319,9 @@ class Connection(ReadSide):
         """
         if self._closed_error is not None or self._tg is None:
             self._check_open()
+        hook = self.request_params_hook
+        if hook is not None:
+            params = hook(method, params)
         core = self._core
         id, frame = core.request_frame(method, params)
         if len(frame) > self.max_frame_size:

@@ -6,7 +6,10 @@ Two kinds, one interface (``ProcessTree``):
   every orphan among the command's descendants. Whatever a descendant does to detach (``setsid``, ``setpgid``,
   a double-fork daemon, ``nohup``, ``disown``), it stays below the reaper, and ending the tree ends it. The
   reaper is tied to us by a socket: if this process dies, the kernel closes our end and the reaper ends the
-  whole tree on its own.
+  whole tree on its own. Should the reaper itself be killed, its orphans would go to pid 1: it keeps a record
+  of the processes below it, and whoever follows the tree (``ReapedTree.watch``, which the agent transport
+  and the terminal provider run) ends every one of them the moment the reaper's death is seen
+  (``orphans.end_recorded``).
 - ``GroupTree`` (elsewhere, or when the reaper is off): the command in a process group of its own, and that
   group signalled; a process that leaves the group is out of reach.
 
@@ -26,6 +29,8 @@ from typing import IO, Any, Protocol
 
 import anyio
 from anyio.abc import Process
+
+from .orphans import MAX_RECORD, end_recorded, recorded_pids
 
 __all__ = [
     "GroupTree",
@@ -141,11 +146,7 @@ class GroupTree:
             await anyio.sleep(_GROUP_POLL)
 
     def signal_all(self, signum: int) -> None:
-        if self.pgid is not None and not self._group_gone:
-            try:
-                os.killpg(self.pgid, signum)
-            except (ProcessLookupError, PermissionError):
-                self._group_gone = True
+        self.signal_group(signum)
         if self.process.returncode is None and (self.pgid is None or _pgid_of(self.pid) != self.pgid):
             with suppress(ProcessLookupError):
                 self.process.send_signal(signal.Signals(signum))  # no group, or the command left it
@@ -153,6 +154,14 @@ class GroupTree:
     def abandon(self) -> None:
         with suppress(ProcessLookupError):
             self.process.kill()
+
+    def signal_group(self, signum: int) -> None:
+        """``signum`` to the members of the group (none once it was seen empty)."""
+        if self.pgid is not None and not self._group_gone:
+            try:
+                os.killpg(self.pgid, signum)
+            except (ProcessLookupError, PermissionError):
+                self._group_gone = True
 
     def _group_alive(self) -> bool:
         """False once the group is seen empty (then it is never signalled again)."""
@@ -173,7 +182,9 @@ class ReapedTree:
     the command has exited and nothing it started is left, so the tree runs exactly as long as the reaper does.
     """
 
-    def __init__(self, process: Process, control: socket.socket, pid: int, pending: bytearray) -> None:
+    def __init__(
+        self, process: Process, control: socket.socket, pid: int, pending: bytearray, record: int = -1
+    ) -> None:
         self.process = process
         self.pid = pid
         self.pgid: int | None = pid
@@ -186,6 +197,7 @@ class ReapedTree:
         self._pending = pending  # reported bytes read but not yet taken
         self._eof = False  # the reaper closed its end: it exited
         self._group = GroupTree(process, pid)  # the fallback if the reaper itself was killed
+        self._record = record  # the reaper's record of the processes below it (a memfd; -1: none or read)
 
     @property
     def returncode(self) -> int | None:
@@ -208,6 +220,29 @@ class ReapedTree:
         while not self._gone:
             await self._follow()
         await self._group.wait_all()
+
+    async def watch(self) -> None:
+        """Follow the reaper until it exits. Run it beside the command (a task of its own): a reaper killed
+        outright is then seen at once, and what it had recorded below it is ended (no daemon outlives it)."""
+        while not self._gone:
+            await self._follow()
+
+    def recorded(self) -> set[int]:
+        """The processes the reaper last recorded below it (for tests and diagnostics)."""
+        return set(recorded_pids(_read_record(self._record))) if self._record >= 0 else set()
+
+    def _end_orphans(self) -> None:
+        """The reaper is gone: end whatever it had recorded that still runs (nothing, after a normal exit: the
+        reaper empties its record when nothing is left below it). Then the record is closed."""
+        record, self._record = self._record, -1
+        if record < 0:
+            return
+        try:
+            data = _read_record(record)
+        finally:
+            os.close(record)
+        if data and end_recorded(data):
+            _log.warning("the process reaper of %d died: ended the processes it had left behind", self.pid)
 
     def _take_reports(self) -> None:
         """Read what the reaper has reported so far, without waiting."""
@@ -248,6 +283,7 @@ class ReapedTree:
                 if self._returncode is None:  # killed before it could report the command's exit
                     self._returncode = self.process.returncode
                 self._exited = self._gone = True
+                self._end_orphans()
             else:
                 await anyio.wait_readable(self._control)
                 self._take_reports()
@@ -265,12 +301,15 @@ class ReapedTree:
                 return
             except OSError:
                 pass
-        self._group.signal_all(signum)  # the reaper is gone: what is left of the command's group
+        # The reaper is gone: what is left of the command's group. Never the reaper itself: signalling it through
+        # its Popen would collect its exit status behind asyncio's back (which then logs "Unknown child process").
+        self._group.signal_group(signum)
 
     def abandon(self) -> None:
-        self._group.signal_all(signal.SIGKILL)
+        self._group.signal_group(signal.SIGKILL)
         with suppress(ProcessLookupError):
             self.process.kill()
+        self._end_orphans()
 
     def close(self) -> None:
         """Close our end of the socket: the reaper then ends whatever is left on its own. Safe while another
@@ -280,6 +319,9 @@ class ReapedTree:
             self._control.shutdown(socket.SHUT_WR)  # the reaper's end of file: it finishes the tree
         if self._reader is None:
             self._control.close()
+            if self._record >= 0:  # nobody follows the reaper any more: its record is of no use
+                os.close(self._record)
+                self._record = -1
 
 
 async def open_tree(
@@ -320,9 +362,11 @@ async def _open_reaped(
     """The command under the reaper; None (logged once) if the reaper itself cannot run here (an interpreter
     this user may not execute, an embedded Python whose ``sys.executable`` is the host application)."""
     ours, theirs = socket.socketpair()
+    record = os.memfd_create("acp-session-tree", os.MFD_CLOEXEC)
     try:
         ours.setblocking(False)
-        command = [sys.executable, "-I", "-S", REAPER, str(theirs.fileno()), repr(float(grace)), "--", *argv]
+        fds = (theirs.fileno(), record)
+        command = [sys.executable, "-I", "-S", REAPER, str(fds[0]), repr(float(grace)), str(record), "--", *argv]
         with anyio.CancelScope(shield=True):  # once started, the reaper must be answered or ended
             process = await anyio.open_process(
                 command,
@@ -332,16 +376,18 @@ async def _open_reaped(
                 cwd=cwd,
                 env=env,
                 start_new_session=True,
-                pass_fds=(theirs.fileno(),),
+                pass_fds=fds,
             )
     except OSError as exc:
         ours.close()
+        os.close(record)
         if cwd is not None and not os.path.isdir(cwd):
             raise  # the command's own error: it would fail the same way without the reaper
         _reaper_failed(f"{exc.strerror or exc}")
         return None
     except BaseException:
         ours.close()
+        os.close(record)
         raise
     finally:
         theirs.close()  # the reaper has its own copy; ours would hide its end of file
@@ -351,7 +397,7 @@ async def _open_reaped(
             line = await _read_line(ours, pending)
         word, _, value = (line or "").partition(" ")
         if word == "started":
-            return ReapedTree(process, ours, int(value), pending)
+            return ReapedTree(process, ours, int(value), pending, record)
         with anyio.CancelScope(shield=True):
             await process.wait()
         if word == "failed":
@@ -359,8 +405,10 @@ async def _open_reaped(
             raise OSError(code, os.strerror(code), argv[0])  # FileNotFoundError, PermissionError, ... by errno
     except BaseException:
         ours.close()
+        os.close(record)
         raise
     ours.close()
+    os.close(record)
     _reaper_failed(f"it exited with code {process.returncode} before starting the command")
     return None
 
@@ -397,6 +445,14 @@ async def _read_line(sock: socket.socket, pending: bytearray) -> str | None:
     line = bytes(pending[:newline])
     del pending[: newline + 1]
     return line.decode("ascii", "replace")
+
+
+def _read_record(fd: int) -> bytes:
+    """The reaper's record as it is now (what it holds, not a buffer of the largest size it may have)."""
+    try:
+        return os.pread(fd, min(os.fstat(fd).st_size, MAX_RECORD), 0)
+    except OSError:
+        return b""
 
 
 def _pgid_of(pid: int) -> int | None:

@@ -6,7 +6,7 @@ Linux this program marks itself a *child subreaper* (``prctl(PR_SET_CHILD_SUBREA
 its descendants is adopted by it instead: whatever a descendant does to detach, it stays below the reaper,
 which can find it (``/proc``) and end it.
 
-It is run by ``acp_session.transport.supervisor`` as ``python -I -S reaper.py FD GRACE -- ARGV...``: no
+It is run by ``acp_session.transport.process_tree`` as ``python -I -S reaper.py FD GRACE [RECORD] -- ARGV...``: no
 ``site``, no acp_session import, only the standard library, so it costs one small interpreter start-up (tens
 of milliseconds) before ARGV runs. It runs ARGV with its own stdin, stdout, stderr, environment (as it was
 given, before Python changed anything) and working directory, in a new process group of its own and with a
@@ -21,6 +21,11 @@ theirs). FD is a socket to the client:
 - end of file (the client closed it, or the client died, and the kernel closed it) means: SIGTERM to every
   descendant, GRACE seconds for them to end, then SIGKILL. (A socket rather than a parent-death signal on the
   reaper: that one fires when the *thread* that forked it ends, and trio spawns from short-lived threads.)
+
+RECORD, when given, is a file (a memfd) in which it keeps the processes below it, a ``pid starttime`` line
+each, rewritten every ``RECORD_INTERVAL`` seconds when the tree changed and emptied when it exits normally: if
+it is killed outright, its orphans go to pid 1, and the client reads the record to end them
+(``acp_session.transport.orphans``).
 
 It exits once the command has exited and no descendant is left, with the command's exit code (128 + the
 signal number for a command killed by a signal). SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 sent
@@ -45,6 +50,7 @@ PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
 FORWARDED = ("SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2")
 KILL_ROUNDS_SECONDS = 5.0  # how long K keeps looking for descendants forked while it was killing
+RECORD_INTERVAL = 0.2  # how often the tree is looked at for the record
 
 
 def load_prctl() -> Callable[..., int] | None:
@@ -101,6 +107,56 @@ def descendants(root: int) -> list[int]:
     return found
 
 
+def start_time(pid: int) -> bytes | None:
+    """``pid``'s start time (``/proc/PID/stat`` field 22), None for a process gone or a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as file:
+            stat = file.read()
+    except OSError:
+        return None
+    fields = stat[stat.rfind(b")") + 2 :].split()
+    return fields[19] if len(fields) > 19 and fields[0] not in (b"Z", b"X") else None
+
+
+def children(pid: int) -> list[int] | None:
+    """``pid``'s children from ``/proc/PID/task/TID/children`` (each thread's own), None where the kernel has
+    no such files; a tree costs a few small reads, not a scan of every process."""
+    try:
+        threads = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return []
+    found: list[int] = []
+    for tid in threads:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children", "rb") as file:
+                found.extend(int(child) for child in file.read().split())
+        except FileNotFoundError:
+            if pid == os.getpid():
+                return None  # not this kernel's (CONFIG_PROC_CHILDREN)
+        except OSError:
+            pass
+    return found
+
+
+def tree_record() -> bytes:
+    """A ``pid starttime`` line for each living process below this one."""
+    pids = children(os.getpid())
+    if pids is None:
+        pids = descendants(os.getpid())
+    else:
+        stack, pids = pids, []
+        while stack:
+            pid = stack.pop()
+            pids.append(pid)
+            stack.extend(children(pid) or ())
+    lines = []
+    for pid in sorted(pids):
+        start = start_time(pid)
+        if start is not None:
+            lines.append(b"%d %s\n" % (pid, start))
+    return b"".join(lines)
+
+
 def signal_all(signum: int) -> int:
     """Send ``signum`` to every living descendant; how many there were."""
     found = descendants(os.getpid())
@@ -113,8 +169,13 @@ def signal_all(signum: int) -> int:
 
 
 class Reaper:
-    def __init__(self, control: int, grace: float, argv: list[str], prctl: Callable[..., int] | None) -> None:
+    def __init__(
+        self, control: int, grace: float, argv: list[str], prctl: Callable[..., int] | None, record: int = -1
+    ) -> None:
         self.control = control
+        self.record = record  # the client's file of the processes below us (-1: none)
+        self.recorded = b""
+        self.next_record = 0.0
         self.prctl = prctl
         self.grace = grace
         self.argv = argv
@@ -184,6 +245,20 @@ class Reaper:
                 self.status = status
                 self.report(f"exited {status}")
 
+    def keep_record(self, content: bytes | None = None) -> None:
+        """Rewrite the record if the tree changed (``content``: what to write instead of the tree)."""
+        if self.record < 0:
+            return
+        data = tree_record() if content is None else content
+        self.next_record = time.monotonic() + RECORD_INTERVAL
+        if data != self.recorded:
+            try:
+                os.pwrite(self.record, data, 0)  # the new set first: killed in between, the client sees a superset
+                os.ftruncate(self.record, len(data))
+                self.recorded = data
+            except OSError:
+                pass
+
     def kill_everything(self) -> None:
         """SIGKILL every descendant until none is left (one forking meanwhile is caught by the next round)."""
         end = time.monotonic() + KILL_ROUNDS_SECONDS
@@ -220,13 +295,17 @@ class Reaper:
         while True:
             if not self.reap() and self.status is not None:
                 break  # the command exited and nothing it started is left
-            timeout = None
+            now = time.monotonic()
+            if self.record >= 0 and now >= self.next_record:
+                self.keep_record()
+            timeout = None if self.record < 0 else max(0.0, self.next_record - now)
             if self.deadline is not None:
-                timeout = self.deadline - time.monotonic()
-                if timeout <= 0:
+                left = self.deadline - now
+                if left <= 0:
                     self.kill_everything()
                     self.deadline = None
                     continue
+                timeout = left if timeout is None else min(timeout, left)
             watched = [wake_read] if self.closed else [wake_read, self.control]
             ready, _, _ = select.select(watched, [], [], timeout)
             if wake_read in ready:
@@ -242,20 +321,26 @@ class Reaper:
                 except OSError:
                     data = b""
                 self.on_command(data)
+        self.keep_record(b"")  # nothing is left below us
         status = self.status or 0
         return os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status)
 
 
 def main(args: list[str]) -> int:
+    record = -1
+    if len(args) >= 5 and args[3] == "--":
+        record, args = int(args[2]), [*args[:2], *args[3:]]
     if len(args) < 4 or args[2] != "--":
-        sys.stderr.write("usage: reaper.py CONTROL_FD GRACE -- ARGV...\n")
+        sys.stderr.write("usage: reaper.py CONTROL_FD GRACE [RECORD_FD] -- ARGV...\n")
         return 2
     control, grace, argv = int(args[0]), float(args[1]), args[3:]
     os.set_inheritable(control, False)  # the command must not hold the client's socket
+    if record >= 0:
+        os.set_inheritable(record, False)  # nor its record
     prctl = load_prctl()
     if prctl is not None:
         prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)  # adopt every orphan below us (Linux 3.4 and later)
-    return Reaper(control, grace, argv, prctl).run()
+    return Reaper(control, grace, argv, prctl, record).run()
 
 
 if __name__ == "__main__":

@@ -293,6 +293,8 @@ async def stdio_agent(
     )
     async with anyio.create_task_group() as tg:
         tg.start_soon(agent._pump_stderr, on_stderr)
+        if isinstance(tree, ReapedTree):
+            tg.start_soon(tree.watch)  # a reaper killed outright: what it held is ended at once
         try:
             yield agent
         finally:

@@ -24,3 +24,16 @@ def test_a_letter_for_a_kind_not_offered_is_no_answer() -> None:
     assert parse_answer(offered, "a") is None
     assert parse_answer(offered, "o") == "opt-0"
     assert parse_answer(offered, "2") == "opt-1"
+
+
+def test_an_option_is_found_by_its_name_as_shown_and_the_letters_follow_the_kinds() -> None:
+    spoofed = [
+        PermissionOption(option_id="sneaky", name="x\x1b[2K\r  [1/r] Reject", kind="allow_always"),
+        PermissionOption(option_id="no", name="Reject\u202e", kind="reject_once"),
+    ]
+    assert parse_answer(spoofed, "r") == "no"  # the letter is the kind's, whatever the names say
+    assert parse_answer(spoofed, "a") == "sneaky"
+    assert parse_answer(spoofed, "1") == "sneaky"
+    assert parse_answer(spoofed, "reject") == "no"
+    assert parse_answer(spoofed, "x [1/r] reject") == "sneaky"  # typed as the question showed it
+    assert answer_hint(spoofed) == "a = always, r = reject"

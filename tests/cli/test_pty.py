@@ -64,7 +64,7 @@ def test_streaming_order_permission_and_ctrl_c(tmp_path: Path) -> None:
     child.sendline("/permission")
     child.expect(r"\[tool\] rm -rf build/ \(execute\): pending")
     child.expect(r"\? Run `rm -rf build/`\?")
-    child.expect(r"\[1/o\] Allow once +\[2/r\] Reject")
+    child.expect(r"1\. Allow once +\(o: allow once\)\s+2\. Reject +\(r: reject once\)")
     child.expect("answer ")
     child.sendline("o")
     child.expect(r"\[permission\] Run `rm -rf build/`\?: Allow once")

@@ -19,8 +19,9 @@ RUN_BY = {
     "protocol-versions.md": ("tests/protocol/test_docs_protocol_versions.py", {"versions", "preview"}),
     "providers.md": ("tests/providers/test_docs.py", {"buffers"}),
     "embedding.md": ("tests/client/test_docs_embedding.py", {"editor"}),
-    "registry.md": ("tests/registry/test_docs_registry.py", {"registry"}),
+    "registry.md": ("tests/registry/test_docs_registry.py", {"registry", "limits"}),
     "mcp.md": ("tests/mcp/test_docs_and_extra.py", {"builtin", "configs"}),
+    "observability.md": ("tests/telemetry/test_docs_observability.py", {"traces"}),
     "remote.md": ("tests/remote/test_docs_remote.py", {"remote"}),
 }
 # Blocks that show a signature, not something to run (the doc's name, the block's first line).

@@ -38,6 +38,7 @@ EXPECTED_FAILURES: dict[str, dict[str, str]] = {
         "cancel-permission": "ACP2-093",
         "cancel-held-prompts": "schema:CancelSessionNotification",
     },
+    "boolean-capability": {"initialize": "schema:InitializeResponse"},  # ACP-INIT-204
 }
 
 

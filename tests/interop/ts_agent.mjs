@@ -4,7 +4,9 @@
 //
 // Speaks newline-delimited JSON-RPC on stdin/stdout; logs go to stderr. With a record file, every message the
 // agent receives is appended to it as one JSON line {"dir": "in", "msg": ...}, and every message it sends as
-// {"dir": "out", "msg": ...}, so tests can assert on what arrived from the client. With --mcp stdio,http (any of
+// {"dir": "out", "msg": ...}, so tests can assert on what arrived from the client; each prompt's _meta as its
+// handler got it from the SDK is recorded as {"dir": "meta", "msg": {"method", "meta"}}. A prompt's W3C trace
+// context (_meta traceparent/tracestate) is propagated into the turn's own requests (/permission). With --mcp stdio,http (any of
 // stdio, http, acp) it advertises those MCP server transports; the SDK's assertSupportedMcpServers checks them.
 //
 // Behaviour is chosen by the prompt text's first word (anything else gets "You said: ..." streamed word by word):
@@ -50,6 +52,12 @@ const recordPath = recordIndex >= 0 ? argv[recordIndex + 1] : process.env.ACP_IN
 
 function record(dir, msg) {
   if (recordPath) appendFileSync(recordPath, JSON.stringify({ dir, msg }) + "\n");
+}
+
+// The W3C trace context a request carried in _meta (the keys the Meta Propagation RFD reserves), or undefined.
+function traceContext(meta) {
+  const keys = ["traceparent", "tracestate"].filter((key) => typeof meta?.[key] === "string");
+  return keys.length ? Object.fromEntries(keys.map((key) => [key, meta[key]])) : undefined;
 }
 
 function log(...parts) {
@@ -224,7 +232,13 @@ const SCENARIOS = {
     ];
     const pending = conn.client.request(
       "session/request_permission",
-      { sessionId: session.sessionId, title: "Run `rm -rf build/`?", options, subject: { type: "tool_call", toolCall: { toolCallId: tc } } },
+      {
+        sessionId: session.sessionId,
+        title: "Run `rm -rf build/`?",
+        options,
+        subject: { type: "tool_call", toolCall: { toolCallId: tc } },
+        ...(turn.trace ? { _meta: turn.trace } : {}),
+      },
       // session/cancel aborts the turn: the SDK then sends $/cancel_request and stops waiting (-32800).
       { cancellationSignal: turn.signal, stopWaitingOnCancel: true },
     );
@@ -544,6 +558,8 @@ const app = agent({ name: AGENT_NAME })
     session.busy = true;
     const messageId = nextId(session, "msg-user");
     const turn = new Turn(session, messageId, params.prompt);
+    record("meta", { method: "session/prompt", meta: params._meta ?? null }); // what reached the handler, parsed
+    turn.trace = traceContext(params._meta); // propagated: this turn's own requests join the client's trace
     session.turn = turn; // exists before the response, so a session/cancel right after insertion is not lost
     await setState(session, "running");
     await emit(session, { sessionUpdate: "user_message", messageId, content: params.prompt });

@@ -1,7 +1,7 @@
 // The official TypeScript SDK's ACP server (experimental/server AcpServer + experimental/node) serving a scripted
 // v2 agent over Streamable HTTP and WebSocket on 127.0.0.1, for the remote transport tests of acp-session.
 //
-//   node tests/interop/ts_server.mjs [--record FILE] [--max-body BYTES]
+//   node tests/interop/ts_server.mjs [--record FILE] [--max-body BYTES] [--v1]
 //
 // Prints its URL (http://127.0.0.1:PORT/acp) as the first stdout line. Every response sets the cookie
 // acp-affinity=node-1 (a load balancer's sticky-session cookie); with --record, every HTTP request is appended
@@ -12,6 +12,7 @@
 // streamed word by word (in mode "ask": "You asked: ..."). Config option: mode (ask, code).
 import { appendFileSync } from "node:fs";
 import { createServer } from "node:http";
+import { agent as agentV1 } from "@agentclientprotocol/sdk";
 import { RequestError, agent } from "@agentclientprotocol/sdk/experimental/v2";
 import { AcpServer } from "@agentclientprotocol/sdk/experimental/server";
 import { createNodeHttpHandler, createNodeWebSocketUpgradeHandler } from "@agentclientprotocol/sdk/experimental/node";
@@ -141,6 +142,22 @@ const app = agent({ name: "acp-remote-ts-server" })
     sessions.get(params.sessionId)?.turn?.abort();
   });
 
+// With --v1: a protocol version 1 agent instead (the SDK's v1 agent() app): a prompt is answered with its
+// stop reason once its chunks went out.
+const appV1 = agentV1({ name: "acp-remote-ts-server-v1" })
+  .onRequest("initialize", () => ({ protocolVersion: 1, agentCapabilities: {}, agentInfo: { name: "acp-remote-ts-server-v1", version: "1.0.0" } }))
+  .onRequest("session/new", () => ({ sessionId: `v1-sess-${++sessionCount}` }))
+  .onRequest("session/prompt", async ({ params, client }) => {
+    const text = params.prompt.filter((b) => b.type === "text").map((b) => b.text).join(" ").trim();
+    const words = `You said: ${text}`.split(" ");
+    for (const [index, word] of words.entries()) {
+      const piece = index < words.length - 1 ? `${word} ` : word;
+      await client.notify("session/update", { sessionId: params.sessionId, update: { sessionUpdate: "agent_message_chunk", content: { type: "text", text: piece } } });
+    }
+    return { stopReason: "end_turn" };
+  })
+  .onNotification("session/cancel", () => {});
+
 function record(req) {
   if (!recordPath) return;
   const row = {
@@ -154,7 +171,7 @@ function record(req) {
   appendFileSync(recordPath, JSON.stringify(row) + "\n");
 }
 
-const acp = new AcpServer({ agent: app });
+const acp = new AcpServer({ agent: argv.includes("--v1") ? appV1 : app });
 const handler = createNodeHttpHandler(acp, maxBody ? { maxRequestBodyBytes: Number(maxBody) } : {});
 const http = createServer((req, res) => {
   record(req);

@@ -157,3 +157,136 @@ def binary_entry(
 def write_registry(path: Path, *agents: dict[str, Any]) -> Path:
     path.write_text(json.dumps({"version": "1.0.0", "agents": list(agents)}))
     return path
+
+
+class RawServer:
+    """A TCP server on 127.0.0.1 whose every connection is handed to ``behaviour(sock)`` in its own thread (for
+    servers no real HTTP server would be: trickling, endless, stalling). ``sent`` counts body bytes written."""
+
+    def __init__(self, behaviour: Any) -> None:
+        import socket
+
+        self.behaviour = behaviour
+        self.sent = 0
+        self.connections = 0
+        self.stop = threading.Event()
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
+        self.thread = threading.Thread(target=self._accept, daemon=True)
+
+    def _accept(self) -> None:
+        while not self.stop.is_set():
+            try:
+                sock, _ = self.listener.accept()
+            except OSError:
+                return
+            self.connections += 1
+            threading.Thread(target=self._serve, args=(sock,), daemon=True).start()
+
+    def _serve(self, sock: Any) -> None:
+        try:
+            sock.recv(65536)  # the request (one read is enough for a GET)
+            self.behaviour(self, sock)
+        except OSError:
+            pass  # the client hung up: what a cut-off looks like from here
+        finally:
+            sock.close()
+
+    def send(self, sock: Any, data: bytes, *, body: bool = True) -> None:
+        sock.sendall(data)
+        if body:
+            self.sent += len(data)
+
+    def __enter__(self) -> RawServer:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        import contextlib
+        import socket
+
+        self.stop.set()
+        with contextlib.suppress(OSError):
+            self.listener.shutdown(socket.SHUT_RDWR)  # wakes the accept() below (closing alone does not)
+        self.listener.close()
+        self.thread.join(5)
+
+
+def trickle_body(total: int, interval: float = 1.0) -> Any:
+    """Headers at once (Content-Length ``total``), then the body one byte per ``interval`` (slowloris)."""
+
+    def behaviour(server: RawServer, sock: Any) -> None:
+        import time
+
+        server.send(sock, f"HTTP/1.1 200 OK\r\nContent-Length: {total}\r\n\r\n".encode(), body=False)
+        for _ in range(total):
+            if server.stop.is_set():
+                return
+            server.send(sock, b"x")
+            time.sleep(interval)
+
+    return behaviour
+
+
+def trickle_headers(interval: float = 1.0, lines: int = 60) -> Any:
+    """A status line and headers sent one byte per ``interval``, never finished within the test."""
+
+    def behaviour(server: RawServer, sock: Any) -> None:
+        import time
+
+        for byte in b"HTTP/1.1 200 OK\r\n" + b"X-Slow: 1\r\n" * lines:
+            if server.stop.is_set():
+                return
+            server.send(sock, bytes([byte]), body=False)
+            time.sleep(interval)
+
+    return behaviour
+
+
+def endless_body(chunk: int = 64 * 1024) -> Any:
+    """A 200 with no Content-Length, then zeros for as long as the client reads."""
+
+    def behaviour(server: RawServer, sock: Any) -> None:
+        server.send(sock, b"HTTP/1.0 200 OK\r\nContent-Type: application/octet-stream\r\n\r\n", body=False)
+        block = b"\0" * chunk
+        while not server.stop.is_set():
+            server.send(sock, block)
+
+    return behaviour
+
+
+def stalled_after(data: bytes, part: int) -> Any:
+    """The first ``part`` bytes of ``data`` (Content-Length all of it), then nothing until the server stops."""
+
+    def behaviour(server: RawServer, sock: Any) -> None:
+        server.send(sock, f"HTTP/1.1 200 OK\r\nContent-Length: {len(data)}\r\n\r\n".encode(), body=False)
+        server.send(sock, data[:part])
+        server.stop.wait()
+
+    return behaviour
+
+
+def slow_body(data: bytes, pieces: int = 20, interval: float = 0.05) -> Any:
+    """All of ``data`` (with its Content-Length), in ``pieces`` a little apart: a download that takes a while."""
+
+    def behaviour(server: RawServer, sock: Any) -> None:
+        import time
+
+        server.send(sock, f"HTTP/1.1 200 OK\r\nContent-Length: {len(data)}\r\n\r\n".encode(), body=False)
+        step = max(1, len(data) // pieces + 1)
+        for start in range(0, len(data), step):
+            server.send(sock, data[start : start + step])
+            time.sleep(interval)
+
+    return behaviour
+
+
+def tree_snapshot(root: Path, *, skip: tuple[str, ...] = ()) -> dict[str, bytes | None]:
+    """Every path below ``root`` (not under a ``skip`` folder) with its content (None for a folder or a link)."""
+    found: dict[str, bytes | None] = {}
+    for path in sorted(root.rglob("*")):
+        relative = path.relative_to(root).as_posix()
+        if relative.split("/")[0] in skip:
+            continue
+        found[relative] = path.read_bytes() if path.is_file() and not path.is_symlink() else None
+    return found

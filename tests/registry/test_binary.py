@@ -187,7 +187,13 @@ def test_links_inside_the_folder_are_kept(tmp_path: Path) -> None:
     zipped = agent_zip(links={"pkg/current": "bin", "pkg/bin/run": "agent"})
     with serve(tmp_path / "www") as www:
         entries = [
-            binary_entry(f"linked-{kind}", PLATFORM, www.put(f"a.{kind}", data), sha256(data), cmd="./pkg/current/run")
+            binary_entry(
+                f"linked-{kind.replace('.', '-')}",
+                PLATFORM,
+                www.put(f"a.{kind}", data),
+                sha256(data),
+                cmd="./pkg/current/run",
+            )
             for kind, data in (("tar.gz", tarred), ("zip", zipped))
         ]
         registry = write_registry(tmp_path / "registry.json", *entries)

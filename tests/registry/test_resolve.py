@@ -57,31 +57,32 @@ def test_aliases_and_close_matches() -> None:
 @pytest.mark.usefixtures("launchers")
 def test_npx_and_uvx_commands_follow_the_format() -> None:
     registry = bundled_registry()
-    assert resolve_agent("codex", registry=registry).argv == ["npx", "--yes", "@agentclientprotocol/codex-acp@1.4.0"]
+    assert resolve_agent("codex", registry=registry).argv == [
+        "npx",
+        "--yes",
+        "--",
+        "@agentclientprotocol/codex-acp@1.4.0",
+    ]
     auggie = resolve_agent("auggie", registry=registry)
-    assert auggie.argv == ["npx", "--yes", "@augmentcode/auggie@0.21.0", "--acp"]
+    assert auggie.argv == ["npx", "--yes", "--", "@augmentcode/auggie@0.21.0", "--acp"]
     assert auggie.env == {"AUGMENT_DISABLE_AUTO_UPDATE": "1"} and auggie.kind == "npx"
-
-
-@pytest.fixture
-def launchers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Stand-ins for npx and uvx on PATH: resolving only checks that they are there, it does not run them."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    for tool in ("npx", "uvx"):
-        (bin_dir / tool).write_text("#!/bin/sh\n")
-        (bin_dir / tool).chmod(0o755)
-    monkeypatch.setenv("PATH", str(bin_dir))
 
 
 @pytest.mark.usefixtures("launchers")
 def test_cmd_uses_package_and_from(tmp_path: Path) -> None:
     npx = package_registry(tmp_path / "n.json", npx={"package": "@s/p@1.2.3", "cmd": "p-acp", "args": ["--x"]})
-    assert resolve_agent("pkg-agent", registry=npx).argv == ["npx", "--yes", "--package", "@s/p@1.2.3", "p-acp", "--x"]
+    assert resolve_agent("pkg-agent", registry=npx).argv == [
+        "npx",
+        "--yes",
+        "--package=@s/p@1.2.3",
+        "--",
+        "p-acp",
+        "--x",
+    ]
     uvx = package_registry(tmp_path / "u.json", uvx={"package": "p==1.2.3", "cmd": "p-acp"})
-    assert resolve_agent("pkg-agent", registry=uvx).argv == ["uvx", "--from", "p==1.2.3", "p-acp"]
+    assert resolve_agent("pkg-agent", registry=uvx).argv == ["uvx", "--from=p==1.2.3", "--", "p-acp"]
     plain = package_registry(tmp_path / "p.json", uvx={"package": "p==1.2.3", "args": ["acp"]})
-    assert resolve_agent("pkg-agent", registry=plain).argv == ["uvx", "p==1.2.3", "acp"]
+    assert resolve_agent("pkg-agent", registry=plain).argv == ["uvx", "--", "p==1.2.3", "acp"]
 
 
 def test_missing_launcher_says_how_to_get_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -123,13 +124,13 @@ def test_preview_channel_and_its_absence() -> None:
 def test_pinned_versions_for_real_agent_runs() -> None:
     registry = bundled_registry()
     codex = pinned_command("codex-acp", "2.6.0", registry=registry)
-    assert codex.argv == ["npx", "--yes", "@agentclientprotocol/codex-acp@2.6.0"] and codex.version == "2.6.0"
+    assert codex.argv == ["npx", "--yes", "--", "@agentclientprotocol/codex-acp@2.6.0"] and codex.version == "2.6.0"
     assert codex.package == "@agentclientprotocol/codex-acp@2.6.0" and codex.program is None and codex.args == []
     gemini = pinned_command("gemini", "0.61.0", registry=registry)
     assert (gemini.package, gemini.args) == ("@google/gemini-cli@0.61.0", ["--acp"])
     claude = pinned_command("claude", "0.101.0", registry=registry)
-    assert claude.argv == ["npx", "--yes", "@agentclientprotocol/claude-agent-acp@0.101.0"]
-    assert pinned_command("fast-agent", "0.11.0", registry=registry).argv[:2] == ["uvx", "fast-agent-acp==0.11.0"]
+    assert claude.argv == ["npx", "--yes", "--", "@agentclientprotocol/claude-agent-acp@0.101.0"]
+    assert pinned_command("fast-agent", "0.11.0", registry=registry).argv[:3] == ["uvx", "--", "fast-agent-acp==0.11.0"]
     with pytest.raises(NoDistribution):
         pinned_command("amp-acp", "0.1.0", registry=registry, install=False)  # binaries exist per version only
 

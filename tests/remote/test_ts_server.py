@@ -260,3 +260,16 @@ async def test_session_streams_past_the_limit_are_detached(ts_server: TsServer, 
                 await second.chat_to_completion("no stream for me")
             assert caught.value.status == 0 and "could not be opened" in caught.value.message
             assert (await first.chat_to_completion("fine")).text == "You said: fine"
+
+
+async def test_a_protocol_version_1_agent(node: str, profile: str, tmp_path: Path) -> None:
+    server = start_ts_server(node, tmp_path, "--v1")
+    try:
+        async with connected(server, profile) as client:
+            assert client.protocol_version == 1
+            conversation = await client.start_conversation(str(tmp_path))
+            with anyio.fail_after(20):
+                reply = await conversation.chat_to_completion("over the wire")
+            assert (reply.text, reply.stop_reason) == ("You said: over the wire", "end_turn")
+    finally:
+        server.kill()

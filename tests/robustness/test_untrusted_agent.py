@@ -224,7 +224,9 @@ def test_cli_chat_prints_the_frame_limit_for_a_huge_stdin_line(tmp_path: Path) -
     """``acp-session chat`` with a 34 MB line on stdin (the reference agent): the error names the limit, at once
     (before: it hung silently for minutes)."""
     line = b"x" * 34_000_000 + b"\n"
-    env = {**os.environ, "NO_COLOR": "1"}
+    # The frame holds the session id, whose length depends on how many sessions the agent's store already has:
+    # a store of this test's own (its first session: sess-1) keeps the count exact wherever the CLI was used before.
+    env = {**os.environ, "NO_COLOR": "1", "ACP_REFERENCE_AGENT_STORE": str(tmp_path / "store.json")}
     done = subprocess.run(
         [sys.executable, "-m", "acp_session", "chat"],
         input=line,
@@ -235,5 +237,5 @@ def test_cli_chat_prints_the_frame_limit_for_a_huge_stdin_line(tmp_path: Path) -
     )
     err = done.stderr.decode()
     assert done.returncode == 1, err
-    assert "the prompt is too large to send: 34000120 bytes, over the 33554432-byte frame limit" in err
+    assert "the prompt is too large to send: 34000119 bytes, over the 33554432-byte frame limit" in err
     assert "Traceback" not in err

@@ -2,9 +2,11 @@
 JSON-RPC message per text frame both ways (``initialize`` first). The 101 answer carries ``Acp-Connection-Id``.
 
 Built on ``httpx-ws`` (wsproto on anyio) over the connection's ``httpx`` client, so the upgrade carries the
-custom headers and the cookie jar. Its session buffers a message's pieces without bound, so a session class of
-ours reads instead: a message longer than the frame limit is skipped as it arrives and reported as an
-``OversizedFrame``, as on stdio; binary messages are ignored.
+custom headers and the cookie jar. Its session buffers a message's pieces without bound and hands messages over
+one task switch at a time, so a session class of ours reads instead (an override of httpx-ws internals, hence
+the pinned series): straight into the transport's bounded inbox, a read's messages at once; a message longer
+than the frame limit is skipped as it arrives and reported as an ``OversizedFrame``, as on stdio; binary
+messages are ignored.
 """
 
 from __future__ import annotations

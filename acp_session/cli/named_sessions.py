@@ -1,0 +1,34 @@
+"""Sessions by a name of the user's (``chat --session NAME``, ``resume NAME``, ``sessions show NAME``): a small
+file under the state directory mapping (agent, name) to a session id and its directory."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from .recent import load_rows, save_rows, state_dir
+
+__all__ = ["NamedSessions"]
+
+
+class NamedSessions:
+    """Read and written whole; a broken or unwritable file is treated as empty, never an error."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = path if path is not None else state_dir() / "named-sessions.json"
+
+    def _load(self) -> list[dict[str, Any]]:
+        return [row for row in load_rows(self.path) if isinstance(row.get("session_id"), str)]
+
+    def find(self, name: str, agent: str) -> dict[str, Any] | None:
+        """The session this agent's ``name`` stands for."""
+        return next((row for row in self._load() if row.get("name") == name and row.get("agent") == agent), None)
+
+    def names_of(self, session_id: str) -> list[str]:
+        return [str(row.get("name")) for row in self._load() if row["session_id"] == session_id]
+
+    def remember(self, name: str, session_id: str, agent: str, cwd: str) -> None:
+        rows = [row for row in self._load() if not (row.get("name") == name and row.get("agent") == agent)]
+        rows.append({"name": name, "session_id": session_id, "agent": agent, "cwd": cwd, "created_at": time.time()})
+        save_rows(self.path, rows)

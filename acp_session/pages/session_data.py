@@ -1,0 +1,264 @@
+"""A recorded transcript (``acp_session.transcript``) as the items of a timeline: each turn, its streamed text and
+thoughts (consecutive chunks joined), tool calls with their duration, diffs and output, terminals, permission
+questions with the answer and the wait, plans, usage, notices, errors; every other message as a plain item.
+Each item names the indices of the wire messages it was made from, for the page's raw-wire pane.
+
+Plain JSON values in, plain JSON values out: the page renders them as text only (``html``).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from typing import Any
+
+from ..transcript import TranscriptEntry
+
+__all__ = ["timeline"]
+
+Item = dict[str, Any]
+_CHUNKS = {
+    "agent_message_chunk": "text",
+    "agent_message": "text",
+    "agent_thought_chunk": "thought",
+    "agent_thought": "thought",
+    "user_message_chunk": "user",
+    "user_message": "user",
+}
+
+
+def _text_of(value: Any) -> str:
+    """The readable text inside content (a block, a list of blocks, tool call content, a diff's patch)."""
+    if isinstance(value, list):
+        return "".join(_text_of(v) for v in value)
+    if not isinstance(value, dict):
+        return ""
+    if isinstance(value.get("text"), str):
+        return str(value["text"])
+    if value.get("type") == "diff":
+        patch = value.get("patch")
+        if isinstance(patch, dict) and isinstance(patch.get("text"), str):
+            return str(patch["text"])
+        return f"{value.get('path', '')}\n{value.get('newText', '')}"
+    if value.get("type") in ("resource_link", "resource") or "uri" in value:
+        return str(value.get("uri", value.get("resource", {}).get("uri", "")))
+    return _text_of(value.get("content"))
+
+
+def _obj(value: Any) -> dict[str, Any]:
+    """A JSON object, or {} for anything else (an agent's message may have any shape)."""
+    return value if isinstance(value, dict) else {}
+
+
+def _decoded(data: Any) -> str:
+    if not isinstance(data, str):
+        return ""
+    try:
+        return base64.b64decode(data, validate=True).decode("utf-8", "replace")
+    except (binascii.Error, ValueError):
+        return data
+
+
+class _Builder:
+    def __init__(self) -> None:
+        self.items: list[Item] = []
+        self.turn = 0
+        self.requests: dict[tuple[str, Any], tuple[Item | None, float, dict[str, Any]]] = {}
+        self.tools: dict[str, Item] = {}
+        self.terminals: dict[str, Item] = {}
+        self.last: Item | None = None  # the item streamed chunks may join
+        self.agent: str = ""
+        self.replaying: Any = None  # the id of a session/resume or session/load in flight
+        self.current_turn: Item | None = None  # its duration runs to the idle state (v2) or the answer (v1)
+        self.protocol: Any = None
+
+    def add(self, kind: str, t: float, index: int, **fields: Any) -> Item:
+        item: Item = {"kind": kind, "t": t, "turn": self.turn, "messages": [index], **fields}
+        if self.replaying is not None:
+            item["replayed"] = True
+        self.items.append(item)
+        self.last = None
+        return item
+
+    def message(self, index: int, entry: TranscriptEntry) -> None:
+        msg = entry.message
+        if not isinstance(msg, dict):
+            self.add("error", entry.t, index, title="not JSON", text=str(entry.raw or ""))
+            return
+        method = msg.get("method")
+        params = _obj(msg.get("params"))
+        if isinstance(method, str) and method == "session/update":
+            self.update(index, entry.t, params)
+        elif isinstance(method, str) and "id" in msg:
+            self.request(index, entry, method, params, msg["id"])
+        elif isinstance(method, str):
+            self.add("notification", entry.t, index, title=method, direction=entry.direction)
+        else:
+            self.response(index, entry, msg)
+
+    def request(self, index: int, entry: TranscriptEntry, method: str, params: dict[str, Any], id: Any) -> None:
+        item: Item | None
+        if method == "session/prompt" and entry.direction == "out":
+            self.turn += 1
+            item = self.add("turn", entry.t, index, title=f"Turn {self.turn}", text=_text_of(params.get("prompt")))
+            item["session"] = params.get("sessionId")
+            self.current_turn = item
+            self.tools, self.terminals = {}, {}  # ids are the agent's and may repeat in a later turn
+        elif method == "session/request_permission":
+            options = [o for o in params.get("options", []) if isinstance(o, dict)]
+            item = self.add(
+                "permission",
+                entry.t,
+                index,
+                title=str(params.get("title", "")),
+                options=[f"{o.get('name', '')} ({o.get('kind', '')})" for o in options],
+                names={str(o.get("optionId")): str(o.get("name", "")) for o in options},
+                answer=None,
+                wait=None,
+            )
+            subject = _obj(params.get("subject"))
+            tool = subject.get("toolCall") or params.get("toolCall") or {}
+            if isinstance(tool, dict) and isinstance(tool.get("toolCallId"), str):
+                item["tool"] = tool["toolCallId"]
+        else:
+            item = self.add("request", entry.t, index, title=method, direction=entry.direction)
+            if method in ("session/resume", "session/load") and entry.direction == "out":
+                self.tools, self.terminals = {}, {}
+                self.replaying = id  # what arrives until its answer is the session's history, replayed
+        answered_by = "in" if entry.direction == "out" else "out"
+        self.requests[(answered_by, id)] = (item, entry.t, params)
+
+    def response(self, index: int, entry: TranscriptEntry, msg: dict[str, Any]) -> None:
+        found = self.requests.pop((entry.direction, msg.get("id")), None)
+        item, started, _ = found if found is not None else (None, entry.t, {})
+        if entry.direction == "in" and msg.get("id") == self.replaying:
+            self.replaying = None
+            self.tools, self.terminals = {}, {}
+        error = msg.get("error")
+        if isinstance(error, dict):
+            self.add("error", entry.t, index, title=f"error {error.get('code')}", text=str(error.get("message", "")))
+        result = _obj(msg.get("result"))
+        if item is None:
+            return
+        item["messages"].append(index)
+        item["duration"] = entry.t - started
+        if item["kind"] == "permission":
+            outcome = _obj(result.get("outcome"))
+            chosen = outcome.get("optionId")
+            item["answer"] = item["names"].get(str(chosen), str(chosen)) if chosen else str(outcome.get("outcome"))
+            item["wait"] = entry.t - started
+        elif item["kind"] == "turn" and isinstance(result.get("stopReason"), str):  # protocol version 1
+            usage = _obj(result.get("usage"))
+            text = f"{usage.get('inputTokens')} in, {usage.get('outputTokens')} out" if usage else ""
+            self.add("done", entry.t, index, title=f"Stop reason: {result['stopReason']}", text=text)
+        elif item["title"] == "initialize":
+            info = result.get("agentInfo") or result.get("info") or {}
+            if isinstance(info, dict):
+                self.agent = f"{info.get('name', '')} {info.get('version', '')}".strip()
+            self.protocol = result.get("protocolVersion")
+
+    def update(self, index: int, t: float, params: dict[str, Any]) -> None:
+        update = _obj(params.get("update"))
+        tag = str(update.get("sessionUpdate", ""))
+        kind = _CHUNKS.get(tag)
+        if kind is not None:
+            text = _text_of(update.get("content"))
+            last = self.last
+            if last is not None and last["kind"] == kind and tag.endswith("_chunk"):
+                last["text"] += text
+                last["messages"].append(index)
+                return
+            self.add(kind, t, index, title={"text": "Agent", "thought": "Thought", "user": "User"}[kind], text=text)
+            if tag.endswith("_chunk"):
+                self.last = self.items[-1]
+        elif tag in ("tool_call_update", "tool_call", "tool_call_content_chunk"):
+            self.tool(index, t, tag, update)
+        elif tag in ("terminal_update", "terminal_output_chunk"):
+            self.terminal(index, t, update)
+        elif tag == "plan_update" or tag == "plan":
+            plan = _obj(update.get("plan")) or update
+            entries = plan.get("entries", []) if isinstance(plan, dict) else []
+            lines = [f"[{e.get('status', '')}] {e.get('content', '')}" for e in entries if isinstance(e, dict)]
+            self.add("plan", t, index, title="Plan", text="\n".join(lines))
+        elif tag == "usage_update":
+            self.add("usage", t, index, title="Context", text=f"{update.get('used')} of {update.get('size')} tokens")
+        elif tag == "state_update":
+            self.state(index, t, update)
+        elif tag == "notice":
+            title = f"Notice ({update.get('severity', '')}): {update.get('title', '')}"
+            self.add("notice", t, index, title=title, text=str(update.get("description", "")))
+        else:
+            self.add("update", t, index, title=tag or "update")
+
+    def tool(self, index: int, t: float, tag: str, update: dict[str, Any]) -> None:
+        tool_call_id = str(update.get("toolCallId", ""))
+        item = self.tools.get(tool_call_id)
+        if item is None:
+            item = self.tools[tool_call_id] = self.add("tool", t, index, title="", status="", text="", start=t)
+            item["body"], item["chunks"] = "", ""
+            item["id"] = tool_call_id
+        else:
+            item["messages"].append(index)
+            self.last = None
+        for field, key in (("title", "title"), ("kind", "tool_kind"), ("status", "status"), ("name", "name")):
+            if isinstance(update.get(field), str):
+                item[key] = update[field]
+        if tag == "tool_call_content_chunk":
+            item["chunks"] += _text_of(update.get("content")) + "\n"
+        elif isinstance(update.get("content"), list):  # an update's content replaces the previous one
+            item["body"] = "".join(_text_of(c) + "\n" for c in update["content"])
+        item["text"] = item["chunks"] + item["body"]
+        if item.get("status") in ("completed", "failed", "cancelled"):
+            item["duration"] = t - item["start"]
+
+    def terminal(self, index: int, t: float, update: dict[str, Any]) -> None:
+        terminal_id = str(update.get("terminalId", ""))
+        item = self.terminals.get(terminal_id)
+        if item is None:
+            item = self.terminals[terminal_id] = self.add("terminal", t, index, title="Terminal", text="", start=t)
+        else:
+            item["messages"].append(index)
+            self.last = None
+        if isinstance(update.get("command"), str):
+            item["title"] = f"$ {update['command']}"
+        if "data" in update:
+            item["text"] += _decoded(update.get("data"))
+        status = update.get("exitStatus")
+        if isinstance(status, dict):
+            item["status"] = f"exit {status.get('exitCode', status.get('signal'))}"
+            item["duration"] = t - item["start"]
+
+    def state(self, index: int, t: float, update: dict[str, Any]) -> None:
+        if update.get("state") != "idle":
+            self.add("state", t, index, title=f"state: {update.get('state')}")
+            return
+        usage = _obj(update.get("usage")) or None
+        text = "" if usage is None else f"{usage.get('inputTokens')} in, {usage.get('outputTokens')} out"
+        item = self.add("done", t, index, title=f"Stop reason: {update.get('stopReason', '')}", text=text)
+        if self.current_turn is not None:
+            self.current_turn["duration"] = t - self.current_turn["t"]
+            self.current_turn = None
+        error = update.get("error")
+        if isinstance(error, dict):
+            item["kind"] = "error"
+            item["text"] = f"{error.get('message', '')}\n{text}".strip()
+
+
+def timeline(entries: list[TranscriptEntry]) -> dict[str, Any]:
+    """The page's data: the items, every wire message (for the raw pane), the agent and protocol version."""
+    builder = _Builder()
+    for index, entry in enumerate(entries):
+        builder.message(index, entry)
+    for item in builder.items:
+        for scratch in ("names", "start", "body", "chunks"):
+            item.pop(scratch, None)
+    started = entries[0].t if entries else 0.0
+    return {
+        "agent": builder.agent,
+        "protocol": builder.protocol,
+        "started": started,
+        "items": builder.items,
+        "messages": [
+            {"t": e.t - started, "dir": e.direction, "msg": e.message if e.raw is None else e.raw} for e in entries
+        ],
+    }
