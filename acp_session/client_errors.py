@@ -5,9 +5,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .errors import AcpError, UnsupportedProtocolVersion
+from .errors import AcpError, ConnectionClosed, UnsupportedProtocolVersion
 
-__all__ = ["CapabilityNotSupported", "MissingExtra", "ProtocolVersionMismatch", "SessionClosed"]
+__all__ = [
+    "CapabilityNotSupported",
+    "MissingExtra",
+    "ProtocolVersionMismatch",
+    "ReconnectFailed",
+    "SessionClosed",
+    "SessionLost",
+    "TurnLost",
+]
 
 
 class CapabilityNotSupported(AcpError):
@@ -63,3 +71,38 @@ class MissingExtra(AcpError):
     def __init__(self, extra: str, feature: str) -> None:
         self.extra = extra
         super().__init__(f"{feature} needs the optional '{extra}' extra: pip install 'acp-session[{extra}]'")
+
+
+class ReconnectFailed(ConnectionClosed):
+    """The connection was lost and the reconnect policy (``ClientBuilder.reconnect``) gave up: every attempt
+    failed or the total deadline passed. ``cause`` is the last attempt's error (or the drop itself)."""
+
+    def __init__(self, attempts: int, elapsed: float, cause: BaseException, *, deadline_reached: bool) -> None:
+        self.attempts = attempts
+        self.elapsed = elapsed
+        self.cause = cause
+        self.deadline_reached = deadline_reached
+        why = "the reconnect deadline passed" if deadline_reached else f"{attempts} reconnect attempts failed"
+        super().__init__(f"the connection was lost and {why} after {elapsed:.1f} s (last error: {cause})")
+
+
+class SessionLost(AcpError):
+    """After a reconnect the agent no longer has this session (it refused the resume, e.g. -32002, or cannot
+    resume at all): its turns in flight end with this error, never with a silent empty reply."""
+
+    def __init__(self, session_id: str, cause: BaseException | None = None) -> None:
+        self.session_id = session_id
+        self.cause = cause
+        detail = f": {cause}" if cause is not None else ""
+        super().__init__(f"session {session_id!r} was lost while reconnecting{detail}")
+
+
+class TurnLost(AcpError):
+    """After a reconnect the session is back but the agent no longer holds this turn's work (a restarted
+    subprocess agent keeps only the turns it had saved): the turn ends with this error; the prompt is never
+    sent again on its own (its work might have had effects). ``partial`` is what the turn had shown."""
+
+    def __init__(self, session_id: str, partial: str = "") -> None:
+        self.session_id = session_id
+        self.partial = partial
+        super().__init__(f"the agent of session {session_id!r} lost this turn's work while the connection was down")

@@ -189,6 +189,9 @@ class ChatApp:
             builder.with_terminals()
         builder.on_fallback(request=self._unanswered)
         builder.record_transcript(getattr(self.args, "record", None))
+        attempts = getattr(self.args, "reconnect", None)
+        if attempts is not None:  # --reconnect N (0: off, even for a remote agent)
+            builder.reconnect(attempts > 0, attempts=max(attempts, 1))
         return builder
 
     def _unanswered(self, method: str, params: bytes) -> Any:
@@ -307,7 +310,7 @@ class ChatApp:
 
     async def _watch_agent(self, client: ClientConnection) -> None:
         """The agent died while the loop waits at the prompt: stop waiting and say so at once."""
-        error = await client.rpc.wait_closed()
+        error = await client.wait_closed()  # with --reconnect: only once the connection is gone for good
         if self.active is None:
             self.agent_gone = error
             if self._read_scope is not None:

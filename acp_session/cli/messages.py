@@ -9,7 +9,7 @@ from typing import Any
 
 import msgspec
 
-from acp_session.client_errors import CapabilityNotSupported, SessionClosed
+from acp_session.client_errors import CapabilityNotSupported, ReconnectFailed, SessionClosed, SessionLost, TurnLost
 from acp_session.errors import (
     AcpError,
     ConnectionClosed,
@@ -95,6 +95,13 @@ def describe(exc: BaseException, *, session_id: str | None = None, stderr_tail: 
             kind,
             tail,
         )
+    if isinstance(exc, ReconnectFailed):
+        why = "the time allowed ran out" if exc.deadline_reached else f"{exc.attempts} attempts failed"
+        return Failure(f"the connection to the agent was lost and could not be re-established ({why})", kind, tail)
+    if isinstance(exc, SessionLost):
+        return Failure(f"the agent no longer has session {exc.session_id} after reconnecting", kind, tail)
+    if isinstance(exc, TurnLost):
+        return Failure("the agent lost this turn's work while the connection was down (send it again)", kind, tail)
     if isinstance(exc, ConnectionClosed):
         return Failure(
             f"{_exit_words(exc.exit_code)}; its last stderr lines may say why"

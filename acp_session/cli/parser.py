@@ -124,6 +124,15 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
             f"(default: {DEFAULT_INITIALIZE_TIMEOUT:g}; 0: no limit)",
         )
         p.add_argument(
+            "--reconnect",
+            metavar="ATTEMPTS",
+            type=int,
+            default=None,
+            help="when the connection to the agent is lost, re-establish it (restarting an agent started here) up "
+            "to ATTEMPTS times and resume the session; a turn in flight goes on (default: off for an agent "
+            "started here; 0: off)",
+        )
+        p.add_argument(
             "--env",
             choices=("inherit", "minimal"),
             default="inherit",

@@ -18,6 +18,7 @@ from acp_session.conversation import (
     ChatFile,
     ChatNotice,
     ChatProgress,
+    ChatReconnecting,
     ChatStart,
     ChatSubagentEnd,
     ChatSubagentStart,
@@ -464,6 +465,9 @@ class TerminalRenderer(Renderer):
             self._line(f"[error] {failure.message}", RED)
             for line in failure.stderr_tail[-STDERR_LINES:]:
                 self._line(f"  | {line}", DIM)
+        elif kind is ChatReconnecting:
+            assert isinstance(event, ChatReconnecting)
+            self.info(f"connection lost, reconnecting ({event.attempt}/{event.attempts})...")
         elif kind is ChatStart:
             self._stream = None
             self._text_ended = False

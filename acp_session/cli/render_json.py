@@ -15,6 +15,9 @@ from acp_session.conversation import (
     ChatFile,
     ChatNotice,
     ChatProgress,
+    ChatReconnected,
+    ChatReconnecting,
+    ChatSessionLost,
     ChatStart,
     ChatSubagentEnd,
     ChatSubagentStart,
@@ -131,6 +134,12 @@ class JsonRenderer(Renderer):
             record["context"] = context_usage_json(context) if context is not None else None
         elif isinstance(event, ChatError):
             record = error_record(describe(event.error, stderr_tail=self.stderr_tail()))
+        elif isinstance(event, ChatReconnecting):
+            record.update(attempt=event.attempt, attempts=event.attempts, reason=describe(event.error).message)
+        elif isinstance(event, ChatReconnected):
+            record["attempt"] = event.attempt
+        elif isinstance(event, ChatSessionLost):
+            record.update(session_id=getattr(event.error, "session_id", None), message=describe(event.error).message)
         elif isinstance(event, (ChatSubagentStart, ChatSubagentUpdate, ChatSubagentEnd)):
             child = event.subagent
             record.update(session_id=child.session_id, title=child.title, tool_call_id=child.tool_call_id)
@@ -148,6 +157,8 @@ class JsonRenderer(Renderer):
                     text=replies[-1] if replies else "",
                     usage=to_builtins(event.usage) if event.usage is not None else None,
                 )
+        if getattr(event, "replayed", False):
+            record["replayed"] = True  # produced while the connection was down: from the agent's replay
         self.emit(record)
 
     def history(self, entries: list[TimelineEntry]) -> None:

@@ -19,7 +19,7 @@ from anyio.abc import TaskGroup
 
 from ..auth import AuthenticationRequired, LoginMethod, login_methods
 from ..client_errors import CapabilityNotSupported
-from ..errors import AcpError, AuthRequired
+from ..errors import AcpError, AuthRequired, ConnectionClosed
 from ..interactions import InteractionRegistry
 from ..protocol.base import PromptExchange, ProtocolAdapter
 from ..protocol.capabilities import REQUIRED_CAPABILITY, auth_status_change, system_prompt_modes
@@ -48,6 +48,7 @@ from .active_session import ActiveSession, cancel_quietly
 if TYPE_CHECKING:
     from ..mcp.host import BuiltinServers
     from ..providers import FileSystemProvider, TerminalProvider
+    from .reconnect import Reconnector
 from ._decisions import Decisions
 from ._subagents import SubagentTracks
 from ._updates import UpdateRouting
@@ -104,6 +105,8 @@ class ConnectionHub(UpdateRouting):
         self.decide_permission = self.decisions.decide_permission
         self.decide_elicitation = self.decisions.decide_elicitation
         self.waiting_interactions = self.decisions.waiting_interactions
+        self.reconnector: Reconnector | None = None  # set by ClientBuilder.connect when a reconnect policy is on
+        self.session_cwds: dict[str, str] = {}  # each opened or resumed session's cwd: a reconnect resumes it there
         self.telemetry: ConnectionTelemetry | None = None
         """Spans and metrics (``ClientBuilder.instrument``); None, the default, costs nothing."""
         if builder._instrumentation is not None:
@@ -378,9 +381,17 @@ class ConnectionHub(UpdateRouting):
             on_tracked(tracked)
         end = exchange.end
 
+        rpc = self.rpc
+
         def answered(request: PendingRequest[Any]) -> None:
             try:
                 track.settle(tracked, request.outcome(), None)
+            except ConnectionClosed as exc:
+                reconnector = self.reconnector
+                if reconnector is not None and reconnector.will_retry(rpc):
+                    reconnector.orphan(track, tracked)  # the lost answer is not the outcome: the resumed session's is
+                    return
+                track.settle(tracked, None, self._prompt_error(exc))
             except AcpError as exc:
                 track.settle(tracked, None, self._prompt_error(exc))
             end()
@@ -393,6 +404,41 @@ class ConnectionHub(UpdateRouting):
 
     def _prompt_error(self, error: AcpError) -> AcpError:
         return self.auth_error(error, "session/prompt")
+
+    # -- reconnecting (client/reconnect.py drives it) ----------------------------------------------------------
+
+    def pause_calls(self) -> None:
+        """A reconnect is under way: ``call`` and ``rpc_notify`` wait for it."""
+        if self._ready.is_set():
+            self._ready = anyio.Event()
+
+    def resume_calls(self) -> None:
+        self._ready.set()
+
+    async def start_task(self, fn: Callable[..., Coroutine[Any, Any, Any]]) -> Any:
+        """``TaskGroup.start`` in this connection's task group: ``fn`` runs there, its start value returned."""
+        return await self._tg.start(fn)
+
+    def adopt(self, rpc: Connection, protocol: ProtocolAdapter) -> None:
+        """Continue on a new, initialized peer: its handlers installed as on the first, every session's receipt
+        barrier reset (receipt numbers start again on a new peer)."""
+        old = self._protocol
+        self.rpc = rpc
+        self.decisions.rpc = rpc
+        self._install(self.builder)
+        self._use(protocol)
+        hooks, new_hooks = getattr(old, "session_close_hooks", None), getattr(protocol, "session_close_hooks", None)
+        if isinstance(hooks, list) and isinstance(new_hooks, list):
+            new_hooks.extend(hooks)
+        builtin = self.builtin
+        if builtin is not None and builtin.mode == "acp":
+            from ..codec import decoder
+            from ..schema.unstable import MessageMcpRequest
+
+            rpc.on_request("mcp/message", builtin.on_message, decoder(MessageMcpRequest))
+        self._other_request_sent = False
+        for track in self.session_tracks.values():
+            track.cancel_barrier = -1.0
 
     # -- incoming --------------------------------------------------------------------------------------------
 

@@ -10,7 +10,7 @@ import dataclasses
 import logging
 import os
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
-from contextlib import AbstractContextManager, asynccontextmanager, nullcontext
+from contextlib import AbstractAsyncContextManager, AbstractContextManager, asynccontextmanager, nullcontext
 from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
@@ -54,6 +54,7 @@ if TYPE_CHECKING:
     from ..transport.remote import RemoteDialer
 from .connection import ClientConnection, ext_name, hub_of
 from .permission_policy import PermissionDecision, PermissionPolicy
+from .reconnect import Dialer, Reconnector, ReconnectPolicy, RedialByDefault, policy_for, recording
 
 __all__ = ["ClientBuilder", "ElicitationMode"]
 
@@ -95,6 +96,35 @@ class ClientBuilder:
         self._tools_over_mcp = True  # v2 agents get the providers as an MCP server (tools_over_mcp)
         self._limits = DEFAULT_LIMITS
         self._instrumentation: Instrumentation | None = None
+        self._reconnect: ReconnectPolicy | bool | None = None  # None: the transport's default (see reconnect())
+
+    def reconnect(
+        self,
+        enabled: bool = True,
+        *,
+        attempts: int = 5,
+        backoff: float = 0.5,
+        max_backoff: float = 10.0,
+        jitter: float = 0.2,
+        deadline: float = 120.0,
+        initialize_timeout: float = 30.0,
+        idle_timeout: float | None = 30.0,
+        probe_timeout: float = 10.0,
+    ) -> ClientBuilder:
+        """Re-establish a connection whose transport dies (``ReconnectPolicy``; docs/conversation.md, "When the
+        connection drops"): dial again (``spawn``: restart the agent with the same command, environment and cwd;
+        a remote agent: the same URL, cookies and headers), ``initialize``, and resume every open conversation,
+        whose turns in flight keep waiting. Off by default for subprocess agents, on for remote ones (whose dialer
+        says ``reconnect_by_default``); ``reconnect(False)`` turns it off for those too."""
+        policy = ReconnectPolicy(
+            attempts, backoff, max_backoff, jitter, deadline, initialize_timeout, idle_timeout, probe_timeout
+        )
+        self._reconnect = policy if enabled else False
+        return self
+
+    def reconnect_policy(self, dialer: Dialer | None = None) -> ReconnectPolicy | None:
+        """The policy of a connection made through ``dialer`` (``reconnect.policy_for``); None: off."""
+        return policy_for(self._reconnect, dialer)
 
     def limits(
         self,
@@ -349,29 +379,30 @@ class ClientBuilder:
         transport: Transport | FrameTransport,
         *,
         initialize_timeout: float | None = DEFAULT_INITIALIZE_TIMEOUT,
+        dialer: Dialer | None = None,
         **options: Any,
     ) -> AsyncIterator[ClientConnection]:
         """Initialize over ``transport``; leaving the block closes the connection and the transport.
 
         ``initialize_timeout`` (seconds, default 30; None for none) bounds the ``initialize`` exchange: an agent
         that does not answer in time ends in ``InitializeTimeout`` (naming the agent, with its last stderr
-        lines). ``options`` go to ``acp_session.rpc.Connection`` (queue sizes, frame limit, ...).
+        lines). ``options`` go to ``acp_session.rpc.Connection`` (queue sizes, frame limit, ...). ``dialer``
+        opens another transport to the same agent (``acp_session.client.reconnect.Dialer``): with a reconnect
+        policy (``reconnect()``) the connection comes back through it when ``transport`` dies.
         """
+        policy = self.reconnect_policy(dialer)
+        if policy is not None and dialer is None:
+            raise ValueError("a reconnect policy needs a dialer that can open the transport again")
         # Entered by hand, not with ``async with``: a task group wraps the body's exception in an
         # ExceptionGroup, and callers should see ``ProtocolVersionMismatch`` or their own error as raised.
         source = transport  # the agent's own transport (command line, stderr), before any wrapping
         peer_name = getattr(source, "name", None)
         if isinstance(peer_name, str):
             options.setdefault("peer_name", peer_name)
-        if self._transcript is not None:
-            from ..transport.recording import RecordingFrames, RecordingTransport
-
-            if isinstance(transport, FrameTransport):
-                transport = RecordingFrames(transport, self._transcript)
-            else:
-                transport = RecordingTransport(transport, self._transcript)
         for name, value in self._limits.connection_options().items():
             options.setdefault(name, value)
+        wrap = recording(self._transcript)
+        transport = wrap(transport)
         rpc = Connection(transport, **options)
         await rpc.__aenter__()
         try:
@@ -390,8 +421,18 @@ class ClientBuilder:
                         if isinstance(source, AgentProcess):  # it never said hello: no need to wait long for it
                             source.grace_period = min(source.grace_period, 0.2)
                         raise
+                    if policy is not None:
+                        assert dialer is not None
+                        reconnector = hub_of(client).reconnector = Reconnector(
+                            hub_of(client), policy, dialer, options, wrap
+                        )
+                        tg.start_soon(reconnector.run)
                     yield client
                 finally:
+                    reconnecting = hub_of(client).reconnector
+                    if reconnecting is not None:
+                        with anyio.CancelScope(shield=True):
+                            await reconnecting.aclose()
                     if terminals is not None:  # it shields its own shutdown; a scope here would not nest
                         await terminals.__aexit__(None, None, None)  # type: ignore[attr-defined]
             finally:
@@ -425,8 +466,9 @@ class ClientBuilder:
         reconnect reuses it); the ``RemoteDialer`` options (``ca_file``, ``http_version``, ``limits``,
         ``cookies``) may also be passed here. ``initialize_timeout`` and the other options: see ``connect``.
         A server that refuses the connection before ``initialize`` is answered raises ``RemoteHttpError`` (the
-        status) or ``RemoteTransportError``; afterwards a lost connection fails what waits with
-        ``ConnectionClosed`` (see ``docs/remote.md``)."""
+        status) or ``RemoteTransportError``. Afterwards a lost connection is re-established through the dialer
+        (the reconnect policy is on by default here: ``reconnect()``; docs/conversation.md, "When the connection
+        drops"); with ``reconnect(False)`` it fails what waits with ``ConnectionClosed`` (see ``docs/remote.md``)."""
         from ..transport.remote import RemoteDialer
 
         dialer_options = {k: options.pop(k) for k in _DIALER_OPTIONS if k in options}
@@ -437,7 +479,10 @@ class ClientBuilder:
         async with dialer.open() as transport:
             entered = False
             try:
-                async with self.connect(transport, initialize_timeout=initialize_timeout, **options) as client:
+                redial = RedialByDefault(dialer.open)  # a reconnect reopens the same URL, cookies and headers
+                async with self.connect(
+                    transport, initialize_timeout=initialize_timeout, dialer=redial, **options
+                ) as client:
                     entered = True
                     yield client
             except ConnectionClosed:
@@ -506,9 +551,12 @@ class ClientBuilder:
             cwd = cwd if cwd is not None else argv.cwd
             in_use = argv.in_use()  # a registry binary's folder: no install removes it while the agent runs
             argv = argv.argv
-        with in_use:
-            process = stdio_agent(
-                argv,
+        command = list(argv)
+
+        def dial() -> AbstractAsyncContextManager[AgentProcess]:
+            """The agent again, as first started (a reconnect policy restarts it with this)."""
+            return stdio_agent(
+                command,
                 cwd,
                 base_env,
                 own_process_group=own_process_group,
@@ -516,9 +564,14 @@ class ClientBuilder:
                 grace_period=grace_period,
                 terminate_timeout=terminate_timeout,
             )
+
+        with in_use:  # restarts included: the connection's whole life
+            process = dial()
             transport = await process.__aenter__()  # by hand, for the same reason as in connect()
             try:
-                async with self.connect(transport, initialize_timeout=initialize_timeout, **options) as client:
+                async with self.connect(
+                    transport, initialize_timeout=initialize_timeout, dialer=dial, **options
+                ) as client:
                     yield client
             finally:
                 await process.__aexit__(None, None, None)

@@ -17,7 +17,7 @@ from anyio.abc import TaskGroup
 from ..auth import LoginMethod
 from ..client_errors import CapabilityNotSupported
 from ..codec import decoder
-from ..errors import ResourceNotFound
+from ..errors import ConnectionClosed, ResourceNotFound
 from ..interactions import InteractionRegistry
 from ..mcp.servers import McpServerConfig
 from ..protocol.base import ProtocolAdapter
@@ -47,6 +47,7 @@ from ..session import (
     SentRequest,
 )
 from .active_session import ActiveSession
+from .reconnect import ReconnectEvent, ReconnectPolicy
 
 if TYPE_CHECKING:
     from ..conversation.conversation import Conversation
@@ -198,6 +199,42 @@ class ClientConnection:
         """What this connection offers the agent (``ClientBuilder.offer()`` when it was made): which of the
         protocol adapter's incoming routes are registered."""
         return self._hub.offer
+
+    # -- reconnecting ------------------------------------------------------------------------------------
+
+    @property
+    def reconnect_policy(self) -> ReconnectPolicy | None:
+        """The reconnect policy in force (``ClientBuilder.reconnect``), None when a drop ends the connection."""
+        reconnector = self._hub.reconnector
+        return None if reconnector is None else reconnector.policy
+
+    @property
+    def reconnects(self) -> int:
+        """How many times this connection came back after its transport died."""
+        reconnector = self._hub.reconnector
+        return 0 if reconnector is None else reconnector.reconnects
+
+    @property
+    def reconnecting(self) -> bool:
+        """True while a lost transport is being replaced (calls wait for it; ``rpc`` is the old one)."""
+        reconnector = self._hub.reconnector
+        return reconnector is not None and reconnector.reconnecting
+
+    async def wait_closed(self) -> ConnectionClosed:
+        """Wait until this connection is closed for good and return why: its transport's end, or with a reconnect
+        policy, a local close or ``ReconnectFailed`` (a drop it recovers from does not count)."""
+        reconnector = self._hub.reconnector
+        if reconnector is None:
+            return await self._hub.rpc.wait_closed()
+        await reconnector.finished.wait()
+        return reconnector.failure or await self._hub.rpc.wait_closed()
+
+    def on_reconnect(self, fn: Callable[[ReconnectEvent], Any]) -> Callable[[], None]:
+        """Call ``fn`` with each ``Reconnecting``, ``Reconnected`` and ``ReconnectGaveUp`` event of this connection
+        (``acp_session.client.reconnect``); returns a function that removes it. Without a policy none comes."""
+        listeners = self._hub.reconnector.listeners if self._hub.reconnector is not None else []
+        listeners.append(fn)
+        return lambda: listeners.remove(fn) if fn in listeners else None
 
     async def initialize(self, *, timeout: float | None = None) -> InitializeResponse:
         """Repeat ``initialize`` (allowed only before any other request). A failed repeat keeps the previous one.

@@ -201,6 +201,7 @@ async def _open_session(
     if isinstance(response.config_options, list) and not track.config_options:
         track.config_options = list(response.config_options)  # an earlier config_option_update is newer
     hub.protocol.session_opened(response.session_id, params.cwd, dirs)
+    hub.session_cwds[response.session_id] = params.cwd
     return response
 
 
@@ -240,6 +241,7 @@ async def open_resumed_session(
     if isinstance(response.config_options, list):
         track.config_options = list(response.config_options)
     hub.protocol.session_opened(session_id, params.cwd, dirs)
+    hub.session_cwds[session_id] = params.cwd
     await hub.updates_drained()
     return ActiveSession(hub, session_id), response
 

@@ -3,6 +3,11 @@
 A turn yields ``ChatStart`` once, then any mix of thought/text fragments, paired tool
 begin/end (with updates in between), whole-plan progress and notices, files the agent wrote, and
 finally exactly one of ``ChatDone`` or ``ChatError``. ``kind`` is a short tag for ``match``-free dispatch.
+
+With a reconnect policy (``ClientBuilder.reconnect``) a turn may also yield ``ChatReconnecting`` (once per
+attempt), ``ChatReconnected``, then what the agent did while the connection was down, once, taken from its
+replay: those text, thought and tool events have ``replayed`` set. ``ChatSessionLost`` precedes the
+``ChatError`` of a turn whose session the agent no longer has.
 """
 
 from __future__ import annotations
@@ -24,7 +29,10 @@ __all__ = [
     "ChatMessage",
     "ChatNotice",
     "ChatProgress",
+    "ChatReconnected",
+    "ChatReconnecting",
     "ChatResponse",
+    "ChatSessionLost",
     "ChatStart",
     "ChatSubagentEnd",
     "ChatSubagentStart",
@@ -81,6 +89,8 @@ class ChatThought(ChatEvent, frozen=True):
     text: str
     message_id: str
     replaced: bool = False
+    replayed: bool = False
+    """Produced while the connection was down, delivered from the agent's replay after a reconnect."""
 
 
 class ChatText(ChatEvent, frozen=True):
@@ -90,6 +100,8 @@ class ChatText(ChatEvent, frozen=True):
     text: str
     message_id: str
     replaced: bool = False
+    replayed: bool = False
+    """Produced while the connection was down, delivered from the agent's replay after a reconnect."""
 
 
 class ChatToolBegin(ChatEvent, frozen=True):
@@ -97,11 +109,13 @@ class ChatToolBegin(ChatEvent, frozen=True):
 
     kind: ClassVar[str] = "tool_begin"
     tool_call: ToolCall
+    replayed: bool = False
 
 
 class ChatToolUpdate(ChatEvent, frozen=True):
     kind: ClassVar[str] = "tool_update"
     tool_call: ToolCall
+    replayed: bool = False
 
 
 class ChatToolEnd(ChatEvent, frozen=True):
@@ -110,6 +124,7 @@ class ChatToolEnd(ChatEvent, frozen=True):
     kind: ClassVar[str] = "tool_end"
     tool_call: ToolCall
     status: str
+    replayed: bool = False
 
 
 class ChatSubagentStart(ChatEvent, frozen=True):
@@ -193,6 +208,30 @@ class ChatError(ChatEvent, frozen=True):
     kind: ClassVar[str] = "error"
     error: BaseException
     response: ChatResponse
+
+
+class ChatReconnecting(ChatEvent, frozen=True):
+    """The connection was lost while this turn ran; reconnect attempt ``attempt`` of ``attempts`` starts
+    (``error``: why the last one failed, or the drop). The turn keeps waiting."""
+
+    kind: ClassVar[str] = "reconnecting"
+    attempt: int
+    attempts: int
+    error: BaseException
+
+
+class ChatReconnected(ChatEvent, frozen=True):
+    """The connection is back and the session resumed; what the turn missed follows, marked ``replayed``."""
+
+    kind: ClassVar[str] = "reconnected"
+    attempt: int
+
+
+class ChatSessionLost(ChatEvent, frozen=True):
+    """The agent no longer has this session after the reconnect; ``ChatError`` with ``SessionLost`` follows."""
+
+    kind: ClassVar[str] = "session_lost"
+    error: BaseException
 
 
 @dataclass(frozen=True)

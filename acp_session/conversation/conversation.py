@@ -32,7 +32,8 @@ from acp_session.client_errors import CapabilityNotSupported, SessionClosed
 from acp_session.conversation.chat_events import ChatFile, ChatResponse
 from acp_session.conversation.entities import Message
 from acp_session.conversation.events import MessageChanged, StateEvent
-from acp_session.conversation.routing import Segment, TurnRouting
+from acp_session.conversation.recovery import ReconnectRecovery
+from acp_session.conversation.routing import Segment
 from acp_session.conversation.state import SessionState, Subagent
 from acp_session.conversation.streams import (
     DEFAULT_STREAM_BUFFER,
@@ -69,7 +70,7 @@ DEFAULT_MAX_HISTORY = 10_000
 _SPAWNED_CLOSE_TIMEOUT = 10.0  # leaving Conversation.spawn's block: how long the session's close may take
 
 
-class Conversation(ConversationView, TurnRouting):
+class Conversation(ConversationView, ReconnectRecovery):
     """Chat over one ``ActiveSession``: ``chat`` / ``chat_to_completion``, history and usage.
 
     ``max_history_size``: None keeps the newest 10 000 timeline entries, 0 keeps everything.
@@ -109,6 +110,8 @@ class Conversation(ConversationView, TurnRouting):
         # The session's MCP servers and extra roots, sent again by reconnect() (a resume must repeat them).
         self._mcp_servers: list[McpServerConfig] = []
         self._additional_directories: list[str | os.PathLike[str]] = []
+        self._shown_at_drop: dict[int, Any] | None = None  # a reconnect under way: what each entity had shown
+        self._attempt = 0
         if session is not None:
             session.add_update_listener(self._listener)
             self._bind(session)
@@ -276,11 +279,6 @@ class Conversation(ConversationView, TurnRouting):
         self._unbind(ConnectionClosed("reconnecting on a new connection"))
         await self._resume(client, session_id, cwd, replay_from)
 
-    @property
-    def mcp_servers(self) -> list[McpServerConfig]:
-        """The MCP servers this session was given (opened or last resumed with); ``reconnect()`` re-sends them."""
-        return list(self._mcp_servers)
-
     def _remember(
         self, mcp_servers: Sequence[McpServerConfig], additional_directories: Sequence[str | os.PathLike[str]]
     ) -> None:
@@ -328,28 +326,29 @@ class Conversation(ConversationView, TurnRouting):
         self._detach = detach
         self._closed = None
         self._disconnected = False
+        self._register_recovery(session)  # a connection that comes back after a drop resumes it (recovery.py)
         hub_of(session.connection).start_soon(self._watch_connection, session.connection)
 
     def _unbind(self, error: BaseException) -> None:
-        if self._detach is not None:
-            self._detach()
-            self._detach = None
-        if self._scope is not None:
-            self._scope.cancel()
-            self._scope = None
+        self._unregister_recovery()
+        self._stop_listening()
         self._fail_all(error)
 
     async def _watch_connection(self, client: ClientConnection) -> None:
         with anyio.CancelScope() as scope:
             self._scope = scope
+            rpc = client.rpc
             try:
-                error = await client.rpc.wait_closed()
+                error = await rpc.wait_closed()
             except anyio.get_cancelled_exc_class():
                 # Not _unbind: the client's block is being left, so the connection closes next. A stream consumer
                 # may live outside that block: its stream ends now rather than never.
                 if not scope.cancel_called and self._streams is not None:
                     self._streams.end(ConnectionClosed("the connection is closing"))
                 raise
+            reconnector = hub_of(client).reconnector
+            if reconnector is not None and reconnector.will_retry(rpc):
+                return  # the turns wait: recover() settles them from the agent's replay, or the policy gives up
             if self._session is not None and self._session.connection is client:
                 # Answers that arrived but whose watcher task has not run yet still start their turns, so
                 # the updates that followed them are attributed before everything fails.

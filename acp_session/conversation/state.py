@@ -200,9 +200,17 @@ class SessionState(StateView, EntityRules):
         for child in self._subagents.values():  # a subagent's history is replayed with its parent's
             child.state.begin_resume(replay=replay)
 
-    def apply_resume_response(self, response: ResumeSessionResponse) -> list[StateEvent]:
-        """Close the resume window. The response does not imply any state (ACP2-055)."""
+    def apply_resume_response(
+        self, response: ResumeSessionResponse, *, drop_unreplayed: bool = False
+    ) -> list[StateEvent]:
+        """Close the resume window. The response does not imply any state (ACP2-055). ``drop_unreplayed``
+        (a reconnect's replay, which is the agent's whole history): entities the replay never mentioned are
+        forgotten, so the history equals the agent's (a restarted agent lost them, and may reuse their ids)."""
         marks = self._resume_marks or (self._config_updates, self._command_updates)
+        if drop_unreplayed and self._replay_seen is not None:
+            seen = self._replay_seen
+            self._forget([entry for entry in self._timeline if id(entry) not in seen])
+            self._timeline = [entry for entry in self._timeline if id(entry) in seen]
         for child in self._subagents.values():
             if child.state.resuming:
                 child.state.apply_resume_response(ResumeSessionResponse())
@@ -246,6 +254,11 @@ class SessionState(StateView, EntityRules):
         del self._timeline[:count]
         for index, entry in enumerate(self._timeline):
             entry.position = index
+        self._forget(dropped)
+        return dropped
+
+    def _forget(self, dropped: list[TimelineEntry]) -> None:
+        """Take entries out of the id maps (their timeline slots are the caller's business)."""
         for entry in dropped:
             entry.position = -1
             if isinstance(entry, Message):
@@ -258,7 +271,6 @@ class SessionState(StateView, EntityRules):
                 self._compactions.pop(entry.compaction_id, None)
             elif isinstance(entry, SessionMessageEntry):
                 self._session_messages.pop(entry.message_id, None)
-        return dropped
 
     def clear_history(self) -> None:
         """Forget every history entity, terminal and usage total; foreground state and session-level

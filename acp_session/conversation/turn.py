@@ -13,7 +13,7 @@ Files the agent wrote become ``ChatFile`` events: one per path of a completed to
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import AsyncIterator, Generator
+from collections.abc import AsyncIterator, Generator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
@@ -288,6 +288,48 @@ class ChatTurn:
             if call.status == "completed" and call.content:
                 for file in tool_call_files(call):
                     self._file(file)
+
+    def report(self, event: ChatEvent) -> None:
+        """An event about the connection, not the agent's work (``ChatReconnecting``, ``ChatReconnected``, ...)."""
+        if not self.finished:
+            self._push(event)
+
+    def catch_up(self, entries: Sequence[TimelineEntry], delivered: Mapping[int, Any]) -> None:
+        """After a reconnect: what this turn's entities (``entries``, from its user message on) gained while the
+        connection was down, once, marked ``replayed``. ``delivered`` is what each entity (by ``id``) had shown
+        when the connection dropped: a message's text, a tool call's status; a missing entity is new."""
+        for entity in entries:
+            self._step(entity)
+            if type(entity) is Message:
+                if entity.role != "user":
+                    self._caught_up_text(entity, delivered.get(id(entity)))
+            elif type(entity) is ToolCall:
+                call = entity
+                tool_call_id = call.tool_call_id
+                if tool_call_id not in self._tools:
+                    self._tools[tool_call_id] = call
+                    self._open_tools.add(tool_call_id)
+                    self._push(ChatToolBegin(call, replayed=True))
+                elif delivered.get(id(call)) != call.status:
+                    self._push(ChatToolUpdate(call, replayed=True))
+                if call.is_final and tool_call_id in self._open_tools:
+                    self._open_tools.discard(tool_call_id)
+                    self._push(ChatToolEnd(call, call.status, replayed=True))
+                    if call.status == "completed" and call.content:
+                        for file in tool_call_files(call):
+                            self._file(file)
+
+    def _caught_up_text(self, message: Message, shown: Any) -> None:
+        cls = ChatText if message.role == "agent" else ChatThought
+        text = message.text
+        if isinstance(shown, str) and text.startswith(shown):
+            if len(text) > len(shown):
+                self._push(cls(text[len(shown) :], message.message_id, replayed=True))
+        elif shown is None:
+            if text:
+                self._push(cls(text, message.message_id, replayed=True))
+        else:  # rewritten while away: the whole new text
+            self._push(cls(text, message.message_id, True, replayed=True))
 
     def _file(self, file: ChatFile) -> None:
         self._files.append(file)

@@ -128,6 +128,9 @@ class Connection(ReadSide):
         self.peer_name = peer_name or "the peer"
         """Who is at the other end, for log messages (``ClientBuilder.spawn`` passes the agent's command)."""
         self.bad_frames = 0
+        self.frames_read = 0
+        """Frames the reader task has read so far (a lone answer taken on the fast path aside): how a liveness check
+        tells a silent peer from a busy one."""
         """Incoming frames that broke the rules so far (each was answered or dropped as the rules say)."""
         self._reported_kinds: set[type[AcpError]] = set()
         self._core: RpcCore[PendingRequest[Any]] = RpcCore()
@@ -148,6 +151,7 @@ class Connection(ReadSide):
         self._closed_error: ConnectionClosed | None = None
         self._closed = anyio.Event()
         self._closing = False
+        self._closed_here = False
         self._answered = False  # a response was handed to its waiting caller during this read
         # Bound on entry from the running backend (transport.backend) and the transport's fast paths.
         self._yield_to_callers: Callable[[], Awaitable[None]] = anyio.lowlevel.cancel_shielded_checkpoint
@@ -253,6 +257,12 @@ class Connection(ReadSide):
         return self._closed_error is not None
 
     @property
+    def closed_locally(self) -> bool:
+        """True when ``aclose()`` closed it here before the peer's end was seen (a reconnect policy leaves such a
+        connection closed); False for a peer that went away, even if ``aclose()`` ran afterwards."""
+        return self._closed_here
+
+    @property
     def close_reason(self) -> ConnectionClosed | None:
         return self._closed_error
 
@@ -267,6 +277,7 @@ class Connection(ReadSide):
         if self._closing:
             return
         self._closing = True
+        self._closed_here = self._closed_error is None
         with anyio.CancelScope(shield=True):
             for scope in list(self._scopes.values()):
                 scope.cancel()

@@ -63,6 +63,7 @@ class ReadSide:
 
     transport: Any
     bad_frames: int
+    frames_read: int
     max_frame_size: int
     on_frame_error: FrameErrorCallback | None
     peer_name: str
@@ -113,6 +114,7 @@ class ReadSide:
                 except STREAM_END:
                     break
                 unyielded += len(frames)
+                self.frames_read += len(frames)
                 await self._dispatch_frames(frames)
                 if self._answered or unyielded >= FAIR_SHARE_FRAMES or outbox.size > outbox.high_water:
                     unyielded = await self._pace(unyielded)  # tested first: most blocks need no pause

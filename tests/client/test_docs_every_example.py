@@ -12,7 +12,10 @@ PYTHON = re.compile(r"```python\n(.*?)```", re.DOTALL)
 # The tests that run each doc's examples, by doc: they read the blocks tagged "# example: NAME".
 RUN_BY = {
     "client.md": ("tests/client/test_docs_examples.py", {"connect", "providers", "sessions"}),
-    "conversation.md": ("tests/conversation/test_docs_conversation.py", {"chat", "streams", "spawn", "transcript"}),
+    "conversation.md": (
+        "tests/conversation/test_docs_conversation.py",
+        {"chat", "streams", "spawn", "transcript", "reconnect"},
+    ),
     "protocol-versions.md": ("tests/protocol/test_docs_protocol_versions.py", {"versions", "preview"}),
     "providers.md": ("tests/providers/test_docs.py", {"buffers"}),
     "embedding.md": ("tests/client/test_docs_embedding.py", {"editor"}),

@@ -24,6 +24,11 @@ EXPECTED = {
     "transcript": ["replayed state equal: True", "resume sees 2 entries", "after resume: chunk 1. "],
     "streams": ["tool call: Editing example.txt\ntext I changed one line in example.txt.\nsteps: "],
     "spawn": ["sess-1 True", "Hello! I am the ACP reference agent."],
+    "reconnect": [
+        "connection: reconnecting\nconnection: reconnected\nturn: TurnLost",
+        "next: You said: still there?",
+        "history: hello | still there?",
+    ],
 }
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from acp_session import ClientConnection, Conversation, SessionClosed
+from acp_session import ClientBuilder, ClientConnection, Conversation, SessionClosed
 from acp_session import conversation as conversation_module
 from acp_session.conversation import SessionState, Step, prompt_content
 from tests.conversation.wire import state, unstable_update
@@ -117,7 +117,9 @@ COVERED: dict[str, list[str]] = {
         f"{CE2E}::test_prompt_content_is_checked_before_sending"
     ],
     "your connection can drop: the work goes on; read `messages()` when you reconnect": [
-        f"{HIST}::test_replay_is_idempotent_and_reconnect_continues"
+        f"{HIST}::test_replay_is_idempotent_and_reconnect_continues",
+        "tests/conversation/test_reconnect_subprocess.py::test_sigkill_mid_turn_restarts_resumes_and_the_next_turn_works",
+        "tests/conversation/test_reconnect_subprocess.py::test_the_agent_lost_the_session_ends_the_turn_with_session_lost",
     ],
     "`conversation.messages()`, `[{ role, content, at }]`": [
         f"{CE2E}::test_streaming_turn_yields_fragments_and_one_done"
@@ -199,6 +201,7 @@ def test_every_row_is_tested_or_explained() -> None:
 
 
 ROOTS: dict[str, Any] = {
+    "ClientBuilder": ClientBuilder,
     "client": ClientConnection,
     "conversation": Conversation,
     "Conversation": Conversation,

@@ -193,7 +193,8 @@ async def test_repeated_initialize_is_refused_with_400(ts_server: TsServer, tmp_
 
 
 async def test_unknown_connection_404_ends_the_transport(ts_server: TsServer, tmp_path: Path) -> None:
-    async with connected(ts_server, "http") as client:
+    no_reconnect = ClientBuilder("acp-session-remote", "1.0").reconnect(False)  # the transport's own end, as is
+    async with connected(ts_server, "http", no_reconnect) as client:
         connection_id = client.rpc.transport.connection_id  # type: ignore[union-attr]
         async with httpx.AsyncClient() as raw:
             deleted = await raw.delete(ts_server.url, headers={"Acp-Connection-Id": connection_id})

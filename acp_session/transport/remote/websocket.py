@@ -233,6 +233,14 @@ class WebSocketFrames:
                     self._end(RemoteTransportError(f"writing to the WebSocket at {self.name} failed"))
                     raise anyio.BrokenResourceError from None
 
+    async def probe(self) -> None:
+        """A liveness check (``acp_session.client.reconnect.LivenessProbe``): a WebSocket ping, returning when its
+        pong came back; a reconnect policy bounds the wait."""
+        if self._closed or self.failure is not None:
+            raise anyio.BrokenResourceError
+        pong = await self._ws.ping()
+        await pong.wait()
+
     def _end(self, error: BaseException) -> None:
         if self.failure is None and not self._closed:
             self.failure = error
