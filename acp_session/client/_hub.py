@@ -213,13 +213,14 @@ class ConnectionHub(UpdateRouting):
     async def first_initialize(self, timeout: float | None = None, agent: object = None) -> None:
         self._initializing = True
         try:
-            with self._initialize_span():
+            with self.initialize_span():
                 self._use(await negotiate(self.rpc, self.builder, self.builder.versions, timeout=timeout, agent=agent))
         finally:
             self._initializing = False
             self._ready.set()
 
-    def _initialize_span(self) -> AbstractContextManager[None]:
+    def initialize_span(self) -> AbstractContextManager[None]:
+        """The span of an ``initialize`` exchange (the first one, a repeat, or a reconnect's), or nothing."""
         return nullcontext() if self.telemetry is None else self.telemetry.initializing()
 
     def _use(self, protocol: ProtocolAdapter) -> None:
@@ -236,7 +237,7 @@ class ConnectionHub(UpdateRouting):
         self._initializing = True
         self._ready = anyio.Event()
         try:
-            with self._initialize_span():
+            with self.initialize_span():
                 protocol = await negotiate(
                     self.rpc, self.builder, self.builder.versions, timeout=timeout, agent=self.rpc.transport
                 )

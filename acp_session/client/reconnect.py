@@ -20,7 +20,7 @@ import logging
 import os
 import random
 from collections.abc import Callable, Mapping
-from contextlib import AbstractAsyncContextManager
+from contextlib import AbstractAsyncContextManager, AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
@@ -284,7 +284,8 @@ class Reconnector:
                     attempt += 1
                     self._emit(Reconnecting(attempt, policy.attempts, last))
                     try:
-                        await self._attempt()
+                        with self._attempt_span(attempt):  # OpenTelemetry, when instrumented (telemetry/)
+                            await self._attempt()
                     except (AcpError, OSError, anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
                         last = exc
                         _log.info("reconnect attempt %d of %d failed: %s", attempt, policy.attempts, exc)
@@ -305,17 +306,26 @@ class Reconnector:
             self.reconnecting = False
             self.hub.resume_calls()
 
+    def _attempt_span(self, attempt: int) -> AbstractContextManager[object]:
+        """The reconnect span of one attempt (current while it runs, so its initialize and resumes are children),
+        or nothing when the connection is not instrumented."""
+        telemetry = self.hub.telemetry
+        if telemetry is None:
+            return nullcontext()
+        return telemetry.reconnect(attempt, type(self.dialer).__name__)
+
     async def _attempt(self) -> None:
         self.hub.pause_calls()
         rpc: Connection = await self.hub.start_task(self._serve_link)
         try:
-            protocol = await negotiate(
-                rpc,
-                self.hub.builder,
-                self.hub.builder.versions,
-                timeout=self.policy.initialize_timeout,
-                agent=rpc.transport,
-            )
+            with self.hub.initialize_span():
+                protocol = await negotiate(
+                    rpc,
+                    self.hub.builder,
+                    self.hub.builder.versions,
+                    timeout=self.policy.initialize_timeout,
+                    agent=rpc.transport,
+                )
         except BaseException:
             with anyio.CancelScope(shield=True):
                 await rpc.aclose()

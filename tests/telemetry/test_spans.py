@@ -209,3 +209,39 @@ async def test_a_turn_still_running_when_the_connection_ends_ends_in_error(tmp_p
     assert turn.status.status_code is StatusCode.ERROR
     assert (turn.attributes or {})["error.type"] == "ConnectionError"
     assert 0 < (turn.attributes or {})["acp.turn.chunks"] < 100
+
+
+async def test_a_real_reconnect_is_a_span_with_the_new_initialize_and_resume_under_it(tmp_path: Path) -> None:
+    """The agent killed under a reconnect policy: the reconnect logic wraps its attempt in the reconnect span, so
+    the restarted agent's ``initialize`` and the session's ``session/resume`` are its children."""
+    import os
+    import signal
+    import sys
+
+    telemetry = in_memory()
+    builder = (
+        ClientBuilder("traced", "1.0")
+        .instrument(telemetry.tracer_provider)
+        .reconnect(attempts=3, backoff=0.05, deadline=60.0, idle_timeout=None)
+    )
+    argv = [sys.executable, "-m", "acp_conformance.agent", "--store", str(tmp_path / "store.json")]
+    reconnected = anyio.Event()
+    with anyio.fail_after(60):
+        async with builder.spawn(argv) as client:
+            client.on_reconnect(lambda event: reconnected.set() if type(event).__name__ == "Reconnected" else None)
+            conversation = await client.start_conversation(str(tmp_path))
+            await conversation.chat_to_completion("hello")
+            transport: Any = conversation.session.connection.rpc.transport
+            pid = int(getattr(transport, "inner", transport).pid)
+            os.kill(pid, signal.SIGKILL)
+            await reconnected.wait()
+            assert (await conversation.chat_to_completion("hello again")).stop_reason == "end_turn"
+    [attempt] = telemetry.named("acp reconnect")
+    attributes = dict(attempt.attributes or {})
+    assert attributes["acp.reconnect.attempt"] == 1 and attributes["gen_ai.agent.name"] == "acp-reference-agent"
+    assert attempt.status.status_code is not StatusCode.ERROR and attempt.context is not None
+    initializes = telemetry.named("initialize")
+    first, again = sorted(initializes, key=lambda span: span.start_time or 0)  # the first connection's, the new one's
+    assert first.parent is None and again.parent is not None and again.parent.span_id == attempt.context.span_id
+    [resume] = telemetry.named("session/resume")
+    assert resume.parent is not None and resume.parent.span_id == attempt.context.span_id
