@@ -12,12 +12,15 @@ import shlex
 import shutil
 import sys
 from pathlib import Path
+from typing import Any
 
 import anyio
 
 from acp_session.registry import RegistryError, named_agent
+from acp_session.transport.remote import RemoteDialer, parse_header
 
 from .baseline import BaselineError, load_baseline, write_baseline
+from .checks_remote import REMOTE_CHECKS
 from .registry import CHECK_SETS, in_report_order
 from .report import junit, table, to_json
 from .run import RunOptions, run
@@ -59,12 +62,24 @@ def _parser(prog: str = "acp-conformance", default_agent: str | None = None) -> 
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     agent_help = 'the agent command line, e.g. "acp-reference-agent", or an ACP registry agent id (e.g. codex-acp)'
+    target = parser.add_mutually_exclusive_group(required=default_agent is None)
     if default_agent is None:
-        parser.add_argument("--agent", required=True, help=agent_help)
+        target.add_argument("--agent", help=agent_help)
     else:
-        parser.add_argument(
-            "--agent", default=default_agent, help=f"{agent_help} (default: the bundled reference agent)"
-        )
+        target.add_argument("--agent", help=f"{agent_help} (default: the bundled reference agent)")
+    target.add_argument(
+        "--url",
+        help="check a remote agent over Streamable HTTP (http(s)://HOST/acp) or WebSocket (ws(s)://...): the agent "
+        "checks through acp-session's remote transport, plus the transport's own rules (ACP-HTTP-*, ACP-WS-*)",
+    )
+    parser.add_argument(
+        "--header",
+        action="append",
+        default=[],
+        metavar='"NAME: VALUE"',
+        help="with --url: send this header on every request (repeatable), e.g. an Authorization token",
+    )
+    parser.add_argument("--insecure", action="store_true", help="with --url: do not verify the server's certificate")
     parser.add_argument("--registry", metavar="FILE|URL", help="the ACP agent registry for --agent ID")
     parser.add_argument(
         "--scenarios",
@@ -166,10 +181,17 @@ def main(argv: list[str] | None = None, *, prog: str = "acp-conformance", defaul
         return
     parser = _parser(prog, default_agent)
     args = parser.parse_args(arguments)
-    known = {c.id for checks in CHECK_SETS.values() for c in checks}
+    known = {c.id for checks in CHECK_SETS.values() for c in checks} | {c.id for c in REMOTE_CHECKS}
     unknown = [c for c in args.check if c not in known]
     if unknown:
         parser.error(f"unknown check(s): {', '.join(unknown)}")
+    if args.url is not None:
+        _run_and_exit(args, arguments, RunOptions([args.url], **_common(args, parser), dialer=_dialer(args, parser)))
+        return
+    if (args.header or args.insecure) and args.url is None:
+        parser.error("--header and --insecure go with --url")
+    if args.agent is None:
+        args.agent = default_agent
     command = shlex.split(args.agent)
     if not command:
         parser.error("--agent is empty")
@@ -183,21 +205,36 @@ def main(argv: list[str] | None = None, *, prog: str = "acp-conformance", defaul
         env.update(named.env)
     if shutil.which(command[0], path=env.get("PATH")) is None:
         sys.exit(f"{prog}: agent command not found: {command[0]}")
+    _run_and_exit(args, arguments, RunOptions(command, env=env, **_common(args, parser)))
+
+
+def _common(args: argparse.Namespace, parser: argparse.ArgumentParser) -> dict[str, Any]:
+    """The run options both targets (a command, a URL) share."""
     try:
         scenarios = load_scenarios(args.scenarios) if args.scenarios else None
-        baseline = load_baseline(args.baseline) if args.baseline else None
+        args.loaded_baseline = load_baseline(args.baseline) if args.baseline else None
     except (ScenarioError, BaselineError) as exc:
         parser.error(str(exc))
-    options = RunOptions(
-        command,
-        env=env,
-        offer=args.protocol,
-        auth=args.auth,
-        scenarios=scenarios,
-        wait=args.timeout,
-        jobs=args.jobs,
-        only=args.check,
-    )
+    return {
+        "offer": args.protocol,
+        "auth": args.auth,
+        "scenarios": scenarios,
+        "wait": args.timeout,
+        "jobs": args.jobs,
+        "only": args.check,
+    }
+
+
+def _dialer(args: argparse.Namespace, parser: argparse.ArgumentParser) -> RemoteDialer:
+    try:
+        headers = [parse_header(h) for h in args.header]
+        return RemoteDialer(args.url, headers=headers, insecure=args.insecure)
+    except ValueError as exc:
+        parser.error(str(exc))
+
+
+def _run_and_exit(args: argparse.Namespace, arguments: list[str], options: RunOptions) -> None:
+    baseline = args.loaded_baseline
     report = anyio.run(run, options)
     report.expected_version = args.expect_version
     if args.expect_version is not None and report.version is not None and report.version != args.expect_version:
@@ -216,7 +253,7 @@ def main(argv: list[str] | None = None, *, prog: str = "acp-conformance", defaul
         Path(args.html).write_text(html_report(report, base, verdict), encoding="utf-8")
     if args.write_baseline:
         failures = {r.id: r.message for r in report.results if r.status == "fail"}
-        write_baseline(args.write_baseline, failures, agent=args.agent)
+        write_baseline(args.write_baseline, failures, agent=args.agent or args.url)
         print(f"wrote {len(failures)} expected failure(s) to {args.write_baseline}", file=sys.stderr)
         sys.exit(0)
     warned = args.strict and any(r.status == "warn" for r in report.results)
