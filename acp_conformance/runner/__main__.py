@@ -41,6 +41,9 @@ def _epilog() -> str:
         lines.append(f"checks for protocol v{version} agents (the negotiated version picks the set):")
         lines += [f"  {c.id:<28} {c.title}" for c in in_report_order(CHECK_SETS[version])]
         lines.append("")
+    lines.append("transport checks of a remote agent (--url; ids ACP-HTTP-NNN / ACP-WS-NNN):")
+    lines += [f"  {c.id:<28} {c.title}" for c in REMOTE_CHECKS]
+    lines.append("")
     lines.append("scenarios (--scenarios FILE, TOML: NAME = PROMPT, or [NAME] prompt = ..., timeout = ...):")
     lines += [f"  {name:<12} {text}" for name, text in SCENARIO_HELP.items()]
     lines += [
@@ -56,7 +59,8 @@ def _epilog() -> str:
 def _parser(prog: str = "acp-conformance", default_agent: str | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=prog,
-        description="Check an ACP agent (spoken to over stdio) against the rules a client can observe. "
+        description="Check an ACP agent (spoken to over stdio, or with --url over HTTP or WebSocket) against the "
+        "rules a client can observe. "
         "The version the agent answers at initialize (1 or 2) selects the check set.",
         epilog=_epilog(),
         formatter_class=argparse.RawDescriptionHelpFormatter,

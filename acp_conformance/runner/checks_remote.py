@@ -25,7 +25,7 @@ from .tiers import REMOTE_CLASSIFICATIONS, Classification, Tier
 __all__ = ["REMOTE_CHECKS", "RemoteCheck", "RemoteContext", "remote_checks_for"]
 
 Profile = Literal["http", "websocket"]
-M, A = Tier.MANDATORY, Tier.ADVISORY
+M, A, INFO = Tier.MANDATORY, Tier.ADVISORY, Tier.INFORMATIONAL
 
 
 @dataclass
@@ -110,7 +110,7 @@ async def http_initialize(ctx: RemoteContext) -> str | None:
 async def http_accepted(ctx: RemoteContext) -> str | None:
     async with ctx.http() as p:
         await _connected(p)
-        reply = await p.post(rpc("session/new", {"cwd": _cwd(), "mcpServers": []}, id=p.next_id()))
+        reply = await p.post_new_session()
         if reply.status != 202:
             raise Fail("ACP-HTTP-002", f"POST session/new was answered HTTP {reply.status}, not 202")
         return None
@@ -195,7 +195,7 @@ async def http_unknown_connection(ctx: RemoteContext) -> str | None:
     async with ctx.http() as p:
         await _connected(p)
         headers = p.headers(acp_connection_id="no-such-connection")
-        reply = await p.post(rpc("session/new", {"cwd": _cwd(), "mcpServers": []}, id=p.next_id()), headers)
+        reply = await p.post_new_session(headers)
         if reply.status != 404:
             raise Fail("ACP-HTTP-006", f"a POST on an unknown connection was answered HTTP {reply.status}, not 404")
         status = await p.get_status({"accept": "text/event-stream", "acp-connection-id": "no-such-connection"})
@@ -219,8 +219,7 @@ async def http_not_acceptable(ctx: RemoteContext) -> str | None:
 async def http_unsupported_media(ctx: RemoteContext) -> str | None:
     async with ctx.http() as p:
         await _connected(p)
-        message = rpc("session/new", {"cwd": _cwd(), "mcpServers": []}, id=p.next_id())
-        reply = await p.post(message, p.headers(content_type="text/plain"))
+        reply = await p.post_new_session(p.headers(content_type="text/plain"))
         if reply.status != 415:
             raise Fail("ACP-HTTP-008", f"a POST with Content-Type: text/plain was answered HTTP {reply.status}")
         return None
@@ -271,7 +270,7 @@ async def http_delete(ctx: RemoteContext) -> str | None:
             await stream.ended.wait()
         if not stream.ended.is_set():
             raise Fail("ACP-HTTP-010", "the connection's event stream stayed open after DELETE")
-        after = await p.post(rpc("session/new", {"cwd": _cwd(), "mcpServers": []}, id=p.next_id()))
+        after = await p.post_new_session()
         if after.status != 404:
             raise Fail("ACP-HTTP-010", f"a POST after DELETE was answered HTTP {after.status}, not 404")
         return None
@@ -284,7 +283,7 @@ async def http_stream_dropped(ctx: RemoteContext) -> str | None:
         stream.close()
         with anyio.move_on_after(ctx.timeout):
             while True:
-                reply = await p.post(rpc("session/new", {"cwd": _cwd(), "mcpServers": []}, id=p.next_id()))
+                reply = await p.post_new_session()
                 if reply.status == 404:
                     return None
                 await anyio.sleep(0.25)
@@ -302,6 +301,32 @@ async def http_batch(ctx: RemoteContext) -> str | None:
             return f"HTTP {reply.status}"
         ctx.warn("ACP-HTTP-012", f"a batch was answered HTTP {reply.status} (ACP has no batches: 400 or 501)")
         return None
+
+
+@_check("http2", "HTTP/2 (h2c with prior knowledge, or TLS ALPN)", "ACP-HTTP-013", INFO, "http")
+async def http2(ctx: RemoteContext) -> str | None:
+    """Recorded, never judged: the RFD does not require HTTP/2 (the TypeScript SDK server speaks HTTP/1.1 only)."""
+    base = ctx.dialer
+    plain = base.request_url.startswith("http:")
+    dialer = RemoteDialer(
+        base.url,
+        headers=base.headers,
+        insecure=base.insecure,
+        ca_file=base.ca_file,
+        ssl_context=base.ssl_context,
+        http_version="2" if plain else "auto",
+    )
+    how = "h2c with prior knowledge" if plain else "TLS ALPN"
+    async with http_probe(dialer, ctx.timeout) as p:
+        try:
+            reply = await p.initialize()
+        except Exception as exc:  # an HTTP/1.1-only server drops the h2 preface
+            raise NotApplicable(
+                f"HTTP/1.1 only: initialize over HTTP/2 ({how}) failed ({type(exc).__name__})"
+            ) from None
+    if reply.status != 200 or reply.http_version != "HTTP/2":
+        raise NotApplicable(f"HTTP/1.1 only: initialize over HTTP/2 ({how}) got {reply.http_version} {reply.status}")
+    return f"served over HTTP/2 ({how})"
 
 
 # -- WebSocket ---------------------------------------------------------------------------------------------

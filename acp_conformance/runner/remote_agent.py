@@ -10,13 +10,10 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 
-import anyio
-
-from acp_session.providers import LocalTerminals
 from acp_session.transport import FrameTransport
 from acp_session.transport.remote import RemoteDialer
 
-from .probe import Probe
+from .probe import Probe, read_into_probe
 
 __all__ = ["RemoteAgent", "connect_probe"]
 
@@ -51,12 +48,9 @@ async def connect_probe(dialer: RemoteDialer, *, timeout: float, startup_timeout
     """A new connection to the remote agent, read into a ``Probe``; closed (DELETE / close frame) on exit."""
     async with AsyncExitStack() as stack:
         transport = await stack.enter_async_context(dialer.open())
-        probe = Probe(RemoteAgent(transport), timeout, startup_timeout)  # type: ignore[arg-type]
-        probe.terminals = await stack.enter_async_context(LocalTerminals())
-        tg = await stack.enter_async_context(anyio.create_task_group())
-        probe.tg = tg
-        tg.start_soon(probe.read_loop)
+        probe = await read_into_probe(stack, RemoteAgent(transport), timeout, startup_timeout)
         try:
             yield probe
         finally:
-            tg.cancel_scope.cancel()
+            assert probe.tg is not None
+            probe.tg.cancel_scope.cancel()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import tempfile
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
@@ -31,6 +32,10 @@ EVENTS = "text/event-stream"
 _MAX_EVENT = 16 * 1024 * 1024
 
 
+def _cwd() -> str:
+    return tempfile.gettempdir()
+
+
 def initialize_params() -> dict[str, Any]:
     """A v2 offer as the agent checks make it (``info`` beside v1's ``clientInfo``)."""
     return v1_offer(2, fs=False, terminal=False)
@@ -50,6 +55,7 @@ class Reply:
     status: int
     headers: dict[str, str]
     body: bytes
+    http_version: str = "HTTP/1.1"
 
     def json(self) -> Any:
         try:
@@ -124,7 +130,7 @@ class HttpProbe:
         with anyio.fail_after(self.timeout):
             response = await self.client.post(self.url, content=body, headers=headers or self.headers())
         self._remember(response.headers)
-        return Reply(response.status_code, dict(response.headers), response.content)
+        return Reply(response.status_code, dict(response.headers), response.content, response.http_version)
 
     async def delete(self, headers: dict[str, str] | None = None) -> Reply:
         with anyio.fail_after(self.timeout):
@@ -186,6 +192,10 @@ class HttpProbe:
         with anyio.fail_after(self.timeout):
             await opened.wait()
         return holder[0]
+
+    async def post_new_session(self, headers: dict[str, str] | None = None) -> Reply:
+        """POST a ``session/new`` (for its status: its answer, if any, comes on a stream)."""
+        return await self.post(rpc("session/new", {"cwd": _cwd(), "mcpServers": []}, id=self.next_id()), headers)
 
     async def new_session(self, cwd: str, stream: EventStream) -> str:
         """``session/new`` (202, answered on ``stream``, the connection's): the new session's id."""
