@@ -303,9 +303,10 @@ async def http_batch(ctx: RemoteContext) -> str | None:
         return None
 
 
-@_check("http2", "HTTP/2 (h2c with prior knowledge, or TLS ALPN)", "ACP-HTTP-013", INFO, "http")
+@_check("http2", "HTTP/2 (h2c with prior knowledge, or TLS ALPN)", "ACP-HTTP-013", A, "http")
 async def http2(ctx: RemoteContext) -> str | None:
-    """Recorded, never judged: the RFD does not require HTTP/2 (the TypeScript SDK server speaks HTTP/1.1 only)."""
+    """The RFD's Streamable HTTP profile requires HTTP/2 (its streams share one TCP connection); the TypeScript
+    SDK server speaks HTTP/1.1 only, and a proxy may terminate HTTP/2 in front of a server, so a warning."""
     base = ctx.dialer
     plain = base.request_url.startswith("http:")
     dialer = RemoteDialer(
@@ -321,11 +322,11 @@ async def http2(ctx: RemoteContext) -> str | None:
         try:
             reply = await p.initialize()
         except Exception as exc:  # an HTTP/1.1-only server drops the h2 preface
-            raise NotApplicable(
-                f"HTTP/1.1 only: initialize over HTTP/2 ({how}) failed ({type(exc).__name__})"
-            ) from None
+            ctx.warn("ACP-HTTP-013", f"HTTP/1.1 only: initialize over HTTP/2 ({how}) failed ({type(exc).__name__})")
+            return None
     if reply.status != 200 or reply.http_version != "HTTP/2":
-        raise NotApplicable(f"HTTP/1.1 only: initialize over HTTP/2 ({how}) got {reply.http_version} {reply.status}")
+        ctx.warn("ACP-HTTP-013", f"initialize over HTTP/2 ({how}) got {reply.http_version} {reply.status}")
+        return None
     return f"served over HTTP/2 ({how})"
 
 

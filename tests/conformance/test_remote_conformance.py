@@ -133,11 +133,11 @@ def test_the_typescript_sdk_server_differs_only_where_recorded(ts_server: TsServ
     _, report = _conformance(url, *_transport_args(profile))
     statuses = _statuses(report, {c.id for c in remote_checks_for(profile)})
     # Recorded differences: TS 2.4.0 keeps a connection whose event stream was dropped (ADVISORY, a warning),
-    # and speaks HTTP/1.1 only (INFORMATIONAL, not applicable).
+    # and speaks HTTP/1.1 only where the RFD's profile requires HTTP/2 (ADVISORY here, a warning).
     expected = {c.id: "PASS" for c in remote_checks_for(profile)}
     if profile == "http":
         expected["http-stream-dropped"] = "WARN"
-        expected["http2"] = "SKIPPED"
+        expected["http2"] = "WARN"
     assert statuses == expected, statuses
     batch = next(c for c in report["checks"] if c["id"] == "http-batch") if profile == "http" else None
     assert batch is None or "HTTP 400" in batch["message"]  # 400 with -32600, as ours; the RFD's text says 501
@@ -166,6 +166,18 @@ def test_a_broken_server_fails_exactly_its_rows(mode: str) -> None:
     assert {i for i, s in statuses.items() if s == "WARN"} == warning, statuses
     assert {s for i, s in statuses.items() if i not in failing | warning} == {"PASS"}, statuses
     assert code == (1 if failing else 0)
+
+
+def test_a_server_that_requires_its_cookie_is_served_because_the_runner_returns_it() -> None:
+    process, url = _listen("--require-cookie")
+    try:
+        code, report = _conformance(
+            url, *_transport_args("http"), "--check", "session-new", "--check", "prompt-accepted"
+        )
+    finally:
+        _stop(process)
+    statuses = _statuses(report, {c.id for c in remote_checks_for("http")} | {"session-new", "prompt-accepted"})
+    assert set(statuses.values()) == {"PASS"} and code == 0, statuses
 
 
 def test_url_usage_errors_are_clear() -> None:
