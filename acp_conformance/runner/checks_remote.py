@@ -78,6 +78,12 @@ def _cwd() -> str:
     return tempfile.gettempdir()
 
 
+def expect_status(status: int, wanted: int, rule: str, what: str) -> None:
+    """``Fail`` unless the server answered ``what`` (a request, in words) with ``wanted``."""
+    if status != wanted:
+        raise Fail(rule, f"{what} was answered HTTP {status}, not {wanted}")
+
+
 async def _connected(p: HttpProbe, rule: str = "ACP-HTTP-001") -> EventStream:
     """initialize, then the connection's event stream (what every HTTP check starts with)."""
     reply = await p.initialize()
@@ -96,8 +102,7 @@ async def _connected(p: HttpProbe, rule: str = "ACP-HTTP-001") -> EventStream:
 async def http_initialize(ctx: RemoteContext) -> str | None:
     async with ctx.http() as p:
         reply = await p.initialize()
-        if reply.status != 200:
-            raise Fail("ACP-HTTP-001", f"POST initialize was answered HTTP {reply.status}, not 200")
+        expect_status(reply.status, 200, "ACP-HTTP-001", "POST initialize")
         if not p.connection:
             raise Fail("ACP-HTTP-001", "the initialize response has no Acp-Connection-Id header")
         body = reply.json()
@@ -111,8 +116,7 @@ async def http_accepted(ctx: RemoteContext) -> str | None:
     async with ctx.http() as p:
         await _connected(p)
         reply = await p.post_new_session()
-        if reply.status != 202:
-            raise Fail("ACP-HTTP-002", f"POST session/new was answered HTTP {reply.status}, not 202")
+        expect_status(reply.status, 202, "ACP-HTTP-002", "POST session/new")
         return None
 
 
@@ -140,13 +144,11 @@ async def http_session_stream(ctx: RemoteContext) -> str | None:
         connection = await _connected(p)
         session = await p.new_session(_cwd(), connection)
         own = await p.open_stream(session)
-        if own.status != 200:
-            raise Fail("ACP-HTTP-004", f"the session's event stream (GET) was answered HTTP {own.status}")
+        expect_status(own.status, 200, "ACP-HTTP-004", "the session's event stream (GET)")
         rid = p.next_id()
         prompt = {"sessionId": session, "prompt": [{"type": "text", "text": "/permission hello"}]}
         reply = await p.post(rpc("session/prompt", prompt, id=rid), p.headers(session))
-        if reply.status != 202:
-            raise Fail("ACP-HTTP-004", f"POST session/prompt was answered HTTP {reply.status}, not 202")
+        expect_status(reply.status, 202, "ACP-HTTP-004", "POST session/prompt")
         asked = False
         with anyio.move_on_after(ctx.timeout):
             while True:  # answer any permission request, wherever it came, until the prompt is answered
@@ -157,8 +159,7 @@ async def http_session_stream(ctx: RemoteContext) -> str | None:
                             raise Fail("ACP-HTTP-004", "session/request_permission came on the connection's stream")
                         answer = {"jsonrpc": "2.0", "id": m["id"], "result": {"outcome": {"outcome": "cancelled"}}}
                         status = (await p.post(answer, p.headers(session))).status
-                        if status != 202:
-                            raise Fail("ACP-HTTP-004", f"POSTing the permission answer got HTTP {status}, not 202")
+                        expect_status(status, 202, "ACP-HTTP-004", "the POST of the permission answer")
                 if any(m.get("id") == rid and "method" not in m for m in own.messages + connection.messages):
                     break
                 await anyio.sleep(0.02)
@@ -182,11 +183,9 @@ async def http_session_header(ctx: RemoteContext) -> str | None:
         session = await p.new_session(_cwd(), connection)
         prompt = {"sessionId": session, "prompt": [{"type": "text", "text": "hello"}]}
         missing = await p.post(rpc("session/prompt", prompt, id=p.next_id()))
-        if missing.status != 400:
-            raise Fail("ACP-HTTP-005", f"session/prompt without Acp-Session-Id was answered HTTP {missing.status}")
+        expect_status(missing.status, 400, "ACP-HTTP-005", "session/prompt without Acp-Session-Id")
         wrong = await p.post(rpc("session/prompt", prompt, id=p.next_id()), p.headers("not-" + session))
-        if wrong.status != 400:
-            raise Fail("ACP-HTTP-005", f"session/prompt with a mismatched Acp-Session-Id got HTTP {wrong.status}")
+        expect_status(wrong.status, 400, "ACP-HTTP-005", "session/prompt with a mismatched Acp-Session-Id")
         return None
 
 
@@ -196,11 +195,9 @@ async def http_unknown_connection(ctx: RemoteContext) -> str | None:
         await _connected(p)
         headers = p.headers(acp_connection_id="no-such-connection")
         reply = await p.post_new_session(headers)
-        if reply.status != 404:
-            raise Fail("ACP-HTTP-006", f"a POST on an unknown connection was answered HTTP {reply.status}, not 404")
+        expect_status(reply.status, 404, "ACP-HTTP-006", "a POST on an unknown connection")
         status = await p.get_status({"accept": "text/event-stream", "acp-connection-id": "no-such-connection"})
-        if status != 404:
-            raise Fail("ACP-HTTP-006", f"a GET on an unknown connection was answered HTTP {status}, not 404")
+        expect_status(status, 404, "ACP-HTTP-006", "a GET on an unknown connection")
         return None
 
 
@@ -210,8 +207,7 @@ async def http_not_acceptable(ctx: RemoteContext) -> str | None:
         await _connected(p)
         assert p.connection is not None
         status = await p.get_status({"accept": "application/json", "acp-connection-id": p.connection})
-        if status != 406:
-            raise Fail("ACP-HTTP-007", f"a GET with Accept: application/json was answered HTTP {status}, not 406")
+        expect_status(status, 406, "ACP-HTTP-007", "a GET with Accept: application/json")
         return None
 
 
@@ -220,8 +216,7 @@ async def http_unsupported_media(ctx: RemoteContext) -> str | None:
     async with ctx.http() as p:
         await _connected(p)
         reply = await p.post_new_session(p.headers(content_type="text/plain"))
-        if reply.status != 415:
-            raise Fail("ACP-HTTP-008", f"a POST with Content-Type: text/plain was answered HTTP {reply.status}")
+        expect_status(reply.status, 415, "ACP-HTTP-008", "a POST with Content-Type: text/plain")
         return None
 
 
@@ -271,8 +266,7 @@ async def http_delete(ctx: RemoteContext) -> str | None:
         if not stream.ended.is_set():
             raise Fail("ACP-HTTP-010", "the connection's event stream stayed open after DELETE")
         after = await p.post_new_session()
-        if after.status != 404:
-            raise Fail("ACP-HTTP-010", f"a POST after DELETE was answered HTTP {after.status}, not 404")
+        expect_status(after.status, 404, "ACP-HTTP-010", "a POST after DELETE")
         return None
 
 
