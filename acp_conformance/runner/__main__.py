@@ -17,7 +17,7 @@ from typing import Any
 import anyio
 
 from acp_session.registry import RegistryError, named_agent
-from acp_session.transport.remote import RemoteDialer, parse_header
+from acp_session.transport.remote import RemoteDialer, parse_header, redact_url
 
 from .baseline import BaselineError, load_baseline, write_baseline
 from .checks_remote import REMOTE_CHECKS
@@ -155,14 +155,29 @@ def _environment(args: argparse.Namespace, parser: argparse.ArgumentParser) -> d
     return env
 
 
+def _redacted(arg: str, previous: str | None) -> str:
+    """An argument as a report may show it: a header's value (a token, often) and URL credentials hidden."""
+    if previous == "--header":
+        return arg.partition(":")[0].strip() + ": <redacted>"
+    if arg.startswith("--header="):
+        return "--header=" + arg.removeprefix("--header=").partition(":")[0].strip() + ": <redacted>"
+    if previous == "--url":
+        return redact_url(arg)
+    if arg.startswith("--url="):
+        return "--url=" + redact_url(arg.removeprefix("--url="))
+    return arg
+
+
 def _base_command(argv: list[str]) -> list[str]:
-    """This invocation without --check/--json/--junit/--html: what the report prints to rerun one check."""
+    """This invocation without --check/--json/--junit/--html: what the report prints to rerun one check (with
+    header values and URL credentials redacted)."""
     base = ["acp-conformance"]
     skip = False
     for index, arg in enumerate(argv):
         if skip:
             skip = False
             continue
+        arg = _redacted(arg, argv[index - 1] if index else None)
         if arg in ("--check", "--junit", "--html", "--write-baseline") and index + 1 < len(argv):
             skip = True
             continue
@@ -190,7 +205,8 @@ def main(argv: list[str] | None = None, *, prog: str = "acp-conformance", defaul
     if unknown:
         parser.error(f"unknown check(s): {', '.join(unknown)}")
     if args.url is not None:
-        _run_and_exit(args, arguments, RunOptions([args.url], **_common(args, parser), dialer=_dialer(args, parser)))
+        dialer = _dialer(args, parser)
+        _run_and_exit(args, arguments, RunOptions([dialer.display_url], **_common(args, parser), dialer=dialer))
         return
     if (args.header or args.insecure) and args.url is None:
         parser.error("--header and --insecure go with --url")
@@ -257,7 +273,7 @@ def _run_and_exit(args: argparse.Namespace, arguments: list[str], options: RunOp
         Path(args.html).write_text(html_report(report, base, verdict), encoding="utf-8")
     if args.write_baseline:
         failures = {r.id: r.message for r in report.results if r.status == "fail"}
-        write_baseline(args.write_baseline, failures, agent=args.agent or args.url)
+        write_baseline(args.write_baseline, failures, agent=args.agent or redact_url(args.url))
         print(f"wrote {len(failures)} expected failure(s) to {args.write_baseline}", file=sys.stderr)
         sys.exit(0)
     warned = args.strict and any(r.status == "warn" for r in report.results)

@@ -130,8 +130,12 @@ async def test_the_reference_agent_listening_passes_every_check(listen_url: str,
 def test_the_typescript_sdk_server_differs_only_where_recorded(ts_server: TsServer, scheme: str) -> None:
     url = ts_server.url if scheme == "http" else ts_server.ws_url
     profile = "http" if scheme == "http" else "websocket"
-    _, report = _conformance(url, *_transport_args(profile))
+    token = "Bearer conformance-s3cret"
+    _, report = _conformance(url, "--header", f"Authorization: {token}", *_transport_args(profile))
     statuses = _statuses(report, {c.id for c in remote_checks_for(profile)})
+    requests = ts_server.requests()  # --header goes on every request, the probes' and the agent checks' alike
+    assert requests and all(r["authorization"] == token for r in requests), requests[:3]
+    assert "s3cret" not in json.dumps(report)
     # Recorded differences: TS 2.4.0 keeps a connection whose event stream was dropped (ADVISORY, a warning),
     # and speaks HTTP/1.1 only where the RFD's profile requires HTTP/2 (ADVISORY here, a warning).
     expected = {c.id: "PASS" for c in remote_checks_for(profile)}
