@@ -16,6 +16,7 @@ from acp_session.rpc import Connection
 from acp_session.transport import stdio_server
 
 from . import AGENT_NAME, AGENT_VERSION
+from .remote_rules import REMOTE_BROKEN_MODES
 from .scenarios import SCENARIOS
 from .server import BROKEN_MODES, AgentOptions, ReferenceAgent
 
@@ -26,7 +27,7 @@ def _epilog() -> str:
     lines = ["scenarios (start the prompt text with /NAME; anything else gets a short offline reply):"]
     lines += [f"  /{name:<18} {description}" for name, (description, _) in SCENARIOS.items()]
     lines += ["", "broken variants (--broken MODE, repeatable; for testing conformance runners):"]
-    lines += [f"  {name:<19} {description}" for name, description in BROKEN_MODES.items()]
+    lines += [f"  {name:<19} {description}" for name, description in {**BROKEN_MODES, **REMOTE_BROKEN_MODES}.items()]
     lines += [
         "",
         "config options: mode (select: ask, code, review; default code), thoughts (boolean; default false).",
@@ -48,7 +49,7 @@ def _parser() -> argparse.ArgumentParser:
         "--broken",
         action="append",
         default=[],
-        choices=sorted(BROKEN_MODES),
+        choices=sorted({**BROKEN_MODES, **REMOTE_BROKEN_MODES}),
         metavar="MODE",
         help="misbehave on purpose (see below)",
     )

@@ -82,8 +82,12 @@ class AcpHttpApp:
         self.require_cookie = require_cookie
         self.connections: dict[str, RemoteConnection] = {}
 
+    def broken(self, mode: str) -> bool:
+        return mode in self.options.broken
+
     def cookie_header(self, conn: RemoteConnection) -> tuple[str, str]:
-        return ("set-cookie", f"{COOKIE_NAME}={conn.cookie}; Path=/; HttpOnly; SameSite=Lax")
+        path = "/elsewhere" if self.broken("drop-cookies") else "/"
+        return ("set-cookie", f"{COOKIE_NAME}={conn.cookie}; Path={path}; HttpOnly; SameSite=Lax")
 
     async def start_connection(self, conn: RemoteConnection) -> None:
         """Run ``conn``'s agent in the server's task group (it outlives the request that made it)."""
@@ -162,10 +166,10 @@ class AcpHttpApp:
         rather than a reset, unless it goes past ``DRAIN_LIMIT``."""
         length = headers.get("content-length")
         declared = int(length) if length and length.isdigit() else None
-        check_post_headers(headers, None)  # 415 first
+        check_post_headers(headers, None, lax=self.broken("lax-media-types"))  # 415 first
         too_big: BadRequest | None = None
         if declared is not None and declared > DRAIN_LIMIT:
-            check_post_headers(headers, declared)
+            check_post_headers(headers, declared, lax=True)
         chunks: list[bytes] = []
         size = 0
         while True:
@@ -175,7 +179,7 @@ class AcpHttpApp:
             chunk = message.get("body", b"")
             size += len(chunk)
             try:
-                check_post_headers(headers, size)
+                check_post_headers(headers, size, lax=True)
             except BadRequest as refusal:
                 too_big, chunks = refusal, []
                 if size > DRAIN_LIMIT:
@@ -194,7 +198,8 @@ class AcpHttpApp:
             await self._initialize(message, send)
             return
         conn = self._connection(headers)
-        inbound = check_post(headers, message, body, conn.routes.client_response_routes)
+        routes = conn.routes.client_response_routes
+        inbound = check_post(headers, message, body, routes, check_session=not self.broken("no-session-check"))
         try:
             await conn.feed(inbound)
         except anyio.ClosedResourceError:
@@ -202,7 +207,7 @@ class AcpHttpApp:
         await _respond(send, 202)
 
     async def _initialize(self, inbound: Inbound, send: Send) -> None:
-        conn = RemoteConnection()
+        conn = RemoteConnection(broken=self.options.broken)
         await self.start_connection(conn)
         await conn.feed(inbound)
         answer = None
@@ -215,7 +220,7 @@ class AcpHttpApp:
         await _respond(send, 200, answer, "application/json", extra)
 
     async def _get(self, headers: dict[str, str], receive: Receive, send: Send) -> None:
-        _, session_id = check_get(headers)
+        _, session_id = check_get(headers, lax=self.broken("lax-media-types"))
         conn = self._connection(headers)
         try:
             stream = conn.stream_for(session_id)
@@ -250,6 +255,6 @@ class AcpHttpApp:
                 tg.cancel_scope.cancel()
         finally:
             stream.release()
-            if session_id is None:
+            if session_id is None and not self.broken("keep-dropped"):
                 # The connection stream is the client's lifeline: once it is gone, so is the connection.
                 conn.end()

@@ -128,11 +128,15 @@ class _Transport:
 class RemoteConnection:
     """An ``Acp-Connection-Id``: the agent behind it, its streams, and how it ends."""
 
-    def __init__(self, websocket_sink: Callable[[list[bytes]], Awaitable[None]] | None = None) -> None:
+    def __init__(
+        self,
+        websocket_sink: Callable[[list[bytes]], Awaitable[None]] | None = None,
+        broken: frozenset[str] = frozenset(),
+    ) -> None:
         self.connection_id = secrets.token_urlsafe(18)
         self.cookie = secrets.token_urlsafe(12)
         """The affinity cookie's value for this connection (a load balancer would route on it)."""
-        self.routes = OutboundRoutes()
+        self.routes = OutboundRoutes(answers_on_connection="wrong-stream" in broken)
         self.connection_stream = OutboundStream(self)
         self.session_streams: dict[str, OutboundStream] = {}
         self.buffered = 0

@@ -17,6 +17,7 @@ from typing import Any
 import msgspec
 
 __all__ = [
+    "REMOTE_BROKEN_MODES",
     "CONNECTION",
     "INITIAL",
     "MAX_BODY_BYTES",
@@ -32,6 +33,17 @@ __all__ = [
     "id_key",
     "parse_post",
 ]
+
+REMOTE_BROKEN_MODES: dict[str, str] = {
+    "wrong-stream": "with --listen: answer session-scoped POSTs on the connection's stream, not the session's",
+    "drop-cookies": "with --listen: set the affinity cookie for another path, so no client can send it back",
+    "lax-media-types": "with --listen: take any Accept and Content-Type (no 406, no 415)",
+    "no-session-check": "with --listen: take session-scoped POSTs without (or with a wrong) Acp-Session-Id",
+    "keep-dropped": "with --listen: keep a connection whose event stream was dropped (its answers go nowhere)",
+    "binary-frames": "with --listen: send WebSocket messages as binary frames",
+    "close-socket": "with --listen: end the whole WebSocket when one session is closed",
+}
+"""``--broken`` modes of the remote server, each breaking one transport rule (for testing ``--url`` checks)."""
 
 MAX_BODY_BYTES = 16 * 1024 * 1024
 """A POST body over this is refused with 413 (the TypeScript SDK server's limit)."""
@@ -113,9 +125,10 @@ def _media_type(value: str | None) -> str:
     return (value or "").split(";", 1)[0].strip().lower()
 
 
-def check_post_headers(headers: Mapping[str, str], content_length: int | None) -> None:
-    """What can be refused before the body is read: 415 for a wrong Content-Type, 413 for a declared size."""
-    if _media_type(headers.get("content-type")) != "application/json":
+def check_post_headers(headers: Mapping[str, str], content_length: int | None, *, lax: bool = False) -> None:
+    """What can be refused before the body is read: 415 for a wrong Content-Type (unless ``lax``), 413 for a
+    declared size."""
+    if not lax and _media_type(headers.get("content-type")) != "application/json":
         raise BadRequest(415, "Unsupported Media Type: POST needs Content-Type: application/json")
     if content_length is not None and content_length > MAX_BODY_BYTES:
         raise BadRequest(413, f"Payload Too Large: bodies are limited to {MAX_BODY_BYTES} bytes")
@@ -141,7 +154,12 @@ def parse_post(headers: Mapping[str, str], body: bytes) -> Inbound | dict[str, A
 
 
 def check_post(
-    headers: Mapping[str, str], message: dict[str, Any], body: bytes, client_response_routes: Mapping[str, Route]
+    headers: Mapping[str, str],
+    message: dict[str, Any],
+    body: bytes,
+    client_response_routes: Mapping[str, Route],
+    *,
+    check_session: bool = True,
 ) -> Inbound:
     """The route of a POSTed message on a known connection, or the ``BadRequest`` it earns.
 
@@ -161,18 +179,18 @@ def check_post(
         return Inbound(message, body, sent_on or CONNECTION)
     params_session = _session_id_of(message)
     method = message.get("method")
-    if (params_session is not None or method in SESSION_SCOPED_METHODS) and not header_session:
+    if check_session and (params_session is not None or method in SESSION_SCOPED_METHODS) and not header_session:
         raise BadRequest(400, "Missing Acp-Session-Id")
-    if header_session and params_session is not None and header_session != params_session:
+    if check_session and header_session and params_session is not None and header_session != params_session:
         raise BadRequest(400, "Mismatched Acp-Session-Id")
-    session = header_session or params_session
+    session = params_session or header_session
     route: Route = CONNECTION if session is None or method == "session/load" else ("session", session)
     return Inbound(message, body, route)
 
 
-def check_get(headers: Mapping[str, str]) -> tuple[str, str | None]:
+def check_get(headers: Mapping[str, str], *, lax: bool = False) -> tuple[str, str | None]:
     """A GET for an SSE stream: ``(connection_id, session_id or None)``, or the ``BadRequest`` it earns."""
-    if "text/event-stream" not in (headers.get("accept") or "").lower():
+    if not lax and "text/event-stream" not in (headers.get("accept") or "").lower():
         raise BadRequest(406, "Not Acceptable: GET needs Accept: text/event-stream")
     connection_id = headers.get("acp-connection-id")
     if not connection_id:
@@ -188,7 +206,8 @@ class OutboundRoutes:
     requests, so ``client_response_routes`` can check the client's answers.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, answers_on_connection: bool = False) -> None:
+        self.answers_on_connection = answers_on_connection  # --broken wrong-stream
         self._answer_routes: dict[str, Route] = {}
         self.client_response_routes: dict[str, Route] = {}
 
@@ -208,7 +227,8 @@ class OutboundRoutes:
             return CONNECTION
         key = id_key(message.get("id"))
         if "method" not in message:  # an answer to a client request
-            return self._answer_routes.pop(key, CONNECTION) if key is not None else CONNECTION
+            answer_route = self._answer_routes.pop(key, CONNECTION) if key is not None else CONNECTION
+            return CONNECTION if self.answers_on_connection and answer_route != INITIAL else answer_route
         session = _session_id_of(message)
         route: Route = CONNECTION if session is None else ("session", session)
         if message.get("method") == "$/cancel_request":

@@ -6,7 +6,6 @@ import logging
 import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -53,7 +52,6 @@ from acp_session.schema.types import (
     SessionCapabilities,
     SessionDeleteCapabilities,
     SessionInfo,
-    SessionInfoUpdate,
     SessionNotFoundErrorData,
     SetSessionConfigOptionRequest,
     SetSessionConfigOptionResponse,
@@ -65,6 +63,7 @@ from acp_session.schema.unstable import McpAcpCapabilities, McpCapabilities
 
 from . import AGENT_NAME, AGENT_VERSION, PROTOCOL_VERSION, mcp_client, negotiation
 from .config import apply_config
+from .preview_methods import PreviewMethods, now, preview_capabilities
 from .scenarios import SCENARIOS, TurnContext, TurnFailed, available_commands, offline_reply, parse_prompt
 from .sessions import HeldPrompt, Session, SessionStore
 from .v1_front import V1Front
@@ -112,11 +111,7 @@ def _mcp_capabilities(offered: frozenset[str]) -> Any:
     )
 
 
-def _now() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-class ReferenceAgent:
+class ReferenceAgent(PreviewMethods):
     """Registers every baseline agent method on a ``Connection`` and runs the sessions' work."""
 
     def __init__(
@@ -155,6 +150,11 @@ class ReferenceAgent:
             on("providers/set", self.set_provider, decoder(mu.SetProviderRequest))
             on("providers/disable", self.disable_provider, decoder(mu.DisableProviderRequest))
         self.providers: dict[str, mu.ProviderCurrentConfig | None] = {"reference": None}
+
+    def _serve_here(self, session_id: str) -> None:
+        """--listen: this connection now serves ``session_id`` (its updates go to this connection's client)."""
+        if self.shared is not None:
+            self.shared.attach(session_id, self)
 
     def broken(self, mode: str) -> bool:
         return mode in self.options.broken
@@ -221,7 +221,7 @@ class ReferenceAgent:
         answer = InitializeResponse(
             protocol_version=PROTOCOL_VERSION,  # the highest we support at or below the requested one
             info=Implementation(name=AGENT_NAME, version=AGENT_VERSION, title="ACP reference agent"),
-            capabilities=self._preview_capabilities(_mcp_capabilities(self._mcp_transports()))
+            capabilities=preview_capabilities(_mcp_capabilities(self._mcp_transports()))
             if self.options.preview
             else AgentCapabilities(
                 session=SessionCapabilities(
@@ -237,29 +237,6 @@ class ReferenceAgent:
             plain["capabilities"]["session"]["delete"] = True  # v1's encoding; v2 markers are objects
             return plain
         return answer
-
-    @staticmethod
-    def _preview_capabilities(mcp: Any) -> mu.AgentCapabilities:
-        """``--preview``: the baseline's capabilities (``mcp``: the MCP transports) and every Preview one this
-        agent serves."""
-        return mu.AgentCapabilities(
-            session=mu.SessionCapabilities(
-                prompt=PromptCapabilities(embedded_context=PromptEmbeddedContextCapabilities()),
-                delete=SessionDeleteCapabilities(),
-                additional_directories=SessionAdditionalDirectoriesCapabilities(),
-                mcp=mcp,
-                fork=mu.SessionForkCapabilities(),
-                title=mu.SessionTitleCapabilities(),
-                system_prompt=mu.SessionSystemPromptCapabilities(
-                    mode=mu.SessionSystemPromptModeCapabilities(override=mu.SessionSystemPromptOverrideCapabilities())
-                ),
-                archive=mu.SessionArchiveCapabilities(),
-                status=mu.SessionStatusCapabilities(),
-            ),
-            auth=mu.AgentAuthCapabilities(status=mu.AuthStatusCapabilities()),
-            providers=mu.ProvidersCapabilities(),
-            meta={"authStatus": {}},  # the extension marker real agents advertise
-        )
 
     def _system_prompt(self, value: Any) -> mu.SystemPrompt | None:
         """A lifecycle request's ``systemPrompt``: only with ``--preview``, a known mode and text content."""
@@ -288,7 +265,7 @@ class ReferenceAgent:
             cwd=request.cwd,
             emit_raw=self._emit,
             additional_directories=extra,
-            updated_at=_now(),
+            updated_at=now(),
             mcp_servers=servers,
             system_prompt=system_prompt,
         )
@@ -374,89 +351,6 @@ class ReferenceAgent:
                     for child_update in list(child.history):
                         await self._send_update(child.session_id, child_update)
 
-    # -- Preview (--preview) ---------------------------------------------------------------------------
-
-    async def fork_session(self, request: mu.ForkSessionRequest) -> mu.ForkSessionResponse:
-        source = self._session(request.session_id, open_only=False)
-        self._check_path(request.cwd, "cwd")
-        servers = self._check_mcp(request.mcp_servers)
-        system_prompt = self._system_prompt(request.system_prompt)
-        extra = [] if request.additional_directories is UNSET else list(request.additional_directories)
-        session = Session(
-            mcp_servers=servers,  # a fork is given its MCP servers anew, as a new session is
-            session_id=self.store.new_id(),
-            cwd=request.cwd,
-            emit_raw=self._emit,
-            additional_directories=extra,
-            title=source.title,
-            updated_at=_now(),
-            history=list(source.history),  # the fork starts from the source's context
-            system_prompt=system_prompt if system_prompt is not None else source.system_prompt,
-            subagents=dict(source.subagents),
-        )
-        session.config.mode, session.config.thoughts = source.config.mode, source.config.thoughts
-        session.counters.update(source.counters)  # ids the copied history uses are not handed out again
-        self.store.add(session)
-        if self.shared is not None:
-            self.shared.attach(session.session_id, self)
-        return mu.ForkSessionResponse(
-            session_id=session.session_id,
-            config_options=session.config.options(),
-            available_commands=list(available_commands()),
-        )
-
-    async def set_title(self, request: mu.SetSessionTitleRequest) -> mu.SetSessionTitleResponse:
-        session = self._session(request.session_id, open_only=False)
-        title = " ".join(request.title.split())
-        if not title:
-            raise InvalidParams(data={"reason": "the title is empty after normalization"})
-        session.title = title
-        self.store.save(session)
-        if session.open:
-            await session.emit(SessionInfoUpdate(title=title))
-        return mu.SetSessionTitleResponse(title=title)
-
-    async def archive(self, request: mu.ArchiveSessionRequest) -> mu.ArchiveSessionResponse:
-        self._session(request.session_id, open_only=False).archived = True
-        return mu.ArchiveSessionResponse()
-
-    async def unarchive(self, request: mu.UnarchiveSessionRequest) -> mu.UnarchiveSessionResponse:
-        self._session(request.session_id, open_only=False).archived = False
-        return mu.UnarchiveSessionResponse()
-
-    async def session_status(self, request: mu.SessionStatusRequest) -> mu.SessionStatusResponse:
-        session = self._session(request.session_id, open_only=False)
-        if not session.open:
-            return mu.SessionStatusResponse(status="saved")
-        return mu.SessionStatusResponse(
-            status="open", state=session.state_update(session.state, session.last_stop_reason)
-        )
-
-    async def auth_status(self, request: mu.AuthStatusRequest) -> mu.AuthStatusResponse:
-        return mu.AuthStatusResponse(state="not_required")
-
-    async def list_providers(self, request: mu.ListProvidersRequest) -> mu.ListProvidersResponse:
-        return mu.ListProvidersResponse(
-            providers=[
-                mu.ProviderInfo(provider_id=name, supported=["openai", "anthropic"], required=False, current=current)
-                for name, current in self.providers.items()
-            ]
-        )
-
-    async def set_provider(self, request: mu.SetProviderRequest) -> mu.SetProviderResponse:
-        if request.provider_id not in self.providers:
-            raise InvalidParams(data={"reason": f"unknown provider {request.provider_id!r}"})
-        self.providers[request.provider_id] = mu.ProviderCurrentConfig(
-            api_type=request.api_type, base_url=request.base_url
-        )
-        return mu.SetProviderResponse()
-
-    async def disable_provider(self, request: mu.DisableProviderRequest) -> mu.DisableProviderResponse:
-        if request.provider_id not in self.providers:
-            raise InvalidParams(data={"reason": f"unknown provider {request.provider_id!r}"})
-        self.providers[request.provider_id] = None
-        return mu.DisableProviderResponse()
-
     async def close_session(self, request: CloseSessionRequest) -> CloseSessionResponse:
         session = self.store.get(request.session_id)
         if session is None or not session.open:
@@ -523,7 +417,7 @@ class ReferenceAgent:
         else:
             session.busy = True
         message_id = session.next_id("msg-user")
-        session.updated_at = _now()
+        session.updated_at = now()
         await session.set_state("running")
         await session.emit(UserMessage(message_id=message_id, content=list(request.prompt)))
         session.work_done = anyio.Event()

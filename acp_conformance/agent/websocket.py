@@ -58,7 +58,8 @@ async def serve_websocket(app: AcpHttpApp, scope: Scope, receive: Receive, send:
         for frame in frames:
             await outgoing_send.send(frame)
 
-    conn = RemoteConnection(websocket_sink=to_socket)
+    conn = RemoteConnection(websocket_sink=to_socket, broken=app.options.broken)
+    binary = "binary-frames" in app.options.broken
     headers = [(b"acp-connection-id", conn.connection_id.encode())]
     headers += [(name.encode(), value.encode()) for name, value in [app.cookie_header(conn)]]
     await send({"type": "websocket.accept", "headers": headers})
@@ -76,7 +77,10 @@ async def serve_websocket(app: AcpHttpApp, scope: Scope, receive: Receive, send:
             async def pump() -> None:
                 async with outgoing:
                     async for frame in outgoing:
-                        await send({"type": "websocket.send", "text": frame.decode("utf-8")})
+                        if binary:  # --broken binary-frames
+                            await send({"type": "websocket.send", "bytes": frame})
+                        else:
+                            await send({"type": "websocket.send", "text": frame.decode("utf-8")})
 
             async def close_when_ended() -> None:
                 await conn.ended.wait()
@@ -92,6 +96,9 @@ async def serve_websocket(app: AcpHttpApp, scope: Scope, receive: Receive, send:
                 try:
                     await conn.feed(Inbound({}, raw, CONNECTION))
                 except anyio.ClosedResourceError:
+                    break
+                if "close-socket" in app.options.broken and b'"session/close"' in raw:
+                    await anyio.sleep(0.2)  # --broken close-socket: one session's close ends the socket
                     break
             tg.cancel_scope.cancel()
     finally:

@@ -12,12 +12,15 @@ import shlex
 import shutil
 import sys
 from pathlib import Path
+from typing import Any
 
 import anyio
 
 from acp_session.registry import RegistryError, named_agent
+from acp_session.transport.remote import RemoteDialer, parse_header, redact_url
 
 from .baseline import BaselineError, load_baseline, write_baseline
+from .checks_remote import REMOTE_CHECKS
 from .registry import CHECK_SETS, in_report_order
 from .report import junit, table, to_json
 from .run import RunOptions, run
@@ -38,6 +41,9 @@ def _epilog() -> str:
         lines.append(f"checks for protocol v{version} agents (the negotiated version picks the set):")
         lines += [f"  {c.id:<28} {c.title}" for c in in_report_order(CHECK_SETS[version])]
         lines.append("")
+    lines.append("transport checks of a remote agent (--url; ids ACP-HTTP-NNN / ACP-WS-NNN):")
+    lines += [f"  {c.id:<28} {c.title}" for c in REMOTE_CHECKS]
+    lines.append("")
     lines.append("scenarios (--scenarios FILE, TOML: NAME = PROMPT, or [NAME] prompt = ..., timeout = ...):")
     lines += [f"  {name:<12} {text}" for name, text in SCENARIO_HELP.items()]
     lines += [
@@ -53,18 +59,31 @@ def _epilog() -> str:
 def _parser(prog: str = "acp-conformance", default_agent: str | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=prog,
-        description="Check an ACP agent (spoken to over stdio) against the rules a client can observe. "
+        description="Check an ACP agent (spoken to over stdio, or with --url over HTTP or WebSocket) against the "
+        "rules a client can observe. "
         "The version the agent answers at initialize (1 or 2) selects the check set.",
         epilog=_epilog(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     agent_help = 'the agent command line, e.g. "acp-reference-agent", or an ACP registry agent id (e.g. codex-acp)'
+    target = parser.add_mutually_exclusive_group(required=default_agent is None)
     if default_agent is None:
-        parser.add_argument("--agent", required=True, help=agent_help)
+        target.add_argument("--agent", help=agent_help)
     else:
-        parser.add_argument(
-            "--agent", default=default_agent, help=f"{agent_help} (default: the bundled reference agent)"
-        )
+        target.add_argument("--agent", help=f"{agent_help} (default: the bundled reference agent)")
+    target.add_argument(
+        "--url",
+        help="check a remote agent over Streamable HTTP (http(s)://HOST/acp) or WebSocket (ws(s)://...): the agent "
+        "checks through acp-session's remote transport, plus the transport's own rules (ACP-HTTP-*, ACP-WS-*)",
+    )
+    parser.add_argument(
+        "--header",
+        action="append",
+        default=[],
+        metavar='"NAME: VALUE"',
+        help="with --url: send this header on every request (repeatable), e.g. an Authorization token",
+    )
+    parser.add_argument("--insecure", action="store_true", help="with --url: do not verify the server's certificate")
     parser.add_argument("--registry", metavar="FILE|URL", help="the ACP agent registry for --agent ID")
     parser.add_argument(
         "--scenarios",
@@ -136,14 +155,29 @@ def _environment(args: argparse.Namespace, parser: argparse.ArgumentParser) -> d
     return env
 
 
+def _redacted(arg: str, previous: str | None) -> str:
+    """An argument as a report may show it: a header's value (a token, often) and URL credentials hidden."""
+    if previous == "--header":
+        return arg.partition(":")[0].strip() + ": <redacted>"
+    if arg.startswith("--header="):
+        return "--header=" + arg.removeprefix("--header=").partition(":")[0].strip() + ": <redacted>"
+    if previous == "--url":
+        return redact_url(arg)
+    if arg.startswith("--url="):
+        return "--url=" + redact_url(arg.removeprefix("--url="))
+    return arg
+
+
 def _base_command(argv: list[str]) -> list[str]:
-    """This invocation without --check/--json/--junit/--html: what the report prints to rerun one check."""
+    """This invocation without --check/--json/--junit/--html: what the report prints to rerun one check (with
+    header values and URL credentials redacted)."""
     base = ["acp-conformance"]
     skip = False
     for index, arg in enumerate(argv):
         if skip:
             skip = False
             continue
+        arg = _redacted(arg, argv[index - 1] if index else None)
         if arg in ("--check", "--junit", "--html", "--write-baseline") and index + 1 < len(argv):
             skip = True
             continue
@@ -166,10 +200,18 @@ def main(argv: list[str] | None = None, *, prog: str = "acp-conformance", defaul
         return
     parser = _parser(prog, default_agent)
     args = parser.parse_args(arguments)
-    known = {c.id for checks in CHECK_SETS.values() for c in checks}
+    known = {c.id for checks in CHECK_SETS.values() for c in checks} | {c.id for c in REMOTE_CHECKS}
     unknown = [c for c in args.check if c not in known]
     if unknown:
         parser.error(f"unknown check(s): {', '.join(unknown)}")
+    if args.url is not None:
+        dialer = _dialer(args, parser)
+        _run_and_exit(args, arguments, RunOptions([dialer.display_url], **_common(args, parser), dialer=dialer))
+        return
+    if (args.header or args.insecure) and args.url is None:
+        parser.error("--header and --insecure go with --url")
+    if args.agent is None:
+        args.agent = default_agent
     command = shlex.split(args.agent)
     if not command:
         parser.error("--agent is empty")
@@ -183,21 +225,36 @@ def main(argv: list[str] | None = None, *, prog: str = "acp-conformance", defaul
         env.update(named.env)
     if shutil.which(command[0], path=env.get("PATH")) is None:
         sys.exit(f"{prog}: agent command not found: {command[0]}")
+    _run_and_exit(args, arguments, RunOptions(command, env=env, **_common(args, parser)))
+
+
+def _common(args: argparse.Namespace, parser: argparse.ArgumentParser) -> dict[str, Any]:
+    """The run options both targets (a command, a URL) share."""
     try:
         scenarios = load_scenarios(args.scenarios) if args.scenarios else None
-        baseline = load_baseline(args.baseline) if args.baseline else None
+        args.loaded_baseline = load_baseline(args.baseline) if args.baseline else None
     except (ScenarioError, BaselineError) as exc:
         parser.error(str(exc))
-    options = RunOptions(
-        command,
-        env=env,
-        offer=args.protocol,
-        auth=args.auth,
-        scenarios=scenarios,
-        wait=args.timeout,
-        jobs=args.jobs,
-        only=args.check,
-    )
+    return {
+        "offer": args.protocol,
+        "auth": args.auth,
+        "scenarios": scenarios,
+        "wait": args.timeout,
+        "jobs": args.jobs,
+        "only": args.check,
+    }
+
+
+def _dialer(args: argparse.Namespace, parser: argparse.ArgumentParser) -> RemoteDialer:
+    try:
+        headers = [parse_header(h) for h in args.header]
+        return RemoteDialer(args.url, headers=headers, insecure=args.insecure)
+    except ValueError as exc:
+        parser.error(str(exc))
+
+
+def _run_and_exit(args: argparse.Namespace, arguments: list[str], options: RunOptions) -> None:
+    baseline = args.loaded_baseline
     report = anyio.run(run, options)
     report.expected_version = args.expect_version
     if args.expect_version is not None and report.version is not None and report.version != args.expect_version:
@@ -216,7 +273,7 @@ def main(argv: list[str] | None = None, *, prog: str = "acp-conformance", defaul
         Path(args.html).write_text(html_report(report, base, verdict), encoding="utf-8")
     if args.write_baseline:
         failures = {r.id: r.message for r in report.results if r.status == "fail"}
-        write_baseline(args.write_baseline, failures, agent=args.agent)
+        write_baseline(args.write_baseline, failures, agent=args.agent or redact_url(args.url))
         print(f"wrote {len(failures)} expected failure(s) to {args.write_baseline}", file=sys.stderr)
         sys.exit(0)
     warned = args.strict and any(r.status == "warn" for r in report.results)

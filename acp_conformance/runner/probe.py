@@ -711,12 +711,20 @@ async def spawn_probe(
                 terminate_timeout=0.5,
             )
         )
-        probe = Probe(agent, timeout, startup_timeout)
-        probe.terminals = await stack.enter_async_context(LocalTerminals())
-        tg = await stack.enter_async_context(anyio.create_task_group())
-        probe.tg = tg
-        tg.start_soon(probe.read_loop)
+        probe = await read_into_probe(stack, agent, timeout, startup_timeout)
         try:
             yield probe
         finally:
-            tg.cancel_scope.cancel()
+            assert probe.tg is not None
+            probe.tg.cancel_scope.cancel()
+
+
+async def read_into_probe(stack: AsyncExitStack, agent: Any, timeout: float, startup_timeout: float) -> Probe:
+    """A ``Probe`` on ``agent`` (a process, or anything with its ``receive``/``send``) with its terminals and its
+    read loop running in a task group on ``stack``; the caller cancels ``probe.tg`` when done."""
+    probe = Probe(agent, timeout, startup_timeout)
+    probe.terminals = await stack.enter_async_context(LocalTerminals())
+    tg = await stack.enter_async_context(anyio.create_task_group())
+    probe.tg = tg
+    tg.start_soon(probe.read_loop)
+    return probe

@@ -16,17 +16,20 @@ import shutil
 import tempfile
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
 
 from acp_session.auth import login_methods
+from acp_session.transport.remote import RemoteDialer
 
 from .checks import CHECK_SETS
 from .probe import ErrorAnswer, Fail, LoginRequired, NotApplicable, Probe, WireLine, spawn_probe
 from .registry import Check, CheckContext, in_report_order, missing_scenario
+from .remote_agent import connect_probe
+from .remote_run import REMOTE_ONLY_OVER_STDIO, run_remote_checks
 from .scenarios import NO_SCENARIOS, REFERENCE_SCENARIOS, Scenarios, load_scenarios
 
 __all__ = ["STARTUP_TIMEOUT", "CheckResult", "LoginBlock", "RunOptions", "RunReport", "run", "run_checks"]
@@ -66,6 +69,7 @@ class RunOptions:
     jobs: int = 4
     only: Sequence[str] = ()
     startup_timeout: float = STARTUP_TIMEOUT
+    dialer: RemoteDialer | None = None  # --url: a remote agent (``argv`` is then only what the report shows)
 
 
 @dataclass
@@ -129,19 +133,19 @@ class _Run:
 
     async def open_probe(self, stack: AsyncExitStack, *, initialize: bool) -> Probe:
         self.report.processes += 1
-        probe = await stack.enter_async_context(
-            spawn_probe(
-                self.options.argv,
-                timeout=self.options.wait,
-                env=self.options.env,
-                startup_timeout=self.options.startup_timeout,
-            )
-        )
+        probe = await stack.enter_async_context(self.connect())
         if initialize:
             await probe.initialize(self.offer)
             if self.options.auth is not None:
                 await probe.login(self.options.auth)
         return probe
+
+    def connect(self) -> AbstractAsyncContextManager[Probe]:
+        """A new agent: a process over stdio, or with ``--url`` a new connection to the remote agent."""
+        options = self.options
+        if options.dialer is not None:
+            return connect_probe(options.dialer, timeout=options.wait, startup_timeout=options.startup_timeout)
+        return spawn_probe(options.argv, timeout=options.wait, env=options.env, startup_timeout=options.startup_timeout)
 
     @asynccontextmanager
     async def extra_probe(self) -> AsyncIterator[Probe]:
@@ -161,12 +165,8 @@ class _Run:
         options = self.options
         try:
             self.report.processes += 1
-            probe = await stack.enter_async_context(
-                spawn_probe(
-                    options.argv, timeout=options.wait, env=options.env, startup_timeout=options.startup_timeout
-                )
-            )
-        except OSError as exc:
+            probe = await stack.enter_async_context(self.connect())
+        except Exception as exc:  # not started / not reachable
             self.fail_startup(f"could not start the agent: {exc}")
             return None
         try:
@@ -258,6 +258,8 @@ class _Run:
         only = set(self.options.only)
         self.report.check_set = version
         self.checks = [c for c in CHECK_SETS[version] if not only or c.id in only]
+        if self.options.dialer is not None:
+            self.checks = [c for c in self.checks if c.id not in REMOTE_ONLY_OVER_STDIO]
 
     # -- checks ------------------------------------------------------------------------------------------
 
@@ -410,6 +412,14 @@ class _Run:
             for number in range(jobs):
                 tg.start_soon(self.worker, number)
         self.report.results = [self.results[c.id] for c in in_report_order(self.checks)]
+        if self.options.dialer is not None:
+            remote = await run_remote_checks(self.options.dialer, self.options.wait, self.options.only)
+            self.report.results += [
+                CheckResult(
+                    r.id, r.title, (r.rule,), r.status, r.message, r.seconds, "transport", [], r.warnings, r.notes
+                )
+                for r in remote
+            ]
         self.report.seconds = time.monotonic() - started
         return self.report
 

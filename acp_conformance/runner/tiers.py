@@ -21,7 +21,7 @@ import sys
 from dataclasses import dataclass
 from enum import Enum
 
-__all__ = ["Classification", "Tier", "classify", "requirement_table", "rule_ids"]
+__all__ = ["REMOTE_CLASSIFICATIONS", "Classification", "Tier", "classify", "requirement_table", "rule_ids"]
 
 
 class Tier(str, Enum):
@@ -123,9 +123,14 @@ CLASSIFICATIONS: dict[int, dict[str, Classification]] = {1: _V1, 2: _V2}
 _RULE_ID = re.compile(r"ACP[12]-\d{3}")
 
 
+REMOTE_CLASSIFICATIONS: dict[str, Classification] = {}
+"""The remote transport's checks (``checks_remote`` registers each with its tier), the same on v1 and v2."""
+
+
 def classify(version: int, check_id: str) -> Classification:
     """The tier and ids of one check (a KeyError names a check without an entry: add one above)."""
-    return CLASSIFICATIONS[version][check_id]
+    remote = REMOTE_CLASSIFICATIONS.get(check_id)
+    return remote if remote is not None else CLASSIFICATIONS[version][check_id]
 
 
 def rule_ids(version: int, check_id: str, rules: tuple[str, ...]) -> list[str]:

@@ -1,0 +1,251 @@
+"""Raw HTTP and WebSocket probes of a remote ACP endpoint, for the transport checks (``checks_remote``).
+
+``probe.Probe`` speaks ACP through a transport that hides the HTTP; these probes send the requests themselves
+(status codes, headers, which SSE stream carries what, frame opcodes) with httpx and httpx-ws, so a check can see
+each rule of the RFD "Streamable HTTP & WebSocket Transport" on the wire. A probe's client keeps the cookies the
+server sets and sends them back, as the RFD asks clients to.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import tempfile
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+from anyio.abc import TaskGroup
+
+from acp_session.transport.remote import RemoteDialer
+from acp_session.transport.remote.client import make_client
+from acp_session.transport.remote.sse import SseParser
+
+from .probe import Fail, v1_offer
+
+__all__ = ["EventStream", "HttpProbe", "Reply", "initialize_params", "rpc"]
+
+JSON = "application/json"
+EVENTS = "text/event-stream"
+_MAX_EVENT = 16 * 1024 * 1024
+
+
+def _cwd() -> str:
+    return tempfile.gettempdir()
+
+
+def initialize_params() -> dict[str, Any]:
+    """A v2 offer as the agent checks make it (``info`` beside v1's ``clientInfo``)."""
+    return v1_offer(2, fs=False, terminal=False)
+
+
+def rpc(method: str, params: dict[str, Any] | None = None, id: int | None = None) -> dict[str, Any]:
+    message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+    if params is not None:
+        message["params"] = params
+    if id is not None:
+        message["id"] = id
+    return message
+
+
+@dataclass
+class Reply:
+    status: int
+    headers: dict[str, str]
+    body: bytes
+    http_version: str = "HTTP/1.1"
+
+    def json(self) -> Any:
+        try:
+            return json.loads(self.body)
+        except ValueError:
+            return None
+
+
+@dataclass
+class EventStream:
+    """One open GET event stream: the messages it has delivered so far, and whether the server ended it."""
+
+    status: int
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    ended: anyio.Event = field(default_factory=anyio.Event)
+    changed: anyio.Event = field(default_factory=anyio.Event)
+    scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
+
+    def _add(self, message: Any) -> None:
+        if isinstance(message, dict):
+            self.messages.append(message)
+        self.changed.set()
+        self.changed = anyio.Event()
+
+    async def wait_for(self, what: str, predicate: Any, timeout: float) -> dict[str, Any]:
+        """The first message ``predicate`` accepts (waiting up to ``timeout``), or ``Fail`` naming ``what``."""
+        with anyio.move_on_after(timeout):
+            while True:
+                for message in self.messages:
+                    if predicate(message):
+                        return message
+                if self.ended.is_set():
+                    break
+                await self.changed.wait()
+        raise Fail("ACP-HTTP", f"{what}: not seen on this stream within {timeout:g}s")
+
+    def close(self) -> None:
+        self.scope.cancel()
+
+
+class HttpProbe:
+    """A raw HTTP client of one endpoint (its own cookie jar); ``connection`` once ``initialize`` succeeded."""
+
+    def __init__(self, dialer: RemoteDialer, client: Any, tg: TaskGroup, timeout: float) -> None:
+        self.dialer = dialer
+        self.client = client
+        self.tg = tg
+        self.timeout = timeout
+        self.url = dialer.request_url
+        self.connection: str | None = None
+        self.set_cookies: list[str] = []  # every Set-Cookie the server sent
+        self._next_id = 100
+
+    def next_id(self) -> int:
+        self._next_id += 1
+        return self._next_id
+
+    def _remember(self, headers: Any) -> None:
+        self.set_cookies += headers.get_list("set-cookie")
+
+    def headers(self, session: str | None = None, **extra: str) -> dict[str, str]:
+        found = {"content-type": JSON, "accept": f"{JSON}, {EVENTS}"}
+        if self.connection is not None:
+            found["acp-connection-id"] = self.connection
+        if session is not None:
+            found["acp-session-id"] = session
+        found.update({k.replace("_", "-"): v for k, v in extra.items()})
+        return found
+
+    async def post(self, message: Any, headers: dict[str, str] | None = None, *, raw: bytes | None = None) -> Reply:
+        body = raw if raw is not None else json.dumps(message).encode()
+        with anyio.fail_after(self.timeout):
+            response = await self.client.post(self.url, content=body, headers=headers or self.headers())
+        self._remember(response.headers)
+        return Reply(response.status_code, dict(response.headers), response.content, response.http_version)
+
+    async def delete(self, headers: dict[str, str] | None = None) -> Reply:
+        with anyio.fail_after(self.timeout):
+            response = await self.client.delete(self.url, headers=headers or self.headers())
+        self._remember(response.headers)
+        return Reply(response.status_code, dict(response.headers), response.content)
+
+    async def get_status(self, headers: dict[str, str]) -> int:
+        """A GET's status alone (the stream, if one opens, is closed at once)."""
+        with anyio.fail_after(self.timeout):
+            async with self.client.stream("GET", self.url, headers=headers) as response:
+                self._remember(response.headers)
+                return int(response.status_code)
+
+    async def initialize(self) -> Reply:
+        reply = await self.post(rpc("initialize", initialize_params(), id=0), {"content-type": JSON, "accept": JSON})
+        if reply.status == 200:
+            self.connection = reply.headers.get("acp-connection-id")
+        return reply
+
+    async def open_stream(self, session: str | None = None) -> EventStream:
+        """Open the connection's event stream (or ``session``'s) and read it in the background."""
+        headers = {"accept": EVENTS}
+        if self.connection is not None:
+            headers["acp-connection-id"] = self.connection
+        if session is not None:
+            headers["acp-session-id"] = session
+        opened: anyio.Event = anyio.Event()
+        holder: list[EventStream] = []
+
+        async def read() -> None:
+            stream = EventStream(0)
+            try:
+                with stream.scope:
+                    async with self.client.stream("GET", self.url, headers=headers, timeout=None) as response:
+                        self._remember(response.headers)
+                        stream.status = response.status_code
+                        holder.append(stream)
+                        opened.set()
+                        if response.status_code != 200:
+                            return
+                        parser = SseParser(_MAX_EVENT)
+                        async for chunk in response.aiter_raw():
+                            for event in parser.feed(chunk):
+                                try:
+                                    stream._add(json.loads(event.data))
+                                except ValueError:
+                                    continue
+            except Exception:  # the server went away: the stream ended
+                pass
+            finally:
+                if not holder:
+                    holder.append(stream)
+                stream.ended.set()
+                stream.changed.set()
+                opened.set()
+
+        self.tg.start_soon(read)
+        with anyio.fail_after(self.timeout):
+            await opened.wait()
+        return holder[0]
+
+    async def post_new_session(self, headers: dict[str, str] | None = None) -> Reply:
+        """POST a ``session/new`` (for its status: its answer, if any, comes on a stream)."""
+        return await self.post(rpc("session/new", {"cwd": _cwd(), "mcpServers": []}, id=self.next_id()), headers)
+
+    async def new_session(self, cwd: str, stream: EventStream) -> str:
+        """``session/new`` (202, answered on ``stream``, the connection's): the new session's id."""
+        rid = self.next_id()
+        reply = await self.post(rpc("session/new", {"cwd": cwd, "mcpServers": []}, id=rid))
+        if reply.status not in (200, 202):
+            raise Fail("ACP-HTTP-002", f"session/new was refused with HTTP {reply.status}: {reply.body[:200]!r}")
+        answer = await stream.wait_for("the answer to session/new", lambda m: m.get("id") == rid, self.timeout)
+        session = (answer.get("result") or {}).get("sessionId")
+        if not isinstance(session, str):
+            raise Fail("ACP-HTTP-003", f"session/new was not answered with a session id: {answer}")
+        return session
+
+
+@asynccontextmanager
+async def http_probe(dialer: RemoteDialer, timeout: float) -> AsyncIterator[HttpProbe]:
+    """A raw client of ``dialer``'s endpoint (HTTP/1.1, enough streams for a few sessions); DELETE on exit."""
+    http1, http2 = dialer.http_versions()
+    async with AsyncExitStack() as stack:
+        client = await stack.enter_async_context(make_client(dialer, http1=http1, http2=http2, streams=8))
+        # Entered by hand: a task group would wrap the check's own ``Fail`` in an ExceptionGroup.
+        tg = anyio.create_task_group()
+        await tg.__aenter__()
+        probe = HttpProbe(dialer, client, tg, timeout)
+        try:
+            yield probe
+        finally:
+            with anyio.CancelScope(shield=True), anyio.move_on_after(2):
+                if probe.connection is not None:
+                    with contextlib.suppress(Exception):  # the server may have ended it already
+                        await client.delete(probe.url, headers=probe.headers())
+            tg.cancel_scope.cancel()
+            await tg.__aexit__(None, None, None)
+
+
+@asynccontextmanager
+async def ws_probe(dialer: RemoteDialer, timeout: float) -> AsyncIterator[tuple[Any, Any]]:
+    """A raw WebSocket to ``dialer``'s endpoint: ``(session, upgrade response)``."""
+    import httpx_ws
+
+    async with make_client(dialer, http1=True, http2=False, streams=1) as client:
+        # Bounded by the client's timeouts (a cancel scope here would not nest with httpx-ws's task group).
+        connecting: Any = httpx_ws.aconnect_ws(dialer.request_url, client, keepalive_ping_interval_seconds=None)
+        try:
+            ws = await connecting.__aenter__()
+        except httpx_ws.WebSocketUpgradeError as exc:
+            status = exc.response.status_code
+            raise Fail("ACP-WS-001", f"the WebSocket upgrade was refused with HTTP {status}") from None
+        try:
+            yield ws, ws.response
+        finally:
+            with contextlib.suppress(Exception):  # the peer may be gone already
+                await connecting.__aexit__(None, None, None)

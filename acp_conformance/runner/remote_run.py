@@ -1,0 +1,68 @@
+"""``--url``: run the remote transport's checks (``checks_remote``) one after another, each on its own connection.
+
+The agent checks run through acp-session's remote transport like any other agent; these judge the HTTP and
+WebSocket themselves. A check that raises something unexpected (the server hung up, a timeout) fails with what
+happened, never a traceback.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import anyio
+
+from acp_session.transport.remote import RemoteDialer
+
+from .checks_remote import RemoteContext, remote_checks_for
+from .probe import Fail, NotApplicable
+
+__all__ = ["REMOTE_ONLY_OVER_STDIO", "RemoteResult", "run_remote_checks"]
+
+REMOTE_ONLY_OVER_STDIO = frozenset({"framing", "batch"})
+"""Agent checks of newline framing and batches on the raw pipe: over HTTP and WebSocket the transport's own
+checks (``http-batch``, ``ws-text-frames``) judge what they would."""
+
+
+@dataclass
+class RemoteResult:
+    id: str
+    title: str
+    rule: str
+    status: str  # "pass", "fail", "warn" or "n/a", as the agent checks
+    message: str
+    seconds: float
+    warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def notices(self) -> tuple[list[str], list[str]]:
+        return self.warnings, self.notes
+
+
+async def run_remote_checks(dialer: RemoteDialer, timeout: float, only: Sequence[str] = ()) -> list[RemoteResult]:
+    results = []
+    for c in remote_checks_for(dialer.profile):
+        if only and c.id not in only:
+            continue
+        ctx = RemoteContext(dialer, timeout)
+        started = time.monotonic()
+        try:
+            with anyio.fail_after(4 * timeout + 5):
+                note = await c.fn(ctx)
+        except Fail as exc:
+            status, message = "fail", str(exc)
+        except NotApplicable as exc:
+            status, message = "n/a", str(exc)
+        except TimeoutError:
+            status, message = "fail", f"{c.rule}: the check did not finish within {4 * timeout + 5:g}s"
+        except Exception as exc:  # the server hung up, refused the connection, sent nonsense
+            status, message = "fail", f"{c.rule}: {type(exc).__name__}: {dialer.redact(str(exc)) or 'no detail'}"
+        else:
+            status = "warn" if ctx.warnings else "pass"
+            message = "; ".join([*ctx.warnings, *([note] if note else []), *ctx.notes])
+        results.append(
+            RemoteResult(c.id, c.title, c.rule, status, message, time.monotonic() - started, ctx.warnings, ctx.notes)
+        )
+    return results

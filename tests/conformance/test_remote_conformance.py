@@ -1,0 +1,193 @@
+"""``acp-conformance --url``: the agent checks and the transport rules against real remote servers.
+
+The servers: our reference agent's ``--listen`` (hypercorn) and the official TypeScript SDK 2.4.0 ``AcpServer``
+(tests/interop/ts_server.mjs), over Streamable HTTP and WebSocket; and ``--listen --broken MODE``, a server that
+breaks one transport rule, which must fail exactly the rows of that rule.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from acp_conformance.runner.checks_remote import REMOTE_CHECKS, remote_checks_for
+from acp_conformance.runner.run import RunOptions, run
+from acp_conformance.runner.tiers import Tier, classify
+from acp_session.transport.remote import RemoteDialer
+from tests.remote.conftest import TsServer, ts_server
+
+__all__ = ["ts_server"]  # the fixture, shared with tests/remote
+
+AGENT = [sys.executable, "-m", "acp_conformance.agent"]
+CONFORMANCE = [sys.executable, "-m", "acp_conformance.runner"]
+ROOT = Path(__file__).resolve().parents[2]
+
+# --broken MODE of our --listen server -> (profile, the transport rows it must fail, the rows it must warn on).
+BROKEN: dict[str, tuple[str, set[str], set[str]]] = {
+    "wrong-stream": ("http", {"http-session-stream"}, set()),
+    "drop-cookies": ("http", {"http-cookies"}, set()),
+    "lax-media-types": ("http", {"http-not-acceptable", "http-unsupported-media"}, set()),
+    "no-session-check": ("http", {"http-session-header"}, set()),
+    "keep-dropped": ("http", set(), {"http-stream-dropped"}),
+    "binary-frames": ("websocket", {"ws-text-frames"}, set()),
+    "close-socket": ("websocket", {"ws-session-close"}, set()),
+}
+
+
+def _listen(*extra: str) -> tuple[subprocess.Popen[bytes], str]:
+    process = subprocess.Popen([*AGENT, "--listen", "127.0.0.1:0", *extra], stdout=subprocess.PIPE)
+    assert process.stdout is not None
+    url = process.stdout.readline().decode().strip()
+    if not url.startswith("http://127.0.0.1:"):
+        process.kill()
+        pytest.fail(f"--listen did not print its URL: {url!r}")
+    return process, url
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    process.terminate()
+    try:
+        process.wait(10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(10)
+    if process.stdout is not None:
+        process.stdout.close()
+
+
+@pytest.fixture
+def listen_url() -> Iterator[str]:
+    process, url = _listen()
+    try:
+        yield url
+    finally:
+        _stop(process)
+
+
+def _as_ws(url: str) -> str:
+    return "ws" + url.removeprefix("http")
+
+
+def _conformance(url: str, *args: str) -> tuple[int, dict[str, Any]]:
+    done = subprocess.run(
+        [*CONFORMANCE, "--url", url, "--json", "--timeout", "15", *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
+    )
+    try:
+        return done.returncode, json.loads(done.stdout)
+    except ValueError:
+        pytest.fail(f"no JSON report (exit {done.returncode}): {done.stdout[-2000:]} {done.stderr[-2000:]}")
+
+
+def _statuses(report: dict[str, Any], ids: set[str]) -> dict[str, str]:
+    """Each row's verdict status, with WARN for a PASS that carries a warning (a SHOULD not followed)."""
+    return {
+        c["id"]: "WARN" if c["status"] == "PASS" and c["warnings"] else c["status"]
+        for c in report["checks"]
+        if c["id"] in ids
+    }
+
+
+def _transport_args(profile: str) -> list[str]:
+    return [arg for c in remote_checks_for(profile) for arg in ("--check", c.id)]
+
+
+def test_every_transport_check_has_an_id_a_tier_and_a_doc_row() -> None:
+    docs = (ROOT / "docs" / "conformance.md").read_text()
+    for c in REMOTE_CHECKS:
+        assert c.rule.startswith("ACP-HTTP-" if c.profile == "http" else "ACP-WS-"), c
+        assert classify(2, c.id).tier is c.tier and classify(1, c.id).tier is c.tier
+        assert f"| `{c.id}` | {c.tier.value} | {c.rule} |" in docs, c.id
+    assert len({c.rule for c in REMOTE_CHECKS}) == len(REMOTE_CHECKS)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("scheme", ["http", "ws"])
+async def test_the_reference_agent_listening_passes_every_check(listen_url: str, scheme: str) -> None:
+    """In process, on both backends: the agent checks through our remote client, then the transport rows."""
+    url = listen_url if scheme == "http" else _as_ws(listen_url)
+    report = await run(RunOptions([url], dialer=RemoteDialer(url), wait=15.0, jobs=2))
+    assert report.problem is None and report.version == 2
+    failed = {r.id: r.message for r in report.results if r.status in ("fail", "warn")}
+    assert failed == {}
+    profile = "http" if scheme == "http" else "websocket"
+    transport = {r.id: r.status for r in report.results if r.area == "transport"}
+    assert set(transport) == {c.id for c in remote_checks_for(profile)}
+    assert all(status == "pass" for status in transport.values()), transport
+    assert not any(r.id in ("framing", "batch") for r in report.results)  # the pipe's rules: not over HTTP
+
+
+@pytest.mark.parametrize("scheme", ["http", "ws"])
+def test_the_typescript_sdk_server_differs_only_where_recorded(ts_server: TsServer, scheme: str) -> None:
+    url = ts_server.url if scheme == "http" else ts_server.ws_url
+    profile = "http" if scheme == "http" else "websocket"
+    token = "Bearer conformance-s3cret"
+    _, report = _conformance(url, "--header", f"Authorization: {token}", *_transport_args(profile))
+    statuses = _statuses(report, {c.id for c in remote_checks_for(profile)})
+    requests = ts_server.requests()  # --header goes on every request, the probes' and the agent checks' alike
+    assert requests and all(r["authorization"] == token for r in requests), requests[:3]
+    assert "s3cret" not in json.dumps(report)
+    # Recorded differences: TS 2.4.0 keeps a connection whose event stream was dropped (ADVISORY, a warning),
+    # and speaks HTTP/1.1 only where the RFD's profile requires HTTP/2 (ADVISORY here, a warning).
+    expected = {c.id: "PASS" for c in remote_checks_for(profile)}
+    if profile == "http":
+        expected["http-stream-dropped"] = "WARN"
+        expected["http2"] = "WARN"
+    assert statuses == expected, statuses
+    batch = next(c for c in report["checks"] if c["id"] == "http-batch") if profile == "http" else None
+    assert batch is None or "HTTP 400" in batch["message"]  # 400 with -32600, as ours; the RFD's text says 501
+
+
+def test_the_typescript_sdk_server_runs_the_agent_checks_over_http(ts_server: TsServer) -> None:
+    """The scripted TS agent's own gaps (no session/resume, images taken without the capability) fail agent
+    rows; every MANDATORY row passes, so the transport carries the checks."""
+    _, report = _conformance(ts_server.url)
+    assert report["protocolVersion"] == 2 and report["problem"] is None
+    mandatory = [c for c in report["checks"] if c["tier"] == Tier.MANDATORY.value]
+    assert mandatory and all(c["status"] in ("PASS", "WARN") for c in mandatory), mandatory
+    assert _statuses(report, {"resume"}) == {"resume": "FAIL"}
+
+
+@pytest.mark.parametrize("mode", sorted(BROKEN))
+def test_a_broken_server_fails_exactly_its_rows(mode: str) -> None:
+    profile, failing, warning = BROKEN[mode]
+    process, url = _listen("--broken", mode)
+    try:
+        code, report = _conformance(url if profile == "http" else _as_ws(url), *_transport_args(profile))
+    finally:
+        _stop(process)
+    statuses = _statuses(report, {c.id for c in remote_checks_for(profile)})
+    assert {i for i, s in statuses.items() if s == "FAIL"} == failing, statuses
+    assert {i for i, s in statuses.items() if s == "WARN"} == warning, statuses
+    assert {s for i, s in statuses.items() if i not in failing | warning} == {"PASS"}, statuses
+    assert code == (1 if failing else 0)
+
+
+def test_a_server_that_requires_its_cookie_is_served_because_the_runner_returns_it() -> None:
+    process, url = _listen("--require-cookie")
+    try:
+        code, report = _conformance(
+            url, *_transport_args("http"), "--check", "session-new", "--check", "prompt-accepted"
+        )
+    finally:
+        _stop(process)
+    statuses = _statuses(report, {c.id for c in remote_checks_for("http")} | {"session-new", "prompt-accepted"})
+    assert set(statuses.values()) == {"PASS"} and code == 0, statuses
+
+
+def test_url_usage_errors_are_clear() -> None:
+    both = subprocess.run([*CONFORMANCE, "--url", "http://x/acp", "--agent", "a"], capture_output=True, text=True)
+    assert both.returncode == 2 and "not allowed with" in both.stderr
+    bad = subprocess.run([*CONFORMANCE, "--url", "ftp://x/acp"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "http(s):// or ws(s)://" in bad.stderr and "Traceback" not in bad.stderr
+    header = subprocess.run([*CONFORMANCE, "--agent", "a", "--header", "X: y"], capture_output=True, text=True)
+    assert header.returncode == 2 and "--header and --insecure go with --url" in header.stderr
