@@ -145,14 +145,14 @@ def _bounded_session_class(httpx_ws: Any, limit: int, inbox: BatchInbox[Item]) -
                                 code = 1000 if item.code == 1005 else item.code
                                 with contextlib.suppress(Exception):
                                     await self.send(events.CloseConnection(code))
+                            elif isinstance(item, WsProtocolError):  # the last item: what came before counts
+                                ended = f"the WebSocket failed: the server broke the protocol ({item})"
+                                with contextlib.suppress(Exception):
+                                    await self.close(item.code, str(item))
                             else:
                                 frames.append(item)
                     if frames:
                         await inbox.put_all(frames)
-            except WsProtocolError as exc:
-                ended = f"the WebSocket failed: the server broke the protocol ({exc})"
-                with contextlib.suppress(Exception):
-                    await self.close(exc.code, str(exc))
             except Exception:  # any failure of the socket ends the session, never the task group around it
                 ended = "the WebSocket failed"
                 with contextlib.suppress(Exception):

@@ -1,16 +1,16 @@
 """Sans-IO reader of the frames a WebSocket server sends (RFC 6455), for the receive hot path.
 
-wsproto parses each frame through several generator and object layers (about 20 µs a frame here) and decodes
-every text payload to ``str``, which the rpc layer encodes again. This reader splits a read's frames with plain
-bytes slicing and hands over a text message's bytes as they came: a whole unfragmented frame in the buffer (what
-servers send) is one slice. httpx-ws (and wsproto) still do the handshake and everything we send.
+wsproto parses each frame through several generator and object layers and decodes every text payload to
+``str``, which the rpc layer encodes again. This reader splits a read's frames with plain bytes slicing and hands
+over a text message's bytes as they came: a whole unfragmented frame in the buffer (what servers send) is one
+slice. httpx-ws (and wsproto) still do the handshake and everything we send.
 
 What it checks, as a client must: server frames are not masked, reserved bits are clear (no extension is
 negotiated), opcodes are known, control frames are final and at most 125 bytes, lengths use the shortest form,
-continuations belong to a message, a close frame's code and reason are valid, text is UTF-8. A violation raises
-``WsProtocolError`` with the close code to send. Memory: a message over ``max_message`` bytes is skipped as it
-arrives (reported as one ``OversizedFrame``); besides a message being read, at most one frame header or control
-frame is buffered.
+continuations belong to a message, a close frame's code and reason are valid, text is UTF-8. A violation is
+returned as a ``WsProtocolError`` (with the close code to send) after the messages before it, and ends reading.
+Memory: a message over ``max_message`` bytes is skipped as it arrives (reported as one ``OversizedFrame``);
+besides a message being read, at most one frame header or control frame is buffered.
 """
 
 from __future__ import annotations
@@ -51,12 +51,13 @@ class WsClose:
         self.reason = reason
 
 
-WsItem = bytes | OversizedFrame | WsPing | WsClose
+WsItem = bytes | OversizedFrame | WsPing | WsClose | WsProtocolError
 
 
 class WsFrameReader:
     """Feed it what the socket gave; it returns the complete text messages (bytes), ``OversizedFrame`` for a
-    skipped message, and the pings and the close among them, in order. Binary messages are dropped."""
+    skipped message, and the pings and the close among them, in order; a ``WsProtocolError`` comes last, and
+    nothing after it or after the close. Binary messages are dropped."""
 
     __slots__ = ("_buf", "_closed", "_fin", "_max", "_opcode", "_pieces", "_remaining", "_size", "_skipping")
 
@@ -74,13 +75,21 @@ class WsFrameReader:
     def feed(self, data: bytes) -> list[WsItem]:
         out: list[WsItem] = []
         if self._closed:
-            return out  # nothing after a close frame counts
+            return out  # nothing after a close frame (or a broken one) counts
+        try:
+            self._feed(data, out)
+        except WsProtocolError as exc:
+            self._closed = True
+            out.append(exc)
+        return out
+
+    def _feed(self, data: bytes, out: list[WsItem]) -> None:
         if self._remaining:
             taken = min(self._remaining, len(data))
             self._payload(data[:taken] if taken < len(data) else data, out)
             data = data[taken:]
             if self._remaining:
-                return out
+                return
         buf = self._buf + data if self._buf else data
         pos, end = 0, len(buf)
         maximum = self._max
@@ -113,7 +122,7 @@ class WsFrameReader:
                 pos = start + size
                 self._control(opcode, buf[start:pos], out)
                 if self._closed:
-                    return out
+                    return
                 continue
             if opcode == 0:
                 if not self._opcode:
@@ -139,7 +148,6 @@ class WsFrameReader:
             if self._remaining:
                 break
         self._buf = buf[pos:] if pos < end else b""
-        return out
 
     def _payload(self, piece: bytes, out: list[WsItem]) -> None:
         """Part of the current data frame's payload arrived (the frame and the message end when it is all)."""
