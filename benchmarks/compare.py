@@ -17,7 +17,11 @@ What one run measures (each client in its own process, against ``peers/cheap_age
 * ``session/set_config_option`` round trip (p50, p99) beside a bare line echo over the same kind of pipe
   (``round_trip.py``: the clients take turns, each in its own process);
 * cold start (process start to the first prompt accepted; for the v1 SDK, to its first update) at N = 10;
-* peak RSS of each client process.
+* peak RSS of each client process;
+* the remote rows (``remote_fold.py``, at the largest N): the ``Conversation`` fold over Streamable HTTP and over
+  WebSocket beside the same fold over stdio, and beside the official TypeScript SDK's ``createHttpStream`` client
+  (when node is on the machine), all against one peer that writes pre-encoded bytes as fast as the socket takes
+  them (``peers/remote_blaster.py``), in alternating rounds; the targets judge the median of the rounds' ratios.
 
 The SDKs are installed into ``benchmarks/.peers/`` (a separate virtualenv and ``peers/ts/node_modules``),
 never into the package's environment. Results: a table on stdout and ``benchmarks/results/compare.json``.
@@ -48,6 +52,7 @@ PYTHON_SDK = "agent-client-protocol==0.12.1"
 sys.path.insert(0, str(PEERS))
 sys.path.insert(0, str(HERE))
 import cheap_agent  # noqa: E402
+import remote_fold  # noqa: E402
 import round_trip  # noqa: E402
 
 from acp_session.schema import v1  # noqa: E402
@@ -265,6 +270,10 @@ def targets(report: dict[str, Any], ours_name: str) -> dict[str, bool]:
         out["cold start <= half the Python SDK's"] = starts["acp-session (bare handler)"] <= starts[python_sdk] / 2
     trips = report["round_trip"]
     out["round trip p50 < 3x the bare pipe echo"] = trips["ours_p50_us"] < 3 * trips["echo_p50_us"]
+    if "remote" in report:
+        remote = report["remote"]
+        for line, met in remote["targets"].items():
+            out[f"remote, N={remote['n']:,}: {line} (median of the rounds' ratios)"] = met
     return out
 
 
@@ -274,6 +283,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5, help="alternating rounds; the best of each client counts")
     parser.add_argument("--rounds", type=int, default=2000)
     parser.add_argument("--no-peers", action="store_true", help="only acp-session and the lower bounds")
+    parser.add_argument("--remote-n", type=int, help="the remote rows' N (default: the largest size; 0: none)")
     parser.add_argument("--json-out", type=Path, default=HERE / "results" / "compare.json")
     args = parser.parse_args()
     peer_python, node = (None, False) if args.no_peers else setup_peers()
@@ -341,6 +351,14 @@ def main() -> None:
         f"  acp-session       p50 {trips['ours_p50_us']:7.1f} us  p99 {trips['ours_p99_us']:7.1f} us"
         f"  ({trips['ours_p50_us'] / echo:.2f}x echo p50)"
     )
+    remote_n = max(args.sizes) if args.remote_n is None else args.remote_n
+    if remote_n > 0:
+        report["remote"] = remote_fold.measure(remote_n, "asyncio", args.repeats, node)
+        print(
+            f"\nremote: Conversation fold of {remote_n:,} chunk updates over Streamable HTTP and WebSocket beside stdio"
+        )
+        print(f"(one peer writing pre-encoded bytes, {args.repeats} alternating rounds)")
+        remote_fold.print_report(report["remote"])
     report["targets"] = targets(report, ours_name)
     print("\ntargets (issue: ten times the official SDKs), from this run")
     for line, met in report["targets"].items():

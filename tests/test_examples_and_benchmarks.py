@@ -45,6 +45,11 @@ def test_compare_benchmark_runs_at_small_size(tmp_path: Path) -> None:
     assert "minimal client" in out
     assert "round trip p50 < 3x the bare pipe echo" in report["targets"]
     assert "targets (issue: ten times the official SDKs), from this run" in out
+    remote = report["remote"]  # the remote rows: the fold over HTTP and WebSocket beside stdio, at the largest N
+    assert remote["n"] == 200 and set(remote["fold_per_s"]) == {"stdio", "http", "websocket"}
+    assert all(rate > 0 for rate in remote["fold_per_s"].values())
+    assert "remote, N=200: WebSocket fold >= 0.5x stdio (median of the rounds' ratios)" in report["targets"]
+    assert "remote: Conversation fold of 200 chunk updates" in out
 
 
 def test_compare_benchmark_runs_its_v1_row_at_small_size(tmp_path: Path) -> None:
