@@ -157,7 +157,11 @@ def test_the_usual_frames_come_out_as_the_same_bytes() -> None:
     messages = [b'{"jsonrpc":"2.0","method":"session/update","params":{"n":%d}}' % i for i in range(1000)]
     data = b"".join(frame(0x1, m) for m in messages)
     reader = WsFrameReader(1 << 20)
-    assert [item for start in range(0, len(data), 4096) for item in reader.feed(data[start : start + 4096])] == messages
+    out = []
+    for start in range(0, len(data), 4096):
+        out += reader.feed(data[start : start + 4096])
+        assert reader.only_messages
+    assert out == messages
 
 
 @pytest.mark.parametrize("fragments", [1, 3])
@@ -221,4 +225,5 @@ def test_nothing_after_the_close_frame_counts() -> None:
     reader = WsFrameReader(1 << 20)
     out = reader.feed(frame(0x1, b"a") + frame(0x8, struct.pack("!H", 1001) + b"bye") + frame(0x1, b"late"))
     assert out[0] == b"a" and isinstance(out[1], WsClose) and (out[1].code, out[1].reason) == (1001, "bye")
+    assert not reader.only_messages  # the session looks at each item only then
     assert len(out) == 2 and reader.feed(frame(0x1, b"later")) == []

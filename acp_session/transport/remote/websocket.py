@@ -133,8 +133,8 @@ def _bounded_session_class(httpx_ws: Any, limit: int, inbox: BatchInbox[Item]) -
                     items = reader.feed(await self._read_stream(max_bytes))
                     if not items:
                         continue
-                    frames: list[Item] = items  # type: ignore[assignment]  # the usual case: messages only
-                    if not all(type(item) is bytes for item in items):
+                    frames: list[Item] = items  # type: ignore[assignment]  # messages only
+                    if not reader.only_messages:
                         frames = []
                         for item in items:
                             if isinstance(item, WsPing):

@@ -59,7 +59,18 @@ class WsFrameReader:
     skipped message, and the pings and the close among them, in order; a ``WsProtocolError`` comes last, and
     nothing after it or after the close. Binary messages are dropped."""
 
-    __slots__ = ("_buf", "_closed", "_fin", "_max", "_opcode", "_pieces", "_remaining", "_size", "_skipping")
+    __slots__ = (
+        "_buf",
+        "_closed",
+        "_fin",
+        "_max",
+        "_opcode",
+        "_pieces",
+        "_remaining",
+        "_size",
+        "_skipping",
+        "only_messages",
+    )
 
     def __init__(self, max_message: int) -> None:
         self._max = max_message
@@ -71,15 +82,19 @@ class WsFrameReader:
         self._size = 0
         self._skipping = False
         self._closed = False
+        self.only_messages = True
+        """Whether the last ``feed`` returned messages only (bytes and ``OversizedFrame``, no control item)."""
 
     def feed(self, data: bytes) -> list[WsItem]:
         out: list[WsItem] = []
+        self.only_messages = True
         if self._closed:
             return out  # nothing after a close frame (or a broken one) counts
         try:
             self._feed(data, out)
         except WsProtocolError as exc:
             self._closed = True
+            self.only_messages = False
             out.append(exc)
         return out
 
@@ -170,6 +185,7 @@ class WsFrameReader:
         self._opcode, self._pieces, self._size, self._skipping = 0, [], 0, False
 
     def _control(self, opcode: int, payload: bytes, out: list[WsItem]) -> None:
+        self.only_messages = False
         if opcode == _PING:
             out.append(WsPing(payload))
         elif opcode == _CLOSE:
