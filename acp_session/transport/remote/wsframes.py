@@ -108,8 +108,27 @@ class WsFrameReader:
         buf = self._buf + data if self._buf else data
         pos, end = 0, len(buf)
         maximum = self._max
+        append = out.append
         while end - pos >= 2:
             b0, b1 = buf[pos], buf[pos + 1]
+            if b0 == 0x81 and not self._opcode:  # a final text frame: the usual case, checked in few steps
+                if b1 < 126:
+                    start = pos + 2
+                    stop = start + b1
+                elif b1 == 126 and end - pos >= 4:
+                    start = pos + 4
+                    stop = start + (buf[pos + 2] << 8 | buf[pos + 3])
+                    if stop - start < 126:
+                        stop = end + 1  # not the shortest form: the general path below says so
+                else:
+                    stop = end + 1
+                if stop <= end and stop - start <= maximum:
+                    message = buf[start:stop]
+                    if not message.isascii():
+                        _check_utf8(message)
+                    append(message)
+                    pos = stop
+                    continue
             if b1 & 0x80:
                 raise WsProtocolError(1002, "the server sent a masked frame")
             if b0 & 0x70:
