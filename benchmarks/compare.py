@@ -21,6 +21,10 @@ What one run measures (each client in its own process, against ``peers/cheap_age
 * the fold on trio too (``peer_ours.py conversation --backend trio``), against the same raw decode;
 * the scaling rows (``scaling.py``, unless ``--no-scaling``): 1 to 1 000 sessions streaming at once on one
   connection, and 100 connections of one session each.
+* the remote rows (``remote_fold.py``, at the largest N): the ``Conversation`` fold over Streamable HTTP and over
+  WebSocket beside the same fold over stdio, and beside the official TypeScript SDK's ``createHttpStream`` client
+  (when node is on the machine), all against one peer that writes pre-encoded bytes as fast as the socket takes
+  them (``peers/remote_blaster.py``), in alternating rounds; the targets judge the median of the rounds' ratios.
 
 The SDKs are installed into ``benchmarks/.peers/`` (a separate virtualenv and ``peers/ts/node_modules``),
 never into the package's environment. Results: a table on stdout and ``benchmarks/results/compare.json``.
@@ -51,6 +55,7 @@ PYTHON_SDK = "agent-client-protocol==0.12.1"
 sys.path.insert(0, str(PEERS))
 sys.path.insert(0, str(HERE))
 import cheap_agent  # noqa: E402
+import remote_fold  # noqa: E402
 import round_trip  # noqa: E402
 import scaling  # noqa: E402
 
@@ -284,6 +289,10 @@ def targets(report: dict[str, Any], ours_name: str) -> dict[str, bool]:
     out[f"round trip p50 <= {ECHO_SHARE}x the bare pipe echo ({ratio:.2f}x)"] = ratio <= ECHO_SHARE
     if "scaling" in report:
         out.update(report["scaling"]["targets"])
+    if "remote" in report:
+        remote = report["remote"]
+        for line, met in remote["targets"].items():
+            out[f"remote, N={remote['n']:,}: {line} (median of the rounds' ratios)"] = met
     return out
 
 
@@ -293,6 +302,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5, help="alternating rounds; the best of each client counts")
     parser.add_argument("--rounds", type=int, default=2000)
     parser.add_argument("--no-peers", action="store_true", help="only acp-session and the lower bounds")
+    parser.add_argument("--remote-n", type=int, help="the remote rows' N (default: the largest size; 0: none)")
     parser.add_argument("--json-out", type=Path, default=HERE / "results" / "compare.json")
     parser.add_argument("--no-scaling", action="store_true", help="leave out the many-sessions rows (scaling.py)")
     parser.add_argument("--scaling-sessions", type=int, nargs="+", default=[1, 10, 100, 1000])
@@ -373,6 +383,14 @@ def main() -> None:
         scaling.print_report(report["scaling"])
         if args.plot:
             scaling.plot(report["scaling"], args.plot)
+    remote_n = max(args.sizes) if args.remote_n is None else args.remote_n
+    if remote_n > 0:
+        report["remote"] = remote_fold.measure(remote_n, "asyncio", args.repeats, node)
+        print(
+            f"\nremote: Conversation fold of {remote_n:,} chunk updates over Streamable HTTP and WebSocket beside stdio"
+        )
+        print(f"(one peer writing pre-encoded bytes, {args.repeats} alternating rounds)")
+        remote_fold.print_report(report["remote"])
     report["targets"] = targets(report, ours_name)
     print("\ntargets (issue: ten times the official SDKs), from this run")
     for line, met in report["targets"].items():

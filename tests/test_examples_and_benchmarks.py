@@ -64,6 +64,11 @@ def test_compare_benchmark_runs_at_small_size(tmp_path: Path) -> None:
     }
     assert all(row["updates_per_s"] > 0 and 0 < row["p50_delivery_ms"] <= row["p99_delivery_ms"] for row in rows)
     assert report["sizes"]["200"]["clients"]["acp-session (Conversation, trio)"]["updates_per_s"] > 0
+    remote = report["remote"]  # the remote rows: the fold over HTTP and WebSocket beside stdio, at the largest N
+    assert remote["n"] == 200 and set(remote["fold_per_s"]) == {"stdio", "http", "websocket"}
+    assert all(rate > 0 for rate in remote["fold_per_s"].values())
+    assert "remote, N=200: WebSocket fold >= 0.5x stdio (median of the rounds' ratios)" in report["targets"]
+    assert "remote: Conversation fold of 200 chunk updates" in out
 
 
 def test_scaling_benchmark_runs_at_small_size(tmp_path: Path) -> None:

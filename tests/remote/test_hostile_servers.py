@@ -235,3 +235,30 @@ async def test_an_event_that_is_not_utf8_is_reported_and_the_stream_goes_on() ->
             while client.rpc.bad_frames == 0:
                 await anyio.sleep(0.02)
         assert not client.rpc.closed
+
+
+async def test_a_broken_websocket_frame_ends_the_transport_with_a_typed_error() -> None:
+    """Our frame reader's rules hold on a real socket: a masked server frame after the answer to initialize
+    closes the socket with 1002 and ends the transport, the messages before it still read."""
+    closing: list[bytes] = []
+
+    async def broken(stream: ByteStream, request: Request, served: Served, buffer: bytearray) -> bool:
+        await send(stream, served, ws_accept(request))
+        initialize = Request("WS", {}, await ws_read_text(stream, buffer))
+        answer = initialize_answer(initialize).partition(b"\r\n\r\n")[2]
+        await send(stream, served, ws_text(answer) + bytes([0x81, 0x80 | 4]) + b"mask" + b"\x00\x00\x00\x00")
+        with anyio.move_on_after(10):
+            while len(buffer) < 8:  # the client's close frame: 2 bytes, the mask, then the code
+                buffer += await stream.receive()
+        closing.append(bytes(buffer))
+        return False
+
+    async with serve(broken) as served:
+        with anyio.fail_after(30):
+            failure = await connect_and_wait(served.url.replace("http://", "ws://"))
+    assert isinstance(failure, RemoteTransportError)
+    assert "broke the protocol" in str(failure) and "masked" in str(failure)
+    frame = closing[0]
+    assert frame[0] == 0x88  # a close frame; its code, unmasked, is 1002
+    code = bytes(b ^ frame[2 + i] for i, b in enumerate(frame[6:8]))
+    assert code == (1002).to_bytes(2, "big")

@@ -13,7 +13,6 @@ request it carried (``RemoteHttpError``). Closing sends ``DELETE``.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -29,6 +28,7 @@ from ..framing import Frame, OversizedFrame, check_utf8
 from .client import describe, import_httpx, make_client, read_bounded
 from .errors import RemoteProtocolError, RemoteTransportError
 from .headers import CONNECTION_ID, SESSION_ID
+from .inbox import BatchInbox
 from .limits import MAX_ERROR_BODY
 from .routing import REATTACH, Head, Routes, error_answer, read_head
 from .sse import SseLimitExceeded, SseParser
@@ -46,7 +46,6 @@ ENDS_CONNECTION = frozenset({401, 403, 404, 410})
 _OK = frozenset({200, 202, 204})
 _JSON = "application/json"
 _EVENTS = "text/event-stream"
-_BATCH = 64  # frames handed to the rpc layer at most per receive_frames
 
 
 @asynccontextmanager
@@ -90,7 +89,7 @@ class HttpFrames:
         self._limits = dialer.limits
         self._url = dialer.request_url
         self._routes = Routes()
-        self._inbox_send, self._inbox = anyio.create_memory_object_stream[Frame](dialer.limits.inbox_frames)
+        self._inbox = BatchInbox[Frame](dialer.limits.inbox_frames)
         self._streams: dict[str | None, _Stream] = {}
         self._send_lock = anyio.Lock()
         self.connection_id: str | None = None
@@ -106,16 +105,7 @@ class HttpFrames:
     # -- FrameTransport ------------------------------------------------------------------------------------
 
     async def receive_frames(self) -> list[Frame]:
-        try:
-            frames = [await self._inbox.receive()]
-        except (anyio.EndOfStream, anyio.ClosedResourceError):
-            raise anyio.EndOfStream from None
-        while len(frames) < _BATCH:
-            try:
-                frames.append(self._inbox.receive_nowait())
-            except (anyio.WouldBlock, anyio.EndOfStream, anyio.ClosedResourceError):
-                break
-        return frames
+        return await self._inbox.take()
 
     async def send_frames(self, frames: list[bytes]) -> None:
         async with self._send_lock:
@@ -130,7 +120,7 @@ class HttpFrames:
         self._closed = True
         for stream in self._streams.values():
             stream.scope.cancel()
-        self._inbox_send.close()
+        self._inbox.close()
         connection_id, self.connection_id = self.connection_id, None
         if connection_id is None:
             return
@@ -305,18 +295,30 @@ class HttpFrames:
             stream.ready.set()
             parser = SseParser(limits.max_message)
             async for chunk in response.aiter_raw():
-                events = parser.feed(chunk)
+                events = parser.feed_data(chunk)
                 if events:
-                    await self._put_all([self._received(event.data, stream.session) for event in events])
+                    await self._inbox.put_all(self._frames(events, stream.session))
         finally:
             with anyio.CancelScope(shield=True):
                 await response.aclose()
+
+    def _frames(self, events: list[bytes], stream_session: str | None) -> list[Frame]:
+        """A read's events as frames for the rpc layer. Streamed updates (ASCII, nothing for routing) are checked
+        all at once: the events joined by LF hold none of what ``_routes_nothing`` looks for (an LF is part of
+        none of it) exactly when no event does."""
+        if len(events) > 1:
+            joined = b"\n".join(events)
+            if joined.isascii() and _routes_nothing(joined):
+                return events  # type: ignore[return-value]  # list is invariant; the items are fine
+        return [self._received(data, stream_session) for data in events]
 
     def _received(self, data: bytes, stream_session: str | None) -> Frame:
         """An event's data as the frame for the rpc layer, its routing facts noted on the way."""
         (frame,) = check_utf8([data], data)
         if type(frame) is not bytes:
             return frame  # not UTF-8: the rpc layer reports it
+        if _routes_nothing(data):
+            return data
         head = read_head(data)
         if head is not None:
             self._routes.received(head, stream_session)
@@ -370,27 +372,7 @@ class HttpFrames:
         Never waits for room: the sender may be the rpc layer's writer, which its reader may be waiting for."""
         if isinstance(frame, bytes) and len(frame) > self._limits.max_message:
             frame = OversizedFrame(len(frame))
-        with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):  # closed: nobody reads
-            try:
-                self._inbox_send.send_nowait(frame)
-            except anyio.WouldBlock:
-                self._tg.start_soon(self._put_later, frame)
-
-    async def _put_later(self, frame: Frame) -> None:
-        with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
-            await self._inbox_send.send(frame)
-
-    async def _put_all(self, frames: list[Frame]) -> None:
-        """A read's frames at once: waiting (and so letting the reader run) only when the inbox is full."""
-        send_nowait = self._inbox_send.send_nowait
-        with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
-            for index, frame in enumerate(frames):
-                try:
-                    send_nowait(frame)
-                except anyio.WouldBlock:
-                    for rest in frames[index:]:
-                        await self._inbox_send.send(rest)
-                    return
+        self._inbox.put_nowait(frame)
 
     def _fail(self, error: BaseException) -> None:
         """The transport ends: the rpc layer reads what was received, then the end (and fails what waits)."""
@@ -401,7 +383,7 @@ class HttpFrames:
         for stream in self._streams.values():
             stream.scope.cancel()
             stream.ready.set()
-        self._inbox_send.close()
+        self._inbox.close()
 
     def _network_error(self, error: BaseException, what: str) -> BaseException:
         if isinstance(error, (RemoteHttpError, RemoteTransportError)):
@@ -430,3 +412,10 @@ def _phrase(status: int) -> str:
         return HTTPStatus(status).phrase
     except ValueError:
         return ""
+
+
+def _routes_nothing(data: bytes) -> bool:
+    """Whether a received message certainly means nothing to routing, without decoding it: only a message with
+    an ``id`` (a request or an answer) or a ``subagent_update`` does. Without a ``\\u`` escape, JSON can spell
+    that key and that value only literally, so their absence as bytes proves it (the streamed updates)."""
+    return b'"id"' not in data and b"subagent_update" not in data and b"\\u" not in data

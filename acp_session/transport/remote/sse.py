@@ -44,6 +44,7 @@ class SseParser:
         "_line",
         "_max_event",
         "_max_line",
+        "_mixed",
         "_raw",
         "_skip_lf",
         "_start",
@@ -62,8 +63,21 @@ class SseParser:
         self._skip_lf = False  # the last chunk ended in CR: an LF that starts the next one belongs to it
         self._start = True  # a BOM may open the stream
         self._raw = b""  # the fast path's unparsed bytes since the last event boundary (no CR in them)
+        self._mixed = True  # whether the last feed's items may hold SseEvent objects (else all are data bytes)
 
     def feed(self, chunk: bytes) -> list[SseEvent]:
+        return [item if type(item) is SseEvent else SseEvent(item) for item in self._feed(chunk)]  # type: ignore[arg-type]
+
+    def feed_data(self, chunk: bytes) -> list[bytes]:
+        """``feed``, giving only each event's data (all ACP uses of an event): on the fast path without an
+        object per event."""
+        items = self._feed(chunk)
+        if self._mixed:
+            return [item.data if type(item) is SseEvent else item for item in items]  # type: ignore[misc]
+        return items  # type: ignore[return-value]  # all data
+
+    def _feed(self, chunk: bytes) -> list[SseEvent | bytes]:
+        self._mixed = True
         if self._start:
             if len(self._line) + len(chunk) < len(_BOM) and _BOM.startswith(bytes(self._line) + chunk):
                 self._line += chunk  # too short to tell yet
@@ -76,24 +90,28 @@ class SseParser:
             return self._feed_fast(chunk)
         if self._raw:  # leaving the fast path: its held bytes start at an event boundary
             chunk, self._raw = self._raw + chunk, b""
-        return self._feed_lines(chunk)
+        return self._feed_lines(chunk)  # type: ignore[return-value]  # list is invariant
 
-    def _feed_fast(self, chunk: bytes) -> list[SseEvent]:
+    def _feed_fast(self, chunk: bytes) -> list[SseEvent | bytes]:
         """LF-only input between events: whole events split off at once; an event of one ``data: `` line (what
-        servers send) is taken as it is, anything else goes through the line parser."""
+        servers send) is taken as its data bytes, anything else goes through the line parser (``_mixed``)."""
         blocks = (self._raw + chunk if self._raw else chunk).split(b"\n\n")
         raw = self._raw = blocks.pop()
         if len(raw) > self._max_line:
             raise SseLimitExceeded("an event" if b"\n" in raw else "a line", self._max_line)
-        events: list[SseEvent] = []
+        items: list[SseEvent | bytes] = []
+        mixed = False
+        max_event = self._max_event
         for block in blocks:
             if block[:6] == b"data: " and block.find(b"\n") < 0:
-                if len(block) - 6 > self._max_event:
-                    raise SseLimitExceeded("an event", self._max_event)
-                events.append(SseEvent(block[6:]))
+                if len(block) - 6 > max_event:
+                    raise SseLimitExceeded("an event", max_event)
+                items.append(block[6:])
             elif block:
-                events += self._feed_lines(block + b"\n\n")
-        return events
+                items += self._feed_lines(block + b"\n\n")
+                mixed = True
+        self._mixed = mixed
+        return items
 
     def _feed_lines(self, chunk: bytes) -> list[SseEvent]:
         """The general parser: line by line, any line ending, state kept between chunks."""
