@@ -12,8 +12,8 @@
 // streamed word by word (in mode "ask": "You asked: ..."). Config option: mode (ask, code).
 // One agent app serves every connection and keeps the sessions: session/resume (baseline in v2) takes a session
 // over from any connection and replays its history (user messages, chunks, tool calls) then its current state. A
-// turn whose connection drops keeps running; what it sends meanwhile is kept for the replay. A permission asked
-// of a connection that is gone fails that turn (the SDK rejects the request when its connection closes).
+// turn whose connection drops keeps running; what it sends meanwhile is kept for the replay; a permission question
+// pending when it drops is asked again of the connection that resumes the session.
 import { appendFileSync } from "node:fs";
 import { createServer } from "node:http";
 import { agent as agentV1 } from "@agentclientprotocol/sdk";
@@ -79,6 +79,26 @@ async function say(session, messageId, text, signal) {
   }
 }
 
+// A permission question whose connection goes away is asked again of the connection that resumes the session:
+// over WebSocket the SDK rejects the request when its socket closes; over HTTP the old connection may live on, so a
+// resume withdraws the question (session.resumed) instead of waiting on an answer that cannot come.
+async function askUntilAnswered(session, question, signal) {
+  for (;;) {
+    const client = session.client;
+    const withdrawn = new AbortController();
+    session.withdraw = () => withdrawn.abort();
+    try {
+      const cancellationSignal = AbortSignal.any([signal, withdrawn.signal]);
+      return await client.request("session/request_permission", question, { cancellationSignal, stopWaitingOnCancel: true });
+    } catch (error) {
+      if (signal.aborted) throw error;
+      if (session.client === client) await new Promise((resolve) => { session.withdraw = resolve; });
+    } finally {
+      session.withdraw = null;
+    }
+  }
+}
+
 async function runTurn(session, text, controller) {
   const signal = controller.signal;
   const messageId = `msg-agent-${++session.count}`;
@@ -106,11 +126,8 @@ async function runTurn(session, text, controller) {
         { optionId: "allow-once", name: "Allow once", kind: "allow_once" },
         { optionId: "reject-once", name: "Reject", kind: "reject_once" },
       ];
-      const answer = await session.client.request(
-        "session/request_permission",
-        { sessionId: session.sessionId, title: "Run it?", options, subject: { type: "tool_call", toolCall: { toolCallId } } },
-        { cancellationSignal: signal, stopWaitingOnCancel: true },
-      );
+      const question = { sessionId: session.sessionId, title: "Run it?", options, subject: { type: "tool_call", toolCall: { toolCallId } } };
+      const answer = await askUntilAnswered(session, question, signal);
       const allowed = answer.outcome?.outcome === "selected" && answer.outcome.optionId === "allow-once";
       await update(session, { sessionUpdate: "tool_call_update", toolCallId, status: allowed ? "completed" : "failed" });
       await say(session, messageId, allowed ? "Done." : "Not allowed.", signal);
@@ -143,6 +160,7 @@ const app = agent({ name: "acp-remote-ts-server" })
     const replayFrom = params.replayFrom ?? null;
     if (replayFrom !== null && replayFrom.type !== "start") throw RequestError.invalidParams({ replayFrom });
     session.client = client;
+    session.withdraw?.();
     const replayed = replayFrom === null ? [] : session.history.slice();
     for (const entry of replayed) send(session, entry);
     await send(session, currentState(session));
@@ -175,7 +193,9 @@ const app = agent({ name: "acp-remote-ts-server" })
     return {};
   })
   .onNotification("session/cancel", ({ params }) => {
-    sessions.get(params.sessionId)?.turn?.abort();
+    const session = sessions.get(params.sessionId);
+    session?.turn?.abort();
+    session?.withdraw?.();
   });
 
 // With --v1: a protocol version 1 agent instead (the SDK's v1 agent() app): a prompt is answered with its
