@@ -7,7 +7,7 @@ server knows no session: ``SessionLost``. Both profiles (Streamable HTTP, WebSoc
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -85,7 +85,8 @@ async def test_a_streamed_turn_cut_three_times_completes_with_exactly_the_agents
         with anyio.fail_after(20):
             assert (await conversation.chat_to_completion("after")).text == "You said: after"
         mine = [(m.role, m.text) for m in conversation.messages()]
-        assert mine == [("user", f"/slow {SLOW}"), ("agent", SLOW_TEXT), ("user", "after"), ("agent", "You said: after")]
+        expected = [("user", f"/slow {SLOW}"), ("agent", SLOW_TEXT), ("user", "after"), ("agent", "You said: after")]
+        assert mine == expected
         with anyio.fail_after(20):
             assert mine == await servers_record(ts_server, conversation.session_id or "", str(tmp_path))
 
