@@ -10,7 +10,9 @@ from contextlib import asynccontextmanager
 import anyio
 from anyio.abc import SocketAttribute, SocketStream
 
-__all__ = ["CuttingProxy", "cutting_proxy"]
+from acp_session.schema import RequestPermissionRequest
+
+__all__ = ["CutWhileDeciding", "CuttingProxy", "cutting_proxy"]
 
 
 class CuttingProxy:
@@ -92,3 +94,23 @@ async def cutting_proxy(upstream_port: int) -> AsyncIterator[CuttingProxy]:
         finally:
             proxy.cut()
             tg.cancel_scope.cancel()
+
+
+class CutWhileDeciding:
+    """A user who is still deciding the first permission question when the network goes (``cut`` runs beside the
+    turn): that answer never arrives; every later question is allowed. ``asked`` is what each question was about."""
+
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+        self._deciding = anyio.Event()
+
+    async def answer(self, request: RequestPermissionRequest) -> str:
+        self.asked.append(repr(request.subject))
+        if len(self.asked) == 1:
+            self._deciding.set()
+            await anyio.sleep_forever()
+        return next(o.option_id for o in request.options if o.kind.startswith("allow"))
+
+    async def cut(self, proxy: CuttingProxy) -> None:
+        await self._deciding.wait()
+        await proxy.cut_for(0.3)

@@ -10,6 +10,10 @@
 // child session (announced with subagent_update, its own updates under its id), "/slow N" streams
 // N chunks 50 ms apart (for cancel and for killing the server mid-turn), anything else gets "You said: ..."
 // streamed word by word (in mode "ask": "You asked: ..."). Config option: mode (ask, code).
+// One agent app serves every connection and keeps the sessions: session/resume (baseline in v2) takes a session
+// over from any connection and replays its history (user messages, chunks, tool calls) then its current state. A
+// turn whose connection drops keeps running; what it sends meanwhile is kept for the replay; a permission question
+// pending when it drops is asked again of the connection that resumes the session.
 import { appendFileSync } from "node:fs";
 import { createServer } from "node:http";
 import { agent as agentV1 } from "@agentclientprotocol/sdk";
@@ -46,8 +50,24 @@ function sleep(ms, signal) {
   });
 }
 
+// Every session update goes through the session's outbox, one at a time and in order, to the connection that has
+// the session now (the last to prompt or resume it). What the session's history keeps is recorded first, so a
+// send that fails (its connection went away) loses nothing: the turn goes on, and a resume replays it.
+function send(session, update) {
+  const client = session.client;
+  const sent = session.outbox.then(() => client.notify("session/update", { sessionId: session.sessionId, update }));
+  session.outbox = sent.catch(() => {});
+  return session.outbox;
+}
+
 async function update(session, update) {
-  await session.client.notify("session/update", { sessionId: session.sessionId, update });
+  if (session.history && update.sessionUpdate !== "state_update") session.history.push(update);
+  await send(session, update);
+}
+
+function currentState(session) {
+  if (session.turn) return { sessionUpdate: "state_update", state: "running" };
+  return { sessionUpdate: "state_update", state: "idle", ...(session.stopReason ? { stopReason: session.stopReason } : {}) };
 }
 
 async function say(session, messageId, text, signal) {
@@ -56,6 +76,26 @@ async function say(session, messageId, text, signal) {
     if (signal.aborted) throw new Error("cancelled");
     const piece = index < words.length - 1 ? `${word} ` : word;
     await update(session, { sessionUpdate: "agent_message_chunk", messageId, content: { type: "text", text: piece } });
+  }
+}
+
+// A permission question whose connection goes away is asked again of the connection that resumes the session:
+// over WebSocket the SDK rejects the request when its socket closes; over HTTP the old connection may live on, so a
+// resume withdraws the question (session.resumed) instead of waiting on an answer that cannot come.
+async function askUntilAnswered(session, question, signal) {
+  for (;;) {
+    const client = session.client;
+    const withdrawn = new AbortController();
+    session.withdraw = () => withdrawn.abort();
+    try {
+      const cancellationSignal = AbortSignal.any([signal, withdrawn.signal]);
+      return await client.request("session/request_permission", question, { cancellationSignal, stopWaitingOnCancel: true });
+    } catch (error) {
+      if (signal.aborted) throw error;
+      if (session.client === client) await new Promise((resolve) => { session.withdraw = resolve; });
+    } finally {
+      session.withdraw = null;
+    }
   }
 }
 
@@ -72,7 +112,7 @@ async function runTurn(session, text, controller) {
       }
     } else if (text.startsWith("/subagent")) {
       // A child session announced on the parent's stream; the server sends the child's own updates on the child's.
-      const child = { ...session, sessionId: `${session.sessionId}-child` };
+      const child = { ...session, sessionId: `${session.sessionId}-child`, history: null, outbox: Promise.resolve() };
       await update(session, { sessionUpdate: "subagent_update", sessionId: child.sessionId, title: "Reader", state: { sessionUpdate: "state_update", state: "running" } });
       await update(child, { sessionUpdate: "agent_message_chunk", messageId: "child-msg-1", content: { type: "text", text: "child says hi" } });
       const idle = { sessionUpdate: "state_update", state: "idle", stopReason: "end_turn" };
@@ -86,11 +126,8 @@ async function runTurn(session, text, controller) {
         { optionId: "allow-once", name: "Allow once", kind: "allow_once" },
         { optionId: "reject-once", name: "Reject", kind: "reject_once" },
       ];
-      const answer = await session.client.request(
-        "session/request_permission",
-        { sessionId: session.sessionId, title: "Run it?", options, subject: { type: "tool_call", toolCall: { toolCallId } } },
-        { cancellationSignal: signal, stopWaitingOnCancel: true },
-      );
+      const question = { sessionId: session.sessionId, title: "Run it?", options, subject: { type: "tool_call", toolCall: { toolCallId } } };
+      const answer = await askUntilAnswered(session, question, signal);
       const allowed = answer.outcome?.outcome === "selected" && answer.outcome.optionId === "allow-once";
       await update(session, { sessionUpdate: "tool_call_update", toolCallId, status: allowed ? "completed" : "failed" });
       await say(session, messageId, allowed ? "Done." : "Not allowed.", signal);
@@ -102,15 +139,32 @@ async function runTurn(session, text, controller) {
   }
   if (signal.aborted) stopReason = "cancelled";
   session.turn = null;
+  session.stopReason = stopReason;
   await update(session, { sessionUpdate: "state_update", state: "idle", stopReason }).catch(() => {});
 }
 
 const app = agent({ name: "acp-remote-ts-server" })
   .onRequest("initialize", () => ({ protocolVersion: 2, info: { name: "acp-remote-ts-server", version: "1.0.0" }, capabilities: { session: { close: {} } } }))
   .onRequest("session/new", ({ params, client }) => {
-    const session = { sessionId: `sess-${++sessionCount}`, cwd: params.cwd, open: true, mode: "code", count: 0, turn: null, client };
+    const session = {
+      sessionId: `sess-${++sessionCount}`, cwd: params.cwd, open: true, mode: "code", count: 0, turn: null, stopReason: null,
+      client, history: [], outbox: Promise.resolve(),
+    };
     sessions.set(session.sessionId, session);
     return { sessionId: session.sessionId, configOptions: configOptions(session) };
+  })
+  .onRequest("session/resume", async ({ params, client }) => {
+    // The sessions belong to this one app, not to a connection: any connection may take one over. The history
+    // so far, then the current state, go out ahead of anything the running turn sends next (one outbox).
+    const session = openSession(params.sessionId);
+    const replayFrom = params.replayFrom ?? null;
+    if (replayFrom !== null && replayFrom.type !== "start") throw RequestError.invalidParams({ replayFrom });
+    session.client = client;
+    session.withdraw?.();
+    const replayed = replayFrom === null ? [] : session.history.slice();
+    for (const entry of replayed) send(session, entry);
+    await send(session, currentState(session));
+    return { configOptions: configOptions(session) };
   })
   .onRequest("session/set_config_option", ({ params }) => {
     const session = openSession(params.sessionId);
@@ -139,7 +193,9 @@ const app = agent({ name: "acp-remote-ts-server" })
     return {};
   })
   .onNotification("session/cancel", ({ params }) => {
-    sessions.get(params.sessionId)?.turn?.abort();
+    const session = sessions.get(params.sessionId);
+    session?.turn?.abort();
+    session?.withdraw?.();
   });
 
 // With --v1: a protocol version 1 agent instead (the SDK's v1 agent() app): a prompt is answered with its

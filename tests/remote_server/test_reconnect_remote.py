@@ -16,8 +16,7 @@ import pytest
 from acp_session import ClientBuilder, ClientConnection, Conversation
 from acp_session.client_errors import ReconnectFailed, SessionLost
 from acp_session.conversation import ChatDone, ChatError, ChatText
-from acp_session.schema import RequestPermissionRequest
-from tests.helpers.cutting_proxy import CuttingProxy, cutting_proxy
+from tests.helpers.cutting_proxy import CuttingProxy, CutWhileDeciding, cutting_proxy
 
 from .conftest import Server
 
@@ -126,29 +125,16 @@ async def test_a_cut_while_a_permission_is_pending_asks_again_and_answers_once(
     start_server: Callable[..., Server], tmp_path: Path, scheme: str
 ) -> None:
     server = start_server()
-    asked: list[str] = []
-    deciding = anyio.Event()
-
-    async def on_permission(request: RequestPermissionRequest) -> str:
-        asked.append(repr(request.subject))
-        if len(asked) == 1:
-            deciding.set()  # the network goes while the user decides: this answer can never arrive
-            await anyio.sleep_forever()
-        return next(o.option_id for o in request.options if o.kind.startswith("allow"))
-
-    async def cut_while_deciding(proxy: CuttingProxy) -> None:
-        await deciding.wait()
-        await proxy.cut_for(0.3)
-
+    user = CutWhileDeciding()
     async with cutting_proxy(port_of(server)) as proxy, anyio.create_task_group() as tg:
-        tg.start_soon(cut_while_deciding, proxy)
-        client_builder = builder().on_request_permission(on_permission)
+        tg.start_soon(user.cut, proxy)
+        client_builder = builder().on_request_permission(user.answer)
         async with client_builder.connect_url(proxy.url(scheme)) as client:
             conversation = await client.start_conversation(str(tmp_path))
             with anyio.fail_after(60):
                 response = await conversation.chat("/permission")
             assert response.stop_reason == "end_turn"
-            assert len(asked) == 2 and asked[0] == asked[1]  # asked again, about the same thing
+            assert len(user.asked) == 2 and user.asked[0] == user.asked[1]  # asked again, about the same thing
             assert [c.status for c in response.tool_calls] == ["completed"]
             assert client.reconnects == 1
             assert_no_duplicates(conversation)
