@@ -4,8 +4,9 @@
 writes through an ``OutboundRoutes``, which says which stream carries it: the ``initialize`` POST's own response,
 the connection's SSE stream, or one session's SSE stream. The rules follow the spec repo's RFD "Streamable HTTP &
 WebSocket Transport" and what the official TypeScript SDK 2.4.0 server does (batches are 400 with -32600, a
-string ``params.sessionId`` needs a matching ``Acp-Session-Id``, ``session/load`` is answered on the connection
-stream).
+string ``params.sessionId`` needs a matching ``Acp-Session-Id``), with one exception: ``session/load`` is answered
+on its session's stream, as ``session/resume`` is (that SDK answers it on the connection stream), because v1's
+replay comes before the load's answer and only one stream keeps that order.
 """
 
 from __future__ import annotations
@@ -184,7 +185,7 @@ def check_post(
     if check_session and header_session and params_session is not None and header_session != params_session:
         raise BadRequest(400, "Mismatched Acp-Session-Id")
     session = params_session or header_session
-    route: Route = CONNECTION if session is None or method == "session/load" else ("session", session)
+    route: Route = CONNECTION if session is None else ("session", session)
     return Inbound(message, body, route)
 
 

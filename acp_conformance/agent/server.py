@@ -128,7 +128,7 @@ class ReferenceAgent(PreviewMethods):
         self.shared = shared
         self.store = shared.store if shared is not None else SessionStore(self.options.store, self._send_update)
         self._emit = shared.send_update if shared is not None else self._send_update  # new sessions' emit_raw
-        self.v1: V1Front | None = None  # set when the client negotiated protocol version 1 (stdio only)
+        self.v1: V1Front | None = None  # set when the client negotiated protocol version 1
         on = conn.on_request
         on("initialize", self.initialize)  # plain params: the version is read before the shape (negotiation.py)
         on("session/new", self.new_session, decoder(mu.NewSessionRequest))
@@ -212,8 +212,8 @@ class ReferenceAgent(PreviewMethods):
     # -- initialize ------------------------------------------------------------------------------------
 
     async def initialize(self, params: Any) -> Any:
-        # A remote (--listen) connection speaks v2 only: the remote transports are v2's.
-        versions = self.options.versions if self.shared is None else (PROTOCOL_VERSION,)
+        # A remote (--listen) connection negotiates as stdio does: a v1 offer gets v1 and v1's method set.
+        versions = self.options.versions
         if negotiation.chosen_version(params, versions) == 1:
             self.v1 = V1Front(self)
             return self.v1.initialize(params)

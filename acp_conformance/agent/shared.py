@@ -46,6 +46,10 @@ class SharedSessions:
     def serves(self, session_id: str, agent: ReferenceAgent) -> bool:
         return self._served_by.get(session_id) is agent
 
+    def serving(self, session_id: str) -> ReferenceAgent | None:
+        """The connection's agent that serves the session now (a subagent's: its parent's), if any."""
+        return self._served_by.get(self._parent_id(session_id))
+
     def attach(self, session_id: str, agent: ReferenceAgent) -> None:
         """``agent``'s connection serves the session from now on (session/new, session/fork)."""
         self._served_by[session_id] = agent
@@ -125,7 +129,11 @@ class SharedSessions:
             if agent is None:
                 self._served.pop(session.session_id, None)
                 continue
-            pending: Any = agent.conn.request("session/request_permission", request, decode=_PERMISSION)
+            pending: Any = (
+                agent.v1.request_permission(request)
+                if agent.v1 is not None
+                else agent.conn.request("session/request_permission", request, decode=_PERMISSION)
+            )
             session.permissions.add(pending)
             try:
                 if not asked:

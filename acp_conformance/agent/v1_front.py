@@ -66,9 +66,17 @@ class ClientWorkspace(Workspace):
         self.writes = fs is not None and fs.write_text_file is True
         self.runs_commands = caps.terminal is True
 
+    def _conn(self) -> Any:
+        """The connection to ask: under --listen, the one serving the session now (a reconnect moves it)."""
+        shared = self.front.agent.shared
+        serving = shared.serving(self.session_id) if shared is not None else None
+        if serving is not None and serving.v1 is not None:
+            return serving.conn
+        return self.front.conn
+
     async def _call(self, method: str, params: dict[str, Any]) -> Any:
         try:
-            return await self.front.conn.request(method, {"sessionId": self.session_id, **params})
+            return await self._conn().request(method, {"sessionId": self.session_id, **params})
         except RpcError as exc:
             raise WorkspaceError(f"{method}: {exc}") from None
 
@@ -76,7 +84,7 @@ class ClientWorkspace(Workspace):
         if not self.reads:
             return await super().read_text(path)
         try:
-            result = await self.front.conn.request("fs/read_text_file", {"sessionId": self.session_id, "path": path})
+            result = await self._conn().request("fs/read_text_file", {"sessionId": self.session_id, "path": path})
         except RpcError as exc:
             if exc.code == -32002:  # resource not found: the file does not exist
                 return None
@@ -239,10 +247,27 @@ class V1Front:
         session.open = True
         mapper = self._mapper(session.session_id)
         mapper.reset()
+        shared = self.agent.shared
+        if shared is None:
+            await self._replay(session)
+            return self._session_values(session)
+        # --listen: the session is taken over from whichever connection served it; live updates wait for the
+        # replay (delivered once), then a permission request the turn waits for is asked here.
+        shared.begin_resume(session.session_id, self.agent)
+        try:
+            await self._replay(session)
+        finally:
+            await shared.end_resume(session.session_id)
+        if session.work_done is not None and not session.work_done.is_set():
+            # v1 has no state updates: a turn's end is its prompt's answer, which died with the connection that
+            # asked. The load is answered when the running turn ends, so the client sees the whole turn.
+            await session.work_done.wait()
+        return self._session_values(session)
+
+    async def _replay(self, session: Session) -> None:
         for update in list(session.history):
             await self.send_update(session.session_id, update, replay=True)
         await self._announce_commands(session.session_id)
-        return self._session_values(session)
 
     async def resume_session(self, request: v1.ResumeSessionRequest) -> dict[str, Any]:
         plain: dict[str, Any] = {"sessionId": request.session_id, "cwd": request.cwd}

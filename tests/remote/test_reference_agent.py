@@ -1,6 +1,7 @@
 """Our remote client against ``acp-reference-agent --listen`` (hypercorn): whole turns over HTTP/1.1, h2c (prior
 knowledge), HTTPS with HTTP/2 by ALPN (a throwaway trustme CA) and WebSocket; a permission, a subagent and a
-cancel on each; the affinity cookie the server requires; a session resumed over a new connection."""
+cancel on each, in protocol v1 and v2 (``--listen`` negotiates as stdio does); the affinity cookie the server
+requires; a session resumed over a new connection (v1: ``session/load``)."""
 
 from __future__ import annotations
 
@@ -50,9 +51,11 @@ def dialer(request: pytest.FixtureRequest, start_server: Start, tmp_path: Path, 
     return RemoteDialer(server.url, http_version="2" if kind == "h2c" else "1.1")
 
 
-async def test_turns(dialer: RemoteDialer, tmp_path: Path) -> None:
-    builder = ClientBuilder("acp-session-remote", "1.0").on_request_permission(allow)
+@pytest.mark.parametrize("version", [1, 2])
+async def test_turns(dialer: RemoteDialer, tmp_path: Path, version: int) -> None:
+    builder = ClientBuilder("acp-session-remote", "1.0").protocol_versions(version).on_request_permission(allow)
     async with builder.connect_url(dialer) as client:
+        assert client.protocol_version == version
         conversation = await client.start_conversation(str(tmp_path))
         with anyio.fail_after(30):
             hello = await conversation.chat_to_completion("hello")
@@ -61,7 +64,8 @@ async def test_turns(dialer: RemoteDialer, tmp_path: Path) -> None:
             assert permitted.stop_reason == "end_turn"
             assert [c.status for c in permitted.tool_calls] == ["completed"]
             delegated = await conversation.chat_to_completion("/subagent")
-            assert delegated.stop_reason == "end_turn" and conversation.subagents
+            assert delegated.stop_reason == "end_turn"
+            assert bool(conversation.subagents) == (version == 2)  # v1 has no word for a subagent
             turn = conversation.chat("/slow 200")
             await anyio.sleep(0.3)
             await conversation.cancel()
@@ -72,7 +76,7 @@ async def test_turns(dialer: RemoteDialer, tmp_path: Path) -> None:
     async with builder.connect_url(dialer) as client:  # a new connection finds the server's session
         with anyio.fail_after(30):
             resumed = await Conversation.resume(client, session_id, str(tmp_path))
-            assert resumed.turn_count == 4
+            assert resumed.turn_count == 4, [(m.role, m.text[:30]) for m in resumed.messages()]
             assert (await resumed.chat_to_completion("again")).stop_reason == "end_turn"
 
 
