@@ -95,3 +95,19 @@ async def test_https_needs_the_ca(start_server: Start, tmp_path: Path) -> None:
     with pytest.raises(RemoteTransportError, match="CERTIFICATE_VERIFY_FAILED"):
         async with ClientBuilder().connect_url(server.url):
             pass
+
+
+async def test_v1_files_and_commands_go_through_the_client_on_the_session_stream(
+    dialer: RemoteDialer, tmp_path: Path
+) -> None:
+    # The agent's fs/* and terminal/* requests name the session, so they come on its stream (and our answers go
+    # back with its Acp-Session-Id); the library's providers do the work.
+    builder = ClientBuilder("acp-session-remote", "1.0").protocol_versions(1).with_file_system().with_terminals()
+    async with builder.connect_url(dialer) as client:
+        conversation = await client.start_conversation(str(tmp_path))
+        with anyio.fail_after(30):
+            edited = await conversation.chat_to_completion("/tool")
+            assert edited.text == "I changed one line in example.txt."
+            assert (tmp_path / "example.txt").read_text() == "new\n"  # written by the library's file system
+            ran = await conversation.chat_to_completion("/terminal")
+            assert ran.text == "The command printed: 4 passed"  # run by the library's terminal provider
