@@ -15,6 +15,8 @@ besides a message being read, at most one frame header or control frame is buffe
 
 from __future__ import annotations
 
+import codecs
+
 from ..framing import OversizedFrame
 
 __all__ = ["WsClose", "WsFrameReader", "WsPing", "WsProtocolError"]
@@ -69,6 +71,7 @@ class WsFrameReader:
         "_remaining",
         "_size",
         "_skipping",
+        "_utf8",
         "only_messages",
     )
 
@@ -81,6 +84,7 @@ class WsFrameReader:
         self._pieces: list[bytes] = []
         self._size = 0
         self._skipping = False
+        self._utf8: codecs.IncrementalDecoder | None = None  # checks a text message piece by piece as it comes
         self._closed = False
         self.only_messages = True
         """Whether the last ``feed`` returned messages only (bytes and ``OversizedFrame``, no control item)."""
@@ -191,6 +195,12 @@ class WsFrameReader:
             self._skipping, self._pieces = True, []
         if not self._skipping and self._opcode == _TEXT and piece:
             self._pieces.append(piece)
+            if not piece.isascii():  # a broken byte fails the message now, not when its last fragment comes
+                if self._utf8 is None:
+                    self._utf8 = codecs.getincrementaldecoder("utf-8")()
+                _check_piece(self._utf8, piece, False)
+            elif self._utf8 is not None:
+                _check_piece(self._utf8, piece, False)  # a character split before this piece must end in it
         if self._remaining or not self._fin:
             return
         if self._skipping:
@@ -198,10 +208,10 @@ class WsFrameReader:
         elif self._opcode == _TEXT:
             pieces = self._pieces
             message = pieces[0] if len(pieces) == 1 else b"".join(pieces)
-            if not message.isascii():
-                _check_utf8(message)
+            if self._utf8 is not None:
+                _check_piece(self._utf8, b"", True)  # nothing left unfinished at the message's end
             out.append(message)
-        self._opcode, self._pieces, self._size, self._skipping = 0, [], 0, False
+        self._opcode, self._pieces, self._size, self._skipping, self._utf8 = 0, [], 0, False, None
 
     def _control(self, opcode: int, payload: bytes, out: list[WsItem]) -> None:
         self.only_messages = False
@@ -223,6 +233,13 @@ def _close(payload: bytes) -> WsClose:
     if code > 4999 or (code < 3000 and code not in _PROTOCOL_CODES):
         raise WsProtocolError(1002, f"a close frame with the invalid code {code}")
     return WsClose(code, _check_utf8(payload[2:]))
+
+
+def _check_piece(decoder: codecs.IncrementalDecoder, piece: bytes, final: bool) -> None:
+    try:
+        decoder.decode(piece, final)
+    except UnicodeDecodeError:
+        raise WsProtocolError(1007, "a text message that is not UTF-8") from None
 
 
 def _check_utf8(data: bytes) -> str:
