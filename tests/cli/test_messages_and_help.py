@@ -104,10 +104,11 @@ def test_flags_that_do_nothing_are_warned_about(tmp_path: Path) -> None:
 
 def test_help_texts_are_consistent(tmp_path: Path) -> None:
     conformance = run_cli(tmp_path, "conformance", "--help").stdout
-    assert conformance.startswith("usage: acp-session conformance ") and "[--agent AGENT]" in conformance
+    # Under acp-session the agent is optional (the reference agent by default); --url is the other choice.
+    assert conformance.startswith("usage: acp-session conformance ") and "[--agent AGENT | --url URL]" in conformance
     assert "--agent AGENT" in run_cli(tmp_path, "conformance", "--help").stdout
     standalone = subprocess.run([str(BIN / "acp-conformance"), "--help"], capture_output=True, text=True)
-    assert "usage: acp-conformance" in standalone.stdout and "[--agent AGENT]" not in standalone.stdout
+    assert "usage: acp-conformance" in standalone.stdout and "(--agent AGENT | --url URL)" in standalone.stdout
     for command in ("sessions", "login"):
         text = run_cli(tmp_path, command, "--help").stdout
         description = text.split("\n\n")[1]
