@@ -1,15 +1,20 @@
-"""``acp-session chat|sessions --url URL [--header ...]`` against the TS SDK's server, over both profiles."""
+"""``acp-session chat|sessions --url URL [--header ...]`` against the TS SDK's server and our reference agent's
+``--listen``, over both profiles."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.cli.support import run_cli
+from tests.remote_server.conftest import start_server
 
 from .conftest import TsServer
+
+__all__ = ["start_server"]  # the --listen fixture, used by name
 
 
 @pytest.mark.parametrize("scheme", ["http", "ws"])
@@ -23,6 +28,21 @@ def test_chat_with_a_remote_agent(ts_server: TsServer, scheme: str, tmp_path: Pa
     assert again.returncode == 0, again.stderr
     events = [json.loads(line) for line in again.stdout.splitlines()]
     assert events[-1]["event"] == "done" and events[-1]["stop_reason"] == "end_turn"
+
+
+@pytest.mark.parametrize("scheme", ["http", "ws"])
+def test_chat_with_the_reference_agent_listening(start_server: Any, scheme: str, tmp_path: Path) -> None:
+    """The other server: ``acp-reference-agent --listen`` (its cookie required), a turn rendered as text and a
+    plan turn as ``--json`` records."""
+    server = start_server("--require-cookie")
+    url = server.url if scheme == "http" else "ws" + server.url.removeprefix("http")
+    done = run_cli(tmp_path, "chat", "--url", url, "hello")
+    assert done.returncode == 0, done.stderr
+    assert "[stop: end_turn]" in done.stdout and "hello" in done.stdout.lower()
+    plan = run_cli(tmp_path, "chat", "--url", url, "--json", "/plan")
+    assert plan.returncode == 0, plan.stderr
+    records = [json.loads(line) for line in plan.stdout.splitlines()]
+    assert records[-1]["event"] == "done" and records[-1]["stop_reason"] == "end_turn"
 
 
 def test_an_unreachable_url_is_a_plain_error(tmp_path: Path) -> None:
