@@ -131,7 +131,7 @@ def _download(url: str, into: Path, progress: Progress | None, cap: int, limits:
         except urllib.error.HTTPError as exc:
             raise DownloadFailed(url, f"HTTP {exc.code} {exc.reason}") from None
         except (OSError, http.client.HTTPException) as exc:
-            if deadline.expired:
+            if deadline.expired or deadline.remaining() <= 0:  # the socket timeout may fire first, at the deadline
                 raise DownloadTimedOut(url, limits.download_deadline) from None
             if isinstance(exc, urllib.error.URLError):
                 raise RegistryOffline(url, str(exc.reason)) from None
