@@ -77,6 +77,21 @@ def setup_peers() -> tuple[Path | None, bool]:
     return python, node
 
 
+def compile_sources() -> None:
+    """Write the bytecode of acp-session and of the benchmark clients before anything is timed.
+
+    An installed package comes with its bytecode (pip compiles a wheel's modules), and so do the peer SDKs in
+    ``benchmarks/.peers``; a checkout installed in editable mode has none until Python writes it on first
+    import, which it never does where ``PYTHONDONTWRITEBYTECODE`` is set (this machine's default). Without
+    this, every acp-session client process would compile the whole package from source (about 100 ms of its
+    cold start) while the peers start from bytecode."""
+    import compileall
+
+    compileall.compile_dir(str(HERE.parent / "acp_session"), quiet=1)
+    for folder in (PEERS, HERE):  # their own modules only (not the peers' virtualenv or node_modules)
+        compileall.compile_dir(str(folder), maxlevels=0, quiet=1)
+
+
 def run_client(argv: list[str]) -> dict[str, Any]:
     out = subprocess.run(argv, check=True, capture_output=True, text=True, cwd=HERE.parent).stdout
     return json.loads(out.strip().splitlines()[-1])  # type: ignore[no-any-return]
@@ -311,6 +326,7 @@ def main() -> None:
     parser.add_argument("--scaling-repeats", type=int, default=3)
     parser.add_argument("--plot", type=Path, help="also draw the scaling curve into this PNG (the bench extra)")
     args = parser.parse_args()
+    compile_sources()
     peer_python, node = (None, False) if args.no_peers else setup_peers()
     table = clients(peer_python, node)
     ours_name = "acp-session (Conversation)" if "acp-session (Conversation)" in table else "acp-session (bare handler)"
