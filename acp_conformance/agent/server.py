@@ -21,7 +21,7 @@ from acp_session.errors import (
     ResourceNotFound,
     RpcError,
 )
-from acp_session.rpc import Connection
+from acp_session.rpc import Connection, PendingRequest
 from acp_session.schema import unstable as mu
 from acp_session.schema.types import (
     AgentCapabilities,
@@ -84,6 +84,7 @@ BROKEN_MODES: dict[str, str] = {
     "boolean-capability": "advertise session.delete as true (v1's boolean encoding) instead of an object marker",
 }
 PAGE_SIZE = 20
+_PERMISSION_ANSWER = decoder(RequestPermissionResponse)
 
 
 class _EmptyResult(msgspec.Struct):
@@ -443,12 +444,7 @@ class ReferenceAgent(PreviewMethods):
     ) -> RequestPermissionResponse | None:
         if self.shared is not None:
             return await self.shared.request_permission(session, request)  # asked again after a reconnect
-        if self.v1 is not None:
-            pending = self.v1.request_permission(request)
-        else:
-            pending = self.conn.request(
-                "session/request_permission", request, decode=decoder(RequestPermissionResponse)
-            )
+        pending = self.ask_permission(request)
         session.permissions.add(pending)
         # The whole foreground workflow waits for the user now (ACP2-048, ACP2-052).
         await session.set_state("requires_action")
@@ -458,6 +454,13 @@ class ReferenceAgent(PreviewMethods):
             return None  # any error answer is not an approval
         finally:
             session.permissions.discard(pending)
+
+    def ask_permission(self, request: RequestPermissionRequest) -> PendingRequest[RequestPermissionResponse]:
+        """Send ``request`` to this connection's client in the shape of the version it negotiated (v1: a bare
+        ``toolCall``); one place, so the stdio and --listen paths cannot ask a v1 client in v2's shape."""
+        if self.v1 is not None:
+            return self.v1.request_permission(request)
+        return self.conn.request("session/request_permission", request, decode=_PERMISSION_ANSWER)
 
     def _start_background(self, session: Session, work: Callable[[], Awaitable[None]]) -> None:
         scope = anyio.CancelScope()

@@ -10,12 +10,11 @@ the session.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import anyio
 from anyio.abc import TaskGroup
 
-from acp_session.codec import decoder
 from acp_session.errors import ConnectionClosed, RpcError
 from acp_session.schema import unstable as mu
 from acp_session.schema.types import RequestPermissionRequest, RequestPermissionResponse
@@ -29,7 +28,6 @@ __all__ = ["SharedSessions"]
 
 _log = logging.getLogger("acp_conformance.agent")
 _DELIVERY_ERRORS = (ConnectionClosed, anyio.BrokenResourceError, anyio.ClosedResourceError)
-_PERMISSION = decoder(RequestPermissionResponse)
 
 
 class SharedSessions:
@@ -129,11 +127,7 @@ class SharedSessions:
             if agent is None:
                 self._served.pop(session.session_id, None)
                 continue
-            pending: Any = (
-                agent.v1.request_permission(request)
-                if agent.v1 is not None
-                else agent.conn.request("session/request_permission", request, decode=_PERMISSION)
-            )
+            pending = agent.ask_permission(request)
             session.permissions.add(pending)
             try:
                 if not asked:
