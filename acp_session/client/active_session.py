@@ -243,7 +243,7 @@ class ActiveSession:
     ) -> list[SessionConfigOption]:
         """Set an option (a value id for selects, a boolean for boolean options); returns the complete new list.
         ``timeout``: see ``ClientConnection.new_session``."""
-        self._check_open()
+        track = self._check_open()
         params: Any
         if isinstance(value, bool):
             params = SetSessionConfigOptionBooleanRequest(session_id=self._session_id, config_id=config_id, value=value)
@@ -252,7 +252,6 @@ class ActiveSession:
         else:
             raise TypeError(f"config value must be a value id (str) or a bool, not {type(value).__name__}")
         pending = self._conn.rpc_request("session/set_config_option", params, _SET_CONFIG, timeout)
-        track = self.track
         # The answer is the complete list (ACP2-033): record it where it sits on the wire, so a later
         # config_option_update still wins, and listeners (a Conversation's state) fold it like an update.
         pending.add_done_callback(track.answered_options)
