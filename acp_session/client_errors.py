@@ -75,14 +75,31 @@ class MissingExtra(AcpError):
 
 class ReconnectFailed(ConnectionClosed):
     """The connection was lost and the reconnect policy (``ClientBuilder.reconnect``) gave up: every attempt
-    failed or the total deadline passed. ``cause`` is the last attempt's error (or the drop itself)."""
+    failed, the total deadline passed, or the server refused a re-dial with a status that waiting does not change
+    (``status``: 401, 403, 407 or 410, ``acp_session.client.reconnect.FINAL_REDIAL_STATUSES``; then ``attempts``
+    counts up to that one). ``cause`` is the last attempt's error (or the drop itself; a ``RemoteHttpError`` when
+    ``status`` is set)."""
 
-    def __init__(self, attempts: int, elapsed: float, cause: BaseException, *, deadline_reached: bool) -> None:
+    def __init__(
+        self,
+        attempts: int,
+        elapsed: float,
+        cause: BaseException,
+        *,
+        deadline_reached: bool,
+        status: int | None = None,
+    ) -> None:
         self.attempts = attempts
         self.elapsed = elapsed
         self.cause = cause
         self.deadline_reached = deadline_reached
-        why = "the reconnect deadline passed" if deadline_reached else f"{attempts} reconnect attempts failed"
+        self.status = status
+        if status is not None:
+            why = f"the server refused the reconnect with HTTP {status}"
+        elif deadline_reached:
+            why = "the reconnect deadline passed"
+        else:
+            why = f"{attempts} reconnect attempts failed"
         super().__init__(f"the connection was lost and {why} after {elapsed:.1f} s (last error: {cause})")
 
 

@@ -98,7 +98,17 @@ def _parser() -> argparse.ArgumentParser:
     remote.add_argument(
         "--require-cookie",
         action="store_true",
-        help="with --listen: refuse requests (400) that do not return the affinity cookie set on initialize",
+        help="with --listen: refuse requests (400) that do not return the affinity cookie set on initialize, and "
+        "WebSocket upgrades that carry one this server did not set",
+    )
+    remote.add_argument(
+        "--allow-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="with --listen: also accept requests from browser pages of ORIGIN (e.g. https://app.example:8443; "
+        "repeatable; '*' for any). Requests with another Origin get 403; without one (non-browser clients) and, "
+        "when listening on loopback, from loopback origins (localhost, 127.0.0.1, [::1], any port) are accepted",
     )
     parser.add_argument("--log-level", default="WARNING", help="stderr log level (default WARNING)")
     return parser
@@ -106,12 +116,14 @@ def _parser() -> argparse.ArgumentParser:
 
 def _listen(parser: argparse.ArgumentParser, args: argparse.Namespace, options: AgentOptions) -> None:
     from .listen import ListenOptions, parse_address, serve_listening
+    from .origins import OriginPolicy
 
     try:
         host, port = parse_address(args.listen)
+        OriginPolicy.for_listening(host, args.allow_origin)  # each value checked before anything starts
     except ValueError as exc:
         parser.error(str(exc))
-    listen = ListenOptions(host, port, args.tls_cert, args.tls_key, args.require_cookie)
+    listen = ListenOptions(host, port, args.tls_cert, args.tls_key, args.require_cookie, tuple(args.allow_origin))
     with contextlib.suppress(KeyboardInterrupt):
         anyio.run(serve_listening, options, listen, args.backend, backend=args.backend)
 
@@ -143,8 +155,8 @@ def main(argv: list[str] | None = None) -> None:
     if args.listen is not None:
         _listen(_parser(), args, options)
         return
-    if args.tls_cert or args.tls_key or args.require_cookie:
-        _parser().error("--tls-cert, --tls-key and --require-cookie go with --listen")
+    if args.tls_cert or args.tls_key or args.require_cookie or args.allow_origin:
+        _parser().error("--tls-cert, --tls-key, --require-cookie and --allow-origin go with --listen")
     if "junk-stdout" in options.broken:
         os.write(sys.stdout.fileno(), b"reference agent starting up\n")  # not an ACP message: a framing error
     with contextlib.suppress(KeyboardInterrupt):

@@ -3,36 +3,44 @@
 ``POST`` carries the client's messages (``initialize`` answered in the 200 body with ``Acp-Connection-Id``,
 everything else 202), ``GET`` with ``Accept: text/event-stream`` opens the connection's SSE stream or, with
 ``Acp-Session-Id``, a session's, ``DELETE`` ends the connection, and ``GET`` + ``Upgrade: websocket`` is the same
-conversation over one socket. The rules are in ``remote_rules``, a connection's state in ``remote_connection``;
+conversation over one socket. A request (the upgrade included) whose ``Origin`` is not allowed gets 403 before
+anything else (``origins``). The rules are in ``remote_rules``, a connection's state in ``remote_connection``;
 an ASGI server (hypercorn, see ``listen``) does the HTTP.
 """
 
 from __future__ import annotations
 
 import logging
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 import anyio
 import msgspec
 
+from .origins import OriginPolicy
 from .remote_connection import ConnectionOverflow, RemoteConnection, StreamBusy
 from .remote_rules import BadRequest, Inbound, check_get, check_post, check_post_headers, parse_post
 from .server import AgentOptions
 from .shared import SharedSessions
 from .websocket import serve_websocket
 
-__all__ = ["COOKIE_NAME", "ENDPOINT", "AcpHttpApp"]
+__all__ = ["COOKIE_NAME", "COOKIE_REFUSAL", "ENDPOINT", "AcpHttpApp", "refuse_upgrade"]
 
 _log = logging.getLogger("acp_conformance.agent")
 
 ENDPOINT = "/acp"
 COOKIE_NAME = "acp_affinity"
 """A sticky-routing cookie set on initialize (and the WebSocket upgrade), so clients' cookie jars are exercised."""
+COOKIE_REFUSAL = f"Missing or wrong {COOKIE_NAME} cookie (the server requires it)"
+"""The 400's reason when ``--require-cookie`` refuses a request (over HTTP or at the WebSocket upgrade)."""
 KEEP_ALIVE_SECONDS = 15.0
 INITIALIZE_TIMEOUT = 30.0
 DRAIN_LIMIT = 64 * 1024 * 1024
 """An oversized body is read on (and dropped) up to this many bytes before the 413 goes out."""
+ISSUED_COOKIES = 65536
+"""Affinity cookies remembered (the newest), so ``--require-cookie`` can tell one this server set on a WebSocket
+upgrade."""
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -51,6 +59,11 @@ def sse_event(frame: bytes) -> bytes:
     if b"\n" in frame or b"\r" in frame:
         frame = msgspec.json.encode(msgspec.json.decode(frame))  # whitespace between tokens only
     return b"data: " + frame + b"\n\n"
+
+
+def _origins(scope: Scope) -> list[str]:
+    """Every ``Origin`` header of the request (a browser sends one; a request with several is judged by each)."""
+    return [value.decode("latin-1") for name, value in scope.get("headers", []) if name.lower() == b"origin"]
 
 
 def _cookies(headers: dict[str, str]) -> dict[str, str]:
@@ -73,21 +86,68 @@ async def _respond(
     await send({"type": "http.response.body", "body": body})
 
 
+async def refuse_upgrade(scope: Scope, receive: Receive, send: Send, status: int, reason: str) -> None:
+    """Answer a WebSocket upgrade with an HTTP error instead of the 101 (the ASGI denial response, so the client
+    reads the status and ``reason``; a server without it answers 403 with no body)."""
+    if (await receive())["type"] != "websocket.connect":
+        return
+    if "websocket.http.response" not in scope.get("extensions", {}):
+        await send({"type": "websocket.close", "code": 1008})
+        return
+    body = reason.encode()
+    headers = [(b"content-type", b"text/plain; charset=utf-8"), (b"content-length", str(len(body)).encode())]
+    await send({"type": "websocket.http.response.start", "status": status, "headers": headers})
+    await send({"type": "websocket.http.response.body", "body": body})
+
+
 class AcpHttpApp:
     """The ASGI application: connections by id, all sharing the server's sessions (``SharedSessions``)."""
 
-    def __init__(self, shared: SharedSessions, options: AgentOptions, *, require_cookie: bool = False) -> None:
+    def __init__(
+        self,
+        shared: SharedSessions,
+        options: AgentOptions,
+        *,
+        require_cookie: bool = False,
+        origins: OriginPolicy | None = None,
+    ) -> None:
         self.shared = shared
         self.options = options
         self.require_cookie = require_cookie
+        self.origins = origins or OriginPolicy()
+        """Who may call (``origins``); by default only clients that send no ``Origin`` (no browser page)."""
         self.connections: dict[str, RemoteConnection] = {}
+        self.issued_cookies: OrderedDict[str, None] = OrderedDict()
+        """The affinity cookies set lately (``ISSUED_COOKIES`` at most), for ``wrong_upgrade_cookie``."""
 
     def broken(self, mode: str) -> bool:
         return mode in self.options.broken
 
     def cookie_header(self, conn: RemoteConnection) -> tuple[str, str]:
         path = "/elsewhere" if self.broken("drop-cookies") else "/"
+        self.issued_cookies[conn.cookie] = None
+        while len(self.issued_cookies) > ISSUED_COOKIES:
+            self.issued_cookies.popitem(last=False)
         return ("set-cookie", f"{COOKIE_NAME}={conn.cookie}; Path={path}; HttpOnly; SameSite=Lax")
+
+    def wrong_upgrade_cookie(self, headers: dict[str, str]) -> bool:
+        """``--require-cookie`` on a WebSocket upgrade, the one HTTP request of its connection: like an HTTP
+        ``initialize`` it starts a connection, so no cookie is needed (a first visit has none, and the 101 sets
+        one); a client that re-dials returns the cookie of its last connection, and an ``acp_affinity`` cookie
+        this server never set (forged, or another server's) is refused as the HTTP side refuses a wrong one."""
+        if not self.require_cookie:
+            return False
+        cookie = _cookies(headers).get(COOKIE_NAME)
+        return cookie is not None and cookie not in self.issued_cookies
+
+    def origin_refusal(self, scope: Scope) -> str | None:
+        """Why the request's ``Origin`` is refused (the 403's body), or None when it may go on."""
+        for origin in _origins(scope):
+            if not self.origins.allows(origin):
+                shown = origin[:200].encode("ascii", "replace").decode()
+                _log.info("refused a request from Origin %r (not allowed)", shown)
+                return f"Forbidden: Origin {shown} is not allowed (--allow-origin {shown} would allow it)"
+        return None
 
     async def start_connection(self, conn: RemoteConnection) -> None:
         """Run ``conn``'s agent in the server's task group (it outlives the request that made it)."""
@@ -105,6 +165,13 @@ class AcpHttpApp:
         if kind == "lifespan":
             await self._lifespan(receive, send)
             return
+        refused = self.origin_refusal(scope)
+        if refused is not None:  # before anything else: such a request must have no effect at all
+            if kind == "http":
+                await _respond(send, 403, refused.encode())
+            else:
+                await refuse_upgrade(scope, receive, send, 403, refused)
+            return
         if scope.get("path") != ENDPOINT:
             if kind == "http":
                 await _respond(send, 404, b"Not Found: the ACP endpoint is " + ENDPOINT.encode())
@@ -112,6 +179,9 @@ class AcpHttpApp:
                 await send({"type": "websocket.close", "code": 1008})
             return
         if kind == "websocket":
+            if self.wrong_upgrade_cookie(_headers(scope)):
+                await refuse_upgrade(scope, receive, send, 400, COOKIE_REFUSAL)
+                return
             await serve_websocket(self, scope, receive, send)
             return
         try:
@@ -158,7 +228,7 @@ class AcpHttpApp:
         if conn.websocket:
             raise BadRequest(400, "that Acp-Connection-Id is a WebSocket connection; send on its socket")
         if self.require_cookie and _cookies(headers).get(COOKIE_NAME) != conn.cookie:
-            raise BadRequest(400, f"Missing or wrong {COOKIE_NAME} cookie (the server requires it)")
+            raise BadRequest(400, COOKIE_REFUSAL)
         return conn
 
     async def _read_body(self, headers: dict[str, str], receive: Receive) -> bytes:

@@ -17,6 +17,7 @@ from typing import Any
 import anyio
 
 from .http_app import ENDPOINT, AcpHttpApp
+from .origins import OriginPolicy
 from .server import AgentOptions
 from .shared import SharedSessions
 
@@ -32,6 +33,8 @@ class ListenOptions:
     tls_cert: str | None = None
     tls_key: str | None = None
     require_cookie: bool = False
+    allow_origins: tuple[str, ...] = ()
+    """``--allow-origin`` values (``*``: any), beside the loopback origins when ``host`` is loopback."""
 
 
 def parse_address(text: str) -> tuple[str, int]:
@@ -89,7 +92,8 @@ async def serve_listening(options: AgentOptions, listen: ListenOptions, backend:
     shown_host = f"[{listen.host}]" if ":" in listen.host else listen.host
     async with anyio.create_task_group() as tg:
         shared = SharedSessions(tg, options.store)
-        app = AcpHttpApp(shared, options, require_cookie=listen.require_cookie)
+        origins = OriginPolicy.for_listening(listen.host, listen.allow_origins)
+        app = AcpHttpApp(shared, options, require_cookie=listen.require_cookie, origins=origins)
         stopped = anyio.Event()
 
         async def run_server() -> None:

@@ -96,7 +96,10 @@ def describe(exc: BaseException, *, session_id: str | None = None, stderr_tail: 
             tail,
         )
     if isinstance(exc, ReconnectFailed):
-        why = "the time allowed ran out" if exc.deadline_reached else f"{exc.attempts} attempts failed"
+        if exc.status is not None:
+            why = f"the server refused it with HTTP {exc.status}"
+        else:
+            why = "the time allowed ran out" if exc.deadline_reached else f"{exc.attempts} attempts failed"
         return Failure(f"the connection to the agent was lost and could not be re-established ({why})", kind, tail)
     if isinstance(exc, SessionLost):
         return Failure(f"the agent no longer has session {exc.session_id} after reconnecting", kind, tail)

@@ -12,6 +12,9 @@ transport with a ``probe()`` coroutine (a WebSocket ping, an SSE comment: ``Live
 gets a JSON-RPC request for an extension method no agent implements, whose error answer proves the agent alive as
 well as a result would. No answer within ``probe_timeout`` severs the transport, which is then a drop like any
 other.
+
+A re-dial the server refuses with a status that will not change by waiting (``FINAL_REDIAL_STATUSES``) ends the
+recovery at once: ``ReconnectFailed`` with ``status`` set, after that one attempt.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from anyio.abc import TaskStatus
 
 from .._turn_state import OPEN_PROMPT_STATES
 from ..client_errors import CapabilityNotSupported, ReconnectFailed, SessionLost
-from ..errors import AcpError, ConnectionClosed, RequestTimeout, ResourceNotFound, RpcError
+from ..errors import AcpError, ConnectionClosed, RemoteHttpError, RequestTimeout, ResourceNotFound, RpcError
 from ..protocol.negotiate import negotiate
 from ..rpc import Connection
 from ..transport.base import FrameTransport, Transport
@@ -41,6 +44,7 @@ if TYPE_CHECKING:
     from .connection import ClientConnection
 
 __all__ = [
+    "FINAL_REDIAL_STATUSES",
     "PROBE_METHOD",
     "Dialer",
     "LivenessProbe",
@@ -73,6 +77,14 @@ class RedialByDefault:
     def __call__(self) -> AbstractAsyncContextManager[Transport | FrameTransport]:
         return self._dial()
 
+
+FINAL_REDIAL_STATUSES = frozenset({401, 403, 407, 410})
+"""HTTP statuses that end a reconnect at the first re-dial that gets one. A re-dial sends the same URL, headers
+and cookies as the connection that worked: 401 and 407 (credentials missing or no longer accepted, by the server
+or a proxy) and 403 (refused: an Origin, address or permission rule) will be answered the same way until someone
+changes the credentials or the rule, and retrying them only hammers an auth layer that may lock the account; 410
+says the endpoint is gone for good. Other statuses are retried: 404 (an ingress route missing during a deploy),
+408, 429, 5xx and the rest can pass, and the attempts and the deadline bound them."""
 
 PROBE_METHOD = "_acp_session/ping"
 """The liveness probe of a transport without its own: any answer, an error included, shows the agent is there."""
@@ -289,6 +301,8 @@ class Reconnector:
                     except (AcpError, OSError, anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
                         last = exc
                         _log.info("reconnect attempt %d of %d failed: %s", attempt, policy.attempts, exc)
+                        if refused_for_good(exc) is not None:
+                            break  # the same request gets the same answer: no back-off, no more attempts
                         if attempt < policy.attempts:
                             await anyio.sleep(policy.delay(attempt, self._rng))
                         continue
@@ -296,7 +310,11 @@ class Reconnector:
                     self._emit(Reconnected(attempt))
                     return True
             failure = ReconnectFailed(
-                attempt, anyio.current_time() - started, last, deadline_reached=deadline.cancelled_caught
+                attempt,
+                anyio.current_time() - started,
+                last,
+                deadline_reached=deadline.cancelled_caught,
+                status=refused_for_good(last),
             )
             self.failure = failure
             self._settle_orphans(failure, lambda session_id: False)
@@ -326,9 +344,12 @@ class Reconnector:
                     timeout=self.policy.initialize_timeout,
                     agent=rpc.transport,
                 )
-        except BaseException:
+        except BaseException as exc:
             with anyio.CancelScope(shield=True):
                 await rpc.aclose()
+            refusal = _http_refusal(rpc)
+            if isinstance(exc, ConnectionClosed) and refusal is not None:
+                raise refusal from exc  # the status the server answered, not only the closed stream it caused
             raise
         self.hub.adopt(rpc, protocol)
         self.hub.resume_calls()  # the sessions' resumes go out on the new peer; so may the application's calls
@@ -438,6 +459,21 @@ class Reconnector:
                 return True  # an error answer is an answer
             return True
         return False
+
+
+def refused_for_good(error: BaseException) -> int | None:
+    """The status of a re-dial refusal that ends the reconnect (``FINAL_REDIAL_STATUSES``), else None."""
+    if isinstance(error, RemoteHttpError) and error.status in FINAL_REDIAL_STATUSES:
+        return error.status
+    return None
+
+
+def _http_refusal(rpc: Connection) -> RemoteHttpError | None:
+    """The HTTP error that ended a re-dialed remote transport (its ``failure``; a recording wraps it), if any:
+    over Streamable HTTP a refused ``initialize`` POST shows only as a closed stream to the rpc layer."""
+    transport = rpc.transport
+    failure = getattr(getattr(transport, "inner", transport), "failure", None)
+    return failure if isinstance(failure, RemoteHttpError) else None
 
 
 async def _sever(rpc: Connection) -> None:

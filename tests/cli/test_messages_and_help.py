@@ -15,7 +15,7 @@ import pytest
 
 from acp_session.cli.messages import describe, failure_lines
 from acp_session.cli.render import TerminalRenderer, raw_output_text
-from acp_session.client_errors import CapabilityNotSupported
+from acp_session.client_errors import CapabilityNotSupported, ReconnectFailed
 from acp_session.conversation import ChatDone, ChatResponse
 from acp_session.conversation.entities import TokenUsage
 from acp_session.errors import ConnectionClosed, InternalError, ResourceNotFound
@@ -49,6 +49,15 @@ def test_agent_failures_are_described_in_plain_words() -> None:
     assert internal.stderr_tail == ("rate limited",)
     for failure in (exited, killed, missing, unlisted, internal):
         assert "Error" not in failure.message and "[-32" not in failure.message
+
+
+def test_a_reconnect_the_server_refused_names_the_status() -> None:
+    refused = describe(ReconnectFailed(1, 0.1, ConnectionClosed("HTTP 403"), deadline_reached=False, status=403))
+    assert refused.message == (
+        "the connection to the agent was lost and could not be re-established (the server refused it with HTTP 403)"
+    )
+    exhausted = describe(ReconnectFailed(5, 9.0, ConnectionClosed("gone"), deadline_reached=False))
+    assert exhausted.message.endswith("(5 attempts failed)")
 
 
 def test_text_that_is_not_utf8(tmp_path: Path) -> None:

@@ -15,8 +15,10 @@ import anyio
 import pytest
 
 from acp_session import ClientBuilder, ClientConnection, Conversation
+from acp_session.client.reconnect import FINAL_REDIAL_STATUSES, refused_for_good
 from acp_session.client_errors import ReconnectFailed, SessionLost
 from acp_session.conversation import ChatDone, ChatError, ChatText
+from acp_session.errors import RemoteHttpError
 from tests.helpers.cutting_proxy import CuttingProxy, CutWhileDeciding, cutting_proxy
 
 from .conftest import Server
@@ -209,6 +211,84 @@ async def test_the_deadline_ends_a_turn_with_a_typed_error_and_no_hang(
         with anyio.fail_after(30), pytest.raises(ReconnectFailed) as failed:
             await turn
         assert failed.value.deadline_reached and anyio.current_time() - started < 15
+
+
+APP = "http://app.example"
+"""The Origin of a browser page the first server allows (``--allow-origin``) and the second one refuses (403)."""
+
+
+async def until_replying(conversation: Conversation) -> None:
+    with anyio.fail_after(30):
+        while not reply_chunks(conversation):
+            await anyio.sleep(0.01)
+
+
+@pytest.mark.parametrize("scheme", PROFILES)
+async def test_a_redial_refused_with_403_gives_up_at_once_with_the_status(
+    start_server: Callable[..., Server], tmp_path: Path, scheme: str
+) -> None:
+    server = start_server("--allow-origin", APP)
+    strict = start_server()  # the same agent without that rule: the page's Origin gets 403
+    patient = builder(attempts=5, backoff=5.0, max_backoff=5.0, jitter=0.0)  # a retry would wait 5 s first
+    async with (
+        cutting_proxy(port_of(server)) as proxy,
+        patient.connect_url(proxy.url(scheme), headers={"Origin": APP}) as client,
+    ):
+        events: list[Any] = []
+        client.on_reconnect(events.append)
+        conversation = await client.start_conversation(str(tmp_path))
+        turn = conversation.chat(f"/slow {SLOW}")
+        await until_replying(conversation)
+        proxy.upstream_port = port_of(strict)
+        proxy.cut()
+        started = anyio.current_time()
+        with anyio.fail_after(4), pytest.raises(ReconnectFailed) as failed:  # sooner than one back-off
+            await turn
+        assert anyio.current_time() - started < 4
+        assert await client.wait_closed() is failed.value
+    error = failed.value
+    assert (error.status, error.attempts, error.deadline_reached) == (403, 1, False)
+    assert isinstance(error.cause, RemoteHttpError) and error.cause.status == 403
+    assert f"Origin {APP} is not allowed" in error.cause.body  # the server's reason, over HTTP and WebSocket
+    assert "refused the reconnect with HTTP 403" in str(error)
+    assert [e.kind for e in events] == ["reconnecting", "gave_up"] and events[0].attempt == 1
+    assert events[1].error is error
+
+
+async def test_a_redial_refused_with_another_status_is_retried_until_the_attempts_run_out(
+    start_server: Callable[..., Server], tmp_path: Path
+) -> None:
+    """400 is no final answer (``FINAL_REDIAL_STATUSES``): a WebSocket re-dial to a server that requires its
+    affinity cookie carries the cookie another server set, which this one refuses (``--require-cookie``)."""
+    server = start_server()
+    stranger = start_server("--require-cookie")
+    async with (
+        cutting_proxy(port_of(server)) as proxy,
+        builder(attempts=3, backoff=0.05).connect_url(proxy.url("ws")) as client,
+    ):
+        events: list[Any] = []
+        client.on_reconnect(events.append)
+        conversation = await client.start_conversation(str(tmp_path))
+        turn = conversation.chat(f"/slow {SLOW}")
+        await until_replying(conversation)
+        proxy.upstream_port = port_of(stranger)
+        proxy.cut()
+        with anyio.fail_after(30), pytest.raises(ReconnectFailed) as failed:
+            await turn
+    error = failed.value
+    assert (error.status, error.attempts, error.deadline_reached) == (None, 3, False)
+    assert isinstance(error.cause, RemoteHttpError) and error.cause.status == 400
+    assert error.cause.body == "Missing or wrong acp_affinity cookie (the server requires it)"
+    assert [e.kind for e in events] == ["reconnecting"] * 3 + ["gave_up"]
+
+
+@pytest.mark.parametrize("status", [400, 401, 403, 404, 407, 408, 409, 410, 429, 500, 502, 503])
+def test_which_statuses_end_a_reconnect(status: int) -> None:
+    error = RemoteHttpError(-32603, f"initialize: HTTP {status}", {"status": status, "body": "", "transport": "http"})
+    final = status in (401, 403, 407, 410)
+    assert (status in FINAL_REDIAL_STATUSES) == final
+    assert refused_for_good(error) == (status if final else None)
+    assert refused_for_good(OSError("connection refused")) is None
 
 
 @pytest.mark.parametrize("scheme", PROFILES)

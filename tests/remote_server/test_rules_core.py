@@ -11,6 +11,7 @@ import anyio
 import pytest
 
 from acp_conformance.agent import remote_connection
+from acp_conformance.agent.origins import OriginPolicy, normalize_origin
 from acp_conformance.agent.remote_connection import ConnectionOverflow, RemoteConnection, StreamBusy
 from acp_conformance.agent.remote_rules import CONNECTION, INITIAL, BadRequest, OutboundRoutes, check_post, parse_post
 
@@ -88,4 +89,33 @@ def test_a_bad_listen_address_is_a_usage_error() -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "acp_conformance.agent", "--tls-cert", "x.pem"], capture_output=True, text=True
     )
+    assert proc.returncode == 2 and "go with --listen" in proc.stderr
+
+
+def test_origins_are_compared_normalized_and_loopback_ones_only_on_loopback() -> None:
+    assert normalize_origin("HTTPS://App.Example:443") == "https://app.example"
+    assert normalize_origin("http://[::1]:8080/") == "http://[::1]:8080"
+    for not_an_origin in ("app.example", "http://app.example/path", "http://u:p@app.example", "http://h:99999"):
+        assert normalize_origin(not_an_origin) is None, not_an_origin
+    on_loopback = OriginPolicy.for_listening("127.0.0.1")
+    assert on_loopback.allows(None) and on_loopback.allows("http://localhost:3000")
+    assert on_loopback.allows("http://127.0.0.2") and on_loopback.allows("https://[::1]")
+    assert not on_loopback.allows("http://evil.example") and not on_loopback.allows("null")
+    assert OriginPolicy.for_listening("::1").loopback and OriginPolicy.for_listening("localhost").loopback
+    # Listening beyond loopback, a loopback page is no more the server's own than any other site's.
+    for host in ("0.0.0.0", "::", "192.168.1.5"):
+        policy = OriginPolicy.for_listening(host, ["https://app.example"])
+        assert policy.allows(None) and policy.allows("https://app.example")
+        assert not policy.allows("http://localhost:3000") and not policy.allows("http://evil.example")
+    assert OriginPolicy.for_listening("0.0.0.0", ["*"]).allows("http://evil.example")
+    with pytest.raises(ValueError, match="--allow-origin wants an origin"):
+        OriginPolicy.for_listening("127.0.0.1", ["app.example"])
+
+
+def test_a_bad_allow_origin_is_a_usage_error() -> None:
+    agent = [sys.executable, "-m", "acp_conformance.agent"]
+    bad = ["--listen", "127.0.0.1:0", "--allow-origin", "https://app.example/path"]
+    proc = subprocess.run([*agent, *bad], capture_output=True, text=True)
+    assert proc.returncode == 2 and "--allow-origin wants an origin" in proc.stderr and "Traceback" not in proc.stderr
+    proc = subprocess.run([*agent, "--allow-origin", "*"], capture_output=True, text=True)
     assert proc.returncode == 2 and "go with --listen" in proc.stderr

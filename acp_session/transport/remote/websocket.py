@@ -56,6 +56,18 @@ async def open_websocket(dialer: RemoteDialer) -> AsyncIterator[WebSocketFrames]
     inbox = BatchInbox[Item](dialer.limits.inbox_frames)
     session_class = _bounded_session_class(httpx_ws, dialer.limits.max_message, inbox)
     client = make_client(dialer, http1=True, http2=False, streams=1)
+    refusal: list[bytes] = []
+
+    async def keep_refusal_body(response: Any) -> None:
+        # httpx-ws closes a refused upgrade's response before raising: its body (why the server refused) is read
+        # here, while it is still open.
+        if response.status_code != 101 and not response.is_redirect:
+            try:
+                refusal.append((await read_bounded(response, MAX_ERROR_BODY))[0])
+            except Exception:  # the status alone still says it
+                refusal.append(b"")
+
+    client.event_hooks["response"].append(keep_refusal_body)
     async with client:
         try:
             # Bounded by the client's connect and read timeouts (a scope here would not nest with its task group).
@@ -69,7 +81,7 @@ async def open_websocket(dialer: RemoteDialer) -> AsyncIterator[WebSocketFrames]
             )
             ws = await connecting.__aenter__()
         except httpx_ws.WebSocketUpgradeError as exc:
-            raise await _upgrade_error(dialer, exc.response) from None
+            raise await _upgrade_error(dialer, exc.response, refusal[-1] if refusal else None) from None
         except Exception as exc:
             if isinstance(exc, RemoteTransportError):
                 raise
@@ -88,12 +100,13 @@ async def open_websocket(dialer: RemoteDialer) -> AsyncIterator[WebSocketFrames]
                 _log.debug("closing the WebSocket to %s: %s", dialer.display_url, dialer.redact(str(exc)))
 
 
-async def _upgrade_error(dialer: RemoteDialer, response: Any) -> RemoteHttpError:
+async def _upgrade_error(dialer: RemoteDialer, response: Any, body: bytes | None) -> RemoteHttpError:
     status = response.status_code
-    try:
-        body, _ = await read_bounded(response, MAX_ERROR_BODY)
-    except Exception:
-        body = b""
+    if body is None:
+        try:
+            body, _ = await read_bounded(response, MAX_ERROR_BODY)
+        except Exception:
+            body = b""
     text = dialer.redact(body.decode("utf-8", "replace"))
     data = {"status": status, "body": text, "transport": "http"}
     brief = text[:200].strip()
