@@ -335,6 +335,8 @@ class Reconnector:
     async def _attempt(self) -> None:
         self.hub.pause_calls()
         rpc: Connection = await self.hub.start_task(self._serve_link)
+        if self.hub.telemetry is not None:
+            self.hub.telemetry.attach(rpc)  # before initialize: it carries the trace context too
         try:
             with self.hub.initialize_span():
                 protocol = await negotiate(

@@ -42,7 +42,7 @@ from .core import (
     RpcCore,
 )
 from .handlers import Decoder, Handler, as_decoder, json_decode
-from .incoming import RECEIPT, IncomingRequests
+from .incoming import RECEIPT, IncomingRequestHook, IncomingRequests
 from .messages import RequestId
 from .outbox import Outbox
 from .pending import PendingRequest
@@ -209,6 +209,17 @@ class Connection(ReadSide):
     def set_fallback_request_handler(self, handler: FallbackRequestHandler | None) -> None:
         """Handle requests for unregistered methods (default: ``-32601``)."""
         self._incoming.fallback = handler
+
+    @property
+    def incoming_request_hook(self) -> IncomingRequestHook | None:
+        """``(method, params, handling) -> awaitable`` around the handling of each request the peer sends (None:
+        off, the default: one check per request). Opt-in telemetry (``acp_session.telemetry``) puts a span around
+        each with it. It must await ``handling`` and pass its result or exception on unchanged."""
+        return self._incoming.hook
+
+    @incoming_request_hook.setter
+    def incoming_request_hook(self, hook: IncomingRequestHook | None) -> None:
+        self._incoming.hook = hook
 
     def set_fallback_notification_handler(self, handler: FallbackNotificationHandler | None) -> None:
         """Handle notifications for unregistered methods (default: logged at debug level and dropped)."""

@@ -10,10 +10,12 @@ from __future__ import annotations
 import inspect
 import logging
 from collections import deque
+from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from typing import Any
 
 import anyio
+import msgspec
 from anyio.abc import TaskGroup
 
 from ..errors import InternalError, InvalidParams, MethodNotFound, RequestCancelled, RpcError
@@ -24,12 +26,17 @@ from .messages import RequestId
 from .outbox import Outbox
 from .pending import PendingRequest
 
-__all__ = ["RECEIPT", "IncomingRequests"]
+__all__ = ["RECEIPT", "IncomingRequestHook", "IncomingRequests"]
 
 _log = logging.getLogger("acp_session.rpc")
 RECEIPT: ContextVar[int | None] = ContextVar("acp_session_request_receipt", default=None)
 """Inside a request handler: the request's receipt number (``Connection.request_receipt``)."""
 _TRACKED_ANSWER = 64 * 1024  # an answer frame at least this large counts against the budget until written
+
+IncomingRequestHook = Callable[[str, msgspec.Raw | None, Awaitable[Any]], Awaitable[Any]]
+"""``(method, params, handling) -> awaitable``: wraps the handling of one incoming request (decoding its params
+and running its handler). The awaitable it returns must await ``handling`` and give back its result or raise
+its exception unchanged: the answer is made from that, as without the hook."""
 
 
 class IncomingRequests:
@@ -63,6 +70,8 @@ class IncomingRequests:
         """The cancel scope of each running request, by id."""
         self.tg: TaskGroup | None = None
         """The connection's task group, set when it is entered."""
+        self.hook: IncomingRequestHook | None = None
+        """Around each request's handling (``Connection.incoming_request_hook``); None: off."""
 
     async def start(self, event: RequestReceived) -> None:
         handler = self._handlers.get(event.method)
@@ -143,7 +152,12 @@ class IncomingRequests:
         reply: bytes | None = None
         try:
             with scope:
-                reply = core.result_frame(id, await self._call_handler(event, handler))
+                hook = self.hook
+                if hook is None:
+                    result = await self._call_handler(event, handler)
+                else:
+                    result = await hook(event.method, event.params, self._call_handler(event, handler))
+                reply = core.result_frame(id, result)
         except RpcError as exc:
             reply = core.error_frame(id, exc)
         except Exception:

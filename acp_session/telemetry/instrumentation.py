@@ -1,27 +1,32 @@
 """``Instrumentation``: OpenTelemetry spans and metrics for a ``ClientBuilder``'s connections (opt-in).
 
 ``ClientBuilder.instrument()`` makes one; each connection then gets a ``ConnectionTelemetry``, which its hub
-calls at the few places a request starts (initialize, each request, each prompt, each permission question).
+calls at the few places a request starts (initialize, each request, each prompt, each permission question) and
+which the connection calls around each request the agent sends (``Connection.incoming_request_hook``).
 A builder without it never imports this package, so a connection without instrumentation does no extra work.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import msgspec
 from opentelemetry import context as otel_context
 from opentelemetry import metrics, trace
 from opentelemetry.metrics import MeterProvider
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, TracerProvider, set_span_in_context
 
 from .._version import __version__
-from ..rpc import PendingRequest
+from ..errors import RpcError
+from ..rpc import Connection, PendingRequest
 from ..schema.types import RequestPermissionRequest, RequestPermissionResponse, ToolCallPermissionSubject
 from . import names
-from .context import link_from_meta, with_trace_context
+from .context import with_trace_context
+from .incoming import incoming_parent, peek, text, traced_handling
 from .turns import TurnTrace, struct_tag
 
 if TYPE_CHECKING:
@@ -31,6 +36,7 @@ __all__ = ["ConnectionTelemetry", "Instrumentation"]
 
 T = TypeVar("T")
 SCOPE = "acp_session"
+_log = logging.getLogger("acp_session.telemetry")
 
 
 class Instrumentation:
@@ -82,16 +88,23 @@ class ConnectionTelemetry:
         self.tracer = instrumentation.tracer
         self.hub = hub
         self.turns: dict[str, TurnTrace] = {}
-        """The running turn of each session, so a permission question is put under it."""
-        if instrumentation.propagate:
-            hub.rpc.request_params_hook = with_trace_context
-        hub.start_soon(self._end_turns_on_close)
+        """The running turn of each session, so the agent's requests (permission questions too) go under it."""
+        self.attach(hub.rpc)
 
-    async def _end_turns_on_close(self) -> None:
+    def attach(self, rpc: Connection) -> None:
+        """Hook into ``rpc``, the connection's peer (the first one, or a reconnect's new one before its
+        ``initialize``): trace context in outgoing ``_meta``, a span per request the agent sends, running turns
+        ended when it closes."""
+        if self.instrumentation.propagate:
+            rpc.request_params_hook = with_trace_context
+        rpc.incoming_request_hook = self.incoming_request
+        self.hub.start_soon(self._end_turns_on_close, rpc)
+
+    async def _end_turns_on_close(self, rpc: Connection) -> None:
         """A turn still running when the connection ends (the agent died, the block was left) ends with it, in
         error, instead of never being exported."""
         try:
-            await self.hub.rpc.wait_closed()
+            await rpc.wait_closed()
         finally:
             for turn in list(self.turns.values()):
                 turn.answered(ConnectionError("the connection ended during the turn"))
@@ -142,6 +155,36 @@ class ConnectionTelemetry:
         request.add_done_callback(lambda done: _request_done(span, done))
         return request
 
+    def incoming_request(self, method: str, params: msgspec.Raw | None, handling: Awaitable[Any]) -> Awaitable[Any]:
+        """The span of a request the agent sent (``Connection.incoming_request_hook``), named by its method, from
+        the decoding of its params to the answer; ``session/request_permission`` has its own (``permission``).
+        Should starting the span fail, the request is handled exactly as without telemetry."""
+        if method == names.SPAN_PERMISSION:
+            return handling
+        try:
+            fields = peek(params)
+            session_id, tool_call_id = text(fields.sessionId), text(fields.toolCallId)
+            attributes: dict[str, Any] = {names.RPC_SYSTEM: "jsonrpc", names.RPC_METHOD: method}
+            if session_id is not None:
+                attributes[names.SESSION_ID] = attributes[names.CONVERSATION_ID] = session_id
+            if tool_call_id is not None:
+                attributes[names.TOOL_CALL_ID] = tool_call_id
+            terminal_id = text(fields.terminalId)
+            if terminal_id is not None and method.startswith("terminal/"):
+                attributes[names.TERMINAL_ID] = terminal_id
+            mode = text(fields.mode)
+            if mode is not None and method == "elicitation/create":
+                attributes[names.ELICITATION_MODE] = mode
+            attributes.update(self._agent_attributes())
+            parent, links = incoming_parent(self.turns, session_id, tool_call_id, fields.meta)
+            span = self.tracer.start_span(
+                method, context=parent, kind=SpanKind.SERVER, attributes=attributes, links=links
+            )
+        except Exception:
+            _log.exception("starting the span of the agent's %s failed", method)
+            return handling
+        return traced_handling(span, method, handling)
+
     def turn(self, session_id: str) -> TurnTrace:
         """Start a prompt turn's span (``invoke_agent``); the caller sends the prompt inside ``turn.sending()``,
         then hands the turn the session's track and the request (``turn.follow``)."""
@@ -181,27 +224,25 @@ class ConnectionTelemetry:
         self, decide: Callable[[RequestPermissionRequest], Awaitable[RequestPermissionResponse]]
     ) -> Callable[[RequestPermissionRequest], Coroutine[Any, Any, RequestPermissionResponse]]:
         """``decide`` wrapped in a span: the question, the time the answer took (a human's, usually) and the
-        outcome; under the tool call it asks about (else its session's turn), linked to the agent's trace
-        context when the request carried one in ``_meta``."""
+        outcome; under the tool call it asks about, else its session's turn (linked to the agent's trace context
+        when the request carried one in ``_meta``), else the agent's trace context (``incoming_parent``)."""
 
         async def traced(request: RequestPermissionRequest) -> RequestPermissionResponse:
             subject = request.subject
             tool_call_id = subject.tool_call.tool_call_id if isinstance(subject, ToolCallPermissionSubject) else None
-            turn = self.turns.get(request.session_id)
-            parent = None if turn is None else set_span_in_context(turn.span_for_tool(tool_call_id))
+            parent, links = incoming_parent(self.turns, request.session_id, tool_call_id, request.meta)
             attributes: dict[str, Any] = {
+                names.RPC_SYSTEM: "jsonrpc",
+                names.RPC_METHOD: names.SPAN_PERMISSION,
                 names.SESSION_ID: request.session_id,
                 names.CONVERSATION_ID: request.session_id,
                 names.PERMISSION_TITLE: request.title,
             }
             if tool_call_id is not None:
                 attributes[names.TOOL_CALL_ID] = tool_call_id
+            attributes.update(self._agent_attributes())
             span = self.tracer.start_span(
-                names.SPAN_PERMISSION,
-                context=parent,
-                kind=SpanKind.SERVER,
-                attributes=attributes,
-                links=link_from_meta(request.meta),
+                names.SPAN_PERMISSION, context=parent, kind=SpanKind.SERVER, attributes=attributes, links=links
             )
             started = time.monotonic()
             try:
@@ -239,6 +280,8 @@ def _failed(span: Span, exc: BaseException) -> None:
     span.record_exception(exc)
     span.set_status(Status(StatusCode.ERROR, str(exc) or type(exc).__name__))
     span.set_attribute(names.ERROR_TYPE, type(exc).__name__)
+    if isinstance(exc, RpcError):
+        span.set_attribute(names.RPC_ERROR_CODE, exc.code)
     span.end()
 
 

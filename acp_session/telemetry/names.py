@@ -38,6 +38,7 @@ METRIC_TOKENS = "gen_ai.client.token.usage"
 # -- JSON-RPC (the RPC semantic conventions) -----------------------------------------------------------------
 RPC_SYSTEM = "rpc.system"
 RPC_METHOD = "rpc.method"
+RPC_ERROR_CODE = "rpc.jsonrpc.error_code"
 ERROR_TYPE = "error.type"
 
 # -- ACP ---------------------------------------------------------------------------------------------------------
@@ -61,6 +62,9 @@ PERMISSION_OUTCOME = "acp.permission.outcome"
 PERMISSION_OPTION_ID = "acp.permission.option_id"
 PERMISSION_OPTION_KIND = "acp.permission.option_kind"
 PERMISSION_WAIT = "acp.permission.wait"
+TERMINAL_ID = "acp.terminal.id"
+ELICITATION_MODE = "acp.elicitation.mode"
+ELICITATION_ACTION = "acp.elicitation.action"
 RECONNECT_ATTEMPT = "acp.reconnect.attempt"
 RECONNECT_TRANSPORT = "acp.reconnect.transport"
 

@@ -14,6 +14,7 @@ from opentelemetry import context as otel_context
 from opentelemetry.context import Context
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer, set_span_in_context
 
+from ..errors import RpcError
 from ..rpc import PendingRequest
 from ..schema.types import UpdateSessionNotification
 from ..session import SentRequest, SessionTrack
@@ -179,6 +180,8 @@ class TurnTrace:
             self.span.record_exception(error)
             self.span.set_status(Status(StatusCode.ERROR, str(error)))
             self.span.set_attribute(names.ERROR_TYPE, type(error).__name__)
+            if isinstance(error, RpcError):
+                self.span.set_attribute(names.RPC_ERROR_CODE, error.code)
             self.end()
             return
         self._answered = True

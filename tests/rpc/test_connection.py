@@ -121,6 +121,54 @@ async def test_handler_raising_rpc_error_sends_it(pair: Any) -> None:
     assert (await raw.recv())["error"] == {"code": -32002, "message": "Session not found", "data": {"sessionId": "s1"}}
 
 
+async def test_the_incoming_request_hook_wraps_each_handling_and_changes_no_answer(pair: Any) -> None:
+    """What opt-in telemetry hooks into: it sees the method and raw params, awaits the handling (decoding
+    included) and passes the result or the exception on; the answers are the ones without a hook."""
+    conn, raw, _ = pair
+    seen: list[Any] = []
+
+    async def around(method: str, params: msgspec.Raw | None, handling: Any) -> Any:
+        seen.append((method, None if params is None else msgspec.json.decode(params)))
+        try:
+            result = await handling
+        except BaseException as exc:
+            seen.append("cancelled" if isinstance(exc, anyio.get_cancelled_exc_class()) else type(exc).__name__)
+            raise
+        seen.append(("result", result))
+        return result
+
+    async def forever(_: Any) -> None:
+        await anyio.sleep_forever()
+
+    assert conn.incoming_request_hook is None
+    conn.incoming_request_hook = around
+    conn.on_request("add", lambda p: {"sum": p.x + 1}, msgspec.json.Decoder(Point).decode)
+    conn.on_request("upd", lambda p: None, msgspec.json.Decoder(Wrapper).decode)
+    conn.on_request("work", forever)
+    await raw.send({"jsonrpc": "2.0", "id": 1, "method": "add", "params": {"x": 41}})
+    assert await raw.recv() == {"jsonrpc": "2.0", "id": 1, "result": {"sum": 42}}
+    await raw.send({"jsonrpc": "2.0", "id": 2, "method": "upd", "params": {"update": {"x": "text"}}})
+    assert (await raw.recv())["error"]["data"]["path"] == "$.update.x"
+    await raw.send({"jsonrpc": "2.0", "id": 3, "method": "work"})
+    await anyio.sleep(0.01)
+    await raw.send({"jsonrpc": "2.0", "method": "$/cancel_request", "params": {"requestId": 3}})
+    assert (await raw.recv())["error"]["code"] == -32800
+    await raw.send({"jsonrpc": "2.0", "id": 4, "method": "nope/nothing"})
+    assert (await raw.recv())["error"]["code"] == -32601  # answered before any handling: not hooked
+    assert seen == [
+        ("add", {"x": 41}),
+        ("result", {"sum": 42}),
+        ("upd", {"update": {"x": "text"}}),
+        "InvalidParams",
+        ("work", None),
+        "cancelled",
+    ]
+    conn.incoming_request_hook = None
+    await raw.send({"jsonrpc": "2.0", "id": 5, "method": "add", "params": {"x": 1}})
+    assert await raw.recv() == {"jsonrpc": "2.0", "id": 5, "result": {"sum": 2}}
+    assert len(seen) == 6
+
+
 @pytest.mark.parametrize(
     ("data", "code"),
     [
