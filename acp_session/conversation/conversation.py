@@ -29,6 +29,7 @@ import anyio
 from acp_session.client.connection import hub_of
 from acp_session.client.opening import open_forked_session, open_new_session, open_resumed_session
 from acp_session.client_errors import CapabilityNotSupported, SessionClosed
+from acp_session.conversation.catch_up import Seen
 from acp_session.conversation.chat_events import ChatFile, ChatResponse
 from acp_session.conversation.entities import Message
 from acp_session.conversation.events import MessageChanged, StateEvent
@@ -111,6 +112,7 @@ class Conversation(ConversationView, ReconnectRecovery):
         self._mcp_servers: list[McpServerConfig] = []
         self._additional_directories: list[str | os.PathLike[str]] = []
         self._shown_at_drop: dict[int, Any] | None = None  # a reconnect under way: what each entity had shown
+        self._seen_at_drop: Seen | None = None  # and what the streams had been shown (catch_up.py)
         self._attempt = 0
         if session is not None:
             session.add_update_listener(self._listener)
@@ -434,7 +436,8 @@ class Conversation(ConversationView, ReconnectRecovery):
         """Every fold event from now on, as ``Step``s, across turns and between them (background work, messages the
         agent sends on its own, replays). ``async for`` it; several may be open at once, each buffering up to
         ``max_buffer`` items. A consumer that falls behind gets a ``StreamOverflow`` marker where items were
-        dropped (``overflow="mark"``) or ``StreamOverflowError`` after its buffered items (``"error"``); see
+        dropped (``overflow="mark"``) or ``StreamOverflowError`` after its buffered items (``"error"``). Across an
+        automatic reconnect: a ``StreamReconnected`` marker, then what was missed (``replayed``), once. See
         ``acp_session.conversation.streams``."""
         return open_stream(self, StepStream, max_buffer, overflow)
 
@@ -442,8 +445,9 @@ class Conversation(ConversationView, ReconnectRecovery):
         self, *, max_buffer: int = DEFAULT_STREAM_BUFFER, overflow: OverflowPolicy = "mark"
     ) -> ChunkStream:
         """What the agent shows the user from now on, across turns and between them: ``ThoughtChunk`` and
-        ``TextChunk`` fragments, one ``ToolCallChunk`` per tool call id; replays excluded. Buffering and
-        ``overflow`` as ``receive_steps()``."""
+        ``TextChunk`` fragments, one ``ToolCallChunk`` per tool call id; replays excluded, except what an automatic
+        reconnect's replay brought that the stream had not had (after ``StreamReconnected``, ``replayed``).
+        Buffering and ``overflow`` as ``receive_steps()``."""
         return open_stream(self, ChunkStream, max_buffer, overflow)
 
     async def disconnect(self, *, timeout: float | None = None) -> None:

@@ -9,6 +9,9 @@ step, so no live update slips between the replay and the live stream (the barrie
 gets what it missed, computed from the rebuilt state against what it had shown at the drop (no gap, nothing
 twice), and ends as the agent says: finished if the agent is idle again, still running if it is not, with
 ``TurnLost`` if its user message is not in the agent's history, with ``SessionLost`` if the session is gone.
+The open ``receive_steps()`` / ``receive_chunks()`` streams get the same from the same comparison, in the same step
+(``catch_up.py``: a ``StreamReconnected`` marker, then what they missed, marked ``replayed``); they end with
+``SessionLost`` or ``ReconnectFailed`` as the turns do.
 """
 
 from __future__ import annotations
@@ -20,10 +23,12 @@ from acp_session.client.connection import hub_of
 from acp_session.client.opening import open_resumed_session
 from acp_session.client.reconnect import ReconnectEvent, ReconnectGaveUp, Reconnecting
 from acp_session.client_errors import CapabilityNotSupported, SessionLost, TurnLost
+from acp_session.conversation.catch_up import Seen, missed
 from acp_session.conversation.chat_events import ChatReconnected, ChatReconnecting, ChatSessionLost
 from acp_session.conversation.entities import Message, TimelineEntry, ToolCall
 from acp_session.conversation.events import StateChanged
 from acp_session.conversation.routing import TurnRouting
+from acp_session.conversation.streams import StreamReconnected
 from acp_session.conversation.turn import ChatTurn
 from acp_session.errors import ResourceNotFound
 from acp_session.schema import ResumeSessionResponse, StateUpdate, UpdateSessionNotification
@@ -46,12 +51,11 @@ class ReconnectRecovery(TurnRouting):
     _mcp_servers: list[McpServerConfig]
     _additional_directories: list[str | os.PathLike[str]]
     _shown_at_drop: dict[int, Any] | None
+    _seen_at_drop: Seen | None
     _attempt: int
+    _streams: Any
 
     def _bind(self, session: ActiveSession) -> None:
-        raise NotImplementedError
-
-    def _emit(self, events: Any) -> None:
         raise NotImplementedError
 
     def _fail_all(self, error: BaseException) -> None:
@@ -93,16 +97,21 @@ class ReconnectRecovery(TurnRouting):
         if isinstance(event, Reconnecting):
             self._attempt = event.attempt
             if self._shown_at_drop is None:
-                self._shown_at_drop = _shown(self.state.timeline)
+                self._at_drop()
             for turn in self._unfinished():
                 turn.report(ChatReconnecting(event.attempt, event.attempts, event.error))
         elif isinstance(event, ReconnectGaveUp):
-            self._shown_at_drop = None
+            self._shown_at_drop = self._seen_at_drop = None
             self._closed = event.error
             self._fail_all(event.error)
-            streams = getattr(self, "_streams", None)
-            if streams is not None:
-                streams.end(event.error)
+            if self._streams is not None:
+                self._streams.end(event.error)
+
+    def _at_drop(self) -> None:
+        """Record what the turns (``_shown``) and the streams (``Seen``) had been shown when the connection dropped:
+        the replay is compared with it (kept over failed attempts: each compares with the drop)."""
+        self._shown_at_drop = _shown(self.state.timeline)
+        self._seen_at_drop = Seen.take(self.state)
 
     async def recover(self, connection: ClientConnection) -> None:
         """``SessionRecovery``: resume on the new transport, replay quietly, then settle the turns (see above)."""
@@ -110,7 +119,7 @@ class ReconnectRecovery(TurnRouting):
         assert session is not None
         session_id = session.session_id
         if self._shown_at_drop is None:
-            self._shown_at_drop = _shown(self.state.timeline)
+            self._at_drop()
         self._stop_listening()
         hub = hub_of(connection)
         quiet = BatchUpdateListener(self._fold_quietly, self._fold_run_quietly)
@@ -136,15 +145,26 @@ class ReconnectRecovery(TurnRouting):
             self.state.apply_resume_response(ResumeSessionResponse())  # nothing dropped: the next attempt replays
             track.unlisten_fn(quiet)()
             raise
-        events = self.state.apply_resume_response(response, drop_unreplayed=True)
+        # The lists the answer carries reach the streams through the catch-up, only if they changed.
+        self.state.apply_resume_response(response, drop_unreplayed=True)
         track.unlisten_fn(quiet)()
         resumed.add_update_listener(self._listener)  # in the same step: no live update is lost or seen twice
-        self._emit(events)
         self._bind(resumed)
         if connection.protocol_version == 1 and not self.state.is_idle:
             # A v1 turn is its prompt request, which died with the old transport: nothing runs on the new one.
+            # Its stop reason was only in that request's answer, which no v1 message carries again: unknown.
             self.state.apply(StateUpdate(state="idle"))
+        self._catch_up_streams()
         self._settle_after_replay(session_id)
+
+    def _catch_up_streams(self) -> None:
+        """The open streams get what they missed while away (still in the barrier's step: before any live item)."""
+        seen, self._seen_at_drop = self._seen_at_drop, None
+        streams = self._streams
+        if streams is None or seen is None:
+            return
+        events, forgotten = missed(seen, self.state)
+        streams.caught_up(StreamReconnected(self._attempt, forgotten), events)
 
     def _fold_quietly(self, note: UpdateSessionNotification) -> None:
         if note.session_id == self.state.session_id:
@@ -157,13 +177,15 @@ class ReconnectRecovery(TurnRouting):
             self._fold_quietly(note)
 
     def _session_lost(self, lost: SessionLost, connection: ClientConnection) -> None:
-        self._shown_at_drop = None
+        self._shown_at_drop = self._seen_at_drop = None
         reconnector = hub_of(connection).reconnector
         if reconnector is not None:
             reconnector.recoveries.pop(lost.session_id, None)
         for turn in self._unfinished():
             turn.report(ChatSessionLost(lost))
         self._fail_all(lost)
+        if self._streams is not None:
+            self._streams.end(lost)  # nothing more will come: the agent has no such session
 
     def _settle_after_replay(self, session_id: str) -> None:
         shown, self._shown_at_drop = self._shown_at_drop or {}, None

@@ -10,7 +10,8 @@ or no turn: work reported between prompts, background work, messages the agent s
 * ``receive_chunks()`` yields what the agent shows the user: ``ThoughtChunk`` / ``TextChunk`` fragments of
   its thought and agent messages (consecutive fragments of one message merged while they wait), and one
   ``ToolCallChunk`` per tool call, when it first appears. User messages, plans, terminals, compactions,
-  state and every other session-level update are not chunks; a replay is not either (see ``_Hub.event``).
+  state and every other session-level update are not chunks; a replay is not either (see ``_Hub.event``), but
+  what a reconnect's replay brought that the stream had not been shown is (``replayed=True``).
 
 Falling behind: a stream holds at most ``max_buffer`` items (merged fragments count once). What happens to
 the items that do not fit is the stream's ``overflow`` policy, chosen when it is opened:
@@ -27,6 +28,12 @@ A stream ends (``StopAsyncIteration``, after its buffered items) on ``Conversati
 closed (``close()``, ``aclose()``, leaving ``async with``); when the connection is lost it raises
 ``ConnectionClosed`` after its buffered items. One opened after the loss waits for ``reconnect()`` (and sees
 its replay).
+
+With a reconnect policy (``ClientBuilder.reconnect``) a lost connection does not end the streams: once it is
+back, each open stream gets a ``StreamReconnected`` marker, then what it missed while away, once, marked
+``replayed`` (computed from the agent's replay against what it had been shown: ``catch_up.py``), then the live
+items again; nothing it already had comes twice. It raises ``SessionLost`` when the agent lost the session and
+``ReconnectFailed`` when the policy gave up, after its buffered items, as ``chat()``'s turns end.
 
 Cost: with no stream open the fold pays nothing. ``Conversation._streams`` is None, ``_on_note`` calls the
 state's own ``apply``, and ``_on_notes`` reads that one attribute per run of updates. With streams open the
@@ -70,6 +77,7 @@ __all__ = [
     "StreamChunk",
     "StreamOverflow",
     "StreamOverflowError",
+    "StreamReconnected",
     "TextChunk",
     "ThoughtChunk",
     "ToolCallChunk",
@@ -113,32 +121,38 @@ class StreamChunk(msgspec.Struct, frozen=True, gc=False):
 
 class ThoughtChunk(StreamChunk, frozen=True):
     """A fragment of the agent's reasoning; append it. ``replaced``: the message was rewritten, ``text`` is
-    all of it. ``step_index``: the message's index in ``history()`` when folded."""
+    all of it. ``step_index``: the message's index in ``history()`` when folded. ``replayed``: what came while
+    the connection was down, caught up after a reconnect (after ``StreamReconnected``)."""
 
     kind: ClassVar[str] = "thought"
     text: str
     message_id: str
     step_index: int = -1
     replaced: bool = False
+    replayed: bool = False
 
 
 class TextChunk(StreamChunk, frozen=True):
-    """A fragment of a reply to the user; append it. ``replaced`` and ``step_index``: see ``ThoughtChunk``."""
+    """A fragment of a reply to the user; append it. ``replaced``, ``step_index``, ``replayed``: see
+    ``ThoughtChunk``."""
 
     kind: ClassVar[str] = "text"
     text: str
     message_id: str
     step_index: int = -1
     replaced: bool = False
+    replayed: bool = False
 
 
 class ToolCallChunk(StreamChunk, frozen=True):
     """A tool call appeared (once per tool call id while it is in history). ``tool_call`` is the live entity:
-    later updates patch it; ``receive_steps()`` shows each of them."""
+    later updates patch it; ``receive_steps()`` shows each of them. ``replayed``: it appeared while the connection
+    was down (see ``ThoughtChunk``)."""
 
     kind: ClassVar[str] = "tool_call"
     tool_call: ToolCall
     step_index: int = -1
+    replayed: bool = False
 
 
 class StreamOverflow(msgspec.Struct, frozen=True, gc=False):
@@ -147,6 +161,20 @@ class StreamOverflow(msgspec.Struct, frozen=True, gc=False):
 
     kind: ClassVar[str] = "overflow"
     dropped: int
+
+
+class StreamReconnected(msgspec.Struct, frozen=True, gc=False):
+    """The connection was lost and came back (reconnect attempt ``attempt``; ``ClientBuilder.reconnect``). What
+    follows, marked ``replayed``, is what the stream missed meanwhile, once: one step per entity the agent created
+    or changed while away (history order; the updates themselves are not known, only their result), then the
+    session-level values that changed; chunks as live (the missed text of each message, new tool calls). Then the
+    live items go on. ``forgotten``: entries of ``history()`` the stream had been shown that the agent's history no
+    longer holds (a restarted agent lost them; they are gone from ``history()`` too). Notices sent while away are
+    lost (they are never stored)."""
+
+    kind: ClassVar[str] = "reconnected"
+    attempt: int
+    forgotten: int = 0
 
 
 class StreamOverflowError(AcpError):
@@ -206,15 +234,21 @@ class _Run:
 class _Fragments:
     """Queued text of one message (strings, or block lists from runs), joined when read."""
 
-    __slots__ = ("cls", "index", "message_id", "parts")
+    __slots__ = ("cls", "index", "message_id", "parts", "replayed")
 
     def __init__(
-        self, cls: type[TextChunk] | type[ThoughtChunk], message_id: str, index: int, part: str | list[Any]
+        self,
+        cls: type[TextChunk] | type[ThoughtChunk],
+        message_id: str,
+        index: int,
+        part: str | list[Any],
+        replayed: bool = False,
     ) -> None:
         self.cls = cls
         self.message_id = message_id
         self.index = index
         self.parts = [part]
+        self.replayed = replayed
 
 
 # ---------------------------------------------------------------------------------------------- streams
@@ -298,7 +332,7 @@ class _Stream(Generic[T]):
     def __aiter__(self) -> _Stream[T]:
         return self
 
-    async def __anext__(self) -> T | StreamOverflow:
+    async def __anext__(self) -> T | StreamOverflow | StreamReconnected:
         queue = self._queue
         while True:
             expanding = self._expanding
@@ -372,7 +406,9 @@ class StepStream(_Stream[Step]):
         if kind is _Run:
             self._expanding = _expand(item)
             return None
-        return StreamOverflow(item.dropped)
+        if kind is _Gap:
+            return StreamOverflow(item.dropped)
+        return item  # a StreamReconnected marker
 
     async def __aenter__(self) -> StepStream:
         return self
@@ -383,16 +419,26 @@ class ChunkStream(_Stream[StreamChunk]):
     ``StreamOverflow`` marker."""
 
     def _fragment(
-        self, cls: type[TextChunk] | type[ThoughtChunk], message_id: str, index: int, part: str | list[Any]
+        self,
+        cls: type[TextChunk] | type[ThoughtChunk],
+        message_id: str,
+        index: int,
+        part: str | list[Any],
+        replayed: bool = False,
     ) -> None:
         queue = self._queue
         if queue:
             tail = queue[-1]
-            if type(tail) is _Fragments and tail.cls is cls and tail.message_id == message_id:
+            if (
+                type(tail) is _Fragments
+                and tail.cls is cls
+                and tail.message_id == message_id
+                and tail.replayed is replayed
+            ):
                 tail.parts.append(part)
                 return
         if len(queue) < self.max_buffer:
-            queue.append(_Fragments(cls, message_id, index, part))
+            queue.append(_Fragments(cls, message_id, index, part, replayed))
             self._notify()
         else:
             self._drop(len(part) if type(part) is list else 1)  # counted in updates, as the steps are
@@ -402,7 +448,7 @@ class ChunkStream(_Stream[StreamChunk]):
         if kind is _Fragments:
             parts = item.parts
             text = "".join([part if type(part) is str else text_of(part) for part in parts])
-            return item.cls(text, item.message_id, item.index) if text else None
+            return item.cls(text, item.message_id, item.index, replayed=item.replayed) if text else None
         if kind is _Gap:
             return StreamOverflow(item.dropped)
         return item
@@ -478,15 +524,25 @@ class _Hub:
                 position -= excess
         return position if position >= 0 else -1
 
-    def event(self, event: StateEvent) -> None:
+    def caught_up(self, marker: StreamReconnected, events: list[StateEvent]) -> None:
+        """After a reconnect: the marker, then what the streams missed while away (``catch_up.missed``), marked
+        ``replayed``; chunks too (unlike a replay, it is what they were not shown)."""
+        streams: tuple[_Stream[Any], ...] = (*self._steps, *self._chunks)
+        for stream in streams:
+            stream._put(marker)
+        for event in events:
+            self.event(event, True)
+
+    def event(self, event: StateEvent, caught_up: bool = False) -> None:
         """One fold event. Chunks skip a replay: it re-sends what was already shown (a consumer that was there
-        saw it; one that was not reads ``history()``); ``receive_steps()`` shows it, marked ``replayed``."""
+        saw it; one that was not reads ``history()``); ``receive_steps()`` shows it, marked ``replayed``.
+        ``caught_up``: missed while the connection was down (``caught_up()``), for the chunks as well."""
         entry = entry_of(event)
         index = -1 if entry is None else self._index(entry)
         replaying = self._state.replaying
         steps = self._steps
         if steps:
-            step = Step(event, index, replaying)
+            step = Step(event, index, replaying or caught_up)
             for stream in steps:
                 stream._put(step)
         chunks = self._chunks
@@ -504,20 +560,20 @@ class _Hub:
             if appended is not None:
                 if type(appended) is TextContent and appended.text:
                     for consumer in chunks:
-                        consumer._fragment(cls, message.message_id, index, appended.text)
+                        consumer._fragment(cls, message.message_id, index, appended.text, caught_up)
             elif event.created:
                 text = message.text
                 if text:
                     for consumer in chunks:
-                        consumer._fragment(cls, message.message_id, index, text)
+                        consumer._fragment(cls, message.message_id, index, text, caught_up)
             else:
-                replaced = cls(message.text, message.message_id, index, True)
+                replaced = cls(message.text, message.message_id, index, True, caught_up)
                 for consumer in chunks:
                     consumer._put(replaced)
         elif kind is ToolCallChanged:
             assert isinstance(event, ToolCallChanged)
             if event.created:
-                found = ToolCallChunk(event.tool_call, index)
+                found = ToolCallChunk(event.tool_call, index, caught_up)
                 for consumer in chunks:
                     consumer._put(found)
 

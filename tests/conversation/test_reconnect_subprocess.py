@@ -236,3 +236,65 @@ def test_the_policy_is_typed_frozen_and_checked() -> None:
 
     assert ClientBuilder().reconnect_policy(RemoteDialer()) == ReconnectPolicy()  # type: ignore[arg-type]
     assert ClientBuilder().reconnect(False).reconnect_policy(RemoteDialer()) is None  # type: ignore[arg-type]
+
+
+async def kill_when_the_reply_starts(conversation: Conversation, prompt: str) -> None:
+    """Send ``prompt``, kill the agent once its reply has text, and wait for the turn's end (whatever it is)."""
+    pid = agent_pid(conversation)
+    before = len(conversation.messages())
+    turn = conversation.chat(prompt)
+    with anyio.fail_after(30):
+        while not any(m.role == "agent" and m.text for m in conversation.messages()[before:]):
+            await anyio.sleep(0.02)
+    os.kill(pid, signal.SIGKILL)
+    with anyio.fail_after(60), pytest.raises((TurnLost, SessionLost)):
+        await turn
+
+
+@VERSIONS
+async def test_streams_across_a_lost_turn_get_a_marker_counting_what_the_agent_forgot(
+    tmp_path: Path, version: int
+) -> None:
+    """The restarted agent lost the turn: the streams cannot be told what it did, only that the two entries they
+    were shown (its user message, its partial reply) are gone (``StreamReconnected.forgotten``); then the agent's
+    idle state, and the next turn live."""
+    from acp_session.conversation import StreamReconnected, TextChunk
+    from tests.helpers.stream_content import streamed
+
+    async with quick(version).spawn(agent(tmp_path / "store.json")) as client:
+        conversation = await client.start_conversation(str(tmp_path))
+        await conversation.chat_to_completion("one")
+
+        async def turns() -> None:
+            await kill_when_the_reply_starts(conversation, "/slow 80")
+            assert (await conversation.chat_to_completion("two")).text == "You said: two"
+
+        reader = await streamed(conversation, turns)
+    for items in (reader.step_items, reader.chunk_items):
+        markers = [item for item in items if isinstance(item, StreamReconnected)]
+        assert markers == [StreamReconnected(1, forgotten=2)]
+    after = reader.step_items[reader.step_items.index(markers[0]) + 1 :]
+    caught_up = [step for step in after if step.replayed]
+    assert [type(step.event).__name__ for step in caught_up] == ["StateChanged"]
+    assert caught_up[0].event.state == "idle"
+    live = after[len(caught_up) :]
+    assert live and not any(step.replayed for step in live)  # then the next turn, live
+    texts = [c.text for c in reader.chunk_items if isinstance(c, TextChunk)]
+    assert texts[-1] == "You said: two" and not any(c.replayed for c in reader.chunk_items if isinstance(c, TextChunk))
+
+
+@VERSIONS
+async def test_streams_end_with_session_lost_when_the_agent_lost_the_session(tmp_path: Path, version: int) -> None:
+    from acp_session.conversation import TextChunk
+
+    async with quick(version).spawn(agent(None)) as client:  # memory only: the restarted agent knows no session
+        conversation = await client.start_conversation(str(tmp_path))
+        steps, chunks = conversation.receive_steps(), conversation.receive_chunks()
+        await kill_when_the_reply_starts(conversation, "/slow 60")
+        for stream in (steps, chunks):
+            items: list[Any] = []
+            with anyio.fail_after(10), pytest.raises(SessionLost):
+                async for item in stream:
+                    items.append(item)
+            assert items  # what was buffered came first
+        assert any(isinstance(item, TextChunk) for item in items)
