@@ -20,7 +20,7 @@ import anyio
 from anyio.abc import TaskGroup
 
 from acp_session.transport.remote import RemoteDialer
-from acp_session.transport.remote.client import make_client
+from acp_session.transport.remote.client import RemoteClients, make_client
 from acp_session.transport.remote.sse import SseParser
 
 from .probe import Fail, v1_offer
@@ -99,9 +99,10 @@ class EventStream:
 class HttpProbe:
     """A raw HTTP client of one endpoint (its own cookie jar); ``connection`` once ``initialize`` succeeded."""
 
-    def __init__(self, dialer: RemoteDialer, client: Any, tg: TaskGroup, timeout: float) -> None:
+    def __init__(self, dialer: RemoteDialer, clients: RemoteClients, tg: TaskGroup, timeout: float) -> None:
         self.dialer = dialer
-        self.client = client
+        self.clients = clients
+        self.client = clients.messages
         self.tg = tg
         self.timeout = timeout
         self.url = dialer.request_url
@@ -165,7 +166,11 @@ class HttpProbe:
             stream = EventStream(0)
             try:
                 with stream.scope:
-                    async with self.client.stream("GET", self.url, headers=headers, timeout=None) as response:
+                    # Over HTTP/2 a connection of its own, as the transport's streams (``RemoteClients``).
+                    async with (
+                        self.clients.for_stream() as client,
+                        client.stream("GET", self.url, headers=headers, timeout=None) as response,
+                    ):
                         self._remember(response.headers)
                         stream.status = response.status_code
                         holder.append(stream)
@@ -215,11 +220,12 @@ async def http_probe(dialer: RemoteDialer, timeout: float) -> AsyncIterator[Http
     """A raw client of ``dialer``'s endpoint (HTTP/1.1, enough streams for a few sessions); DELETE on exit."""
     http1, http2 = dialer.http_versions()
     async with AsyncExitStack() as stack:
-        client = await stack.enter_async_context(make_client(dialer, http1=http1, http2=http2, streams=8))
+        clients = RemoteClients(dialer, http1=http1, http2=http2, streams=8)
+        client = await stack.enter_async_context(clients.messages)
         # Entered by hand: a task group would wrap the check's own ``Fail`` in an ExceptionGroup.
         tg = anyio.create_task_group()
         await tg.__aenter__()
-        probe = HttpProbe(dialer, client, tg, timeout)
+        probe = HttpProbe(dialer, clients, tg, timeout)
         try:
             yield probe
         finally:

@@ -3,7 +3,12 @@ and redirects kept to the server's own origin."""
 
 from __future__ import annotations
 
+import ssl
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
+
+import anyio
 
 from .errors import RemoteExtraMissing, RemoteProtocolError
 
@@ -12,7 +17,7 @@ if TYPE_CHECKING:
 
     from .dialer import RemoteDialer
 
-__all__ = ["describe", "import_httpx", "make_client", "read_bounded"]
+__all__ = ["RemoteClients", "describe", "import_httpx", "make_client", "read_bounded"]
 
 
 def import_httpx() -> Any:
@@ -24,9 +29,11 @@ def import_httpx() -> Any:
     return httpx
 
 
-def make_client(dialer: RemoteDialer, *, http1: bool, http2: bool, streams: int) -> httpx.AsyncClient:
+def make_client(
+    dialer: RemoteDialer, *, http1: bool, http2: bool, streams: int, verify: bool | ssl.SSLContext | None = None
+) -> httpx.AsyncClient:
     """A client for ``dialer``'s server; ``streams`` long-lived responses may be open at once (one connection
-    each on HTTP/1.1), besides the short requests."""
+    each on HTTP/1.1), besides the short requests. ``verify``: a TLS setting to share (``dialer``'s otherwise)."""
     httpx = import_httpx()
     if http2:
         try:
@@ -50,7 +57,7 @@ def make_client(dialer: RemoteDialer, *, http1: bool, http2: bool, streams: int)
     return httpx.AsyncClient(  # type: ignore[no-any-return]
         headers=list(dialer.headers),
         cookies=dialer.cookies,  # the jar itself (httpx uses a CookieJar in place), shared with reconnects
-        verify=dialer.ssl_verify(),
+        verify=dialer.ssl_verify() if verify is None else verify,
         http1=http1,
         http2=http2,
         timeout=timeout,
@@ -60,6 +67,50 @@ def make_client(dialer: RemoteDialer, *, http1: bool, http2: bool, streams: int)
         trust_env=False,  # no proxy or .netrc credentials picked up from the environment behind the caller's back
         limits=httpx.Limits(max_connections=streams + 8, max_keepalive_connections=8),
     )
+
+
+class RemoteClients:
+    """The HTTP clients of one remote connection: ``messages`` for its POSTs and its DELETE, and for each event
+    stream the client ``for_stream`` gives.
+
+    Over HTTP/2 an event stream gets a client, so a connection, of its own. This works around httpcore 1.0's
+    HTTP/2 connection (``AsyncHTTP2Connection._receive_events``): the tasks reading its streams take turns on one
+    lock, first come first served, and a task whose frames another task has already read still waits for its
+    turn, while a task ahead of it with nothing to read yet holds the lock in a socket read until the server
+    sends anything at all. With three readers on one connection (the connection's stream, a session's, a POST
+    waiting for its 202) a POST's answer or a session's event then waited for the next keep-alive (the reference
+    agent's, 15 s; forever from a server that sends none). With one or two readers a task's frames are never left
+    behind so: the other reader releasing the lock hands it to the waiting task. ``messages`` has at most two
+    (one POST at a time, under the transport's send lock, and the closing DELETE); a stream's connection has
+    one. Over HTTP/1.1 every stream has a connection of its own anyway, from the shared pool.
+    """
+
+    def __init__(self, dialer: RemoteDialer, *, http1: bool, http2: bool, streams: int) -> None:
+        httpx = import_httpx()
+        verify = dialer.ssl_verify()
+        if not isinstance(verify, ssl.SSLContext):
+            # Loading the CA bundle costs tens of milliseconds: once per connection, not once per stream.
+            verify = httpx.create_ssl_context(verify=verify, trust_env=False)
+        self._dialer = dialer
+        self._versions = http1, http2
+        self._verify: ssl.SSLContext = verify
+        self.own_connections = http2
+        """Whether each event stream has a client of its own (HTTP/2 may be used)."""
+        self.messages = make_client(dialer, http1=http1, http2=http2, streams=1 if http2 else streams, verify=verify)
+
+    @asynccontextmanager
+    async def for_stream(self) -> AsyncIterator[httpx.AsyncClient]:
+        """The client to read one event stream with, for as long as it is read."""
+        if not self.own_connections:
+            yield self.messages
+            return
+        http1, http2 = self._versions
+        client = make_client(self._dialer, http1=http1, http2=http2, streams=1, verify=self._verify)
+        try:
+            yield client
+        finally:
+            with anyio.CancelScope(shield=True):
+                await client.aclose()
 
 
 def _origin(url: httpx.URL) -> tuple[str, str, int | None]:

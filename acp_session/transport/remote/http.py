@@ -25,7 +25,7 @@ from anyio.abc import TaskGroup
 from ...errors import RemoteHttpError
 from ..base import PeerExit
 from ..framing import Frame, OversizedFrame, check_utf8
-from .client import describe, import_httpx, make_client, read_bounded
+from .client import RemoteClients, describe, import_httpx, read_bounded
 from .errors import RemoteProtocolError, RemoteTransportError
 from .headers import CONNECTION_ID, SESSION_ID
 from .inbox import BatchInbox
@@ -51,12 +51,12 @@ _EVENTS = "text/event-stream"
 @asynccontextmanager
 async def open_http(dialer: RemoteDialer) -> AsyncIterator[HttpFrames]:
     http1, http2 = dialer.http_versions()
-    client = make_client(dialer, http1=http1, http2=http2, streams=dialer.limits.max_session_streams + 1)
-    async with client:
+    clients = RemoteClients(dialer, http1=http1, http2=http2, streams=dialer.limits.max_session_streams + 1)
+    async with clients.messages:
         # Entered by hand: a task group would wrap the caller's own exception in an ExceptionGroup.
         tg = anyio.create_task_group()
         await tg.__aenter__()
-        transport = HttpFrames(dialer, client, tg)
+        transport = HttpFrames(dialer, clients, tg)
         try:
             yield transport
         finally:
@@ -81,10 +81,11 @@ class _Stream:
 class HttpFrames:
     """A ``FrameTransport`` over Streamable HTTP (made by ``RemoteDialer.open``)."""
 
-    def __init__(self, dialer: RemoteDialer, client: httpx.AsyncClient, task_group: TaskGroup) -> None:
+    def __init__(self, dialer: RemoteDialer, clients: RemoteClients, task_group: TaskGroup) -> None:
         self._httpx = import_httpx()
         self.dialer = dialer
-        self._client = client
+        self._clients = clients
+        self._client = clients.messages
         self._tg = task_group
         self._limits = dialer.limits
         self._url = dialer.request_url
@@ -279,9 +280,15 @@ class HttpFrames:
             headers[SESSION_ID] = stream.session
         limits = self._limits
         timeout = httpx.Timeout(limits.response_timeout, read=limits.stream_idle_timeout)
-        request = self._client.build_request("GET", self._url, headers=headers, timeout=timeout)
-        with anyio.fail_after(limits.response_timeout):
-            response = await self._client.send(request, stream=True)
+        async with self._clients.for_stream() as client:  # over HTTP/2 a connection of its own (RemoteClients)
+            request = client.build_request("GET", self._url, headers=headers, timeout=timeout)
+            with anyio.fail_after(limits.response_timeout):
+                response = await client.send(request, stream=True)
+            await self._read_events(stream, response)
+
+    async def _read_events(self, stream: _Stream, response: httpx.Response) -> None:
+        """Check the GET's answer, then hand its events to the inbox until it ends; closes ``response``."""
+        limits = self._limits
         try:
             if response.status_code != 200:
                 body, _ = await read_bounded(response, MAX_ERROR_BODY)
