@@ -3,16 +3,17 @@ and redirects kept to the server's own origin."""
 
 from __future__ import annotations
 
+import ssl
 from typing import TYPE_CHECKING, Any
 
-from .errors import RemoteExtraMissing, RemoteProtocolError
+from .errors import RemoteCertificateError, RemoteExtraMissing, RemoteProtocolError, RemoteTransportError
 
 if TYPE_CHECKING:
     import httpx
 
     from .dialer import RemoteDialer
 
-__all__ = ["describe", "import_httpx", "make_client", "read_bounded"]
+__all__ = ["describe", "import_httpx", "make_client", "read_bounded", "transport_error"]
 
 
 def import_httpx() -> Any:
@@ -93,3 +94,16 @@ def describe(error: BaseException) -> str:
             return text if seen is error else f"{type(error).__name__}: {text}"
         seen = seen.__cause__ or seen.__context__
     return type(error).__name__
+
+
+def transport_error(error: BaseException, text: str) -> RemoteTransportError:
+    """``text`` as a ``RemoteTransportError``, or as a ``RemoteCertificateError`` when ``error`` (or what it wraps:
+    httpx wraps httpcore's error, which wraps the ``ssl`` one) is a failed certificate verification."""
+    seen: BaseException | None = error
+    for _ in range(6):
+        if seen is None:
+            break
+        if isinstance(seen, ssl.SSLCertVerificationError):
+            return RemoteCertificateError(text)
+        seen = seen.__cause__ or seen.__context__
+    return RemoteTransportError(text)
