@@ -232,14 +232,21 @@ class AcpHttpApp:
         return conn
 
     async def _read_body(self, headers: dict[str, str], receive: Receive) -> bytes:
-        """The POST body; an oversized one is refused (413) after reading it on, so the client sees the answer
-        rather than a reset, unless it goes past ``DRAIN_LIMIT``."""
+        """The POST body; a wrong media type (415) or an oversized body (413) is refused after reading it on, so
+        the client sees the answer rather than a reset, unless it goes past ``DRAIN_LIMIT``. (Answering before
+        the body is read also makes hypercorn close a TLS connection the client is still writing to, and log
+        the SSL error as a traceback.)"""
         length = headers.get("content-length")
         declared = int(length) if length and length.isdigit() else None
-        check_post_headers(headers, None, lax=self.broken("lax-media-types"))  # 415 first
-        too_big: BadRequest | None = None
-        if declared is not None and declared > DRAIN_LIMIT:
-            check_post_headers(headers, declared, lax=True)
+        refused: BadRequest | None = None
+        try:
+            check_post_headers(headers, None, lax=self.broken("lax-media-types"))  # 415 first
+        except BadRequest as refusal:
+            refused = refusal
+        if declared is not None and declared > DRAIN_LIMIT:  # too big to read on: refused at once
+            if refused is not None:
+                raise refused
+            check_post_headers(headers, declared, lax=True)  # the 413
         chunks: list[bytes] = []
         size = 0
         while True:
@@ -248,17 +255,20 @@ class AcpHttpApp:
                 raise BadRequest(400, "the client went away")
             chunk = message.get("body", b"")
             size += len(chunk)
-            try:
-                check_post_headers(headers, size, lax=True)
-            except BadRequest as refusal:
-                too_big, chunks = refusal, []
+            if refused is None:
+                try:
+                    check_post_headers(headers, size, lax=True)
+                except BadRequest as refusal:
+                    refused = refusal
+            if refused is not None:
+                chunks = []
                 if size > DRAIN_LIMIT:
-                    raise
-            if too_big is None:
+                    raise refused
+            else:
                 chunks.append(chunk)
             if not message.get("more_body", False):
-                if too_big is not None:
-                    raise too_big
+                if refused is not None:
+                    raise refused
                 return b"".join(chunks)
 
     async def _post(self, headers: dict[str, str], receive: Receive, send: Send) -> None:

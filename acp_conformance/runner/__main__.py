@@ -17,7 +17,7 @@ from typing import Any
 import anyio
 
 from acp_session.registry import RegistryError, named_agent
-from acp_session.transport.remote import RemoteDialer, parse_header, redact_url
+from acp_session.transport.remote import RemoteDialer, parse_header, redact_url, resolve_ca_file
 
 from .baseline import BaselineError, load_baseline, write_baseline
 from .checks_remote import REMOTE_CHECKS
@@ -84,6 +84,12 @@ def _parser(prog: str = "acp-conformance", default_agent: str | None = None) -> 
         help="with --url: send this header on every request (repeatable), e.g. an Authorization token",
     )
     parser.add_argument("--insecure", action="store_true", help="with --url: do not verify the server's certificate")
+    parser.add_argument(
+        "--ca-file",
+        metavar="PATH",
+        help="with --url https:// or wss://: trust the CA certificates in this PEM file instead of the default ones "
+        "(a private or test CA); default: $SSL_CERT_FILE if set",
+    )
     parser.add_argument("--registry", metavar="FILE|URL", help="the ACP agent registry for --agent ID")
     parser.add_argument(
         "--scenarios",
@@ -208,8 +214,8 @@ def main(argv: list[str] | None = None, *, prog: str = "acp-conformance", defaul
         dialer = _dialer(args, parser)
         _run_and_exit(args, arguments, RunOptions([dialer.display_url], **_common(args, parser), dialer=dialer))
         return
-    if (args.header or args.insecure) and args.url is None:
-        parser.error("--header and --insecure go with --url")
+    if (args.header or args.insecure or args.ca_file) and args.url is None:
+        parser.error("--header, --insecure and --ca-file go with --url")
     if args.agent is None:
         args.agent = default_agent
     command = shlex.split(args.agent)
@@ -246,9 +252,16 @@ def _common(args: argparse.Namespace, parser: argparse.ArgumentParser) -> dict[s
 
 
 def _dialer(args: argparse.Namespace, parser: argparse.ArgumentParser) -> RemoteDialer:
+    if args.ca_file and args.insecure:
+        parser.error("--ca-file and --insecure do not go together (--insecure checks no certificate)")
     try:
         headers = [parse_header(h) for h in args.header]
-        return RemoteDialer(args.url, headers=headers, insecure=args.insecure)
+        return RemoteDialer(
+            args.url,
+            headers=headers,
+            insecure=args.insecure,
+            ca_file=resolve_ca_file(args.ca_file, insecure=args.insecure),
+        )
     except ValueError as exc:
         parser.error(str(exc))
 

@@ -10,12 +10,40 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 
+import anyio
+
 from acp_session.transport import FrameTransport
-from acp_session.transport.remote import RemoteDialer
+from acp_session.transport.remote import (
+    RemoteCertificateError,
+    RemoteDialer,
+    RemoteProtocolError,
+    RemoteTransportError,
+)
 
-from .probe import Probe, read_into_probe
+from .probe import Fail, Probe, read_into_probe
 
-__all__ = ["RemoteAgent", "connect_probe"]
+__all__ = ["ConnectionLost", "RemoteAgent", "connect_probe", "unreachable"]
+
+
+class ConnectionLost(Fail):
+    """The remote connection ended under a check; ``failure`` is the transport's typed reason (where the pipe
+    of a process would say the agent exited)."""
+
+    def __init__(self, rule: str, failure: BaseException) -> None:
+        super().__init__(rule, f"the connection ended: {failure}")
+        self.failure = failure
+
+
+def unreachable(error: BaseException) -> str | None:
+    """Why the agent could not be reached at all (the network, TLS), or None: ``error`` is something the server
+    said (an HTTP status, a broken rule), which the checks judge. A certificate failure says how to trust it."""
+    failure = error.failure if isinstance(error, ConnectionLost) else error
+    if not isinstance(failure, RemoteTransportError) or isinstance(failure, RemoteProtocolError):
+        return None
+    hint = ""
+    if isinstance(failure, RemoteCertificateError):
+        hint = " (the server's certificate is not trusted: --ca-file PATH trusts its CA, --insecure skips the check)"
+    return f"could not connect to the agent: {failure}{hint}"
 
 
 class RemoteAgent:
@@ -23,8 +51,9 @@ class RemoteAgent:
 
     returncode: int | None = None
 
-    def __init__(self, transport: FrameTransport) -> None:
+    def __init__(self, transport: FrameTransport, rule: str) -> None:
         self.transport = transport
+        self.rule = rule  # what a lost connection fails: ACP-HTTP or ACP-WS
         self.stderr_tail: list[str] = []
         self._pending = b""
 
@@ -40,7 +69,13 @@ class RemoteAgent:
         *lines, self._pending = data.split(b"\n")
         frames = [line.rstrip(b"\r") for line in lines if line.strip()]
         if frames:
-            await self.transport.send_frames(frames)
+            try:
+                await self.transport.send_frames(frames)
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                failure = getattr(self.transport, "failure", None)
+                if failure is None:
+                    raise  # closed by us: the probe says so as for a pipe
+                raise ConnectionLost(self.rule, failure) from None
 
 
 @asynccontextmanager
@@ -48,7 +83,8 @@ async def connect_probe(dialer: RemoteDialer, *, timeout: float, startup_timeout
     """A new connection to the remote agent, read into a ``Probe``; closed (DELETE / close frame) on exit."""
     async with AsyncExitStack() as stack:
         transport = await stack.enter_async_context(dialer.open())
-        probe = await read_into_probe(stack, RemoteAgent(transport), timeout, startup_timeout)
+        rule = "ACP-HTTP" if dialer.profile == "http" else "ACP-WS"
+        probe = await read_into_probe(stack, RemoteAgent(transport, rule), timeout, startup_timeout)
         try:
             yield probe
         finally:

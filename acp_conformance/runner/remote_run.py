@@ -18,7 +18,7 @@ from acp_session.transport.remote import RemoteDialer
 from .checks_remote import RemoteContext, remote_checks_for
 from .probe import Fail, NotApplicable
 
-__all__ = ["REMOTE_ONLY_OVER_STDIO", "RemoteResult", "run_remote_checks"]
+__all__ = ["REMOTE_ONLY_OVER_STDIO", "RemoteResult", "remote_not_run", "run_remote_checks"]
 
 REMOTE_ONLY_OVER_STDIO = frozenset({"framing", "batch"})
 """Agent checks of newline framing and batches on the raw pipe: over HTTP and WebSocket the transport's own
@@ -66,3 +66,12 @@ async def run_remote_checks(dialer: RemoteDialer, timeout: float, only: Sequence
             RemoteResult(c.id, c.title, c.rule, status, message, time.monotonic() - started, ctx.warnings, ctx.notes)
         )
     return results
+
+
+def remote_not_run(dialer: RemoteDialer, problem: str, only: Sequence[str] = ()) -> list[RemoteResult]:
+    """Every row n/a: the agent could not be reached (``problem`` says why), and each row would only repeat it."""
+    return [
+        RemoteResult(c.id, c.title, c.rule, "n/a", f"not run: {problem}", 0.0)
+        for c in remote_checks_for(dialer.profile)
+        if not only or c.id in only
+    ]

@@ -28,8 +28,8 @@ from acp_session.transport.remote import RemoteDialer
 from .checks import CHECK_SETS
 from .probe import ErrorAnswer, Fail, LoginRequired, NotApplicable, Probe, WireLine, spawn_probe
 from .registry import Check, CheckContext, in_report_order, missing_scenario
-from .remote_agent import connect_probe
-from .remote_run import REMOTE_ONLY_OVER_STDIO, run_remote_checks
+from .remote_agent import connect_probe, unreachable
+from .remote_run import REMOTE_ONLY_OVER_STDIO, RemoteResult, remote_not_run, run_remote_checks
 from .scenarios import NO_SCENARIOS, REFERENCE_SCENARIOS, Scenarios, load_scenarios
 
 __all__ = ["STARTUP_TIMEOUT", "CheckResult", "LoginBlock", "RunOptions", "RunReport", "run", "run_checks"]
@@ -128,6 +128,7 @@ class _Run:
         self.results: dict[str, CheckResult] = {}
         self.ready = anyio.Event()
         self.offer = options.offer
+        self.unreachable = False  # --url: the agent could not be reached at all, so no transport row can run
 
     # -- processes ---------------------------------------------------------------------------------------
 
@@ -167,11 +168,20 @@ class _Run:
             self.report.processes += 1
             probe = await stack.enter_async_context(self.connect())
         except Exception as exc:  # not started / not reachable
-            self.fail_startup(f"could not start the agent: {exc}")
+            if self.options.dialer is not None:
+                self.unreachable = unreachable(exc) is not None
+            self.fail_startup(unreachable(exc) or f"could not start the agent: {exc}")
             return None
         try:
             await probe.initialize(self.offer)
         except Fail as exc:
+            dialer = self.options.dialer
+            # Over HTTP the initialize POST is what connects (a WebSocket connected above): no answer at all.
+            problem = unreachable(exc) if dialer is not None and dialer.profile == "http" else None
+            if problem is not None:
+                self.unreachable = True
+                self.fail_startup(problem)
+                return None
             if isinstance(exc, ErrorAnswer) and exc.code == -32022:
                 # The right answer from an agent without a version at or below the offer: nothing to check.
                 self.report.version_mismatch = True
@@ -413,7 +423,11 @@ class _Run:
                 tg.start_soon(self.worker, number)
         self.report.results = [self.results[c.id] for c in in_report_order(self.checks)]
         if self.options.dialer is not None:
-            remote = await run_remote_checks(self.options.dialer, self.options.wait, self.options.only)
+            if self.unreachable:
+                assert self.report.problem is not None
+                remote: list[RemoteResult] = remote_not_run(self.options.dialer, self.report.problem, self.options.only)
+            else:
+                remote = await run_remote_checks(self.options.dialer, self.options.wait, self.options.only)
             self.report.results += [
                 CheckResult(
                     r.id, r.title, (r.rule,), r.status, r.message, r.seconds, "transport", [], r.warnings, r.notes

@@ -3,8 +3,8 @@
 Each check gets a status: PASS (warnings included), FAIL, SKIPPED (not applicable: the agent does not offer
 what it needs, no scenario triggers it) or NOT_TESTED (it could not run: the agent did not start, refused a
 session, or wanted a login). ``conformant`` means no MANDATORY failure or NOT_TESTED and no CAPABILITY
-failure (failures the baseline expects excepted), and neither a missing login nor a version the agent does
-not share blocked the run. ADVISORY and INFORMATIONAL results never decide.
+failure (failures the baseline expects excepted), the agent could be checked at all, and neither a missing
+login nor a version the agent does not share blocked the run. ADVISORY and INFORMATIONAL results never decide.
 """
 
 from __future__ import annotations
@@ -89,8 +89,8 @@ def judge(report: RunReport, baseline: Baseline | None = None) -> Verdict:
         name = "blocked_by_version_mismatch"
     elif auth:
         name = "blocked_by_auth"
-    elif untested:
-        name = "non_conformant"
+    elif untested or report.problem is not None:  # an agent that could not be checked is never conformant,
+        name = "non_conformant"  # even when --check chose no MANDATORY row
     else:
         name = CONFORMANT
     return Verdict(name, auth, mismatch, result.counts, result.statuses, failed + untested, result.baseline)

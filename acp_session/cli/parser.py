@@ -111,7 +111,7 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
             f"agent, sessions kept in {default_store()})",
         )
         add_registry_options(p)  # --registry, --preview (cli/agents.py)
-        add_remote_options(p)  # --url, --header, --insecure (cli/remote.py)
+        add_remote_options(p)  # --url, --header, --insecure, --ca-file (cli/remote.py)
         p.add_argument("--cwd", metavar="DIR", default=None, help="the session's working directory (default: .)")
         p.add_argument("--json", action="store_true", help="print one JSON object per line instead of text")
         add_format_option(p)  # --format text|json|quiet (cli/options.py)

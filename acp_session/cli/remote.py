@@ -1,4 +1,4 @@
-"""``--url URL [--header "Name: value"]... [--insecure]``: chat with a remote agent (Streamable HTTP or
+"""``--url URL [--header "Name: value"]... [--insecure | --ca-file PATH]``: chat with a remote agent (Streamable HTTP or
 WebSocket) instead of starting one; its failures in plain words."""
 
 from __future__ import annotations
@@ -33,24 +33,34 @@ def add_remote_options(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="with --url https:// or wss://: do not verify the server's TLS certificate",
     )
+    p.add_argument(
+        "--ca-file",
+        metavar="PATH",
+        default=None,
+        help="with --url https:// or wss://: trust the CA certificates in this PEM file instead of the default ones "
+        "(a private CA); default: $SSL_CERT_FILE if set",
+    )
 
 
 def check_remote_args(args: argparse.Namespace) -> str | None:
     """Check the remote options (a usage error, or None) and set what the rest of the CLI reads of the agent."""
-    from acp_session.transport.remote import RemoteDialer, parse_header
+    from acp_session.transport.remote import RemoteDialer, parse_header, resolve_ca_file
 
     url = getattr(args, "url", None)
     if url is None:
-        if getattr(args, "header", None) or getattr(args, "insecure", False):
-            return "--header and --insecure go with --url"
+        if getattr(args, "header", None) or getattr(args, "insecure", False) or getattr(args, "ca_file", None):
+            return "--header, --insecure and --ca-file go with --url"
         return None
     if args.agent is not None:
         return "--url and --agent do not go together"
+    if args.ca_file and args.insecure:
+        return "--ca-file and --insecure do not go together (--insecure checks no certificate)"
+    args.ca_file = resolve_ca_file(args.ca_file, insecure=args.insecure)
     try:
         args.headers = [parse_header(text) for text in args.header or ()]
-        dialer = RemoteDialer(url, headers=args.headers, insecure=args.insecure)
+        dialer = RemoteDialer(url, headers=args.headers, insecure=args.insecure, ca_file=args.ca_file)
     except ValueError as exc:
-        return f"--url / --header: {exc}"
+        return f"--url / --header / --ca-file: {exc}"
     args.agent_command = None
     args.agent_argv = [dialer.display_url]  # what messages show of the agent: never a credential
     args.agent_key = dialer.display_url  # recent sessions (chat -c) are this endpoint's
@@ -59,13 +69,17 @@ def check_remote_args(args: argparse.Namespace) -> str | None:
 
 def connect_remote(builder: Any, args: argparse.Namespace, initialize_timeout: float | None) -> Any:
     return builder.connect_url(
-        args.url, headers=args.headers, insecure=args.insecure, initialize_timeout=initialize_timeout
+        args.url,
+        headers=args.headers,
+        insecure=args.insecure,
+        ca_file=args.ca_file,
+        initialize_timeout=initialize_timeout,
     )
 
 
 def describe_remote(exc: BaseException, url: str) -> Failure | None:
     """A remote connection's failure in plain words (None: not one of its own)."""
-    from acp_session.transport.remote import RemoteTransportError, redact_url
+    from acp_session.transport.remote import RemoteCertificateError, RemoteTransportError, redact_url
 
     where = redact_url(url)
     kind = type(exc).__name__
@@ -78,6 +92,12 @@ def describe_remote(exc: BaseException, url: str) -> Failure | None:
         )
     if isinstance(exc, RemoteHttpError):
         return Failure(f"the agent at {where} failed a request: {exc.message}", kind, code=exc.code)
+    if isinstance(exc, RemoteCertificateError):
+        return Failure(
+            f"could not talk to the agent at {where}: {exc}; its certificate is not trusted: "
+            "--ca-file PATH trusts its CA (--insecure skips the check)",
+            kind,
+        )
     if isinstance(exc, RemoteTransportError):
         return Failure(f"could not talk to the agent at {where}: {exc}", kind)
     if isinstance(exc, ConnectionClosed):

@@ -1,16 +1,20 @@
 """``acp-conformance --url``: the agent checks and the transport rules against real remote servers.
 
 The servers: our reference agent's ``--listen`` (hypercorn) and the official TypeScript SDK 2.4.0 ``AcpServer``
-(tests/interop/ts_server.mjs), over Streamable HTTP and WebSocket; and ``--listen --broken MODE``, a server that
-breaks one transport rule, which must fail exactly the rows of that rule.
+(tests/interop/ts_server.mjs), over Streamable HTTP and WebSocket; ``--listen --broken MODE``, a server that
+breaks one transport rule, which must fail exactly the rows of that rule; and ``--listen --tls-cert`` with a
+throwaway trustme CA, over ``https://`` and ``wss://``, which the runner trusts only when told (``--ca-file``,
+``$SSL_CERT_FILE``) and otherwise reports as not checked, saying why.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +25,9 @@ from acp_conformance.runner.run import RunOptions, run
 from acp_conformance.runner.tiers import Tier, classify
 from acp_session.transport.remote import RemoteDialer
 from tests.remote.conftest import TsServer, ts_server
+from tests.remote_server.conftest import Server, start_server, tls_files
 
-__all__ = ["ts_server"]  # the fixture, shared with tests/remote
+__all__ = ["start_server", "ts_server"]  # the fixtures, shared with tests/remote
 
 AGENT = [sys.executable, "-m", "acp_conformance.agent"]
 CONFORMANCE = [sys.executable, "-m", "acp_conformance.runner"]
@@ -74,18 +79,28 @@ def _as_ws(url: str) -> str:
     return "ws" + url.removeprefix("http")
 
 
-def _conformance(url: str, *args: str) -> tuple[int, dict[str, Any]]:
-    done = subprocess.run(
+def _conformance(url: str, *args: str, env: dict[str, str] | None = None) -> tuple[int, dict[str, Any]]:
+    done = _conformance_run(url, *args, env=env)
+    return done.returncode, _report(done)
+
+
+def _conformance_run(url: str, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
         [*CONFORMANCE, "--url", url, "--json", "--timeout", "15", *args],
         capture_output=True,
         text=True,
         timeout=600,
         cwd=ROOT,
+        env=env,
     )
+
+
+def _report(done: subprocess.CompletedProcess[str]) -> dict[str, Any]:
     try:
-        return done.returncode, json.loads(done.stdout)
+        report: dict[str, Any] = json.loads(done.stdout)
     except ValueError:
         pytest.fail(f"no JSON report (exit {done.returncode}): {done.stdout[-2000:]} {done.stderr[-2000:]}")
+    return report
 
 
 def _statuses(report: dict[str, Any], ids: set[str]) -> dict[str, str]:
@@ -191,4 +206,125 @@ def test_url_usage_errors_are_clear() -> None:
     bad = subprocess.run([*CONFORMANCE, "--url", "ftp://x/acp"], capture_output=True, text=True)
     assert bad.returncode == 2 and "http(s):// or ws(s)://" in bad.stderr and "Traceback" not in bad.stderr
     header = subprocess.run([*CONFORMANCE, "--agent", "a", "--header", "X: y"], capture_output=True, text=True)
-    assert header.returncode == 2 and "--header and --insecure go with --url" in header.stderr
+    assert header.returncode == 2 and "--header, --insecure and --ca-file go with --url" in header.stderr
+    ca = subprocess.run([*CONFORMANCE, "--agent", "a", "--ca-file", "ca.pem"], capture_output=True, text=True)
+    assert ca.returncode == 2 and "--header, --insecure and --ca-file go with --url" in ca.stderr
+    both = subprocess.run(
+        [*CONFORMANCE, "--url", "https://x/acp", "--ca-file", "ca.pem", "--insecure"], capture_output=True, text=True
+    )
+    assert both.returncode == 2 and "--ca-file and --insecure do not go together" in both.stderr
+    missing = subprocess.run(
+        [*CONFORMANCE, "--url", "https://x/acp", "--ca-file", "/no/such/ca.pem"], capture_output=True, text=True
+    )
+    assert missing.returncode == 2 and "the CA file '/no/such/ca.pem' does not exist" in missing.stderr
+    assert "Traceback" not in missing.stderr
+
+
+# -- TLS: https:// and wss:// ------------------------------------------------------------------------------
+
+
+@dataclass
+class TlsServer:
+    """``--listen`` with a certificate for 127.0.0.1 from a throwaway CA; ``ca`` is the CA's PEM file."""
+
+    server: Server
+    ca: str
+
+    def url(self, scheme: str) -> str:
+        assert self.server.url.startswith("https://127.0.0.1:"), self.server.url
+        return scheme + self.server.url.removeprefix("https")
+
+
+def _start_tls(start_server: Callable[..., Server], tmp_path: Path, backend: str = "asyncio") -> TlsServer:
+    ca, cert, key = tls_files(tmp_path)
+    return TlsServer(start_server("--tls-cert", cert, "--tls-key", key, backend=backend), ca)
+
+
+def _env(**changes: str | None) -> dict[str, str]:
+    """This environment without ``SSL_CERT_FILE`` (a machine's own bundle would decide nothing here), plus
+    ``changes``."""
+    env = {k: v for k, v in os.environ.items() if k != "SSL_CERT_FILE"}
+    env.update({k: v for k, v in changes.items() if v is not None})
+    return env
+
+
+def _profile(scheme: str) -> str:
+    return "http" if scheme == "https" else "websocket"
+
+
+def _every_row_passes(report: dict[str, Any], scheme: str) -> None:
+    assert report["problem"] is None and report["protocolVersion"] == 2
+    statuses = _statuses(report, {c["id"] for c in report["checks"]})
+    transport = {c.id for c in remote_checks_for(_profile(scheme))}
+    assert transport <= set(statuses), sorted(transport - set(statuses))
+    assert {statuses[i] for i in transport} == {"PASS"}, {i: statuses[i] for i in transport}
+    others = {i: s for i, s in statuses.items() if s != "PASS"}
+    assert others == {"auth-methods": "SKIPPED"}, others  # the reference agent has no login methods
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])  # the server's event loop under hypercorn
+@pytest.mark.parametrize("scheme", ["https", "wss"])
+def test_over_tls_every_check_passes_with_the_ca_file(
+    start_server: Callable[..., Server], tmp_path: Path, scheme: str, backend: str
+) -> None:
+    """The whole run, agent checks and transport rows, through TLS that is verified against the test CA."""
+    tls = _start_tls(start_server, tmp_path, backend)
+    code, report = _conformance(tls.url(scheme), "--ca-file", tls.ca, env=_env())
+    _every_row_passes(report, scheme)
+    assert code == 0
+    if scheme == "https":
+        http2 = next(c for c in report["checks"] if c["id"] == "http2")
+        assert http2["message"] == "served over HTTP/2 (TLS ALPN)"  # hypercorn offers h2 by ALPN
+    rerun = next(c["rerun"] for c in report["checks"] if c["id"] == "session-new")
+    assert f"--ca-file {tls.ca}" in rerun  # the rerun command trusts the CA too
+
+
+@pytest.mark.parametrize("scheme", ["https", "wss"])
+def test_over_tls_an_untrusted_certificate_is_not_checked_and_says_so(
+    start_server: Callable[..., Server], tmp_path: Path, scheme: str
+) -> None:
+    """Without the CA: exit 3 (the agent could not be checked, not a non-conformant one), every row not run, and
+    the reason in words with what to do; ``--insecure`` and ``$SSL_CERT_FILE`` each make the same run pass."""
+    tls = _start_tls(start_server, tmp_path)
+    url = tls.url(scheme)
+    done = _conformance_run(url, env=_env())
+    report = _report(done)
+    assert done.returncode == 3, report["problem"]
+    problem = report["problem"]
+    assert problem.startswith("could not connect to the agent: ") and "CERTIFICATE_VERIFY_FAILED" in problem
+    assert "--ca-file PATH trusts its CA, --insecure skips the check" in problem
+    assert "Traceback" not in done.stdout + done.stderr
+    assert "closed its stdin" not in json.dumps(report)  # not the words of a process that exited
+    transport = {c.id for c in remote_checks_for(_profile(scheme))}
+    assert {c["id"] for c in report["checks"]} >= transport
+    assert {c["status"] for c in report["checks"]} == {"NOT_TESTED"}  # each row would only repeat the reason
+    table = subprocess.run(  # the text report leads with it
+        [*CONFORMANCE, "--url", url, "--check", "session-new"], capture_output=True, text=True, env=_env(), cwd=ROOT
+    )
+    assert table.returncode == 3 and "NOT CHECKED: could not connect to the agent: " in table.stdout
+    assert "Traceback" not in table.stderr
+
+    code, insecure = _conformance(url, "--insecure", env=_env())
+    _every_row_passes(insecure, scheme)
+    assert code == 0
+    code, from_env = _conformance(url, env=_env(SSL_CERT_FILE=tls.ca))
+    _every_row_passes(from_env, scheme)
+    assert code == 0
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("scheme", ["https", "wss"])
+async def test_over_tls_in_process(start_server: Callable[..., Server], tmp_path: Path, scheme: str) -> None:
+    """The same run in process, on both backends: a dialer with ``ca_file`` (HTTP/1.1, its "auto", for the agent
+    checks; the ``http2`` row asks for HTTP/2 by ALPN itself)."""
+    tls = _start_tls(start_server, tmp_path)
+    url = tls.url(scheme)
+    report = await run(RunOptions([url], dialer=RemoteDialer(url, ca_file=tls.ca), wait=15.0, jobs=2))
+    assert report.problem is None and report.version == 2
+    assert {r.id: r.message for r in report.results if r.status in ("fail", "warn")} == {}
+    transport = {r.id: r.status for r in report.results if r.area == "transport"}
+    assert set(transport) == {c.id for c in remote_checks_for(_profile(scheme))}
+    assert set(transport.values()) == {"pass"}, transport
+    untrusted = await run(RunOptions([url], dialer=RemoteDialer(url), wait=15.0, only=["initialize"]))
+    assert untrusted.problem is not None and "CERTIFICATE_VERIFY_FAILED" in untrusted.problem
+    assert {r.status for r in untrusted.results} == {"n/a"}

@@ -135,6 +135,13 @@ def test_not_tested_counts_against_mandatory_only_and_advisory_never_decides() -
     assert judge(_report([("close", "fail", None)])).deciding == ["close"]
 
 
+def test_an_agent_that_could_not_be_checked_is_never_conformant() -> None:
+    """Even when ``--check`` selected no MANDATORY row: exit 3 (not checked), not 0."""
+    code, report = _json_run("--agent", "false", "--check", "session-new")
+    assert report["problem"] is not None and report["verdict"]["verdict"] == "non_conformant"
+    assert code == 3
+
+
 def test_baseline_known_new_and_stale(tmp_path: Path) -> None:
     base = ("--agent", JUNK, "--check", "framing", "--check", "initialize", "--timeout", "3")
     known = tmp_path / "known.json"

@@ -88,13 +88,14 @@ async def test_https_needs_the_ca(start_server: Start, tmp_path: Path) -> None:
     server = start_server("--tls-cert", str(tmp_path / "cert.pem"), "--tls-key", str(tmp_path / "key.pem"))
     context = ssl.create_default_context()
     ca.configure_trust(context)
-    async with ClientBuilder().connect_url(server.url, ssl_context=context) as client:  # HTTP/2 by ALPN
+    async with ClientBuilder().connect_url(server.url, ssl_context=context) as client:  # HTTP/1.1 ("auto")
         assert client.protocol_version == 2
-    from acp_session.transport.remote import RemoteTransportError
+    from acp_session.transport.remote import RemoteCertificateError
 
-    with pytest.raises(RemoteTransportError, match="CERTIFICATE_VERIFY_FAILED"):
-        async with ClientBuilder().connect_url(server.url):
-            pass
+    for url in (server.url, "wss" + server.url.removeprefix("https")):  # its own type: a caller can say what to do
+        with pytest.raises(RemoteCertificateError, match="CERTIFICATE_VERIFY_FAILED"):
+            async with ClientBuilder().connect_url(url):
+                pass
 
 
 async def test_v1_files_and_commands_go_through_the_client_on_the_session_stream(

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import builtins
 import ssl
+from pathlib import Path
 from typing import Any
 
 import pytest
+import trustme
 
 from acp_session import ClientBuilder
-from acp_session.transport.remote import RemoteDialer, RemoteExtraMissing, parse_header, redact_url
+from acp_session.transport.remote import RemoteDialer, RemoteExtraMissing, parse_header, redact_url, resolve_ca_file
 from acp_session.transport.remote.redact import Redactor
 from acp_session.transport.remote.routing import read_head
 
@@ -42,7 +44,9 @@ def test_redaction() -> None:
 def test_dialer_choices() -> None:
     assert RemoteDialer("wss://h/acp").request_url == "https://h/acp"
     assert RemoteDialer("ws://h/acp").profile == "websocket"
-    assert RemoteDialer("https://h/acp").http_versions() == (True, True)  # ALPN picks
+    # "auto" is HTTP/1.1 over TLS too: httpcore's HTTP/2 stalls a stream behind another's idle read (dialer.py).
+    assert RemoteDialer("https://h/acp").http_versions() == (True, False)
+    assert RemoteDialer("https://h/acp", http_version="2").http_versions() == (False, True)  # h2 by ALPN
     assert RemoteDialer("http://h/acp").http_versions() == (True, False)
     assert RemoteDialer("http://h/acp", http_version="2").http_versions() == (False, True)  # h2c prior knowledge
     assert RemoteDialer("https://h/acp").ssl_verify() is True
@@ -53,6 +57,29 @@ def test_dialer_choices() -> None:
     for bad in ("ftp://h/acp", "http:///acp", "h/acp"):
         with pytest.raises(ValueError, match=r"http\(s\)://"):
             RemoteDialer(bad)
+
+
+def test_a_ca_file_is_checked_when_the_dialer_is_made(tmp_path: Path) -> None:
+    """A wrong --ca-file is a usage error at once, not a failed TLS handshake at the first request."""
+    with pytest.raises(ValueError, match="does not exist"):
+        RemoteDialer("https://h/acp", ca_file=str(tmp_path / "missing.pem"))
+    (tmp_path / "junk.pem").write_text("not a certificate\n")
+    with pytest.raises(ValueError, match="is not a PEM certificate file"):
+        RemoteDialer("https://h/acp", ca_file=str(tmp_path / "junk.pem"))
+    ca = trustme.CA()
+    ca.cert_pem.write_to_path(str(tmp_path / "ca.pem"))
+    dialer = RemoteDialer("https://h/acp", ca_file=str(tmp_path / "ca.pem"))
+    verify = dialer.ssl_verify()
+    assert isinstance(verify, ssl.SSLContext) and len(verify.get_ca_certs()) == 1  # this CA only
+
+
+def test_the_cli_ca_file(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SSL_CERT_FILE", "/from/env.pem")
+    assert resolve_ca_file("/given.pem") == "/given.pem"
+    assert resolve_ca_file(None) == "/from/env.pem"  # as OpenSSL's tools and curl read it
+    assert resolve_ca_file(None, insecure=True) is None
+    monkeypatch.delenv("SSL_CERT_FILE")
+    assert resolve_ca_file(None) is None
 
 
 def test_read_head_routing_facts() -> None:

@@ -14,10 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import trustme
 
 from tests.interop.conftest import node
 
-__all__ = ["Server", "node", "start_server"]
+__all__ = ["Server", "node", "start_server", "tls_files"]
 
 AGENT = [sys.executable, "-m", "acp_conformance.agent"]
 
@@ -41,6 +42,18 @@ class Server:
                 self.process.wait()
         if self.process.stdout is not None:
             self.process.stdout.close()
+
+
+def tls_files(directory: Path) -> tuple[str, str, str]:
+    """(CA, certificate, key) PEM files in ``directory``: a certificate for 127.0.0.1 from a throwaway CA, for
+    ``--tls-cert`` / ``--tls-key``, and the CA a client must be told to trust."""
+    ca = trustme.CA()
+    cert = ca.issue_cert("127.0.0.1")
+    paths = tuple(str(directory / name) for name in ("ca.pem", "cert.pem", "key.pem"))
+    ca.cert_pem.write_to_path(paths[0])
+    cert.cert_chain_pems[0].write_to_path(paths[1])
+    cert.private_key_pem.write_to_path(paths[2])
+    return paths[0], paths[1], paths[2]
 
 
 @pytest.fixture

@@ -8,8 +8,8 @@ nothing here imports them until a transport is opened, and then ``RemoteExtraMis
 
 from ...errors import RemoteHttpError
 from .cookies import cookie_names, new_cookie_jar
-from .dialer import HttpVersion, Profile, RemoteDialer
-from .errors import RemoteExtraMissing, RemoteProtocolError, RemoteTransportError
+from .dialer import HttpVersion, Profile, RemoteDialer, resolve_ca_file
+from .errors import RemoteCertificateError, RemoteExtraMissing, RemoteProtocolError, RemoteTransportError
 from .headers import parse_header
 from .limits import DEFAULT_REMOTE_LIMITS, RemoteLimits
 from .redact import redact_url
@@ -18,6 +18,7 @@ __all__ = [
     "DEFAULT_REMOTE_LIMITS",
     "HttpVersion",
     "Profile",
+    "RemoteCertificateError",
     "RemoteDialer",
     "RemoteExtraMissing",
     "RemoteHttpError",
@@ -28,4 +29,5 @@ __all__ = [
     "new_cookie_jar",
     "parse_header",
     "redact_url",
+    "resolve_ca_file",
 ]

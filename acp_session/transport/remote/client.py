@@ -10,14 +10,14 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from .errors import RemoteExtraMissing, RemoteProtocolError
+from .errors import RemoteCertificateError, RemoteExtraMissing, RemoteProtocolError, RemoteTransportError
 
 if TYPE_CHECKING:
     import httpx
 
     from .dialer import RemoteDialer
 
-__all__ = ["RemoteClients", "describe", "import_httpx", "make_client", "read_bounded"]
+__all__ = ["RemoteClients", "describe", "import_httpx", "make_client", "read_bounded", "transport_error"]
 
 
 def import_httpx() -> Any:
@@ -144,3 +144,16 @@ def describe(error: BaseException) -> str:
             return text if seen is error else f"{type(error).__name__}: {text}"
         seen = seen.__cause__ or seen.__context__
     return type(error).__name__
+
+
+def transport_error(error: BaseException, text: str) -> RemoteTransportError:
+    """``text`` as a ``RemoteTransportError``, or as a ``RemoteCertificateError`` when ``error`` (or what it wraps:
+    httpx wraps httpcore's error, which wraps the ``ssl`` one) is a failed certificate verification."""
+    seen: BaseException | None = error
+    for _ in range(6):
+        if seen is None:
+            break
+        if isinstance(seen, ssl.SSLCertVerificationError):
+            return RemoteCertificateError(text)
+        seen = seen.__cause__ or seen.__context__
+    return RemoteTransportError(text)

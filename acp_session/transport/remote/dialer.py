@@ -3,6 +3,7 @@ cookie jar, TLS, HTTP version, limits), so a reconnect policy reopens the same e
 
 from __future__ import annotations
 
+import os
 import ssl
 from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import asynccontextmanager
@@ -16,7 +17,7 @@ from .headers import check_headers
 from .limits import DEFAULT_REMOTE_LIMITS, RemoteLimits
 from .redact import Redactor, redact_url
 
-__all__ = ["HttpVersion", "Profile", "RemoteDialer"]
+__all__ = ["HttpVersion", "Profile", "RemoteDialer", "resolve_ca_file"]
 
 Profile = Literal["http", "websocket"]
 HttpVersion = Literal["auto", "1.1", "2"]
@@ -33,9 +34,13 @@ class RemoteDialer:
     """Opens transports to one remote endpoint: ``http(s)://`` for Streamable HTTP, ``ws(s)://`` for WebSocket.
 
     Every transport it opens shares its cookie jar (``cookies``), so the cookies a server set on one connection
-    go back on the next. TLS certificates are verified unless ``insecure=True``; ``ca_file`` or ``ssl_context``
-    trust a private CA. ``http_version``: ``"auto"`` (HTTP/2 over TLS when the server offers it, else
-    HTTP/1.1), ``"1.1"``, or ``"2"`` (over plain ``http://``: HTTP/2 with prior knowledge, h2c).
+    go back on the next. TLS certificates are verified unless ``insecure=True``; ``ca_file`` (a PEM file, trusted
+    instead of the default CAs; checked here, so a wrong path is a ``ValueError`` now, not a failed connection
+    later) or ``ssl_context`` trust a private CA. ``http_version``: ``"auto"`` (HTTP/1.1, over TLS too),
+    ``"1.1"``, or ``"2"`` (over TLS by ALPN; over plain ``http://`` with prior knowledge, h2c). ``"auto"`` does
+    not offer HTTP/2 because httpcore 1.0's HTTP/2 makes a response whose data has arrived wait while another
+    stream's reader waits on the socket: with idle event streams open, a POST's answer sits until the next
+    keep-alive (seconds). See docs/remote.md.
     """
 
     def __init__(
@@ -56,6 +61,8 @@ class RemoteDialer:
             raise ValueError(f"a remote agent's URL is http(s):// or ws(s):// with a host (got {redact_url(url)!r})")
         if http_version not in ("auto", "1.1", "2"):
             raise ValueError(f"http_version must be 'auto', '1.1' or '2' (got {http_version!r})")
+        if ca_file is not None and ssl_context is None:
+            _check_ca_file(ca_file)
         self.url = url
         self.profile: Profile = _SCHEMES[scheme][0]
         self.request_url = _SCHEMES[scheme][1] + url[len(scheme) :]
@@ -95,7 +102,7 @@ class RemoteDialer:
             return True, False
         if self.http_version == "2":
             return False, True
-        return True, self.request_url.startswith("https:")
+        return True, False  # "auto": see the class docstring
 
     @asynccontextmanager
     async def open(self) -> AsyncIterator[FrameTransport]:
@@ -111,3 +118,21 @@ class RemoteDialer:
 
             async with open_http(self) as http_transport:
                 yield http_transport
+
+
+def _check_ca_file(path: str) -> None:
+    """ValueError unless ``ssl`` can load ``path`` as PEM certificates."""
+    try:
+        ssl.create_default_context(cafile=path)
+    except FileNotFoundError:
+        raise ValueError(f"the CA file {path!r} does not exist") from None
+    except (OSError, ssl.SSLError) as exc:
+        raise ValueError(f"the CA file {path!r} is not a PEM certificate file ({exc})") from None
+
+
+def resolve_ca_file(given: str | None, *, insecure: bool = False) -> str | None:
+    """The CA file a command line's ``--url`` trusts: its ``--ca-file``, else ``$SSL_CERT_FILE`` (which OpenSSL's
+    own tools and curl honour; the dialer itself reads no environment); None with ``--insecure``."""
+    if insecure:
+        return None
+    return given or os.environ.get("SSL_CERT_FILE") or None

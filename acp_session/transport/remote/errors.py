@@ -7,7 +7,13 @@ from jsonrpc_base import TransportError
 
 from ...errors import AcpError, RemoteHttpError
 
-__all__ = ["RemoteExtraMissing", "RemoteHttpError", "RemoteProtocolError", "RemoteTransportError"]
+__all__ = [
+    "RemoteCertificateError",
+    "RemoteExtraMissing",
+    "RemoteHttpError",
+    "RemoteProtocolError",
+    "RemoteTransportError",
+]
 
 
 class RemoteExtraMissing(AcpError, ImportError):
@@ -27,3 +33,8 @@ class RemoteTransportError(AcpError, TransportError):
 
 class RemoteProtocolError(RemoteTransportError):
     """The server broke the transport's rules (a missing header, an oversized event, a wrong content type...)."""
+
+
+class RemoteCertificateError(RemoteTransportError):
+    """The server's TLS certificate was not trusted (an unknown CA, a wrong host name, expired): its own type so
+    that a caller can say how to trust it (``ca_file=``, the CLI's ``--ca-file``) instead of only that it failed."""

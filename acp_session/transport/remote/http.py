@@ -25,7 +25,7 @@ from anyio.abc import TaskGroup
 from ...errors import RemoteHttpError
 from ..base import PeerExit
 from ..framing import Frame, OversizedFrame, check_utf8
-from .client import RemoteClients, describe, import_httpx, read_bounded
+from .client import RemoteClients, describe, import_httpx, read_bounded, transport_error
 from .errors import RemoteProtocolError, RemoteTransportError
 from .headers import CONNECTION_ID, SESSION_ID
 from .inbox import BatchInbox
@@ -400,7 +400,7 @@ class HttpFrames:
         if isinstance(error, (TimeoutError, self._httpx.TimeoutException)):
             return RemoteTransportError(f"{what}: the server at {self.name} did not answer in time")
         text = self.dialer.redact(describe(error))
-        return RemoteTransportError(f"{what}: the connection to {self.name} failed: {text}")
+        return transport_error(error, f"{what}: the connection to {self.name} failed: {text}")
 
     def _error_data(self, status: int, body: bytes) -> dict[str, Any]:
         text = self.dialer.redact(body[:MAX_ERROR_BODY].decode("utf-8", "replace"))

@@ -24,7 +24,7 @@ import anyio
 from ...errors import RemoteHttpError
 from ..base import PeerExit
 from ..framing import Frame
-from .client import describe, make_client, read_bounded
+from .client import describe, make_client, read_bounded, transport_error
 from .errors import RemoteExtraMissing, RemoteTransportError
 from .headers import CONNECTION_ID
 from .inbox import BatchInbox
@@ -118,7 +118,7 @@ def _connect_error(dialer: RemoteDialer, exc: BaseException) -> RemoteTransportE
     if isinstance(exc, TimeoutError):
         return RemoteTransportError(f"the WebSocket upgrade at {dialer.display_url} did not finish in time")
     text = dialer.redact(describe(exc))
-    return RemoteTransportError(f"connecting to {dialer.display_url} failed: {text}")
+    return transport_error(exc, f"connecting to {dialer.display_url} failed: {text}")
 
 
 class _Ended:
