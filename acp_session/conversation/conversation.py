@@ -29,7 +29,6 @@ import anyio
 from acp_session.client.connection import hub_of
 from acp_session.client.opening import open_forked_session, open_new_session, open_resumed_session
 from acp_session.client_errors import CapabilityNotSupported, SessionClosed
-from acp_session.conversation.catch_up import Seen
 from acp_session.conversation.chat_events import ChatFile, ChatResponse
 from acp_session.conversation.entities import Message
 from acp_session.conversation.events import MessageChanged, StateEvent
@@ -111,8 +110,6 @@ class Conversation(ConversationView, ReconnectRecovery):
         # The session's MCP servers and extra roots, sent again by reconnect() (a resume must repeat them).
         self._mcp_servers: list[McpServerConfig] = []
         self._additional_directories: list[str | os.PathLike[str]] = []
-        self._shown_at_drop: dict[int, Any] | None = None  # a reconnect under way: what each entity had shown
-        self._seen_at_drop: Seen | None = None  # and what the streams had been shown (catch_up.py)
         self._attempt = 0
         if session is not None:
             session.add_update_listener(self._listener)

@@ -50,8 +50,8 @@ class ReconnectRecovery(TurnRouting):
     _scope: Any
     _mcp_servers: list[McpServerConfig]
     _additional_directories: list[str | os.PathLike[str]]
-    _shown_at_drop: dict[int, Any] | None
-    _seen_at_drop: Seen | None
+    _shown_at_drop: dict[int, Any] | None = None  # a reconnect under way: what each entity had shown
+    _seen_at_drop: Seen | None = None  # and what the streams had been shown (catch_up.py)
     _attempt: int
     _streams: Any
 
