@@ -15,6 +15,7 @@ updates one by one.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
@@ -168,49 +169,38 @@ def missed(seen: Seen, state: SessionState) -> tuple[list[StateEvent], int]:
 
 
 def _created(entity: TimelineEntry) -> StateEvent:
-    kind = type(entity)
-    if kind is Message:
+    if type(entity) is Message:
         assert isinstance(entity, Message)
         text = entity.text
         if text and all(is_plain_text(block) for block in entity.content):
             # Its text so far as one block, as a live first chunk carries its own: what later chunks add to.
             return MessageChanged(entity, True, TextContent(text=text))
         return MessageChanged(entity, True)
-    if kind is ToolCall:
-        assert isinstance(entity, ToolCall)
-        return ToolCallChanged(entity, True)
-    if kind is Plan:
-        assert isinstance(entity, Plan)
-        return PlanChanged(entity, True)
-    if kind is Compaction:
-        assert isinstance(entity, Compaction)
-        return CompactionChanged(entity, True)
-    if kind is SessionMessageEntry:
-        assert isinstance(entity, SessionMessageEntry)
-        return SessionMessageChanged(entity, True)
-    assert isinstance(entity, UnknownEntry)
-    return UnknownUpdate(entity, True)
+    return _entity_event(entity, True)
 
 
 def _changed(entity: TimelineEntry, old: Any, new: Any) -> StateEvent:
-    kind = type(entity)
-    if kind is Message:
+    if type(entity) is Message:
         assert isinstance(entity, Message)
         text, was = new[0], old[0]
         if new[1:] == old[1:] and text.startswith(was):
             return MessageChanged(entity, False, TextContent(text=text[len(was) :]))  # it grew: the missed text
         return MessageChanged(entity, False)  # rewritten while away: the whole message
-    if kind is ToolCall:
-        assert isinstance(entity, ToolCall)
-        return ToolCallChanged(entity, False)
-    if kind is Plan:
-        assert isinstance(entity, Plan)
-        return PlanChanged(entity, False)
-    if kind is Compaction:
-        assert isinstance(entity, Compaction)
-        return CompactionChanged(entity, False)
-    if kind is SessionMessageEntry:
-        assert isinstance(entity, SessionMessageEntry)
-        return SessionMessageChanged(entity, False)
-    assert isinstance(entity, UnknownEntry)
-    return UnknownUpdate(entity, False)
+    return _entity_event(entity, False)
+
+
+_EVENT_OF: dict[type, Callable[[Any, bool], StateEvent]] = {
+    ToolCall: ToolCallChanged,
+    Plan: PlanChanged,
+    Compaction: CompactionChanged,
+    SessionMessageEntry: SessionMessageChanged,
+}
+"""The fold event that reports an entity other than a message, created or changed (``UnknownUpdate`` for the rest)."""
+
+
+def _entity_event(entity: TimelineEntry, created: bool) -> StateEvent:
+    make = _EVENT_OF.get(type(entity))
+    if make is None:
+        assert isinstance(entity, UnknownEntry)
+        return UnknownUpdate(entity, created)
+    return make(entity, created)
