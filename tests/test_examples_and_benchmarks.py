@@ -84,7 +84,7 @@ def test_scaling_benchmark_runs_at_small_size(tmp_path: Path) -> None:
 
 def test_fold_profile_runs_at_small_size() -> None:
     result = json.loads(run_benchmark("fold_profile.py", "--n", "300", "--rounds", "1", "--json"))
-    assert set(result["300"]) == {"raw", "framing", "rpc", "fold"}
+    assert set(result["300"]) == {"raw", "framing", "rpc", "fold", "fold_by_line"}
     assert all(ns > 0 for ns in result["300"].values())
 
 

@@ -19,7 +19,7 @@ import msgspec
 from msgspec import UNSET, Raw
 
 from ..errors import InternalError, InvalidRequest, InvalidResponse, ParseError, RpcError
-from ..transport.framing import Frame, InvalidUtf8Frame, OversizedFrame
+from ..transport.framing import Frame, InvalidUtf8Frame, LineBlock, OversizedFrame, split_block
 from .fastpath import PEEK_WINDOW, FastNotifications
 from .handlers import Handler
 from .messages import (
@@ -303,6 +303,8 @@ class RpcCore(Generic[S]):
             return self._receive_frames(frames)
         # A read of one frame (a trickle): the same classification, without a generator.
         frame = frames[0]
+        if type(frame) is LineBlock:
+            return self._receive_frames(frames)
         if type(frame) is not bytes:
             return tuple(self._receive_frames(frames))
         typed = self.typed
@@ -322,13 +324,78 @@ class RpcCore(Generic[S]):
             event.frame = frame
         return (event,)
 
+    @staticmethod
+    def _decode_block(typed: FastNotifications, block: LineBlock) -> list[Any] | None:
+        """Every line of ``block`` decoded as a typed notification in one msgspec call (per decoder group
+        tried: the lines must all be of one group), or None.
+
+        The lines are decoded as one JSON array, each newline turned into a comma: a blank line (``,,``), a line
+        of two messages side by side, a message over two lines at a place where JSON takes no comma (after a
+        key, a comma, an opening bracket) all fail it, and a count equal to the block's lines rules out the
+        rest but one pair. Only a block holding both a line of two messages joined by a comma and a message
+        broken over two lines where its own comma is missing, in equal number, passes, and each of its
+        messages is still a whole, valid notification. Anything else takes the exact path, line by line.
+        """
+        decode_arrays = typed.decode_arrays
+        if not decode_arrays:
+            return None
+        array = bytearray(b"[")
+        array += block.data
+        array[-1] = 93  # the last newline becomes the closing "]"
+        array = array.replace(b"\n", b",")
+        for decode_array in decode_arrays:  # one per decoder group: the block's lines must all be of one
+            try:
+                messages = decode_array(array)
+            except msgspec.ValidationError:  # another group's method, or no typed notification at all
+                continue
+            except Exception:  # not JSON as a whole: no group can take it
+                return None
+            return messages if len(messages) == block.count else None
+        return None
+
     def _receive_frames(self, frames: list[Frame]) -> Iterator[BlockEvent[S]]:
         receive = self.receive
         index = 0
         count = len(frames)
+        # Events' ``end`` counts lines: a LineBlock's lines are ``count`` places (``expand_blocks``). ``offset``
+        # is how many more places the frames before ``index`` take than their number.
+        offset = 0
         retry = True  # False: frames[index] already failed the typed decode with the current table
         while index < count:
             frame = frames[index]
+            if type(frame) is LineBlock:
+                typed = self.typed
+                decoded = self._decode_block(typed, frame)
+                if decoded is None:  # not every line a typed notification, or not one per line: the exact path
+                    frames = [*frames[:index], *split_block(frame), *frames[index + 1 :]]
+                    count = len(frames)
+                    retry = True
+                    continue
+                handlers = typed.handlers
+                start = index + offset
+                if len(handlers) == 1:
+                    index += 1
+                    offset += frame.count - 1
+                    method, handler = handlers[type(decoded[0])]
+                    yield TypedNotifications(method, handler, decoded, start + frame.count)
+                    continue
+                done = 0
+                for frame_type, run in groupby(decoded, type):
+                    if self.typed is not typed:
+                        break
+                    method, handler = handlers[frame_type]
+                    part = list(run)
+                    done += len(part)
+                    yield TypedNotifications(method, handler, part, start + done)
+                if done == frame.count:
+                    index += 1
+                    offset += frame.count - 1
+                else:  # a handler was registered meanwhile: the block's other lines are decoded again, one by one
+                    frames = [*frames[:index], *split_block(frame)[done:], *frames[index + 1 :]]
+                    count = len(frames)
+                    offset += done
+                    retry = True
+                continue
             if type(frame) is bytes:
                 typed = self.typed
                 decode = typed.decode
@@ -344,7 +411,7 @@ class RpcCore(Generic[S]):
                         if len(handlers) == 1:  # one typed method (the usual case): the messages are one run
                             method, handler = handlers[type(messages[0])]
                             index += len(messages)
-                            yield TypedNotifications(method, handler, messages, index)
+                            yield TypedNotifications(method, handler, messages, index + offset)
                         else:
                             for frame_type, run in groupby(messages, type):
                                 if self.typed is not typed:
@@ -352,7 +419,7 @@ class RpcCore(Generic[S]):
                                 method, handler = handlers[frame_type]
                                 messages = list(run)
                                 index += len(messages)
-                                yield TypedNotifications(method, handler, messages, index)
+                                yield TypedNotifications(method, handler, messages, index + offset)
                         # The frame that stopped the decode goes to receive, unless the table changed.
                         retry = self.typed is not typed
                         continue

@@ -37,7 +37,7 @@ def _fits(tp: Any) -> bool:
 class FastNotifications:
     """Built from the registered notification handlers; ``decode`` is None when none qualifies."""
 
-    __slots__ = ("decode", "handlers")
+    __slots__ = ("decode", "decode_arrays", "handlers")
 
     def __init__(self, handlers: dict[str, Handler]) -> None:
         self.handlers: dict[type, tuple[str, Handler]] = {}
@@ -68,6 +68,17 @@ class FastNotifications:
             for (dec_hook, float_hook, strict), frames in groups.items()
         ]
         decoders = [d.decode for d in typed_decoders]
+        self.decode_arrays = tuple(
+            msgspec.json.Decoder(
+                list[Union[tuple(frames)]],  # type: ignore[misc]  # noqa: UP007
+                dec_hook=dec_hook,
+                float_hook=float_hook,
+                strict=strict,
+            ).decode
+            for (dec_hook, float_hook, strict), frames in groups.items()
+        )
+        """Per decoder group, a JSON array of its frames in one call: ``RpcCore`` decodes a ``LineBlock``'s lines
+        with them, joined by commas (a block of one group's methods, the usual case, needs one call)."""
         self.decode: Callable[[bytes], Any] | None
         if not decoders:
             self.decode = None

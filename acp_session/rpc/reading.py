@@ -19,7 +19,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 
 from ..errors import AcpError, ConnectionClosed, InvalidRequest, MessageTooLarge, ParseError
 from ..transport.base import FrameTransport
-from ..transport.framing import Frame
+from ..transport.framing import Frame, expand_blocks, lines_in
 from ..transport.lines import STREAM_END
 from .core import (
     NOT_A_RESPONSE,
@@ -113,8 +113,9 @@ class ReadSide:
                     frames = await receive()
                 except STREAM_END:
                     break
-                unyielded += len(frames)
-                self.frames_read += len(frames)
+                read = lines_in(frames)
+                unyielded += read
+                self.frames_read += read
                 await self._dispatch_frames(frames)
                 if self._answered or unyielded >= FAIR_SHARE_FRAMES or outbox.size > outbox.high_water:
                     unyielded = await self._pace(unyielded)  # tested first: most blocks need no pause
@@ -137,7 +138,7 @@ class ReadSide:
                         continue
                     rest = await self._typed_one_by_one(event)
                     if rest is not None:  # a handler registered another method: the rest is decoded again
-                        frames = frames[rest:]
+                        frames = expand_blocks(frames)[rest:]
                         break
                     continue
                 if type(event) is NotificationReceived:

@@ -17,11 +17,15 @@ __all__ = [
     "Frame",
     "FrameReader",
     "InvalidUtf8Frame",
+    "LineBlock",
     "OversizedFrame",
+    "split_block",
     "check_utf8",
     "encode_frame",
     "encode_frames",
+    "expand_blocks",
     "has_line_break",
+    "lines_in",
 ]
 
 DEFAULT_MAX_FRAME_SIZE = 32 * 1024 * 1024
@@ -45,9 +49,55 @@ class InvalidUtf8Frame:
     data: bytes
 
 
-Frame = bytes | OversizedFrame | InvalidUtf8Frame
-"""What a frame transport hands the rpc layer: one whole message (valid UTF-8), or a marker for one that
-could not be delivered as such."""
+class LineBlock:
+    """A run of ``count`` whole lines of one read, not yet split: ``data`` ends with the last line's newline.
+
+    ``FrameReader.feed_block`` hands a long read over this way so that the rpc layer can decode every line in
+    one msgspec call (``RpcCore.receive_block``), which costs about 100 ns per line less than splitting and
+    decoding each. No line in it is over the frame size limit, and its bytes are valid UTF-8.
+    """
+
+    __slots__ = ("count", "data")
+
+    def __init__(self, data: bytes, count: int) -> None:
+        self.data = data
+        self.count = count
+
+    def __repr__(self) -> str:
+        return f"LineBlock({self.count} lines, {len(self.data)} bytes)"
+
+
+Frame = bytes | OversizedFrame | InvalidUtf8Frame | LineBlock
+"""What a frame transport hands the rpc layer: one whole message (valid UTF-8), a marker for one that
+could not be delivered as such, or a block of whole lines to be decoded at once or split (``LineBlock``)."""
+
+BLOCK_LINES = 4
+"""A read is handed over as a ``LineBlock`` only when it holds at least this many whole lines: a trickle of
+one or two lines gains nothing from it."""
+
+
+def expand_blocks(frames: list[Frame]) -> list[Frame]:
+    """``frames`` with every ``LineBlock`` split into its lines: the list that events' line indexes count."""
+    out: list[Frame] = []
+    for frame in frames:
+        if type(frame) is LineBlock:
+            out += split_block(frame)
+        else:
+            out.append(frame)
+    return out
+
+
+def lines_in(frames: list[Frame]) -> int:
+    """How many frames ``frames`` stands for, a ``LineBlock`` counting its lines (it is last when present)."""
+    last = frames[-1]
+    return len(frames) + last.count - 1 if type(last) is LineBlock else len(frames)
+
+
+def split_block(block: LineBlock) -> list[Frame]:
+    """The block's lines as frames (already valid UTF-8 and within the size limit: ``feed_block`` saw to both)."""
+    lines: list[Frame] = block.data.split(_NL)  # type: ignore[assignment]  # list is invariant; bytes are Frames
+    lines.pop()  # after the last newline: empty
+    return lines
 
 
 def check_utf8(frames: list[bytes | OversizedFrame], data: bytes) -> list[Frame]:
@@ -214,6 +264,39 @@ class FrameReader:
                 out.append(data[start:nl])
             start = nl + 1
         return out
+
+    def feed_block(self, data: bytes) -> list[Frame]:
+        """``check_utf8(feed(data), data)``, except that a read's whole lines after the first come back as one
+        ``LineBlock`` when there are at least ``BLOCK_LINES`` of them, none can reach the size limit and they are
+        valid UTF-8.
+
+        The first line of the result completes the frame held from the previous read, if any; the bytes after
+        the last newline are held, as ``feed`` does. Finding the lines costs one ``replace`` (a count of the
+        newlines), one ``rfind`` and one ``isascii``, C loops over the read, instead of one bytes object per
+        line. The UTF-8 check is the block's own because msgspec does not check what it skips (an unknown
+        field, a ``Raw`` value).
+        """
+        buf = self._buffer
+        if self._skipped < 0 and len(buf) + len(data) <= self.max_frame_size:
+            lines = len(data) - len(data.replace(_NL, b""))
+            if lines - (1 if buf else 0) >= BLOCK_LINES:
+                start = data.find(_NL) + 1 if buf else 0
+                end = data.rfind(_NL) + 1
+                block = data if start == 0 and end == len(data) else data[start:end]
+                if block.isascii() or _is_utf8(block):
+                    out: list[Frame] = []
+                    if buf:
+                        buf += data[: start - 1]
+                        out += check_utf8([bytes(buf)], b"")
+                        buf.clear()
+                        lines -= 1
+                    out.append(LineBlock(block, lines))
+                    if end < len(data):
+                        buf += data[end:]
+                    self.at_frame_start = not buf
+                    return out
+        frames = self.feed(data)
+        return check_utf8(frames, data) if frames else []
 
     def feed_eof(self) -> list[bytes | OversizedFrame]:
         """The stream ended: a final frame without a trailing newline is still delivered."""

@@ -44,9 +44,9 @@ class LineFrames:
                 if last:
                     return check_utf8(last, b"")
                 break
-            frames = reader.feed(data)
+            frames = reader.feed_block(data)
             if frames:
-                return check_utf8(frames, data)
+                return frames
         raise self._end
 
     async def send_frames(self, frames: list[bytes]) -> None:

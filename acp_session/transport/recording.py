@@ -16,7 +16,7 @@ import anyio
 import msgspec
 
 from .base import DEFAULT_RECEIVE_SIZE, FrameTransport, PeerExit, Transport
-from .framing import Frame
+from .framing import Frame, expand_blocks
 
 __all__ = ["Direction", "RecordingFrames", "RecordingTransport"]
 
@@ -83,7 +83,8 @@ class RecordingFrames:
 
     async def receive_frames(self) -> list[Frame]:
         frames = await self.inner.receive_frames()
-        self._lines._record("in", b"".join(frame + b"\n" for frame in frames if isinstance(frame, bytes)))
+        lines = (frame + b"\n" for frame in expand_blocks(frames) if isinstance(frame, bytes))
+        self._lines._record("in", b"".join(lines))
         return frames
 
     async def send_frames(self, frames: list[bytes]) -> None:
