@@ -348,7 +348,12 @@ class ConnectionHub(UpdateRouting):
         return track
 
     def drop_provisional(self, keep: str) -> None:
-        """No session/new is in flight any more: forget the tracks kept for unknown sessions meanwhile."""
+        """No session/new is in flight any more: forget the tracks kept for unknown sessions meanwhile.
+
+        Only when some were kept: the scan is over every session's track, and it ran after each session/new, so
+        opening S sessions cost S² steps (1 000 sessions: a million, 34 ms; ``benchmarks/scaling.py``)."""
+        if not self._provisional:
+            return
         for session_id in [s for s, t in self.session_tracks.items() if t.early is not None and not t.listeners]:
             if session_id != keep:
                 del self.session_tracks[session_id]

@@ -214,3 +214,42 @@ async def test_a_reader_of_chat_events_runs_while_an_agent_floods(tmp_path: Path
     assert begins == 30000
     # Without the reader's pauses all 60 000 begin and end events waited for the first read of them.
     assert most_waiting < 8 * FAIR_SHARE_FRAMES
+
+
+# While each session/new is in flight, two updates of sessions nobody opened, then the answer.
+GHOSTS_AGENT = r"""
+import json, sys
+def write(obj):
+    sys.stdout.write(json.dumps(obj) + "\n")
+opened = 0
+for line in sys.stdin:
+    msg = json.loads(line)
+    if msg.get("method") == "initialize":
+        result = {"protocolVersion": 2, "info": {"name": "ghosts", "version": "1"}, "capabilities": {"session": {}}}
+        write({"jsonrpc": "2.0", "id": msg["id"], "result": result})
+    elif msg.get("method") == "session/new":
+        opened += 1
+        chunk = {"sessionUpdate": "agent_message_chunk", "messageId": "m", "content": {"type": "text", "text": "x"}}
+        if opened % 2:
+            for i in range(2):
+                params = {"sessionId": f"ghost-{opened}-{i}", "update": chunk}
+                write({"jsonrpc": "2.0", "method": "session/update", "params": params})
+        write({"jsonrpc": "2.0", "id": msg["id"], "result": {"sessionId": f"real-{opened}"}})
+    sys.stdout.flush()
+"""
+
+
+@pytest.mark.anyio
+async def test_tracks_kept_while_a_session_opens_are_dropped_once_it_is_open(tmp_path: Path) -> None:
+    """The ghosts' provisional tracks go when the session/new is answered, and sessions opened with none in
+    between (where the hub skips its scan of every track) keep theirs."""
+    script = tmp_path / "ghosts_agent.py"
+    script.write_text(GHOSTS_AGENT)
+    with anyio.fail_after(30):
+        async with ClientBuilder().spawn([sys.executable, str(script)]) as client:
+            hub = hub_of(client)
+            for _ in range(6):
+                await client.new_session(str(tmp_path))
+            tracks = sorted(hub.session_tracks)
+            provisional = hub._provisional
+    assert tracks == [f"real-{k}" for k in range(1, 7)] and provisional == 0
