@@ -115,47 +115,27 @@ def stream_of(lines: list[bytes]) -> bytes:
     return b"".join(line + b"\n" for line in lines)
 
 
+BREACHES = {
+    "two messages on a line": TWO_ON_A_LINE,
+    "messages over two lines": OVER_TWO_LINES,
+    # blank lines, lines of two messages (side by side or joined by a comma), messages over two lines after a
+    # comma or a colon: no mix of them offsets another in a block
+    "every breach mixed": TWO_ON_A_LINE + JOINED_BY_A_COMMA + OVER_TWO_LINES,
+}
+
+
+@pytest.mark.parametrize("breaches", list(BREACHES.values()), ids=list(BREACHES))
 @settings(max_examples=300, deadline=None)
-@given(
-    st.lists(st.sampled_from(GOOD * 4 + BAD_SINGLE + TWO_ON_A_LINE), max_size=40),
-    st.lists(st.integers(min_value=0, max_value=1 << 16), max_size=4),
-    TYPED,
-)
-def test_blocks_classify_as_the_exact_path_with_two_messages_on_a_line(
-    lines: list[bytes], points: list[int], typed: tuple[str, ...]
-) -> None:
+@given(data=st.data())
+def test_blocks_classify_as_the_exact_path(breaches: list[bytes], data: st.DataObject) -> None:
+    """The same events as line by line, and every line counted, for any stream cut into reads anywhere."""
+    lines = data.draw(st.lists(st.sampled_from(GOOD * 4 + BAD_SINGLE + breaches), max_size=40))
+    points = data.draw(st.lists(st.integers(min_value=0, max_value=1 << 16), max_size=4))
+    typed = data.draw(TYPED)
     reads = cut(stream_of(lines), points)
     events, counted, _ = blocks(reads, typed)
     assert events == exact(reads, typed)
     assert counted == stream_of(lines).count(b"\n")
-
-
-@settings(max_examples=300, deadline=None)
-@given(
-    st.lists(st.sampled_from(GOOD * 4 + BAD_SINGLE + OVER_TWO_LINES), max_size=40),
-    st.lists(st.integers(min_value=0, max_value=1 << 16), max_size=4),
-    TYPED,
-)
-def test_blocks_classify_as_the_exact_path_with_messages_over_two_lines(
-    lines: list[bytes], points: list[int], typed: tuple[str, ...]
-) -> None:
-    reads = cut(stream_of(lines), points)
-    assert blocks(reads, typed)[0] == exact(reads, typed)
-
-
-@settings(max_examples=300, deadline=None)
-@given(
-    st.lists(st.sampled_from(GOOD * 4 + BAD_SINGLE + TWO_ON_A_LINE + JOINED_BY_A_COMMA + OVER_TWO_LINES), max_size=40),
-    st.lists(st.integers(min_value=0, max_value=1 << 16), max_size=4),
-    TYPED,
-)
-def test_blocks_classify_as_the_exact_path_with_every_breach_mixed(
-    lines: list[bytes], points: list[int], typed: tuple[str, ...]
-) -> None:
-    """Blank lines, lines of two messages (side by side or joined by a comma), messages over two lines after a
-    comma or a colon: no mix of them offsets another in a block."""
-    reads = cut(stream_of(lines), points)
-    assert blocks(reads, typed)[0] == exact(reads, typed)
 
 
 def test_a_blank_line_and_a_line_of_two_messages_in_one_block_take_the_exact_path() -> None:
