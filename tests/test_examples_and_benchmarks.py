@@ -88,6 +88,17 @@ def test_fold_profile_runs_at_small_size() -> None:
     assert all(ns > 0 for ns in result["300"].values())
 
 
+def test_ab_benchmark_sets_a_commit_beside_this_tree_at_small_size(tmp_path: Path) -> None:
+    """``ab.py`` against HEAD (this tree's uncommitted changes, none in CI): both sides' figures, one run each."""
+    out_file = tmp_path / "ab.json"
+    args = ("--base", "HEAD", "--runs", "1", "--repeats", "1", "--rounds", "50", "--sizes", "200")
+    out = run_benchmark("ab.py", *args, "--json-out", str(out_file))
+    assert "A/B, 1 alternating runs each: base HEAD" in out and "acp-session (Conversation) / raw decode" in out
+    runs = json.loads(out_file.read_text())["runs"]
+    assert len(runs["base"]) == len(runs["this"]) == 1 and runs["base"][0].keys() == runs["this"][0].keys()
+    assert all(value > 0 for value in runs["this"][0].values())
+
+
 def test_compare_benchmark_runs_its_v1_row_at_small_size(tmp_path: Path) -> None:
     out_file = tmp_path / "compare.json"
     args = ("--no-peers", "--sizes", "200", "--repeats", "1", "--rounds", "50", "--json-out", str(out_file))
