@@ -10,7 +10,7 @@ to the stage before:
 * ``framing``: ``FrameReader.feed_block`` of each read (what ``transport.lines`` does: the lines counted, whole
   lines handed over as one ``LineBlock``);
 * ``rpc``: framing, then ``RpcCore.receive_block`` with the client's own ``session/update`` decoder (the unstable
-  superset, usage quirk), consumed as the reader does;
+  superset, usage quirk) and its ``auth/status_update`` one, consumed as the reader does;
 * ``fold``: rpc, then each run of decoded params handed to a ``Conversation``'s batch listener (``_on_notes``:
   stretch detection, ``SessionState.append_chunks``, the turn's and the streams' runs) and the final text read.
 
@@ -78,9 +78,12 @@ def stage_framing(lines: list[bytes], reads: list[bytes]) -> int:
 
 
 def _core(batch: Callable[[list[Any]], Any]) -> RpcCore[Any]:
+    """The client's typed notification methods, as a v2 connection registers them: ``session/update`` and the
+    Preview's ``auth/status_update`` (two typed methods, so a block's messages are grouped into runs)."""
     core: RpcCore[Any] = RpcCore()
     handler = Handler.of(lambda _note: None, skip_unknown_usage(decoder(mu.UpdateSessionNotification)), batch)
-    core.set_notification_handlers({"session/update": handler})
+    auth = Handler.of(lambda _note: None, decoder(mu.AuthStatusUpdateNotification))
+    core.set_notification_handlers({"session/update": handler, "auth/status_update": auth})
     return core
 
 
