@@ -137,9 +137,7 @@ async def resume(app: ChatApp) -> int:
         if ready is not conversation:
             conversation = ready
             app.announce(conversation)
-        code = await app.loop(
-            conversation, _prompt_text(args.prompt), from_stdin=args.prompt == ["-"], announce=False
-        )
+        code = await app.loop(conversation, _prompt_text(args.prompt), from_stdin=args.prompt == ["-"], announce=False)
         await _close(conversation)
         return code
 

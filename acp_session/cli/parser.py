@@ -276,13 +276,13 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
         add_help=False,
     )
     sub.add_parser(  # cli/config_file.py
-        "config", help="the config file: `acp-session config show` prints the merged settings and their sources",
+        "config",
+        help="the config file: `acp-session config show` prints the merged settings and their sources",
         add_help=False,
     )
     sub.add_parser(  # cli/compare.py
         "compare",
-        help="the same prompt to several agents at once, each in its own copy of the directory; a side-by-side "
-        "summary",
+        help="the same prompt to several agents at once, each in its own copy of the directory; a side-by-side summary",
         add_help=False,
     )
     sub.add_parser(
@@ -326,8 +326,11 @@ def parse(argv: list[str]) -> argparse.Namespace:
     if args.command == "sessions" and args.all and args.cwd is not None:
         command.error("--all and --cwd do not go together")
     if args.command == "sessions" and (args.action is None) != (args.target is None):
-        command.error("sessions show and sessions history take one session ID or NAME" if args.action else
-                      f"unknown sessions action {args.target!r} (show or history)")
+        command.error(
+            "sessions show and sessions history take one session ID or NAME"
+            if args.action
+            else f"unknown sessions action {args.target!r} (show or history)"
+        )
     if args.cwd is not None and not _is_utf8(args.cwd):
         command.error("--cwd is not valid UTF-8 (ACP sends paths as JSON text); use a directory with a UTF-8 name")
     if getattr(args, "prompt", None) and not all(_is_utf8(word) for word in args.prompt):
