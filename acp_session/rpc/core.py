@@ -10,7 +10,7 @@ more: how messages are delimited on the wire (newlines on stdio) is the transpor
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Iterator
+from collections.abc import Generator, Iterable, Iterator
 from itertools import groupby, islice
 from operator import attrgetter
 from typing import Any, Generic, TypeVar
@@ -353,6 +353,27 @@ class RpcCore(Generic[S]):
             return messages if len(messages) == block.count else None
         return None
 
+    def _typed_runs(
+        self, typed: FastNotifications, messages: list[Any], start: int
+    ) -> Generator[TypedNotifications, None, int]:
+        """Decoded typed notifications as ``TypedNotifications``, one per run of one method (``start``: the line
+        place of the first, so each run's ``end`` counts lines). Returns how many were yielded: fewer than all
+        when a handler was registered meanwhile (the rest is decoded again with the new table)."""
+        handlers = typed.handlers
+        if len(handlers) == 1:  # one typed method (the usual case): the messages are one run
+            method, handler = handlers[type(messages[0])]
+            yield TypedNotifications(method, handler, messages, start + len(messages))
+            return len(messages)
+        done = 0
+        for frame_type, run in groupby(messages, type):
+            if self.typed is not typed:
+                break
+            method, handler = handlers[frame_type]
+            part = list(run)
+            done += len(part)
+            yield TypedNotifications(method, handler, part, start + done)
+        return done
+
     def _receive_frames(self, frames: list[Frame]) -> Iterator[BlockEvent[S]]:
         receive = self.receive
         index = 0
@@ -371,22 +392,7 @@ class RpcCore(Generic[S]):
                     count = len(frames)
                     retry = True
                     continue
-                handlers = typed.handlers
-                start = index + offset
-                if len(handlers) == 1:
-                    index += 1
-                    offset += frame.count - 1
-                    method, handler = handlers[type(decoded[0])]
-                    yield TypedNotifications(method, handler, decoded, start + frame.count)
-                    continue
-                done = 0
-                for frame_type, run in groupby(decoded, type):
-                    if self.typed is not typed:
-                        break
-                    method, handler = handlers[frame_type]
-                    part = list(run)
-                    done += len(part)
-                    yield TypedNotifications(method, handler, part, start + done)
+                done = yield from self._typed_runs(typed, decoded, index + offset)
                 if done == frame.count:
                     index += 1
                     offset += frame.count - 1
@@ -407,19 +413,7 @@ class RpcCore(Generic[S]):
                     except Exception:
                         pass
                     if messages:
-                        handlers = typed.handlers
-                        if len(handlers) == 1:  # one typed method (the usual case): the messages are one run
-                            method, handler = handlers[type(messages[0])]
-                            index += len(messages)
-                            yield TypedNotifications(method, handler, messages, index + offset)
-                        else:
-                            for frame_type, run in groupby(messages, type):
-                                if self.typed is not typed:
-                                    break  # a handler was registered meanwhile: decode the rest again
-                                method, handler = handlers[frame_type]
-                                messages = list(run)
-                                index += len(messages)
-                                yield TypedNotifications(method, handler, messages, index + offset)
+                        index += yield from self._typed_runs(typed, messages, index + offset)
                         # The frame that stopped the decode goes to receive, unless the table changed.
                         retry = self.typed is not typed
                         continue
