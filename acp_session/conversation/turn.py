@@ -51,7 +51,7 @@ from acp_session.conversation.events import (
 )
 from acp_session.protocol.base import V1_DIFF_META
 from acp_session.schema import TextContent
-from acp_session.transport.backend import Flag, current_backend
+from acp_session.transport.backend import Flag, Waiter, current_backend
 
 if TYPE_CHECKING:
     from acp_session.session import TrackedPrompt
@@ -105,7 +105,8 @@ class ChatTurn:
         self.error: BaseException | None = None
         self._mode: Literal["", "await", "iterate"] = ""
         self._queue: deque[Any] = deque()
-        self._wake: Flag | None = None
+        self._waiter: Waiter | None = None  # the iterating reader's, when it waits on asyncio
+        self._wake: Flag | None = None  # its flag, when it waits on another loop
         self._finished = anyio.Event()
         self._delivered_end = False
         self._steps: dict[int, TimelineEntry] = {}
@@ -167,6 +168,12 @@ class ChatTurn:
         self._notify()
 
     def _notify(self) -> None:
+        waiter = self._waiter
+        if waiter is not None:
+            self._waiter = None
+            if not waiter.done():  # done: the reader was cancelled while it waited
+                waiter.set_result(None)
+            return
         wake = self._wake
         if wake is not None:
             self._wake = None
@@ -412,9 +419,12 @@ class ChatTurn:
 
     async def _events(self) -> AsyncIterator[ChatEvent]:
         queue = self._queue
-        # The backend's own flag class: ``anyio.Event()`` looks the backend up on every call, about 10x the cost
-        # of the flag, and a reader of many sessions' turns waits once per fragment (docs/performance.md).
-        new_flag = current_backend().new_flag
+        # The backend's own primitives: ``anyio.Event()`` looks the backend up on every call, about 10x the cost
+        # of the flag, and a reader of many sessions' turns waits once per fragment (docs/performance.md). On
+        # asyncio a bare future, which costs no Python call to make, wait on or complete.
+        backend = current_backend()
+        new_waiter = backend.new_waiter
+        new_flag = backend.new_flag
         while True:
             if queue:
                 item = queue.popleft()
@@ -426,8 +436,12 @@ class ChatTurn:
                 if type(item) is ChatDone or type(item) is ChatError:
                     return
                 continue
-            wake = self._wake = new_flag()
-            await wake.wait()
+            if new_waiter is not None:
+                waiter = self._waiter = new_waiter()
+                await waiter
+            else:
+                wake = self._wake = new_flag()
+                await wake.wait()
 
 
 def tool_call_files(call: ToolCall) -> list[ChatFile]:

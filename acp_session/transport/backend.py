@@ -15,6 +15,7 @@ Like httpcore's ``_backends``, this is the one place to change for another backe
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import Awaitable, Callable, Generator, Sized
 from functools import partial
 from typing import Any, Protocol
@@ -73,9 +74,9 @@ class Backend:
         "yield_to_callers",
     )
 
-    def __init__(self) -> None:
+    def __init__(self, new_flag: Callable[[], Flag] | None = None) -> None:
         self.name = "anyio"
-        self.new_flag: Callable[[], Flag] = type(anyio.Event())
+        self.new_flag: Callable[[], Flag] = new_flag or type(anyio.Event())
         """The cheapest set-once flag (``anyio.Event()`` looks the backend up on every call; its class does not)."""
         self.new_waiter: Callable[[], Waiter] | None = None
         """A bare future for one waiter, cheaper than a flag; None: wait on a flag."""
@@ -102,10 +103,9 @@ class AsyncioBackend(Backend):
     __slots__ = ("_loop",)
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        super().__init__()
+        super().__init__(partial(AsyncioFlag, loop))  # the lean flag of this loop; no anyio lookup
         self.name = "asyncio"
         self._loop = loop
-        self.new_flag = partial(AsyncioFlag, loop)
         # Called directly: ``loop.create_future()`` is one Python frame more.
         self.new_waiter = partial(asyncio.Future, loop=loop)
         self.yield_to_callers = _asyncio_yield
@@ -131,10 +131,44 @@ def running_asyncio_loop() -> asyncio.AbstractEventLoop | None:
     return loop if asyncio.current_task() is not None else None
 
 
+_last_backend: tuple[object, Backend] | None = None
+"""The backend ``current_backend`` gave last, with the loop it was made for (an asyncio loop, or a trio run's
+token): a reader of a turn asks once per turn, and building one looks the backend up in anyio."""
+
+
 def current_backend() -> Backend:
-    """The backend of the running event loop (call from inside it)."""
+    """The backend of the running event loop (call from inside it); the same object while the loop is the same.
+
+    A backend holds no state of its own (only the loop's primitives), so sharing it is safe. The cache holds
+    the last loop strongly until another loop asks, which keeps at most one finished loop alive.
+    """
+    global _last_backend
     loop = running_asyncio_loop()
-    return Backend() if loop is None else AsyncioBackend(loop)
+    last = _last_backend
+    if loop is not None:
+        if last is not None and last[0] is loop:
+            return last[1]
+        backend: Backend = AsyncioBackend(loop)
+        _last_backend = (loop, backend)
+        return backend
+    token = _trio_token()  # trio: one token per run; another anyio backend is not cached
+    if token is not None and last is not None and last[0] is token:
+        return last[1]
+    backend = Backend()
+    if token is not None:
+        _last_backend = (token, backend)
+    return backend
+
+
+def _trio_token() -> object | None:
+    """The running trio loop's token (None when trio is not what runs): what a trio backend is cached under."""
+    trio = sys.modules.get("trio")
+    if trio is None:
+        return None
+    try:
+        return trio.lowlevel.current_trio_token()  # type: ignore[no-any-return]
+    except RuntimeError:
+        return None
 
 
 async def _asyncio_yield() -> None:

@@ -70,3 +70,32 @@ def test_the_transport_layer_never_imports_the_rpc_layer() -> None:
             if isinstance(node, ast.ImportFrom):
                 module = node.module or ""
                 assert not (node.level >= 2 or module.startswith("acp_session")), f"{path.name} imports {module}"
+
+
+async def test_the_backend_is_shared_within_a_loop_run() -> None:
+    """A turn's reader asks once per turn: the same object while the loop runs, no anyio lookup again."""
+    first = current_backend()
+    seen: list[Backend] = []
+
+    async def ask() -> None:
+        seen.append(current_backend())
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(ask)
+        group.start_soon(ask)
+    assert seen == [first, first] and all(backend is first for backend in seen)
+
+
+@pytest.mark.parametrize("backend_name", ["asyncio", "trio"])
+def test_another_loop_run_gets_its_own_backend(backend_name: str) -> None:
+    async def ask() -> tuple[Backend, object]:
+        backend = current_backend()
+        flag = backend.new_flag()
+        flag.set()
+        await flag.wait()  # bound to this run's loop, not to one that has ended
+        return backend, flag
+
+    one, _ = anyio.run(ask, backend=backend_name)
+    two, flag = anyio.run(ask, backend=backend_name)
+    assert one is not two
+    assert type(flag) is type(two.new_flag())
