@@ -28,6 +28,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 RAW = "raw msgspec typed decode"
+PIPE_FLOOR = "raw typed decode through the pipe"  # compare.PIPE_FLOOR (ab.py reads reports of other commits too)
 
 
 @contextmanager
@@ -59,9 +60,12 @@ def figures(report: dict[str, Any]) -> dict[str, float]:
     for n, size in report["sizes"].items():
         raw = size["lower_bounds"][RAW]
         out[f"N={int(n):,} raw decode, k/s"] = raw / 1000
+        floor = size["lower_bounds"].get(PIPE_FLOOR)  # a base from before the pipe floor has none
         for client, row in size["clients"].items():
             out[f"N={int(n):,} {client}, k/s"] = row["updates_per_s"] / 1000
             out[f"N={int(n):,} {client} / raw decode"] = row["updates_per_s"] / raw
+            if floor:
+                out[f"N={int(n):,} {client} / raw decode through the pipe"] = row["updates_per_s"] / floor
         v1 = size.get("v1_wire")
         if v1:
             out[f"N={int(n):,} v1 wire / its raw decode"] = v1["fold_to_raw"]
