@@ -28,7 +28,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 RAW = "raw msgspec typed decode"
-PIPE_FLOOR = "raw typed decode through the pipe"  # compare.PIPE_FLOOR (ab.py reads reports of other commits too)
+PIPE_FLOOR = "raw decode via the pipe"  # compare.PIPE_FLOOR (ab.py reads reports of other commits too)
 
 
 @contextmanager

@@ -129,7 +129,7 @@ V1_RATIO_SHARE = 0.8
 ratio, with room for the noise of this machine: the v2 ratio alone moved between 0.45x and 0.80x in one session)."""
 
 
-PIPE_FLOOR = "raw typed decode through the pipe"
+PIPE_FLOOR = "raw decode via the pipe"
 """A lower bound that pays the pipe's reads (``peers/pipe_floor.py``): what is left between it and the fold is the
 library's own work. No target is set on it; the issue's targets are against the in-memory raw decode."""
 

@@ -44,8 +44,8 @@ def test_compare_benchmark_runs_at_small_size(tmp_path: Path) -> None:
     client = report["sizes"]["200"]["clients"]["acp-session (bare handler)"]
     assert client["updates_per_s"] > 0 and client["peak_rss_kib"] > 0
     # The lower bound that pays the pipe's reads (peers/pipe_floor.py): decoded the whole turn, the text checked.
-    assert report["sizes"]["200"]["lower_bounds"]["raw typed decode through the pipe"] > 0
-    assert "lower bound: raw typed decode through the pipe" in out
+    assert report["sizes"]["200"]["lower_bounds"]["raw decode via the pipe"] > 0
+    assert "lower bound: raw decode via the pipe" in out
     trips = report["round_trip"]
     assert trips["ours_p50_us"] > 0 and trips["echo_p50_us"] > 0 and trips["minimal_p50_us"] > 0
     assert "minimal client" in out
