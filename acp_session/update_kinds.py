@@ -36,7 +36,7 @@ from .schema import (
     unstable,
 )
 
-__all__ = ["CHUNK_TYPES", "KINDS", "TRACKED_UPDATES", "UpdateKind", "chunk_types", "kind_of", "register_subtype"]
+__all__ = ["KINDS", "TRACKED_UPDATES", "UpdateKind", "chunk_types", "kind_of", "register_subtype"]
 
 ChunkRole = Literal["user", "agent", "thought"]
 
@@ -91,11 +91,9 @@ _KIND_OF: dict[type, UpdateKind] = {t: kind for kind in KINDS for t in kind.type
 TRACKED_UPDATES: set[type] = {t for kind in KINDS if kind.tracked for t in kind.types}
 """Update types ``SessionTrack.apply`` reads; the connection skips the call for everything else (a set probe)."""
 
-CHUNK_TYPES: list[tuple[type, ChunkRole]] = [
+_chunk_types: tuple[tuple[type, ChunkRole], ...] = tuple(
     (t, kind.chunk_role) for kind in KINDS if kind.chunk_role is not None for t in kind.types
-]
-"""``chunk_types()`` as a list that only grows (``register_subtype`` appends), so its length tells a table built
-from it is current: the fold checks that once per run of chunks without a call."""
+)
 
 
 def kind_of(update_type: type) -> UpdateKind | None:
@@ -105,12 +103,13 @@ def kind_of(update_type: type) -> UpdateKind | None:
 
 def chunk_types() -> tuple[tuple[type, ChunkRole], ...]:
     """Every message chunk type (model types and registered subtypes) with the role it appends to."""
-    return tuple(CHUNK_TYPES)
+    return _chunk_types
 
 
 def register_subtype(subtype: type, model: type) -> None:
     """Make ``subtype`` (a protocol adapter's subclass of the model type ``model``) count as ``model``'s kind
     everywhere: the fold, the tracking and the chunk fast path."""
+    global _chunk_types
     kind = _KIND_OF[model]
     if not issubclass(subtype, model):
         raise TypeError(f"{subtype.__name__} is not a subtype of {model.__name__}")
@@ -118,4 +117,4 @@ def register_subtype(subtype: type, model: type) -> None:
     if kind.tracked:
         TRACKED_UPDATES.add(subtype)
     if kind.chunk_role is not None:
-        CHUNK_TYPES.append((subtype, kind.chunk_role))
+        _chunk_types = (*_chunk_types, (subtype, kind.chunk_role))

@@ -100,10 +100,9 @@ def is_plain_text(block: Any) -> bool:
 def open_text_block(content: list[ContentBlock]) -> TextContent | None:
     """The last block when the next plain chunk joins it (plain text, shorter than ``TEXT_BLOCK_SIZE``)."""
     if content:
-        last: Any = content[-1]
-        # is_plain_text, inlined: once per run of chunks
-        if type(last) is TextContent and not last.annotations and not last.meta and len(last.text) < TEXT_BLOCK_SIZE:
-            return last
+        last = content[-1]
+        if is_plain_text(last) and len(last.text) < TEXT_BLOCK_SIZE:  # type: ignore[union-attr]
+            return last  # type: ignore[return-value]
     return None
 
 

@@ -69,7 +69,7 @@ from acp_session.schema import (
 )
 from acp_session.schema import unstable as mu
 from acp_session.session import DEFAULT_LIMITS
-from acp_session.update_kinds import CHUNK_TYPES, KINDS, chunk_types, kind_of
+from acp_session.update_kinds import KINDS, chunk_types, kind_of
 
 __all__ = ["KNOWN_STATES", "SessionState", "Subagent"]
 
@@ -148,9 +148,9 @@ class SessionState(StateView, EntityRules):
             return None
         stores = self._messages
         targets = self._chunk_targets
-        if targets is None or targets[0] is not stores or targets[1] != len(CHUNK_TYPES):
+        if targets is None or targets[0] is not stores or targets[1] is not chunk_types():
             roles = chunk_types()
-            targets = self._chunk_targets = (stores, len(roles), {t: stores[ROLES.index(r)] for t, r in roles})
+            targets = self._chunk_targets = (stores, roles, {t: stores[ROLES.index(r)] for t, r in roles})
         return targets[2]
 
     def append_chunks(self, message: Message, blocks: list[ContentBlock]) -> None:
