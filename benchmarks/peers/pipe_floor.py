@@ -3,9 +3,10 @@ generated types (as ``compare.py``'s in-memory lower bound), with no library and
 
 The in-memory raw decode pays none of a real client's reading: the kernel's copy out of the pipe, the split into
 lines, the read loop. This client pays those and nothing else, so the fold's ratio to it tells the library's own
-cost apart from the transport's. It reads as the library does (the pipe's buffer enlarged to 1 MiB, non-blocking
-reads of 64 KiB, ``select`` when the pipe is empty) and decodes each read's whole lines at once. Arguments as
-``peer_ours.py``'s; prints one JSON line with ``updates_per_s``.
+cost apart from the transport's. It reads as the library does, with its sizes (the pipe's buffer enlarged to
+``PIPE_BUFFER_SIZE``, non-blocking reads of ``DEFAULT_RECEIVE_SIZE``, ``select`` when the pipe is empty), and
+decodes each read's whole lines at once. Arguments as ``peer_ours.py``'s; prints one JSON line with
+``updates_per_s``.
 """
 
 from __future__ import annotations
@@ -23,10 +24,8 @@ import time
 import msgspec
 
 from acp_session.schema.types import AgentMessageChunk, StateUpdate, UpdateSessionNotification
-
-READ_SIZE = 64 * 1024
-PIPE_SIZE = 1 << 20
-F_SETPIPE_SZ = 1031  # Linux; fcntl has no name for it before Python 3.12
+from acp_session.transport.base import DEFAULT_RECEIVE_SIZE as READ_SIZE
+from acp_session.transport.pipe import PIPE_BUFFER_SIZE
 
 
 class _Line(msgspec.Struct, gc=False):
@@ -82,7 +81,7 @@ def main() -> None:
     assert agent.stdin is not None and agent.stdout is not None
     fd = agent.stdout.fileno()
     with contextlib.suppress(OSError):  # the system's limit is lower: the default buffer, as the library then gets
-        fcntl.fcntl(fd, F_SETPIPE_SZ, PIPE_SIZE)
+        fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_BUFFER_SIZE)
     os.set_blocking(fd, False)
     decoder = msgspec.json.Decoder(_Line)
     replies = msgspec.json.Decoder()
