@@ -325,9 +325,9 @@ class RpcCore(Generic[S]):
         return (event,)
 
     @staticmethod
-    def _decode_block(typed: FastNotifications, block: LineBlock) -> list[Any] | None:
-        """Every line of ``block`` decoded as a typed notification in one msgspec call (per decoder group
-        tried: the lines must all be of one group), or None.
+    def _decode_block(typed: FastNotifications, block: LineBlock) -> tuple[list[Any], bool] | None:
+        """Every line of ``block`` decoded as a typed notification in one msgspec call, with whether they are all
+        of one method (``FastNotifications.decode_arrays``, tried in turn), or None.
 
         The lines are decoded as one JSON array, each newline turned into a comma: a blank line (``,,``), a line
         of two messages side by side, a message over two lines at a place where JSON takes no comma (after a
@@ -343,24 +343,25 @@ class RpcCore(Generic[S]):
         array += block.data
         array[-1] = 93  # the last newline becomes the closing "]"
         array = array.replace(b"\n", b",")
-        for decode_array in decode_arrays:  # one per decoder group: the block's lines must all be of one
+        for decode_array, uniform in decode_arrays:
             try:
                 messages = decode_array(array)
-            except msgspec.ValidationError:  # another group's method, or no typed notification at all
+            except msgspec.ValidationError:  # another method's lines, or no typed notification at all
                 continue
-            except Exception:  # not JSON as a whole: no group can take it
+            except Exception:  # not JSON as a whole: no decoder can take it
                 return None
-            return messages if len(messages) == block.count else None
+            return (messages, uniform) if len(messages) == block.count else None
         return None
 
     def _typed_runs(
-        self, typed: FastNotifications, messages: list[Any], start: int
+        self, typed: FastNotifications, messages: list[Any], start: int, uniform: bool
     ) -> Generator[TypedNotifications, None, int]:
         """Decoded typed notifications as ``TypedNotifications``, one per run of one method (``start``: the line
-        place of the first, so each run's ``end`` counts lines). Returns how many were yielded: fewer than all
-        when a handler was registered meanwhile (the rest is decoded again with the new table)."""
+        place of the first, so each run's ``end`` counts lines; ``uniform``: all are of one method). Returns how
+        many were yielded: fewer than all when a handler was registered meanwhile (the rest is decoded again
+        with the new table)."""
         handlers = typed.handlers
-        if len(handlers) == 1:  # one typed method (the usual case): the messages are one run
+        if uniform:  # one method (the usual case): the messages are one run
             method, handler = handlers[type(messages[0])]
             yield TypedNotifications(method, handler, messages, start + len(messages))
             return len(messages)
@@ -392,7 +393,7 @@ class RpcCore(Generic[S]):
                     count = len(frames)
                     retry = True
                     continue
-                done = yield from self._typed_runs(typed, decoded, index + offset)
+                done = yield from self._typed_runs(typed, decoded[0], index + offset, decoded[1])
                 if done == frame.count:
                     index += 1
                     offset += frame.count - 1
@@ -413,7 +414,7 @@ class RpcCore(Generic[S]):
                     except Exception:
                         pass
                     if messages:
-                        index += yield from self._typed_runs(typed, messages, index + offset)
+                        index += yield from self._typed_runs(typed, messages, index + offset, typed.uniform)
                         # The frame that stopped the decode goes to receive, unless the table changed.
                         retry = self.typed is not typed
                         continue

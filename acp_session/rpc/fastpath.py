@@ -3,8 +3,9 @@
 The generic path decodes the envelope (params kept as ``msgspec.Raw``), lets ``RpcCore`` classify it, then
 decodes the params a second time with the handler's decoder. For a notification method registered with a
 msgspec decoder of a ``Struct`` type, ``FastNotifications`` decodes the whole frame
-``{"jsonrpc": "2.0", "method": <method>, "params": <T>}`` in a single pass instead: one tagged union over
-all such methods (the tag field is ``method``), with unknown fields forbidden. Anything else — another
+``{"jsonrpc": "2.0", "method": <method>, "params": <T>}`` in a single pass instead, with unknown fields
+forbidden and ``method`` required: that method's own frame type, or a union tagged by ``method`` when a
+decoder group has several methods (``FastNotifications`` says why there are two). Anything else — another
 method, an ``id`` (a request), a missing field, a wrong ``jsonrpc``, invalid params, malformed JSON — fails
 that decode, and the frame then takes the generic path unchanged, so replies and errors stay exactly the
 same (``-32600``, ``-32602`` reports, lenient decoding, ...). Only a frame the generic path would deliver to
@@ -35,50 +36,59 @@ def _fits(tp: Any) -> bool:
 
 
 class FastNotifications:
-    """Built from the registered notification handlers; ``decode`` is None when none qualifies."""
+    """Built from the registered notification handlers; ``decode`` is None when none qualifies.
 
-    __slots__ = ("decode", "decode_arrays", "handlers")
+    Each typed method gets two frame types. Its own frame (``method`` a required ``Literal`` field) decodes a
+    frame, or a block's array of frames, that must be of that method: nothing to look ahead for and nothing
+    to group afterwards, and a frame without ``method`` fails it. A tagged frame (``method`` the tag) exists
+    for the unions of a decoder group of several methods (a union needs the tag; alone, msgspec would also
+    take a tagged struct whose tag is missing, which is why a lone method never decodes with it).
+    """
+
+    __slots__ = ("decode", "decode_arrays", "handlers", "uniform")
 
     def __init__(self, handlers: dict[str, Handler]) -> None:
         self.handlers: dict[type, tuple[str, Handler]] = {}
-        groups: dict[tuple[Any, Any, bool], list[type]] = {}
+        """Each frame type, own or tagged, to its method and handler."""
+        groups: dict[tuple[Any, Any, bool], list[tuple[type, type]]] = {}
         for method, handler in handlers.items():
             if method == CANCEL_REQUEST_METHOD:
                 continue
             typed = typed_decoder_of(handler.decode)
             if typed is None or not _fits(typed.type):
                 continue
-            frame = msgspec.defstruct(
+            fields: list[tuple[str, Any]] = [("jsonrpc", Literal["2.0"]), ("params", typed.type)]
+            # ``gc=False``: a frame holds only decoded JSON; untracked, a block of them costs the collector nothing.
+            own = msgspec.defstruct(
                 "NotificationFrame",
-                [("jsonrpc", Literal["2.0"]), ("params", typed.type)],
-                tag_field="method",
-                tag=method,
+                [fields[0], ("method", Literal[method]), fields[1]],
                 forbid_unknown_fields=True,
-                gc=False,  # a frame holds only decoded JSON; untracked, a block of them costs the collector nothing
+                gc=False,
             )
-            self.handlers[frame] = (method, handler)
-            groups.setdefault((typed.dec_hook, typed.float_hook, typed.strict), []).append(frame)
-        typed_decoders = [
-            msgspec.json.Decoder(
-                Union[tuple(frames)],  # noqa: UP007
-                dec_hook=dec_hook,
-                float_hook=float_hook,
-                strict=strict,
+            tagged = msgspec.defstruct(
+                "NotificationFrame", fields, tag_field="method", tag=method, forbid_unknown_fields=True, gc=False
             )
-            for (dec_hook, float_hook, strict), frames in groups.items()
-        ]
-        decoders = [d.decode for d in typed_decoders]
-        self.decode_arrays = tuple(
-            msgspec.json.Decoder(
-                list[Union[tuple(frames)]],  # type: ignore[misc]  # noqa: UP007
-                dec_hook=dec_hook,
-                float_hook=float_hook,
-                strict=strict,
-            ).decode
-            for (dec_hook, float_hook, strict), frames in groups.items()
-        )
-        """Per decoder group, a JSON array of its frames in one call: ``RpcCore`` decodes a ``LineBlock``'s lines
-        with them, joined by commas (a block of one group's methods, the usual case, needs one call)."""
+            self.handlers[own] = self.handlers[tagged] = (method, handler)
+            groups.setdefault((typed.dec_hook, typed.float_hook, typed.strict), []).append((own, tagged))
+        decoders: list[Callable[[bytes], Any]] = []
+        arrays: list[tuple[Callable[[bytes | bytearray], Any], bool]] = []
+        unions: list[tuple[Callable[[bytes | bytearray], Any], bool]] = []
+        for (dec_hook, float_hook, strict), frames in groups.items():
+            hooks: dict[str, Any] = {"dec_hook": dec_hook, "float_hook": float_hook, "strict": strict}
+            for own, _ in frames:
+                arrays.append((msgspec.json.Decoder(list[own], **hooks).decode, True))  # type: ignore[valid-type]
+            if len(frames) == 1:
+                decoders.append(msgspec.json.Decoder(frames[0][0], **hooks).decode)
+                continue
+            tagged_union: Any = Union[tuple(tagged for _, tagged in frames)]  # noqa: UP007
+            decoders.append(msgspec.json.Decoder(tagged_union, **hooks).decode)
+            unions.append((msgspec.json.Decoder(list[tagged_union], **hooks).decode, False))
+        self.decode_arrays = tuple(arrays + unions)
+        """Array decoders for a ``LineBlock``'s lines joined by commas (``RpcCore._decode_block``), tried in turn,
+        each with whether what it decodes is all of one method: first one per method (a block of one method,
+        the usual case), then one per decoder group of several methods (a block that mixes them)."""
+        self.uniform = sum(map(len, groups.values())) == 1
+        """One typed method: every frame decoded here is of it (no grouping by method)."""
         self.decode: Callable[[bytes], Any] | None
         if not decoders:
             self.decode = None

@@ -163,6 +163,44 @@ async def test_invalid_utf8_inside_a_run_of_non_ascii_frames_is_a_parse_error(ty
     assert [n.update.content.text for n in received] == ["é0", "é1", "é2"]
 
 
+def without_method(text: str) -> dict[str, Any]:
+    message = chunk(text)
+    del message["method"]
+    return message
+
+
+@pytest.mark.parametrize("count", [2, 3, 8], ids=["short run", "run of frames", "block"])
+async def test_a_frame_without_method_is_an_invalid_request_even_with_one_typed_method(
+    typed_pair: Any, count: int
+) -> None:
+    """A frame with params that fit the one typed method but no ``method`` (nor ``id``) is no notification: -32600,
+    id null, and never delivered, whether it comes after a notification in a short run (decoded frame by frame)
+    or inside a read of many lines (decoded as one block)."""
+    _conn, raw, received, _ = typed_pair
+    texts = [f"t{i}" for i in range(count)]
+    messages: list[Any] = [chunk(text) for text in texts]
+    messages.insert(1, without_method("stray"))
+    await raw.send(b"".join(json.dumps(m).encode() + b"\n" for m in messages))
+    reply = await raw.recv()
+    assert reply["id"] is None and reply["error"]["code"] == -32600
+    await wait_for(received, count)
+    assert [n.update.content.text for n in received] == texts
+    await raw.expect_silence()
+
+
+async def test_a_frame_without_method_is_an_invalid_request_with_two_typed_methods(batch_pair: Any) -> None:
+    _conn, raw, log = batch_pair
+    messages = [chunk("a"), other("x"), without_method("stray"), chunk("b"), chunk("c"), chunk("d")]
+    await raw.send(b"".join(json.dumps(m).encode() + b"\n" for m in messages))
+    reply = await raw.recv()
+    assert reply["id"] is None and reply["error"]["code"] == -32600
+    await wait_for(log, 3)
+    with anyio.fail_after(3):
+        while sum(len(i) if k == "batch" else 1 for k, i in log) < 5:
+            await anyio.sleep(0.005)
+    assert flat(log) == ["a", "b", "c", "d"] and ("other", "x") in log
+
+
 @pytest.fixture
 async def batch_pair() -> AsyncIterator[tuple[Connection, RawEnd, list[Any]]]:
     """``session/update`` with a batch handler; ``other`` without one: the log shows how each was delivered."""

@@ -101,6 +101,9 @@ BAD_SINGLE = [
     b'{"a":"\xed\xa0\x80"}',
     # invalid UTF-8 where msgspec does not look: an unknown field of the params, skipped by the typed decode
     b'{"jsonrpc":"2.0","method":"text","params":{"text":"a","x":"\xff"}}',
+    # no method: a typed method's params alone are no notification, even where that method is the only one typed
+    b'{"jsonrpc":"2.0","params":{"text":"m"}}',
+    b'{"jsonrpc":"2.0","params":{"n":4}}',
 ]
 TWO_ON_A_LINE = [text("a") + text("b"), text("a") + b" " + count(3), text("c") + b"\t\t" + text("d")]
 JOINED_BY_A_COMMA = [text("e") + b"," + text("f"), count(4) + b" , " + text("g")]

@@ -214,6 +214,9 @@ FRAMES = st.sampled_from(
         b"{",
         b'{"jsonrpc":"2.0","method":"text","params":{"text":"a"}} ',
         text("a") + text("b"),
+        # no method (nor id): not a notification of any method, whichever one method its params would fit
+        json.dumps({"jsonrpc": "2.0", "params": {"text": "m"}}).encode(),
+        json.dumps({"jsonrpc": "2.0", "params": {"n": 4}}).encode(),
     ]
 )
 
