@@ -393,7 +393,8 @@ class RpcCore(Generic[S]):
                     count = len(frames)
                     retry = True
                     continue
-                done = yield from self._typed_runs(typed, decoded[0], index + offset, decoded[1])
+                block_messages, uniform = decoded
+                done = yield from self._typed_runs(typed, block_messages, index + offset, uniform)
                 if done == frame.count:
                     index += 1
                     offset += frame.count - 1

@@ -49,45 +49,40 @@ class FastNotifications:
 
     def __init__(self, handlers: dict[str, Handler]) -> None:
         self.handlers: dict[type, tuple[str, Handler]] = {}
-        """Each frame type, own or tagged, to its method and handler."""
-        groups: dict[tuple[Any, Any, bool], list[tuple[type, type]]] = {}
+        """Each frame type (a method's own, and its tagged one where it has one) to its method and handler."""
+        groups: dict[tuple[Any, Any, bool], list[tuple[str, Handler, Any]]] = {}
         for method, handler in handlers.items():
             if method == CANCEL_REQUEST_METHOD:
                 continue
             typed = typed_decoder_of(handler.decode)
             if typed is None or not _fits(typed.type):
                 continue
-            fields: list[tuple[str, Any]] = [("jsonrpc", Literal["2.0"]), ("params", typed.type)]
-            # ``gc=False``: a frame holds only decoded JSON; untracked, a block of them costs the collector nothing.
-            own = msgspec.defstruct(
-                "NotificationFrame",
-                [fields[0], ("method", Literal[method]), fields[1]],
-                forbid_unknown_fields=True,
-                gc=False,
+            groups.setdefault((typed.dec_hook, typed.float_hook, typed.strict), []).append(
+                (method, handler, typed.type)
             )
-            tagged = msgspec.defstruct(
-                "NotificationFrame", fields, tag_field="method", tag=method, forbid_unknown_fields=True, gc=False
-            )
-            self.handlers[own] = self.handlers[tagged] = (method, handler)
-            groups.setdefault((typed.dec_hook, typed.float_hook, typed.strict), []).append((own, tagged))
         decoders: list[Callable[[bytes], Any]] = []
         arrays: list[tuple[Callable[[bytes | bytearray], Any], bool]] = []
         unions: list[tuple[Callable[[bytes | bytearray], Any], bool]] = []
-        for (dec_hook, float_hook, strict), frames in groups.items():
+        for (dec_hook, float_hook, strict), members in groups.items():
             hooks: dict[str, Any] = {"dec_hook": dec_hook, "float_hook": float_hook, "strict": strict}
-            for own, _ in frames:
+            for method, handler, params in members:
+                own = _frame(method, params, tagged=False)
+                self.handlers[own] = (method, handler)
                 arrays.append((msgspec.json.Decoder(list[own], **hooks).decode, True))  # type: ignore[valid-type]
-            if len(frames) == 1:
-                decoders.append(msgspec.json.Decoder(frames[0][0], **hooks).decode)
+            if len(members) == 1:  # a lone method: its own frame (alone, a tagged one would not need its tag)
+                decoders.append(msgspec.json.Decoder(own, **hooks).decode)
                 continue
-            tagged_union: Any = Union[tuple(tagged for _, tagged in frames)]  # noqa: UP007
+            tagged = [_frame(method, params, tagged=True) for method, _, params in members]
+            for frame, (method, handler, _) in zip(tagged, members, strict=True):
+                self.handlers[frame] = (method, handler)
+            tagged_union: Any = Union[tuple(tagged)]  # noqa: UP007
             decoders.append(msgspec.json.Decoder(tagged_union, **hooks).decode)
             unions.append((msgspec.json.Decoder(list[tagged_union], **hooks).decode, False))
         self.decode_arrays = tuple(arrays + unions)
         """Array decoders for a ``LineBlock``'s lines joined by commas (``RpcCore._decode_block``), tried in turn,
         each with whether what it decodes is all of one method: first one per method (a block of one method,
         the usual case), then one per decoder group of several methods (a block that mixes them)."""
-        self.uniform = sum(map(len, groups.values())) == 1
+        self.uniform = len(arrays) == 1
         """One typed method: every frame decoded here is of it (no grouping by method)."""
         self.decode: Callable[[bytes], Any] | None
         if not decoders:
@@ -96,6 +91,20 @@ class FastNotifications:
             self.decode = decoders[0]
         else:
             self.decode = _first_of(decoders)
+
+
+def _frame(method: str, params: Any, *, tagged: bool) -> type:
+    """``{"jsonrpc": "2.0", "method": method, "params": params}`` with unknown fields forbidden: ``method`` a
+    required ``Literal`` field (a method's own frame), or the tag (for a union of several methods' frames).
+    ``gc=False``: a frame holds only decoded JSON; untracked, a block of them costs the collector nothing."""
+    jsonrpc: tuple[str, Any] = ("jsonrpc", Literal["2.0"])
+    if tagged:
+        fields = [jsonrpc, ("params", params)]
+        return msgspec.defstruct(
+            "NotificationFrame", fields, tag_field="method", tag=method, forbid_unknown_fields=True, gc=False
+        )
+    fields = [jsonrpc, ("method", Literal[method]), ("params", params)]
+    return msgspec.defstruct("NotificationFrame", fields, forbid_unknown_fields=True, gc=False)
 
 
 def _first_of(decoders: Sequence[Callable[[bytes], Any]]) -> Callable[[bytes], Any]:

@@ -188,19 +188,6 @@ async def test_a_frame_without_method_is_an_invalid_request_even_with_one_typed_
     await raw.expect_silence()
 
 
-async def test_a_frame_without_method_is_an_invalid_request_with_two_typed_methods(batch_pair: Any) -> None:
-    _conn, raw, log = batch_pair
-    messages = [chunk("a"), other("x"), without_method("stray"), chunk("b"), chunk("c"), chunk("d")]
-    await raw.send(b"".join(json.dumps(m).encode() + b"\n" for m in messages))
-    reply = await raw.recv()
-    assert reply["id"] is None and reply["error"]["code"] == -32600
-    await wait_for(log, 3)
-    with anyio.fail_after(3):
-        while sum(len(i) if k == "batch" else 1 for k, i in log) < 5:
-            await anyio.sleep(0.005)
-    assert flat(log) == ["a", "b", "c", "d"] and ("other", "x") in log
-
-
 @pytest.fixture
 async def batch_pair() -> AsyncIterator[tuple[Connection, RawEnd, list[Any]]]:
     """``session/update`` with a batch handler; ``other`` without one: the log shows how each was delivered."""
@@ -227,6 +214,19 @@ def other(text: str) -> dict[str, Any]:
 
 def flat(log: list[Any]) -> list[str]:
     return [text for kind, item in log if kind != "other" for text in (item if kind == "batch" else [item])]
+
+
+async def test_a_frame_without_method_is_an_invalid_request_with_two_typed_methods(batch_pair: Any) -> None:
+    _conn, raw, log = batch_pair
+    messages = [chunk("a"), other("x"), without_method("stray"), chunk("b"), chunk("c"), chunk("d")]
+    await raw.send(b"".join(json.dumps(m).encode() + b"\n" for m in messages))
+    reply = await raw.recv()
+    assert reply["id"] is None and reply["error"]["code"] == -32600
+    await wait_for(log, 3)
+    with anyio.fail_after(3):
+        while sum(len(i) if k == "batch" else 1 for k, i in log) < 5:
+            await anyio.sleep(0.005)
+    assert flat(log) == ["a", "b", "c", "d"] and ("other", "x") in log
 
 
 async def test_a_batch_handler_gets_consecutive_runs_in_arrival_order(batch_pair: Any) -> None:
