@@ -1,5 +1,6 @@
 """Sessions by a name of the user's (``chat --session NAME``, ``resume NAME``, ``sessions show NAME``): a small
-file under the state directory mapping (agent, name) to a session id and its directory."""
+file under the state directory mapping (agent, name) to a session id and its directory (``state_files``: safe
+between concurrent ``acp-session`` processes)."""
 
 from __future__ import annotations
 
@@ -7,19 +8,19 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .recent import load_rows, save_rows, state_dir
+from .state_files import read_rows, state_dir, update_rows
 
 __all__ = ["NamedSessions"]
 
 
 class NamedSessions:
-    """Read and written whole; a broken or unwritable file is treated as empty, never an error."""
+    """Read and written whole; a missing or unwritable file is treated as empty, never an error."""
 
     def __init__(self, path: Path | None = None) -> None:
         self.path = path if path is not None else state_dir() / "named-sessions.json"
 
     def _load(self) -> list[dict[str, Any]]:
-        return [row for row in load_rows(self.path) if isinstance(row.get("session_id"), str)]
+        return [row for row in read_rows(self.path) if isinstance(row.get("session_id"), str)]
 
     def find(self, name: str, agent: str) -> dict[str, Any] | None:
         """The session this agent's ``name`` stands for."""
@@ -29,6 +30,9 @@ class NamedSessions:
         return [str(row.get("name")) for row in self._load() if row["session_id"] == session_id]
 
     def remember(self, name: str, session_id: str, agent: str, cwd: str) -> None:
-        rows = [row for row in self._load() if not (row.get("name") == name and row.get("agent") == agent)]
-        rows.append({"name": name, "session_id": session_id, "agent": agent, "cwd": cwd, "created_at": time.time()})
-        save_rows(self.path, rows)
+        row = {"name": name, "session_id": session_id, "agent": agent, "cwd": cwd, "created_at": time.time()}
+
+        def change(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+            return [old for old in rows if not (old.get("name") == name and old.get("agent") == agent)] + [row]
+
+        update_rows(self.path, change)
