@@ -9,7 +9,7 @@ import shlex
 import signal
 import sys
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from typing import Any, TextIO
+from typing import IO, Any, TextIO
 
 import anyio
 from anyio.abc import TaskGroup
@@ -42,6 +42,7 @@ from .messages import Failure, describe, error_record, failure_lines, stderr_tai
 from .parser import history_file
 from .prompts import LineReader, choose_option, permission_question
 from .recent import RecentSessions, state_dir
+from .record_file import open_record
 from .remote import connect_remote, describe_remote
 from .render import Renderer, TerminalRenderer, color_enabled
 from .render_json import JsonRenderer
@@ -111,6 +112,7 @@ class ChatApp:
         self._scope: anyio.CancelScope | None = None
         self._read_scope: anyio.CancelScope | None = None
         self._tg: TaskGroup | None = None
+        self._record: IO[bytes] | None = None
 
     # -- input ---------------------------------------------------------------------------------------
 
@@ -172,6 +174,15 @@ class ChatApp:
     def close(self) -> None:
         if self._reader is not None:
             self._reader.close()
+        if self._record is not None:
+            self._record.close()
+
+    def _transcript(self) -> IO[bytes] | None:
+        """``--record FILE``, opened once (cli/record_file.py: a new file or ``--append``, never a link)."""
+        path = getattr(self.args, "record", None)
+        if self._record is None and path is not None:
+            self._record = open_record(path, getattr(self.args, "append", False))
+        return self._record
 
     # -- the agent -----------------------------------------------------------------------------------
 
@@ -188,7 +199,7 @@ class ChatApp:
         if getattr(self.args, "allow_terminal", False):
             builder.with_terminals()
         builder.on_fallback(request=self._unanswered)
-        builder.record_transcript(getattr(self.args, "record", None))
+        builder.record_transcript(self._transcript())
         attempts = getattr(self.args, "reconnect", None)
         if attempts is not None:  # --reconnect N (0: off, even for a remote agent)
             builder.reconnect(attempts > 0, attempts=max(attempts, 1))

@@ -21,6 +21,7 @@ from .attach import check_attachment
 from .config_file import apply_config_file
 from .exits import EXIT_ERROR, EXIT_HELP, EXIT_HELP_OTHER, EXIT_USAGE
 from .options import add_daily_options, add_format_option, finish_daily_options
+from .record_file import check_record
 from .remote import add_remote_options, check_remote_args
 
 __all__ = ["conformance_agent", "default_agent", "default_store", "history_file", "parse"]
@@ -143,8 +144,13 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
             "--record",
             metavar="FILE",
             default=None,
-            help="append every wire message, both directions and timestamped, to FILE (a transcript; "
-            "`acp-session view FILE` shows it as a web page)",
+            help="write every wire message, both directions and timestamped, to FILE, a new file (a transcript; "
+            "`acp-session view FILE` shows it as a web page); never through a symbolic link",
+        )
+        p.add_argument(
+            "--append",
+            action="store_true",
+            help="with --record: add to FILE when it exists (else an existing FILE is refused)",
         )
         p.add_argument(
             "--pass-env",
@@ -319,6 +325,9 @@ def parse(argv: list[str]) -> argparse.Namespace:
         args.mcp_servers = mcp_servers_from(getattr(args, "mcp_config", []), getattr(args, "mcp", []))
     except McpConfigError as exc:
         command.error(str(exc))
+    problem = check_record(getattr(args, "record", None), getattr(args, "append", False))
+    if problem is not None:
+        command.error(problem)
     for path in getattr(args, "attach", []):
         problem = check_attachment(path)
         if problem is not None:

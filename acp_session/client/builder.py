@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from ..registry import AgentCommand, Registry
     from ..schema.v1 import types as v1
     from ..telemetry import Instrumentation
+    from ..transport.recording import TranscriptTarget
     from ..transport.remote import RemoteDialer
 from .connection import ClientConnection, ext_name, hub_of
 from .permission_policy import PermissionDecision, PermissionPolicy
@@ -87,7 +88,7 @@ class ClientBuilder:
         self._subagents = False
         self._fallback_request: Fallback | None = None
         self._fallback_notification: Fallback | None = None
-        self._transcript: str | os.PathLike[str] | None = None
+        self._transcript: TranscriptTarget | None = None
         self._versions: tuple[int, ...] = SUPPORTED_VERSIONS
         self._file_system: Callable[[], FileSystemProvider] | None = None
         self._fs_access = (False, False)  # (read, write) advertised with a file-system provider
@@ -177,9 +178,11 @@ class ClientBuilder:
         self.terminal_auth = enabled
         return self
 
-    def record_transcript(self, path: str | os.PathLike[str] | None) -> ClientBuilder:
+    def record_transcript(self, path: TranscriptTarget | None) -> ClientBuilder:
         """Append every wire line, both directions and timestamped, to ``path`` (JSON lines; see
-        ``acp_session.transcript``). For bug reports and test fixtures; None turns it off."""
+        ``acp_session.transcript``). For bug reports and test fixtures; None turns it off. ``path`` may also be a
+        binary file opened by the caller (how it is opened is then the caller's: ``acp-session chat --record``
+        refuses symbolic links); it is flushed after each line and never closed here."""
         self._transcript = path
         return self
 

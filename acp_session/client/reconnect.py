@@ -20,7 +20,6 @@ recovery at once: ``ReconnectFailed`` with ``status`` set, after that one attemp
 from __future__ import annotations
 
 import logging
-import os
 import random
 from collections.abc import Callable, Mapping
 from contextlib import AbstractAsyncContextManager, AbstractContextManager, nullcontext
@@ -40,6 +39,7 @@ from .opening import open_resumed_session
 
 if TYPE_CHECKING:
     from ..session import SessionTrack, TrackedPrompt
+    from ..transport.recording import TranscriptTarget
     from ._hub import ConnectionHub
     from .connection import ClientConnection
 
@@ -167,7 +167,7 @@ def policy_for(choice: ReconnectPolicy | bool | None, dialer: Dialer | None) -> 
     return None
 
 
-def recording(path: str | os.PathLike[str] | None) -> Callable[[Any], Any]:
+def recording(path: TranscriptTarget | None) -> Callable[[Any], Any]:
     """What each transport of a connection is wrapped in, the first and every re-dialed one: the transcript
     recording (``ClientBuilder.record_transcript``), or nothing."""
     if path is None:

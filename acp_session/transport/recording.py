@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
-from typing import IO, Literal
+from typing import IO, Literal, TypeAlias
 
 import anyio
 import msgspec
@@ -18,18 +18,28 @@ import msgspec
 from .base import DEFAULT_RECEIVE_SIZE, FrameTransport, PeerExit, Transport
 from .framing import Frame, expand_blocks
 
-__all__ = ["Direction", "RecordingFrames", "RecordingTransport"]
+__all__ = ["Direction", "RecordingFrames", "RecordingTransport", "TranscriptTarget"]
 
 Direction = Literal["in", "out"]
+
+TranscriptTarget: TypeAlias = str | os.PathLike[str] | IO[bytes]
+"""Where a transcript goes: a path (opened for appending, closed with the transport), or a binary file the caller
+opened (written and flushed, never closed: it stays the caller's, e.g. to refuse symbolic links when opening)."""
 
 
 class RecordingTransport:
     """A ``Transport`` that passes bytes through unchanged and appends each complete line to a file."""
 
-    def __init__(self, inner: Transport, path: str | os.PathLike[str]) -> None:
+    def __init__(self, inner: Transport, path: TranscriptTarget) -> None:
         self.inner = inner
-        self.path = Path(path)
-        self._file: IO[bytes] | None = self.path.open("ab")
+        self.path: Path | None = None  # None: the caller's own file
+        self._file: IO[bytes] | None
+        if isinstance(path, (str, os.PathLike)):
+            self.path = Path(path)
+            self._file = self.path.open("ab")
+        else:
+            self._file = path
+        self._owned = self.path is not None
         self._partial = {"in": b"", "out": b""}
 
     def _record(self, direction: Direction, data: bytes) -> None:
@@ -64,9 +74,9 @@ class RecordingTransport:
         try:
             await self.inner.aclose()
         finally:
-            if self._file is not None:
+            if self._file is not None and self._owned:
                 self._file.close()
-                self._file = None
+            self._file = None
 
     async def peer_exit(self) -> PeerExit:
         return await self.inner.peer_exit()
@@ -76,7 +86,7 @@ class RecordingFrames:
     """A ``FrameTransport`` that passes frames through unchanged and appends each one to a file (a remote
     transport's messages: the same transcript lines as ``RecordingTransport``; headers are never recorded)."""
 
-    def __init__(self, inner: FrameTransport, path: str | os.PathLike[str]) -> None:
+    def __init__(self, inner: FrameTransport, path: TranscriptTarget) -> None:
         self.inner = inner
         self.name = getattr(inner, "name", None)
         self._lines = RecordingTransport(_NoStream(), path)

@@ -28,7 +28,7 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """A transcript of three turns, one chat process each (``-c`` continues the session), and its page."""
     state = tmp_path_factory.mktemp("view")
     transcript = state / "session.jsonl"
-    for args in (("/all",), ("-c", "--yes", "/permission"), ("-c", HOSTILE)):
+    for args in (("/all",), ("--append", "-c", "--yes", "/permission"), ("--append", "-c", HOSTILE)):
         done = run_cli(state, "chat", "--record", str(transcript), *args, timeout=60)
         assert done.returncode == 0, done.stderr
     page = state / "page.html"
