@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any, NoReturn
 
 from ..mcp.config import McpConfigError, server_from_entry
+from .config_bounds import MAX_BYTES, shape_problem
 from .exits import EXIT_OK, EXIT_USAGE
 from .safe_text import json_safe
 from .screen import Screen, say
@@ -43,6 +46,8 @@ FLAG_KEYS: dict[str, tuple[str, tuple[type, ...], str]] = {
     "registry": ("registry", (str,), "a file or URL"),
     "preview": ("preview", (bool,), "true or false"),
 }
+_BARE_KEY = re.compile(r"[A-Za-z0-9_-]{1,40}")
+
 PROFILE_KEYS = {"command": (str,), "id": (str,), "env": (dict,), "mcp_servers": (dict,)}
 
 
@@ -76,14 +81,26 @@ def load_config(path: Path | None = None) -> dict[str, Any]:
         return {}
     toml = _toml()
     try:
-        data: dict[str, Any] = toml.loads(path.read_text(encoding="utf-8"))
+        with path.open("rb") as file:
+            raw = file.read(MAX_BYTES + 1)
+        text = raw.decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot read it: {exc}") from None
+        raise ConfigError(f"{path}: cannot read it: {_one_line(str(exc))}") from None
+    if len(raw) > MAX_BYTES:
+        raise ConfigError(f"{path}: larger than {MAX_BYTES} bytes; not a config file")
+    problem = shape_problem(text)
+    if problem is not None:
+        raise ConfigError(f"{path}: not a config file: {problem}")
+    try:
+        data: dict[str, Any] = toml.loads(text)
     except toml.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+        raise ConfigError(f"{path}: not valid TOML: {_one_line(str(exc))}") from None
+    except (RecursionError, MemoryError):
+        raise ConfigError(f"{path}: not a config file: too deeply nested or too large to read") from None
+    _check_finite(path, "", data)
     for key in data:
         if key not in ("default_agent", "defaults", "agents"):
-            raise ConfigError(f"{path}: unknown key {key!r} (known: default_agent, [defaults], [agents.NAME])")
+            raise ConfigError(f"{path}: unknown key {_short(key)} (known: default_agent, [defaults], [agents.NAME])")
     if not isinstance(data.get("default_agent", ""), str):
         raise ConfigError(f"{path}: default_agent must be a string (a profile name, registry id or command)")
     _check_flags(path, "[defaults]", data.get("defaults", {}))
@@ -91,7 +108,7 @@ def load_config(path: Path | None = None) -> dict[str, Any]:
     if not isinstance(agents, dict):
         raise ConfigError(f"{path}: [agents] must be a table of profiles ([agents.NAME])")
     for name, profile in agents.items():
-        where = f"[agents.{name}]"
+        where = f"[agents.{_name(name)}]"
         if not isinstance(profile, dict):
             raise ConfigError(f"{path}: {where} must be a table")
         own = {key: value for key, value in profile.items() if key in PROFILE_KEYS}
@@ -109,17 +126,47 @@ def load_config(path: Path | None = None) -> dict[str, Any]:
     return data
 
 
+def _short(value: Any, width: int = 60) -> str:
+    """``repr(value)`` cut to ``width`` characters: a message about a value stays one short line."""
+    text = repr(value)
+    return text if len(text) <= width else text[: width - 1] + "\u2026"
+
+
+def _name(key: Any) -> str:
+    """A key as a message shows it: a bare key as it is, any other quoted and cut short."""
+    text = str(key)
+    return text if _BARE_KEY.fullmatch(text) else _short(text, 40)
+
+
+def _one_line(text: str, width: int = 200) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "\u2026"
+
+
+def _check_finite(path: Path, where: str, value: Any) -> None:
+    """``nan`` and ``inf`` are TOML numbers but no setting's value: refused wherever they stand."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ConfigError(f"{path}: {where or 'a value'}: {value} is not a finite number")
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        _check_finite(path, f"{where}.{_name(key)}" if where else _name(key), item)
+
+
 def _check_flags(path: Path, where: str, table: Any) -> None:
     if not isinstance(table, dict):
         raise ConfigError(f"{path}: {where} must be a table")
     for key, value in table.items():
         if key not in FLAG_KEYS:
-            raise ConfigError(f"{path}: {where} unknown key {key!r} (known: {', '.join(FLAG_KEYS)})")
+            raise ConfigError(f"{path}: {where} unknown key {_short(key)} (known: {', '.join(FLAG_KEYS)})")
         _, types, what = FLAG_KEYS[key]
         if (isinstance(value, bool) and bool not in types) or not isinstance(value, types):
-            raise ConfigError(f"{path}: {where} {key}: expected {what}, not {value!r}")
+            raise ConfigError(f"{path}: {where} {key}: expected {what}, not {_short(value)}")
         if key == "policy" and value not in POLICIES:
-            raise ConfigError(f"{path}: {where} policy: expected {what}, not {value!r}")
+            raise ConfigError(f"{path}: {where} policy: expected {what}, not {_short(value)}")
+        if key == "timeout" and isinstance(value, (int, float)) and not value > 0:
+            raise ConfigError(f"{path}: {where} timeout: expected a positive number of seconds, not {value!r}")
+        if key == "init_timeout" and isinstance(value, (int, float)) and not value >= 0:
+            raise ConfigError(f"{path}: {where} init_timeout: expected 0 (no limit) or more seconds, not {value!r}")
         if isinstance(value, list) and not all(isinstance(item, str) for item in value):
             raise ConfigError(f"{path}: {where} {key}: expected {what}")
 

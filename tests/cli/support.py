@@ -36,3 +36,30 @@ def run_cli(state: Path, *args: str, stdin: str = "", timeout: float = 30) -> su
     return subprocess.run(
         [CLI, *args], input=stdin, capture_output=True, text=True, env=cli_env(state), timeout=timeout, cwd=state
     )
+
+
+_MEASURED = (
+    "import resource, subprocess, sys\n"
+    "code = subprocess.call(sys.argv[1:])\n"
+    "sys.stderr.write(f'\\npeak-rss-kib {resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}\\n')\n"
+    "sys.exit(code)\n"
+)
+
+
+def run_cli_measured(
+    state: Path, *args: str, timeout: float = 60
+) -> tuple[subprocess.CompletedProcess[str], int]:
+    """``run_cli``, and the CLI process's peak RSS in bytes. A small launcher starts the CLI and reads its
+    children's ``ru_maxrss``: read from pytest instead it would include pytest's own (on Linux a child's peak
+    starts at its forking parent's)."""
+    done = subprocess.run(
+        [sys.executable, "-c", _MEASURED, CLI, *args],
+        capture_output=True,
+        text=True,
+        env=cli_env(state),
+        timeout=timeout,
+        cwd=state,
+    )
+    stderr, _, tail = done.stderr.rpartition("\npeak-rss-kib ")
+    done.stderr = stderr
+    return done, int(tail) * 1024
