@@ -4,7 +4,8 @@ changed (a diffstat), tokens, time and stop reason; ``--json`` for scripts.
 
 Nobody is asked anything while the agents work: permission requests get the policy's answer (``--approve-all``,
 ``--approve-reads``, ``--deny-all``, ``--allow`` / ``--deny``; default: refused), and the user's directory is
-only read (the copies are removed afterwards unless ``--keep``).
+only read (the copies are removed afterwards unless ``--keep``; a symbolic link that leads out of the directory
+leads nowhere outside its copy: ``copy_links``).
 """
 
 from __future__ import annotations
@@ -215,9 +216,15 @@ def main(argv: list[str]) -> int:
     copies: list[WorkCopy] = []
     try:
         for index, run in enumerate(runs):
-            copy = WorkCopy(cwd, parent, f"agent-{index + 1}")
+            try:
+                copy = WorkCopy(cwd, parent, f"agent-{index + 1}")
+            except OSError as exc:  # UnsafeLink included: a link of the directory that cannot be made safe
+                say(f"acp-session compare: cannot copy {cwd}: {exc}")
+                return EXIT_ERROR
             copies.append(copy)
             run.workdir, run.copy_kind = str(copy.path), copy.kind
+        for notice in copies[0].notices:  # the same for every copy
+            say(f"acp-session compare: {notice}")
 
         async def everyone() -> None:
             async with anyio.create_task_group() as tg:

@@ -2,7 +2,8 @@
 changed in it (a diffstat).
 
 A git repository gets a detached ``git worktree`` at HEAD with the user's uncommitted changes and untracked files
-copied over; any other directory a plain copy. The user's own files are only read. What changed is found by
+copied over; any other directory a plain copy; either way, a symbolic link that would lead out of the copy is
+replaced (``copy_links``). The user's own files are only read. What changed is found by
 comparing the copy's files before and after the turn (so a git and a plain copy are measured alike, and no
 commit is ever made in the user's repository).
 """
@@ -16,6 +17,8 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+
+from .copy_links import contain_links
 
 __all__ = ["FileChange", "WorkCopy", "diffstat", "snapshot"]
 
@@ -36,16 +39,20 @@ class FileChange:
 
 
 def snapshot(root: Path) -> Snapshot:
-    """Every regular file under ``root`` (``.git`` left out), by relative path."""
+    """Every regular file and symbolic link under ``root`` (``.git`` left out), by relative path; a link counts
+    as the one line ``symlink -> TARGET``, so a link made, removed or pointed elsewhere is a change too."""
     found: Snapshot = {}
     for folder, dirs, files in os.walk(root):
         dirs[:] = [d for d in dirs if d != ".git"]
-        for name in files:
+        for name in [*files, *dirs]:
             path = Path(folder) / name
-            if path.is_symlink() or not path.is_file():
-                continue
             try:
-                data = path.read_bytes()
+                if path.is_symlink():
+                    data = f"symlink -> {os.readlink(path)}\n".encode("utf-8", "surrogateescape")
+                elif name in files and path.is_file():
+                    data = path.read_bytes()
+                else:
+                    continue
             except OSError:
                 continue
             key = path.relative_to(root).as_posix()
@@ -108,13 +115,21 @@ class WorkCopy:
             done = _git(self.repo, "worktree", "add", "--detach", "-q", str(self.root), "HEAD")
             if done.returncode != 0:
                 raise OSError(f"git worktree add failed: {done.stderr.decode(errors='replace').strip()}")
-            self._copy_uncommitted(self.repo)
             self.path = self.root / self.source.relative_to(self.repo)
             self.kind = "git worktree"
         else:
-            shutil.copytree(self.source, self.root, symlinks=True)
             self.path = self.root
             self.kind = "copy"
+        try:
+            if self.repo is not None:
+                self._copy_uncommitted(self.repo)
+            else:
+                shutil.copytree(self.source, self.root, symlinks=True)
+            # Links kept as links may lead out of the copy, into the user's real files (cli/copy_links.py).
+            self.notices = contain_links(self.root, self.repo or self.source)
+        except BaseException:
+            self.remove()
+            raise
         self.before = snapshot(self.path)
 
     def _copy_uncommitted(self, repo: Path) -> None:

@@ -46,9 +46,7 @@ _MEASURED = (
 )
 
 
-def run_cli_measured(
-    state: Path, *args: str, timeout: float = 60
-) -> tuple[subprocess.CompletedProcess[str], int]:
+def run_cli_measured(state: Path, *args: str, timeout: float = 60) -> tuple[subprocess.CompletedProcess[str], int]:
     """``run_cli``, and the CLI process's peak RSS in bytes. A small launcher starts the CLI and reads its
     children's ``ru_maxrss``: read from pytest instead it would include pytest's own (on Linux a child's peak
     starts at its forking parent's)."""
