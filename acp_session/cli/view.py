@@ -1,20 +1,32 @@
 """``acp-session view TRANSCRIPT [--out FILE.html] [--open]``: a recorded transcript (``chat --record FILE``,
-``ClientBuilder.record_transcript``) as one self-contained web page (``acp_session.pages.session_view``)."""
+``ClientBuilder.record_transcript``) as one self-contained web page (``acp_session.pages.session_view``).
+
+The page is written as the transcript is read (memory a small multiple of its text, not of its decoded messages),
+into a temporary file beside ``--out`` that replaces it only when complete; a transcript of at least
+``PROGRESS_FROM`` bytes shows a progress line on stderr when that is a terminal.
+"""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
+import tempfile
+import time
 import webbrowser
 from collections.abc import Sequence
 from pathlib import Path
 
 import msgspec
 
-from ..pages.session_view import render_transcript
+from ..pages.session_view import write_transcript_page
+from .screen import Screen
 
-__all__ = ["main"]
+__all__ = ["PROGRESS_FROM", "main"]
+
+PROGRESS_FROM = 16 << 20
+"""Transcripts from this size (16 MiB) get a progress line (on a terminal)."""
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -30,32 +42,80 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _ProgressLine:
+    """``acp-session view: reading session.jsonl 45% (96 of 213 MiB)`` on stderr, redrawn at most 10 times a
+    second; nothing unless stderr is a terminal and the transcript is large."""
+
+    def __init__(self, name: str, size: int) -> None:
+        self.screen = Screen(sys.stderr)
+        self.name = name
+        self.shown = False
+        self.next = 0.0
+        self.enabled = size >= PROGRESS_FROM and sys.stderr.isatty()
+
+    def __call__(self, doing: str, done: int, total: int) -> None:
+        now = time.monotonic()
+        if not self.enabled or now < self.next or total <= 0:
+            return
+        self.next = now + 0.1
+        amount = f"{done >> 20} of {total >> 20} MiB" if doing == "reading" else f"{done} of {total} items"
+        self.screen.erase_line()
+        self.screen.write(f"acp-session view: {doing} {self.name} {100 * done // total}% ({amount})")
+        self.shown = True
+
+    def clear(self) -> None:
+        if self.shown:
+            self.screen.erase_line()
+
+
 def main(argv: Sequence[str]) -> int:
     args = _parser().parse_args(list(argv))
     source = Path(args.transcript)
     out = Path(args.out) if args.out else source.with_name(source.name + ".html")
     try:
-        page = render_transcript(source)
+        size = source.stat().st_size
     except OSError as exc:
         print(f"acp-session view: cannot read {source}: {exc.strerror or exc}", file=sys.stderr)
         return 1
-    except (msgspec.DecodeError, KeyError, TypeError) as exc:
-        print(f"acp-session view: {source} is not a transcript (JSON lines with t, dir, msg): {exc}", file=sys.stderr)
-        return 1
-    except Exception as exc:  # a bug: one line, not a traceback (ACP_SESSION_DEBUG=1 shows it)
-        if os.environ.get("ACP_SESSION_DEBUG"):
-            raise
-        print(
-            f"acp-session view: cannot show {source}: {exc!r} (ACP_SESSION_DEBUG=1 shows the traceback)",
-            file=sys.stderr,
-        )
-        return 1
+    progress = _ProgressLine(source.name, size)
     try:
-        out.write_text(page, encoding="utf-8")
+        page = tempfile.NamedTemporaryFile(  # noqa: SIM115 - renamed or removed below
+            prefix=f".{out.name}.", suffix=".tmp", dir=out.parent, delete=False
+        )
     except OSError as exc:
         print(f"acp-session view: cannot write {out}: {exc.strerror or exc}", file=sys.stderr)
         return 1
+    try:
+        with page:
+            write_transcript_page(source, page, spill_dir=out.parent, progress=progress)
+        os.chmod(page.name, 0o644 & ~_umask())
+        os.replace(page.name, out)
+    except OSError as exc:
+        failed = f"cannot read {source}" if exc.filename == str(source) else f"cannot write {out}"
+        return _fail(f"{failed}: {exc.strerror or exc}", page.name, progress)
+    except (msgspec.DecodeError, KeyError, TypeError) as exc:
+        return _fail(f"{source} is not a transcript (JSON lines with t, dir, msg): {exc}", page.name, progress)
+    except Exception as exc:  # a bug: one line, not a traceback (ACP_SESSION_DEBUG=1 shows it)
+        if os.environ.get("ACP_SESSION_DEBUG"):
+            raise
+        problem = f"cannot show {source}: {exc!r} (ACP_SESSION_DEBUG=1 shows the traceback)"
+        return _fail(problem, page.name, progress)
+    progress.clear()
     print(out)
     if args.open:
         webbrowser.open(out.resolve().as_uri())
     return 0
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _fail(problem: str, partial: str, progress: _ProgressLine) -> int:
+    progress.clear()
+    with contextlib.suppress(OSError):
+        os.unlink(partial)
+    print(f"acp-session view: {problem}", file=sys.stderr)
+    return 1

@@ -3,20 +3,26 @@ thoughts (consecutive chunks joined), tool calls with their duration, diffs and 
 questions with the answer and the wait, plans, usage, notices, errors; every other message as a plain item.
 Each item names the indices of the wire messages it was made from, for the page's raw-wire pane.
 
-Plain JSON values in, plain JSON values out: the page renders them as text only (``html``).
+Plain JSON values in, plain JSON values out: the page renders them as text only (``html``). Messages are fed one
+at a time (``TimelineBuilder.message``) as the transcript is read, and the items kept in an ``ItemStore``, so a
+transcript of any size is turned into a page in memory a small multiple of its text.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import os
+from array import array
+from collections.abc import Iterator
 from typing import Any
 
 from ..transcript import TranscriptEntry
+from .item_store import LIVE_ITEMS, Item, ItemStore, append_text, encode
 
-__all__ = ["timeline"]
+__all__ = ["TimelineBuilder"]
 
-Item = dict[str, Any]
+_SCRATCH = ("names", "start", "body", "chunks")
 _CHUNKS = {
     "agent_message_chunk": "text",
     "agent_message": "text",
@@ -59,26 +65,43 @@ def _decoded(data: Any) -> str:
         return data
 
 
-class _Builder:
-    def __init__(self) -> None:
-        self.items: list[Item] = []
+class TimelineBuilder:
+    """The timeline of a transcript read message by message; ``spill_dir`` and ``live``: see ``ItemStore``.
+    Items are held by their number in the store (``tools``, ``requests``, ``last`` ...), read through ``item``."""
+
+    def __init__(self, spill_dir: str | os.PathLike[str] | None = None, live: int = LIVE_ITEMS) -> None:
+        self.store = ItemStore(spill_dir, live)
         self.turn = 0
-        self.requests: dict[tuple[str, Any], tuple[Item | None, float, dict[str, Any]]] = {}
-        self.tools: dict[str, Item] = {}
-        self.terminals: dict[str, Item] = {}
-        self.last: Item | None = None  # the item streamed chunks may join
+        self.requests: dict[tuple[str, Any], tuple[int | None, float]] = {}  # (item, when it was sent)
+        self.tools: dict[str, int] = {}
+        self.terminals: dict[str, int] = {}
+        self.last: int | None = None  # the item streamed chunks may join
         self.agent: str = ""
         self.replaying: Any = None  # the id of a session/resume or session/load in flight
-        self.current_turn: Item | None = None  # its duration runs to the idle state (v2) or the answer (v1)
+        self.current_turn: int | None = None  # its duration runs to the idle state (v2) or the answer (v1)
         self.protocol: Any = None
 
-    def add(self, kind: str, t: float, index: int, **fields: Any) -> Item:
-        item: Item = {"kind": kind, "t": t, "turn": self.turn, "messages": [index], **fields}
+    def item(self, number: int) -> Item:
+        return self.store.get(number)
+
+    def add(self, kind: str, t: float, index: int, **fields: Any) -> tuple[int, Item]:
+        item: Item = {"kind": kind, "t": t, "turn": self.turn, "messages": array("q", [index]), **fields}
         if self.replaying is not None:
             item["replayed"] = True
-        self.items.append(item)
         self.last = None
-        return item
+        return self.store.add(item), item
+
+    def items(self) -> Iterator[bytes]:
+        """Each item as JSON, in order: a tool call's text made of its chunks and body, scratch fields gone."""
+        for item in self.store.items():
+            if item["kind"] == "tool":
+                item["text"] = str(item.get("chunks", "")) + str(item.get("body", ""))
+            for scratch in _SCRATCH:
+                item.pop(scratch, None)
+            yield encode(item)
+
+    def close(self) -> None:
+        self.store.close()
 
     def message(self, index: int, entry: TranscriptEntry) -> None:
         msg = entry.message
@@ -97,16 +120,18 @@ class _Builder:
             self.response(index, entry, msg)
 
     def request(self, index: int, entry: TranscriptEntry, method: str, params: dict[str, Any], id: Any) -> None:
-        item: Item | None
+        number: int | None
         if method == "session/prompt" and entry.direction == "out":
             self.turn += 1
-            item = self.add("turn", entry.t, index, title=f"Turn {self.turn}", text=_text_of(params.get("prompt")))
+            number, item = self.add(
+                "turn", entry.t, index, title=f"Turn {self.turn}", text=_text_of(params.get("prompt"))
+            )
             item["session"] = params.get("sessionId")
-            self.current_turn = item
+            self.current_turn = number
             self.tools, self.terminals = {}, {}  # ids are the agent's and may repeat in a later turn
         elif method == "session/request_permission":
             options = [o for o in params.get("options", []) if isinstance(o, dict)]
-            item = self.add(
+            number, item = self.add(
                 "permission",
                 entry.t,
                 index,
@@ -121,16 +146,16 @@ class _Builder:
             if isinstance(tool, dict) and isinstance(tool.get("toolCallId"), str):
                 item["tool"] = tool["toolCallId"]
         else:
-            item = self.add("request", entry.t, index, title=method, direction=entry.direction)
+            number, _ = self.add("request", entry.t, index, title=method, direction=entry.direction)
             if method in ("session/resume", "session/load") and entry.direction == "out":
                 self.tools, self.terminals = {}, {}
                 self.replaying = id  # what arrives until its answer is the session's history, replayed
         answered_by = "in" if entry.direction == "out" else "out"
-        self.requests[(answered_by, id)] = (item, entry.t, params)
+        self.requests[(answered_by, id)] = (number, entry.t)
 
     def response(self, index: int, entry: TranscriptEntry, msg: dict[str, Any]) -> None:
         found = self.requests.pop((entry.direction, msg.get("id")), None)
-        item, started, _ = found if found is not None else (None, entry.t, {})
+        number, started = found if found is not None else (None, entry.t)
         if entry.direction == "in" and msg.get("id") == self.replaying:
             self.replaying = None
             self.tools, self.terminals = {}, {}
@@ -138,8 +163,9 @@ class _Builder:
         if isinstance(error, dict):
             self.add("error", entry.t, index, title=f"error {error.get('code')}", text=str(error.get("message", "")))
         result = _obj(msg.get("result"))
-        if item is None:
+        if number is None:
             return
+        item = self.item(number)
         item["messages"].append(index)
         item["duration"] = entry.t - started
         if item["kind"] == "permission":
@@ -163,14 +189,16 @@ class _Builder:
         kind = _CHUNKS.get(tag)
         if kind is not None:
             text = _text_of(update.get("content"))
-            last = self.last
-            if last is not None and last["kind"] == kind and tag.endswith("_chunk"):
-                last["text"] += text
-                last["messages"].append(index)
-                return
-            self.add(kind, t, index, title={"text": "Agent", "thought": "Thought", "user": "User"}[kind], text=text)
+            if self.last is not None and tag.endswith("_chunk"):
+                last = self.item(self.last)
+                if last["kind"] == kind:
+                    append_text(last, "text", text)
+                    last["messages"].append(index)
+                    return
+            title = {"text": "Agent", "thought": "Thought", "user": "User"}[kind]
+            number, _ = self.add(kind, t, index, title=title, text=text)
             if tag.endswith("_chunk"):
-                self.last = self.items[-1]
+                self.last = number
         elif tag in ("tool_call_update", "tool_call", "tool_call_content_chunk"):
             self.tool(index, t, tag, update)
         elif tag in ("terminal_update", "terminal_output_chunk"):
@@ -192,37 +220,40 @@ class _Builder:
 
     def tool(self, index: int, t: float, tag: str, update: dict[str, Any]) -> None:
         tool_call_id = str(update.get("toolCallId", ""))
-        item = self.tools.get(tool_call_id)
-        if item is None:
-            item = self.tools[tool_call_id] = self.add("tool", t, index, title="", status="", text="", start=t)
+        number = self.tools.get(tool_call_id)
+        if number is None:
+            self.tools[tool_call_id], item = self.add("tool", t, index, title="", status="", text="", start=t)
             item["body"], item["chunks"] = "", ""
             item["id"] = tool_call_id
         else:
+            item = self.item(number)
             item["messages"].append(index)
             self.last = None
         for field, key in (("title", "title"), ("kind", "tool_kind"), ("status", "status"), ("name", "name")):
             if isinstance(update.get(field), str):
                 item[key] = update[field]
         if tag == "tool_call_content_chunk":
-            item["chunks"] += _text_of(update.get("content")) + "\n"
+            append_text(item, "chunks", _text_of(update.get("content")) + "\n")
+            item["text"] = None  # made from chunks and body at the end (``_finish``)
         elif isinstance(update.get("content"), list):  # an update's content replaces the previous one
             item["body"] = "".join(_text_of(c) + "\n" for c in update["content"])
-        item["text"] = item["chunks"] + item["body"]
+            item["text"] = None
         if item.get("status") in ("completed", "failed", "cancelled"):
             item["duration"] = t - item["start"]
 
     def terminal(self, index: int, t: float, update: dict[str, Any]) -> None:
         terminal_id = str(update.get("terminalId", ""))
-        item = self.terminals.get(terminal_id)
-        if item is None:
-            item = self.terminals[terminal_id] = self.add("terminal", t, index, title="Terminal", text="", start=t)
+        number = self.terminals.get(terminal_id)
+        if number is None:
+            self.terminals[terminal_id], item = self.add("terminal", t, index, title="Terminal", text="", start=t)
         else:
+            item = self.item(number)
             item["messages"].append(index)
             self.last = None
         if isinstance(update.get("command"), str):
             item["title"] = f"$ {update['command']}"
         if "data" in update:
-            item["text"] += _decoded(update.get("data"))
+            append_text(item, "text", _decoded(update.get("data")))
         status = update.get("exitStatus")
         if isinstance(status, dict):
             item["status"] = f"exit {status.get('exitCode', status.get('signal'))}"
@@ -234,31 +265,12 @@ class _Builder:
             return
         usage = _obj(update.get("usage")) or None
         text = "" if usage is None else f"{usage.get('inputTokens')} in, {usage.get('outputTokens')} out"
-        item = self.add("done", t, index, title=f"Stop reason: {update.get('stopReason', '')}", text=text)
         if self.current_turn is not None:
-            self.current_turn["duration"] = t - self.current_turn["t"]
+            turn = self.item(self.current_turn)
+            turn["duration"] = t - turn["t"]
             self.current_turn = None
+        _, item = self.add("done", t, index, title=f"Stop reason: {update.get('stopReason', '')}", text=text)
         error = update.get("error")
         if isinstance(error, dict):
             item["kind"] = "error"
             item["text"] = f"{error.get('message', '')}\n{text}".strip()
-
-
-def timeline(entries: list[TranscriptEntry]) -> dict[str, Any]:
-    """The page's data: the items, every wire message (for the raw pane), the agent and protocol version."""
-    builder = _Builder()
-    for index, entry in enumerate(entries):
-        builder.message(index, entry)
-    for item in builder.items:
-        for scratch in ("names", "start", "body", "chunks"):
-            item.pop(scratch, None)
-    started = entries[0].t if entries else 0.0
-    return {
-        "agent": builder.agent,
-        "protocol": builder.protocol,
-        "started": started,
-        "items": builder.items,
-        "messages": [
-            {"t": e.t - started, "dir": e.direction, "msg": e.message if e.raw is None else e.raw} for e in entries
-        ],
-    }

@@ -3,14 +3,39 @@ kind, a search box, and a raw-wire pane with the JSON of the messages behind the
 
 from __future__ import annotations
 
+import io
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import IO
 
-from ..transcript import read_transcript
-from .html import render_page
-from .session_data import timeline
+import msgspec
 
-__all__ = ["render_session", "render_transcript"]
+from ..transcript import TranscriptEntry
+from .html import embed_json_bytes, page_parts
+from .item_store import LIVE_ITEMS
+from .session_data import TimelineBuilder
+
+__all__ = ["Progress", "render_transcript", "write_transcript_page"]
+
+Progress = Callable[[str, int, int], None]
+"""Told how far the page is: (what is being done, how much of it is done, how much there is)."""
+
+REPORT_EVERY = 1 << 20
+"""Bytes of transcript read between two calls of the progress callback."""
+
+
+class _Row(msgspec.Struct):
+    """One transcript line; the message stays raw JSON for the page and is decoded apart for the timeline."""
+
+    t: float
+    dir: str
+    msg: msgspec.Raw = msgspec.Raw(b"null")
+    raw: str | None = None
+
+
+_rows = msgspec.json.Decoder(_Row)
+_encode = msgspec.json.encode
 
 STYLE = """
 :root{--fg:#1d2228;--muted:#66707a;--line:#d8dde3;--bg:#f6f7f9;--card:#fff;--accent:#2f6feb}
@@ -123,10 +148,90 @@ apply();
 """
 
 
-def render_session(entries_title: str, data: dict[str, object]) -> str:
-    return render_page(entries_title, data, style=STYLE, script=SCRIPT)
+class _JsonOut:
+    """JSON text into the page's data element, made safe (``embed_json_bytes``) a block of whole values at a time:
+    one pass over a megabyte instead of one call per message."""
+
+    BLOCK = 1 << 20
+
+    def __init__(self, out: IO[bytes]) -> None:
+        self.out = out
+        self.pending: list[bytes] = []
+        self.size = 0
+
+    def write(self, text: bytes) -> None:
+        self.pending.append(text)
+        self.size += len(text)
+        if self.size >= self.BLOCK:
+            self.flush()
+
+    def flush(self) -> None:
+        self.out.write(embed_json_bytes(b"".join(self.pending)))
+        self.pending, self.size = [], 0
+
+
+def write_transcript_page(
+    path: str | os.PathLike[str],
+    out: IO[bytes],
+    *,
+    spill_dir: str | os.PathLike[str] | None = None,
+    progress: Progress | None = None,
+    live_items: int = LIVE_ITEMS,
+) -> None:
+    """Write the page for the transcript at ``path`` (``ClientBuilder.record_transcript``, ``chat --record``) to
+    ``out``, reading the transcript line by line: each wire message goes into the page as it was recorded (made
+    safe for the script element) and into the timeline, whose items wait in an ``ItemStore`` (at most
+    ``live_items`` in memory, the rest in a temporary file in ``spill_dir``). ``msgspec.DecodeError`` for a line
+    that is not a transcript's; ``OSError`` from reading or writing."""
+    head, tail = page_parts(f"{Path(path).name}: ACP session", style=STYLE, script=SCRIPT)
+    builder = TimelineBuilder(spill_dir, live_items)
+    try:
+        out.write(head.encode())
+        data = _JsonOut(out)
+        data.write(b'{"messages":[')
+        started = _messages(path, builder, data, progress)
+        data.write(b'],"items":[')
+        total = len(builder.store)
+        for number, item in enumerate(builder.items()):
+            data.write(item if number == 0 else b"," + item)
+            if progress is not None and number % 65_536 == 0:
+                progress("writing", number, total)
+        data.write(b"]," + _encode({"agent": builder.agent, "protocol": builder.protocol, "started": started})[1:])
+        data.flush()
+        out.write(tail.encode())
+    finally:
+        builder.close()
+
+
+def _messages(
+    path: str | os.PathLike[str], builder: TimelineBuilder, data: _JsonOut, progress: Progress | None
+) -> float:
+    """Read the transcript into ``builder`` and its messages into ``data``; when the first one was sent."""
+    started: float | None = None
+    with open(path, "rb") as source:
+        total = os.fstat(source.fileno()).st_size
+        done = reported = index = 0
+        for line in source:
+            done += len(line)
+            if not line.strip():
+                continue
+            row = _rows.decode(line)
+            if started is None:
+                started = row.t
+            message = msgspec.json.decode(row.msg)
+            builder.message(index, TranscriptEntry(row.t, row.dir, message, row.raw))  # type: ignore[arg-type]
+            shown = bytes(row.msg) if row.raw is None else _encode(row.raw)
+            first = b'{"t":' if index == 0 else b',{"t":'
+            data.write(first + _encode(row.t - started) + b',"dir":' + _encode(row.dir) + b',"msg":' + shown + b"}")
+            index += 1
+            if progress is not None and done - reported >= REPORT_EVERY:
+                progress("reading", done, total)
+                reported = done
+    return started if started is not None else 0.0
 
 
 def render_transcript(path: str | os.PathLike[str]) -> str:
-    """The page for the transcript at ``path`` (``ClientBuilder.record_transcript``, ``chat --record``)."""
-    return render_session(f"{Path(path).name}: ACP session", timeline(read_transcript(path)))
+    """The page for the transcript at ``path``, as text (``write_transcript_page`` writes it by pieces)."""
+    page = io.BytesIO()
+    write_transcript_page(path, page)
+    return page.getvalue().decode("utf-8", "replace")
