@@ -18,7 +18,7 @@ import anyio
 
 from acp_session.transport.remote import RemoteDialer
 
-from .probe import Fail, NotApplicable
+from .outcomes import Fail, NotApplicable
 from .remote_probe import EventStream, HttpProbe, http_probe, initialize_params, rpc, ws_probe
 from .tiers import REMOTE_CLASSIFICATIONS, Classification, Tier
 

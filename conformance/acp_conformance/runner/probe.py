@@ -1,13 +1,12 @@
-"""A raw view of one agent process: every stdout line is recorded as it arrived, nothing is hidden.
+"""A raw view of one agent process (``Probe``), playing the client's part of the protocol.
 
-The runner deliberately does not use ``acp_session.rpc.Connection`` here: checks must see the exact
-frames, their order, and anything on stdout that is not a message. Outgoing params are generated
-types (v2, or v1 from ``acp_session.schema.v1``); envelopes are the rpc layer's envelope structs.
-
-The probe also plays the client's part of the protocol: it answers permission requests (a reject option,
-unless a check answers itself), and with protocol version 1 the agent's ``fs/*`` and ``terminal/*`` calls,
-through the library's providers confined to each session's working directory (a temporary sandbox). Every
-such call is kept with the problems its params have against the v1 schema and docs, for the checks to judge.
+The wire itself (every stdout line recorded as it arrived, nothing hidden; our requests, answers and waits) is
+``wire.Wire``. On top of it the probe answers the agent's requests as a client does: permission requests (a reject
+option, unless a check answers itself), and with protocol version 1 the agent's ``fs/*`` and ``terminal/*`` calls,
+through the library's providers confined to each session's working directory (a temporary sandbox). Every such
+call is kept with the problems its params have against the v1 schema and docs (``client_calls``), for the checks
+to judge. Its shortcuts speak ACP: initialize, log in, open a session, run a turn. Outgoing params are generated
+types (v2, or v1 from ``acp_session.schema.v1``).
 """
 
 from __future__ import annotations
@@ -16,17 +15,15 @@ import contextlib
 import os
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
-from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
 import msgspec
 from anyio.abc import TaskGroup
 
-from acp_session.codec import decoder, encode, to_builtins
+from acp_session.codec import decoder, to_builtins
 from acp_session.errors import RpcError
 from acp_session.providers import LocalFileSystem, LocalTerminals
-from acp_session.rpc.messages import ErrorObject, ErrorOut, NotificationOut, RequestOut, ResultOut
 from acp_session.schema import v1
 from acp_session.schema.types import (
     CancelledPermissionOutcome,
@@ -38,10 +35,18 @@ from acp_session.schema.types import (
     SelectedPermissionOutcome,
     TextContent,
 )
-from acp_session.transport import AgentProcess, FrameReader, OversizedFrame, encode_frame, stdio_agent
+from acp_session.transport import AgentProcess, stdio_agent
 
+from .client_calls import V1_CLIENT_METHODS, ClientCall, client_call_problems
+from .frames import OUTPUT_KINDS, Frame, Turn, WireLine
+from .outcomes import AUTH_REQUIRED, ErrorAnswer, Fail, LoginRequired, NotApplicable
+from .wire import Wire
+
+# What the checks and the remote modules have always imported from here lives in outcomes, frames and
+# client_calls; the names stay importable from this module.
 __all__ = [
     "AUTH_REQUIRED",
+    "OUTPUT_KINDS",
     "ClientCall",
     "ErrorAnswer",
     "Fail",
@@ -51,222 +56,13 @@ __all__ = [
     "Probe",
     "Turn",
     "WireLine",
+    "read_into_probe",
     "spawn_probe",
+    "v1_offer",
 ]
 
-_json = msgspec.json.Decoder()
-AUTH_REQUIRED = -32000
 RUNNER_INFO = ("acp-conformance", "0.2.0")
-
-
-class Fail(Exception):
-    """A check failed; ``rule`` names the rule (ACP2-NNN, ACP1-NNN or a schema/docs reference) it violates."""
-
-    def __init__(self, rule: str, message: str) -> None:
-        super().__init__(f"{rule}: {message}")
-        self.rule = rule
-
-
-class ErrorAnswer(Fail):
-    """The agent answered a request with an error where a result was needed; ``code`` is the error's."""
-
-    def __init__(self, rule: str, message: str, code: Any) -> None:
-        super().__init__(rule, message)
-        self.code = code
-
-
-class NotApplicable(Exception):
-    """The check cannot run against this agent (capability not advertised, no scenario for it, ...)."""
-
-
-class LoginRequired(Exception):
-    """The agent refused ``method`` with -32000 (authentication required)."""
-
-    def __init__(self, method: str, error: Any) -> None:
-        message = error.get("message") if isinstance(error, dict) else None
-        super().__init__(f"{method} answered {AUTH_REQUIRED} {message!r}" if message else f"{method}: {AUTH_REQUIRED}")
-        self.method = method
-        self.error = error
-
-
-@dataclass(frozen=True)
-class WireLine:
-    """One line of the wire traffic, for a failed check's transcript (long lines shortened)."""
-
-    direction: str  # "sent" (runner to agent) or "received"
-    seconds: float  # since the probe started
-    line: str
-
-    LIMIT = 4000
-
-    @classmethod
-    def of(cls, direction: str, seconds: float, raw: bytes) -> WireLine:
-        text = raw.rstrip(b"\n").decode("utf-8", "replace")
-        if len(text) > cls.LIMIT:
-            text = f"{text[: cls.LIMIT]}... ({len(text)} characters)"
-        return cls(direction, round(seconds, 3), text)
-
-
-@dataclass
-class Frame:
-    index: int
-    raw: bytes
-    message: dict[str, Any] | None  # None when the line is not a JSON object
-    problem: str | None  # why the line is not a well-formed message, if it is not
-    time: float
-
-    @property
-    def method(self) -> str | None:
-        m = self.message
-        return m.get("method") if m is not None and isinstance(m.get("method"), str) else None
-
-    @property
-    def is_response(self) -> bool:
-        m = self.message
-        return m is not None and "method" not in m and ("result" in m or "error" in m)
-
-    @property
-    def is_request(self) -> bool:
-        return self.method is not None and self.message is not None and "id" in self.message
-
-    @property
-    def params(self) -> dict[str, Any]:
-        params = self.message.get("params") if self.message else None
-        return params if isinstance(params, dict) else {}
-
-    @property
-    def update(self) -> dict[str, Any] | None:
-        """The ``update`` object of a ``session/update`` notification."""
-        if self.method != "session/update":
-            return None
-        update = self.params.get("update")
-        return update if isinstance(update, dict) else None
-
-    @property
-    def session_id(self) -> Any:
-        return self.params.get("sessionId")
-
-    @property
-    def error(self) -> dict[str, Any] | None:
-        error = self.message.get("error") if self.message else None
-        return error if isinstance(error, dict) else None
-
-    @property
-    def error_code(self) -> int | None:
-        error = self.error
-        return error.get("code") if error is not None else None
-
-    @property
-    def result(self) -> Any:
-        return self.message.get("result") if self.message else None
-
-    def update_kind(self) -> str | None:
-        u = self.update
-        return u.get("sessionUpdate") if u is not None else None
-
-    def state(self) -> str | None:
-        u = self.update
-        return u.get("state") if u is not None and u.get("sessionUpdate") == "state_update" else None
-
-
-@dataclass
-class ClientCall:
-    """A request the agent sent to the client (fs/*, terminal/*), with what was wrong with it, if anything."""
-
-    frame: Frame
-    method: str
-    params: dict[str, Any]
-    problems: list[str] = field(default_factory=list)  # "rule: message"
-    advertised: bool = True  # whether the runner advertised the capability the method needs
-    outcome: str = "pending"  # "ok", or "error CODE"
-    result: Any = None
-
-
-@dataclass
-class Turn:
-    start: int  # frame index when the prompt was sent
-    request_id: int
-    response: Frame
-    end: Frame | None  # v2: the idle update (None when the agent went quiet without one); v1: the response
-
-    @property
-    def stop_reason(self) -> Any:
-        if self.end is None:
-            return None
-        source = self.end.update if self.end.method == "session/update" else self.end.result
-        return source.get("stopReason") if isinstance(source, dict) else None
-
-
-def _problem(raw: bytes) -> tuple[dict[str, Any] | None, str | None]:
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        return None, "not valid UTF-8"
-    if not text.strip():
-        return None, "blank line"
-    try:
-        value = _json.decode(raw)
-    except msgspec.DecodeError:
-        return None, f"not JSON: {text[:60]!r}"
-    if isinstance(value, list):
-        return None, "a JSON array (batch); ACP messages are single objects"
-    if not isinstance(value, dict):
-        return None, f"a JSON {type(value).__name__}, not an object"
-    if value.get("jsonrpc") != "2.0":
-        return value, 'missing "jsonrpc": "2.0"'
-    if "id" in value and value["id"] is None and "method" in value:
-        return value, "request id is null"
-    return value, None
-
-
-OUTPUT_KINDS = frozenset(
-    {
-        "agent_message",
-        "agent_message_chunk",
-        "agent_thought",
-        "agent_thought_chunk",
-        "tool_call",
-        "tool_call_update",
-        "tool_call_content_chunk",
-        "plan",
-        "plan_update",
-        "terminal_update",
-        "terminal_output_chunk",
-    }
-)
-
-# The v1 client methods the runner answers: params type, provider method, what must be advertised.
-_V1_CLIENT_METHODS: dict[str, tuple[Any, str, str]] = {
-    "fs/read_text_file": (v1.ReadTextFileRequest, "read_text_file", "fs.readTextFile"),
-    "fs/write_text_file": (v1.WriteTextFileRequest, "write_text_file", "fs.writeTextFile"),
-    "terminal/create": (v1.CreateTerminalRequest, "create_terminal", "terminal"),
-    "terminal/output": (v1.TerminalOutputRequest, "terminal_output", "terminal"),
-    "terminal/wait_for_exit": (v1.WaitForTerminalExitRequest, "wait_for_terminal_exit", "terminal"),
-    "terminal/kill": (v1.KillTerminalRequest, "kill_terminal", "terminal"),
-    "terminal/release": (v1.ReleaseTerminalRequest, "release_terminal", "terminal"),
-}
 _SESSION_OPENERS = frozenset({"session/new", "session/load", "session/resume"})
-
-
-def client_call_problems(method: str, params: dict[str, Any]) -> list[str]:
-    """What the v1 schema and docs object to in the params of an ``fs/*`` or ``terminal/*`` call."""
-    problems: list[str] = []
-    spec = _V1_CLIENT_METHODS.get(method)
-    if spec is None:
-        return problems
-    doc = "file-system.mdx" if method.startswith("fs/") else "terminals.mdx"
-    try:
-        decoder(spec[0])(msgspec.json.encode(params))
-    except msgspec.ValidationError as exc:
-        problems.append(f"schema:{spec[0].__name__}: {method} params do not match the v1 schema: {exc}")
-        return problems
-    for key in ("path", "cwd"):
-        value = params.get(key)
-        if isinstance(value, str) and not os.path.isabs(value):
-            problems.append(f"overview.mdx: {method} {key} {value!r} is not absolute (all file paths MUST be)")
-    if method.startswith("fs/") and not isinstance(params.get("path"), str):
-        problems.append(f"{doc}: {method} without a path")
-    return problems
 
 
 def v1_offer(version: int, *, fs: bool, terminal: bool) -> dict[str, Any]:
@@ -293,25 +89,15 @@ def v1_offer(version: int, *, fs: bool, terminal: bool) -> dict[str, Any]:
     return plain
 
 
-class Probe:
-    """Send typed messages to one agent process and wait for frames matching predicates."""
+class Probe(Wire):
+    """Plays the client for one agent process: answers its requests, and speaks ACP in shortcuts for the checks."""
 
     def __init__(self, agent: AgentProcess, timeout: float, startup_timeout: float = 20.0) -> None:
-        self.agent = agent
-        self.timeout = timeout  # default for waits
-        self.startup_timeout = startup_timeout  # for initialize: a loaded machine starts interpreters slowly
-        self.frames: list[Frame] = []
-        self.wire: list[WireLine] = []  # both directions, in order
-        self._changed = anyio.Event()
-        self._next_id = 0
-        self._eof = False
-        self.start = anyio.current_time()
+        super().__init__(agent, timeout, startup_timeout)
         self.init_result: dict[str, Any] | None = None
-        self.init_index = -1  # the frame of the (first) initialize response
         self.version: int | None = None  # the protocol version the agent answered
         # Answer permission requests automatically (reject / cancelled) unless a check turns it off.
         self.auto_answer_permissions = True
-        self.answered: set[Any] = set()
         self.calls: list[ClientCall] = []
         self.advertised: set[str] = set()  # "fs.readTextFile", "fs.writeTextFile", "terminal"
         self.files = LocalFileSystem()
@@ -320,41 +106,15 @@ class Probe:
         self._opening: dict[int, tuple[str, dict[str, Any]]] = {}  # request id -> (method, params)
         self.sessions: dict[str, str] = {}  # session id -> cwd, of sessions opened on this connection
 
-    # -- reading ---------------------------------------------------------------------------------------
+    # -- the client's part -----------------------------------------------------------------------------
 
-    async def read_loop(self) -> None:
-        reader = FrameReader()
-        try:
-            while True:
-                try:
-                    data = await self.agent.receive()
-                except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
-                    break
-                for item in reader.feed(data):
-                    await self._record(item)
-            for item in reader.feed_eof():
-                await self._record(item)
-        finally:
-            self._eof = True
-            self._changed.set()
+    def _requesting(self, request_id: int, method: str, params: Any) -> None:
+        if method in _SESSION_OPENERS:
+            plain = to_builtins(params)
+            self._opening[request_id] = (method, plain if isinstance(plain, dict) else {})
 
-    async def _record(self, item: bytes | OversizedFrame) -> None:
-        if isinstance(item, OversizedFrame):
-            frame = Frame(len(self.frames), b"", None, f"oversized frame of {item.size} bytes", anyio.current_time())
-        else:
-            message, problem = _problem(item)
-            frame = Frame(len(self.frames), bytes(item), message, problem, anyio.current_time())
-        self.frames.append(frame)
-        self.wire.append(WireLine.of("received", frame.time - self.start, frame.raw or (frame.problem or "").encode()))
-        if frame.is_response:
-            self._session_opened(frame)
-        self._changed.set()
-        self._changed = anyio.Event()
-        if frame.is_request and frame.problem is None:
-            with contextlib.suppress(Fail):  # the agent is gone: the check waiting for it will say so
-                await self._agent_request(frame)
-
-    def _session_opened(self, frame: Frame) -> None:
+    def _response_arrived(self, frame: Frame) -> None:
+        """A session opened (new, load, resume): its cwd becomes the sandbox of its v1 fs/* and terminal/* calls."""
         assert frame.message is not None
         rid = frame.message.get("id")
         opening = self._opening.pop(rid, None) if isinstance(rid, int) else None
@@ -377,7 +137,7 @@ class Probe:
             if self.auto_answer_permissions:
                 await self._auto_answer(frame)
             return
-        if method in _V1_CLIENT_METHODS and self.version == 1 and self.tg is not None:
+        if method in V1_CLIENT_METHODS and self.version == 1 and self.tg is not None:
             self.tg.start_soon(self._client_call, frame)
             return
         await self.respond_error(frame.message["id"], -32601, f"Method not found: {method}")
@@ -387,7 +147,7 @@ class Probe:
         method = frame.method or ""
         params = frame.params
         call = ClientCall(frame, method, params, client_call_problems(method, params))
-        tp, attribute, capability = _V1_CLIENT_METHODS[method]
+        tp, attribute, capability = V1_CLIENT_METHODS[method]
         call.advertised = capability in self.advertised
         self.calls.append(call)
         rid = frame.message["id"]
@@ -426,124 +186,6 @@ class Probe:
             else CancelledPermissionOutcome()
         )
         await self.respond(frame.message["id"], RequestPermissionResponse(outcome=outcome))
-
-    @property
-    def eof(self) -> bool:
-        return self._eof
-
-    async def wait_for(
-        self, predicate: Callable[[Frame], bool], timeout: float | None = None, start: int = 0
-    ) -> Frame | None:
-        """The first frame at or after index ``start`` matching ``predicate``, or None after ``timeout``."""
-        position = start
-        with anyio.move_on_after(self.timeout if timeout is None else timeout):
-            while True:
-                while position < len(self.frames):
-                    frame = self.frames[position]
-                    position += 1
-                    if predicate(frame):
-                        return frame
-                if self._eof:
-                    return None
-                await self._changed.wait()
-        return None
-
-    def own_frames(self, start: int) -> list[Frame]:
-        """What the agent wrote before it answered ``initialize``, then everything from ``start`` on: a check's
-        own traffic on a shared process, plus the start-up lines every process has."""
-        head = self.frames[: self.init_index + 1]
-        return head + self.frames[max(start, len(head)) :]
-
-    def find(self, predicate: Callable[[Frame], bool], start: int = 0, stop: int | None = None) -> list[Frame]:
-        return [f for f in self.frames[start:stop] if predicate(f)]
-
-    @property
-    def sent_ids(self) -> int:
-        """Our request ids are 1, 2, ... up to this one."""
-        return self._next_id
-
-    @property
-    def mark(self) -> int:
-        """Index of the next frame to arrive (use as ``start`` for later waits)."""
-        return len(self.frames)
-
-    # -- writing ---------------------------------------------------------------------------------------
-
-    async def _send(self, envelope: msgspec.Struct) -> None:
-        data = encode_frame(encode(envelope))
-        self.wire.append(WireLine.of("sent", anyio.current_time() - self.start, data))
-        try:
-            await self.agent.send(data)
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-            raise Fail("transports.mdx#stdio", "the agent closed its stdin (it exited)") from None
-
-    async def send_raw(self, line: bytes) -> None:
-        """Write one line as it is (a batch array, say): for checks of what the agent does with it."""
-        data = line if line.endswith(b"\n") else line + b"\n"
-        self.wire.append(WireLine.of("sent", anyio.current_time() - self.start, data))
-        try:
-            await self.agent.send(data)
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-            raise Fail("transports.mdx#stdio", "the agent closed its stdin (it exited)") from None
-
-    async def request(self, method: str, params: Any = None) -> int:
-        self._next_id += 1
-        if method in _SESSION_OPENERS:
-            plain = to_builtins(params)
-            self._opening[self._next_id] = (method, plain if isinstance(plain, dict) else {})
-        await self._send(RequestOut(jsonrpc="2.0", id=self._next_id, method=method, params=params))
-        return self._next_id
-
-    async def notify(self, method: str, params: Any = None) -> None:
-        await self._send(NotificationOut(jsonrpc="2.0", method=method, params=params))
-
-    async def respond(self, id: Any, result: Any) -> None:
-        self.answered.add(id)
-        await self._send(ResultOut(jsonrpc="2.0", id=id, result=result))
-
-    async def respond_error(self, id: Any, code: int, message: str, data: Any = None) -> None:
-        self.answered.add(id)
-        await self._send(ErrorOut(jsonrpc="2.0", id=id, error=ErrorObject(code=code, message=message, data=data)))
-
-    async def response(self, id: int, timeout: float | None = None, start: int = 0) -> Frame | None:
-        return await self.wait_for(
-            lambda f: f.is_response and f.message is not None and f.message.get("id") == id, timeout, start
-        )
-
-    async def call(self, method: str, params: Any = None, *, rule: str, timeout: float | None = None) -> Frame:
-        """Send a request and wait for its response; fail naming ``rule`` when none arrives in time."""
-        if method == "initialize" and timeout is None:
-            timeout = self.startup_timeout
-        start = self.mark
-        rid = await self.request(method, params)
-        frame = await self.response(rid, timeout, start)
-        if frame is None and self.eof:
-            raise Fail(rule, f"the agent exited (closed its stdout) before answering {method}")
-        if frame is None:
-            raise Fail(rule, f"no response to {method} within {self.timeout if timeout is None else timeout:g}s")
-        if method == "initialize" and self.init_index < 0:
-            self.init_index = frame.index
-        return frame
-
-    async def call_ok(self, method: str, params: Any = None, *, rule: str, timeout: float | None = None) -> Any:
-        """``call``, failing naming ``rule`` on an error answer; -32000 raises ``LoginRequired``."""
-        frame = await self.call(method, params, rule=rule, timeout=timeout)
-        if frame.error is not None:
-            if frame.error_code == AUTH_REQUIRED and method != "initialize":
-                raise LoginRequired(method, frame.error)
-            raise ErrorAnswer(rule, f"{method} failed: {frame.error}", frame.error_code)
-        return frame.result
-
-    async def barrier(self, timeout: float | None = None) -> None:
-        """Send a request the agent cannot know and wait for its answer.
-
-        Agents read their input in order, so once this is answered every earlier message has been read and
-        whatever it made the agent send at once has arrived: the event to wait for before asserting that
-        something did *not* happen, instead of a fixed quiet period.
-        """
-        start = self.mark
-        rid = await self.request("_acp_conformance/barrier", {})
-        await self.response(rid, timeout, start)
 
     # -- ACP shortcuts ---------------------------------------------------------------------------------
 

@@ -13,7 +13,9 @@ from acp_session.codec import decoder
 from acp_session.schema import v1
 from acp_session.schema.types import DeleteSessionRequest, ListSessionsRequest, ListSessionsResponse
 
-from ..probe import AUTH_REQUIRED, OUTPUT_KINDS, Fail, Frame, LoginRequired, NotApplicable, Probe
+from ..frames import OUTPUT_KINDS, Frame
+from ..outcomes import AUTH_REQUIRED, Fail, LoginRequired, NotApplicable
+from ..probe import Probe
 from ..registry import CheckContext, require
 from ..scenarios import Scenario
 

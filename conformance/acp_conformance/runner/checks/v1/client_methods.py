@@ -3,7 +3,9 @@ sandbox directory through the library's providers, judged for their shape and fo
 
 from __future__ import annotations
 
-from ...probe import ClientCall, Fail, LoginRequired, NotApplicable, Probe
+from ...client_calls import ClientCall
+from ...outcomes import Fail, LoginRequired, NotApplicable
+from ...probe import Probe
 from ...registry import CheckContext
 from ..common import first_problem, write_readme
 from .base import V1

@@ -9,7 +9,8 @@ import msgspec
 from acp_session.codec import decoder
 from acp_session.schema import v1
 
-from ...probe import Fail, Frame, NotApplicable
+from ...frames import Frame
+from ...outcomes import Fail, NotApplicable
 from ...registry import CheckContext, require
 from ..common import scenario_turn_start, texts
 from .base import V1, response_or_fail, stop_reason_of

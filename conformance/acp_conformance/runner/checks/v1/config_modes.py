@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ...probe import NotApplicable
+from ...outcomes import NotApplicable
 from ...registry import CheckContext, require
 from .base import V1
 

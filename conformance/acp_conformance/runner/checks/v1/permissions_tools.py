@@ -7,7 +7,8 @@ import msgspec
 from acp_session.codec import decoder
 from acp_session.schema import v1
 
-from ...probe import Fail, Frame, NotApplicable
+from ...frames import Frame
+from ...outcomes import Fail, NotApplicable
 from ...registry import CheckContext, require
 from ..common import allow_option, first_problem, wait_permission, write_readme
 from .base import V1, decode_problem, require_stop_reason, response_or_fail

@@ -10,7 +10,8 @@ from acp_session.codec import decoder
 from acp_session.schema import v1
 from acp_session.schema.types import ResourceLink, TextContent
 
-from ...probe import Fail, Frame, NotApplicable
+from ...frames import Frame
+from ...outcomes import Fail, NotApplicable
 from ...registry import CheckContext, require
 from ..common import HELLO, write_readme
 from .base import V1, decode_problem, require_stop_reason, response_or_fail

@@ -3,7 +3,7 @@ echo our ids."""
 
 from __future__ import annotations
 
-from ...probe import Fail
+from ...outcomes import Fail
 from ...registry import CheckContext, require
 from ..common import HELLO
 from .base import V1, decode_problem

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from ...probe import Fail, Frame, NotApplicable
+from ...frames import Frame
+from ...outcomes import Fail, NotApplicable
 from ...registry import CheckContext, require
 from .base import V2
 

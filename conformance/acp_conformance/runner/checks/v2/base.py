@@ -9,7 +9,9 @@ from typing import Any
 from acp_session.codec import decoder
 from acp_session.schema.types import UpdateSessionNotification
 
-from ...probe import AUTH_REQUIRED, Frame, LoginRequired, Probe
+from ...frames import Frame
+from ...outcomes import AUTH_REQUIRED, LoginRequired
+from ...probe import Probe
 from ...registry import CheckContext, CheckFn, check, require
 from ..common import update_schema_problem
 

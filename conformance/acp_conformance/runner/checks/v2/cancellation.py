@@ -10,7 +10,8 @@ from acp_session.schema.types import (
     RequestPermissionResponse,
 )
 
-from ...probe import OUTPUT_KINDS, Frame, NotApplicable
+from ...frames import OUTPUT_KINDS, Frame
+from ...outcomes import NotApplicable
 from ...registry import CheckContext, require
 from ..common import late_output, permission_tool_call, scenario_turn_start, texts, tool_call_completed, wait_permission
 from .base import V2, second_prompt

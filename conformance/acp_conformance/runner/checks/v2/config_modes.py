@@ -10,7 +10,7 @@ from acp_session.schema.types import (
     UnknownSetSessionConfigOptionRequest,
 )
 
-from ...probe import NotApplicable
+from ...outcomes import NotApplicable
 from ...registry import CheckContext, require
 from .base import V2
 

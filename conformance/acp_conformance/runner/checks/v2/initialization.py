@@ -10,7 +10,7 @@ import msgspec
 from acp_session.codec import decoder
 from acp_session.schema.types import Implementation, InitializeRequest, InitializeResponse
 
-from ...probe import Fail, NotApplicable
+from ...outcomes import Fail, NotApplicable
 from ...registry import CheckContext, require
 from .base import V2
 

@@ -12,7 +12,7 @@ from acp_session.schema.types import (
     UnknownRequestPermissionOutcome,
 )
 
-from ...probe import NotApplicable
+from ...outcomes import NotApplicable
 from ...registry import CheckContext, require
 from ..common import (
     allow_option,

@@ -18,7 +18,8 @@ from acp_session.schema.types import (
     TextResourceContents,
 )
 
-from ...probe import AUTH_REQUIRED, OUTPUT_KINDS, Fail, LoginRequired, NotApplicable
+from ...frames import OUTPUT_KINDS
+from ...outcomes import AUTH_REQUIRED, Fail, LoginRequired, NotApplicable
 from ...registry import CheckContext, check, require
 from ..common import HELLO, MESSAGE_KINDS, known_or_custom, late_output, texts, write_readme
 from .base import V2, accepted

@@ -12,7 +12,7 @@ import msgspec
 from acp_session.codec import decoder
 from acp_session.schema.types import McpServerHttp, NewSessionResponse
 
-from ...probe import Fail
+from ...outcomes import Fail
 from ...registry import CheckContext, check, require
 from ..common import config_option_problems, first_problem, session_delete_common, session_list_common
 from .base import V2

@@ -16,7 +16,8 @@ from typing import Any
 
 from acp_session.schema.types import CloseSessionRequest, ListSessionsRequest
 
-from ...probe import Fail, Frame
+from ...frames import Frame
+from ...outcomes import Fail
 from ...registry import CheckContext, check, require
 from ..common import HELLO
 from .base import V2, decode_update
