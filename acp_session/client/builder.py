@@ -52,8 +52,9 @@ if TYPE_CHECKING:
     from ..schema.v1 import types as v1
     from ..telemetry import Instrumentation
     from ..transport.remote import RemoteDialer
+from ._settings import Fallback, Handler, PolicyListener
 from .connection import ClientConnection, ext_name, hub_of
-from .permission_policy import PermissionDecision, PermissionPolicy
+from .permission_policy import PermissionPolicy
 from .reconnect import Dialer, Reconnector, ReconnectPolicy, RedialByDefault, policy_for, recording
 
 __all__ = ["ClientBuilder", "ElicitationMode"]
@@ -62,9 +63,6 @@ _log = logging.getLogger("acp_session.client")
 _DIALER_OPTIONS = ("cookies", "ca_file", "ssl_context", "http_version", "limits")
 
 ElicitationMode = Literal["form", "url"]
-Handler = Callable[[Any], Any]
-Fallback = Callable[[str, bytes], Any]
-PolicyListener = Callable[[RequestPermissionRequest, PermissionDecision], None]
 
 
 class ClientBuilder:
