@@ -5,7 +5,8 @@ that name each other only for types but the known ones (docs/design.md, "Type-on
 600 lines (the generated schema aside). For the library also the shape the client split reached (no call from
 session.py into a connection, a prompt handed down once) and that start-up imports no v1 module (end of the file);
 for the conformance suite, that the reference agent and the runner never import each other and that each check
-sits in its rule area's module. Each rule has a list of known exceptions that can only shrink (all empty).
+sits in its rule area's module. Each rule has a list of known exceptions that can only shrink (all empty but the
+type-only circles).
 
 Every module under ``acp_session`` and ``acp_conformance`` is parsed with ``ast``. The imports that run when it is
 imported are those at module level, including inside ``try``/``if``/``with`` and class bodies, but not inside a
