@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ...registry import CheckContext, check
+from ...registry import CheckContext
 from ..common import invalid_params_common, unknown_method_common
 from .base import V2, accepted
 
@@ -31,8 +31,7 @@ async def invalid_params(ctx: CheckContext) -> str | None:
     return await invalid_params_common(ctx, {"cwd": 42})
 
 
-@check(
-    2,
+@V2(
     "meta-accepted",
     "a prompt carrying _meta (a traceparent) is accepted",
     "errors and extensibility",

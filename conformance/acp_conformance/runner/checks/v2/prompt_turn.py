@@ -20,7 +20,7 @@ from acp_session.schema.types import (
 
 from ...frames import OUTPUT_KINDS
 from ...outcomes import AUTH_REQUIRED, Fail, LoginRequired, NotApplicable
-from ...registry import CheckContext, check, require
+from ...registry import CheckContext, require
 from ..common import HELLO, MESSAGE_KINDS, known_or_custom, late_output, texts, write_readme
 from .base import V2, accepted
 
@@ -229,8 +229,7 @@ def _capability_blocks(readme: str) -> dict[str, Any]:
     }
 
 
-@check(
-    2,
+@V2(
     "prompt-capabilities",
     "a prompt with each block type the agent advertises (image, audio, embedded context) is accepted",
     "prompt turn",

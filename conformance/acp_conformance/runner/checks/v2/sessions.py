@@ -13,7 +13,7 @@ from acp_session.codec import decoder
 from acp_session.schema.types import McpServerHttp, NewSessionResponse
 
 from ...outcomes import Fail
-from ...registry import CheckContext, check, require
+from ...registry import CheckContext, require
 from ..common import config_option_problems, first_problem, session_delete_common, session_list_common
 from .base import V2
 
@@ -91,8 +91,7 @@ async def unsupported_mcp(ctx: CheckContext) -> str | None:
     return None
 
 
-@check(
-    2,
+@V2(
     "optional-forms",
     "session/new takes mcpServers omitted or []; additionalDirectories on new and resume when advertised",
     "sessions",

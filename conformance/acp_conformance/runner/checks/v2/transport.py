@@ -18,7 +18,7 @@ from acp_session.schema.types import CloseSessionRequest, ListSessionsRequest
 
 from ...frames import Frame
 from ...outcomes import Fail
-from ...registry import CheckContext, check, require
+from ...registry import CheckContext, require
 from ..common import HELLO
 from .base import V2, decode_update
 
@@ -91,8 +91,7 @@ def _describe_one(answers: list[Any]) -> str:
     return "[request] -> no answer for the request"
 
 
-@check(
-    2,
+@V2(
     "batch",
     "what the agent does with a JSON-RPC batch (the schema has none, the older docs require them); reported",
     "transport",
