@@ -36,7 +36,7 @@ from ..session import (
 from .permission_policy import PermissionDecision, ToolFacts
 
 if TYPE_CHECKING:
-    from .builder import ClientBuilder
+    from ._settings import BuilderSettings
 
 _log = logging.getLogger("acp_session.client")
 T = TypeVar("T")
@@ -49,7 +49,7 @@ class Decisions:
     def __init__(
         self,
         rpc: Connection,
-        builder: ClientBuilder,
+        builder: BuilderSettings,
         interactions: InteractionRegistry,
         session_tracks: Mapping[str, SessionTrack],
     ) -> None:

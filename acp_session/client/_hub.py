@@ -56,7 +56,7 @@ from ._updates import UpdateRouting
 if TYPE_CHECKING:
     from ..schema.types import RequestPermissionRequest, RequestPermissionResponse
     from ..telemetry import ConnectionTelemetry
-    from .builder import ClientBuilder
+    from ._settings import BuilderSettings
     from .connection import ClientConnection
 
 _log = logging.getLogger("acp_session.client")
@@ -67,7 +67,7 @@ class ConnectionHub(UpdateRouting):
     """One connection's internals: the ``SessionLink`` of its ``ActiveSession`` handles and the ``ClientSide``
     its protocol adapter hands incoming traffic to."""
 
-    def __init__(self, connection: ClientConnection, rpc: Connection, builder: ClientBuilder, tg: TaskGroup) -> None:
+    def __init__(self, connection: ClientConnection, rpc: Connection, builder: BuilderSettings, tg: TaskGroup) -> None:
         self.connection = connection
         """The public connection this hub serves (what ``ActiveSession.connection`` returns)."""
         self.rpc = rpc
@@ -448,7 +448,7 @@ class ConnectionHub(UpdateRouting):
 
     # -- incoming --------------------------------------------------------------------------------------------
 
-    def _install(self, builder: ClientBuilder) -> None:
+    def _install(self, builder: BuilderSettings) -> None:
         """Handlers that do not depend on the protocol version; the adapter installs the rest at initialize."""
         rpc = self.rpc
         for method, fn in builder._ext_requests.items():

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from ..session import Limits
 
 if TYPE_CHECKING:
-    from .builder import ClientBuilder
+    from ._settings import BuilderSettings
 
 
 _log = logging.getLogger("acp_session.client")
@@ -50,7 +50,7 @@ class UpdateRouting:
     """Tracking and delivery of the agent's ``session/update`` notifications."""
 
     rpc: Connection
-    builder: ClientBuilder
+    builder: BuilderSettings
     limits: Limits
     session_tracks: dict[str, SessionTrack]
     subagent_tracks: SubagentTracks

@@ -53,8 +53,9 @@ if TYPE_CHECKING:
     from ..telemetry import Instrumentation
     from ..transport.recording import TranscriptTarget
     from ..transport.remote import RemoteDialer
+from ._settings import Fallback, Handler, PolicyListener
 from .connection import ClientConnection, ext_name, hub_of
-from .permission_policy import PermissionDecision, PermissionPolicy
+from .permission_policy import PermissionPolicy
 from .reconnect import Dialer, Reconnector, ReconnectPolicy, RedialByDefault, policy_for, recording
 
 __all__ = ["ClientBuilder", "ElicitationMode"]
@@ -63,9 +64,6 @@ _log = logging.getLogger("acp_session.client")
 _DIALER_OPTIONS = ("cookies", "ca_file", "ssl_context", "http_version", "limits")
 
 ElicitationMode = Literal["form", "url"]
-Handler = Callable[[Any], Any]
-Fallback = Callable[[str, bytes], Any]
-PolicyListener = Callable[[RequestPermissionRequest, PermissionDecision], None]
 
 
 class ClientBuilder:

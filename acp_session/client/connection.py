@@ -102,6 +102,7 @@ class ClientConnection:
     """
 
     def __init__(self, rpc: Connection, builder: ClientBuilder, tg: TaskGroup) -> None:
+        self._builder = builder
         self._hub = ConnectionHub(self, rpc, builder, tg)
 
     # -- what the agent said -----------------------------------------------------------------------------
@@ -114,7 +115,7 @@ class ClientConnection:
     @property
     def builder(self) -> ClientBuilder:
         """The builder this connection was made from."""
-        return self._hub.builder
+        return self._builder
 
     @property
     def interactions(self) -> InteractionRegistry:

@@ -26,6 +26,7 @@ __all__ = [
     "ChatError",
     "ChatEvent",
     "ChatFile",
+    "ChatFragment",
     "ChatMessage",
     "ChatNotice",
     "ChatProgress",
@@ -82,26 +83,27 @@ class ChatStart(ChatEvent, frozen=True):
     message_id: str
 
 
-class ChatThought(ChatEvent, frozen=True):
+class ChatFragment(ChatEvent, frozen=True):
+    """A fragment of one message of the turn, the reply's (``ChatText``) or the agent's reasoning
+    (``ChatThought``): append ``text``; ``replaced`` means the message was rewritten and ``text`` is all of it."""
+
+    text: str
+    message_id: str
+    replaced: bool = False
+    replayed: bool = False
+    """Produced while the connection was down, delivered from the agent's replay after a reconnect."""
+
+
+class ChatThought(ChatFragment, frozen=True):
     """A fragment of the agent's reasoning. ``replaced`` means the message was rewritten: ``text`` is all of it."""
 
     kind: ClassVar[str] = "thought"
-    text: str
-    message_id: str
-    replaced: bool = False
-    replayed: bool = False
-    """Produced while the connection was down, delivered from the agent's replay after a reconnect."""
 
 
-class ChatText(ChatEvent, frozen=True):
+class ChatText(ChatFragment, frozen=True):
     """A fragment of the reply; append it. ``replaced`` means ``text`` is the message's whole new text."""
 
     kind: ClassVar[str] = "text"
-    text: str
-    message_id: str
-    replaced: bool = False
-    replayed: bool = False
-    """Produced while the connection was down, delivered from the agent's replay after a reconnect."""
 
 
 class ChatToolBegin(ChatEvent, frozen=True):

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from contextlib import suppress
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import anyio
 import msgspec
@@ -39,13 +39,11 @@ from ..schema import types as m
 from ..schema import unstable as mu
 from .base import ProtocolAdapter
 from .mcp_transports import mcp_transports
+from .routes import ClientOffer
 from .v1_offer import v1_initialize_params
 from .v2 import V2Protocol
 
-if TYPE_CHECKING:
-    from ..client import ClientBuilder
-
-__all__ = ["DEFAULT_INITIALIZE_TIMEOUT", "SUPPORTED_VERSIONS", "negotiate"]
+__all__ = ["DEFAULT_INITIALIZE_TIMEOUT", "SUPPORTED_VERSIONS", "ClientOffering", "negotiate"]
 
 SUPPORTED_VERSIONS = (2, 1)
 """Protocol versions this library speaks, newest first."""
@@ -67,7 +65,19 @@ class _Version(msgspec.Struct):
 _PEEK = msgspec.json.Decoder(_Version)
 
 
-def offer(builder: ClientBuilder, version: int, versions: Sequence[int]) -> Any:
+class ClientOffering(Protocol):
+    """What ``initialize`` offers the agent, from the client's side (``ClientBuilder`` is one): its identity, its
+    capabilities and what its adapters will serve. A protocol, so this layer names nothing of the client."""
+
+    @property
+    def info(self) -> m.Implementation: ...
+
+    def capabilities(self) -> m.ClientCapabilities: ...
+
+    def offer(self) -> ClientOffer: ...
+
+
+def offer(builder: ClientOffering, version: int, versions: Sequence[int]) -> Any:
     """The ``initialize`` params offering ``version`` (plain JSON, both shapes when v1 is allowed)."""
     capabilities = builder.capabilities()
     if version == 1:
@@ -90,7 +100,7 @@ def _agent_name(peek: _Version) -> str:
 
 async def negotiate(
     rpc: Connection,
-    builder: ClientBuilder,
+    builder: ClientOffering,
     versions: Sequence[int],
     *,
     timeout: float | None = None,
@@ -123,7 +133,7 @@ async def negotiate(
 
 
 async def _negotiate(
-    rpc: Connection, builder: ClientBuilder, versions: Sequence[int], remaining: Callable[[], float | None]
+    rpc: Connection, builder: ClientOffering, versions: Sequence[int], remaining: Callable[[], float | None]
 ) -> ProtocolAdapter:
     newest = max(versions)
     try:

@@ -12,7 +12,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from contextlib import AbstractContextManager, contextmanager
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import msgspec
 from opentelemetry import context as otel_context
@@ -23,20 +23,42 @@ from opentelemetry.trace import Span, SpanKind, Status, StatusCode, TracerProvid
 from .._version import __version__
 from ..errors import RpcError
 from ..rpc import Connection, PendingRequest
-from ..schema.types import RequestPermissionRequest, RequestPermissionResponse, ToolCallPermissionSubject
+from ..schema.types import (
+    InitializeResponse,
+    RequestPermissionRequest,
+    RequestPermissionResponse,
+    ToolCallPermissionSubject,
+)
 from . import names
 from .context import with_trace_context
 from .incoming import incoming_parent, peek, text, traced_handling
 from .turns import TurnTrace, struct_tag
 
 if TYPE_CHECKING:
-    from ..client._hub import ConnectionHub
+    from ..protocol.base import ProtocolAdapter
 
-__all__ = ["ConnectionTelemetry", "Instrumentation"]
+__all__ = ["ConnectionTelemetry", "Instrumentation", "TracedHub"]
 
 T = TypeVar("T")
 SCOPE = "acp_session"
 _log = logging.getLogger("acp_session.telemetry")
+
+
+class TracedHub(Protocol):
+    """What a connection's telemetry reads of the connection's hub (``client._hub.ConnectionHub``): its peer, the
+    agreed protocol and ``initialize`` answer, and its task group. A protocol, so telemetry names nothing of the
+    client package that calls it."""
+
+    @property
+    def rpc(self) -> Connection: ...
+
+    @property
+    def protocol(self) -> ProtocolAdapter: ...
+
+    @property
+    def initialize_response(self) -> InitializeResponse | None: ...
+
+    def start_soon(self, fn: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> None: ...
 
 
 class Instrumentation:
@@ -63,7 +85,7 @@ class Instrumentation:
             names.METRIC_TOKENS, unit="{token}", description="Tokens of each turn the agent reported"
         )
 
-    def connection(self, hub: ConnectionHub) -> ConnectionTelemetry:
+    def connection(self, hub: TracedHub) -> ConnectionTelemetry:
         return ConnectionTelemetry(self, hub)
 
     @contextmanager
@@ -83,7 +105,7 @@ class Instrumentation:
 class ConnectionTelemetry:
     """One connection's spans: what its hub calls when telemetry is on."""
 
-    def __init__(self, instrumentation: Instrumentation, hub: ConnectionHub) -> None:
+    def __init__(self, instrumentation: Instrumentation, hub: TracedHub) -> None:
         self.instrumentation = instrumentation
         self.tracer = instrumentation.tracer
         self.hub = hub

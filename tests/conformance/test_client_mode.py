@@ -22,7 +22,9 @@ from .doc_tables import results_table
 ROOT = Path(__file__).resolve().parents[2]
 BROKEN = [sys.executable, str(ROOT / "tests" / "conformance" / "broken_client.py")]
 CLI_DRIVER = [sys.executable, "-m", "acp_conformance.client_mode.drivers.acp_session_cli"]
-SCHEMA = json.loads((ROOT / "acp_conformance" / "client_mode" / "report.schema.json").read_text(encoding="utf-8"))
+SCHEMA = json.loads(
+    (ROOT / "conformance" / "acp_conformance" / "client_mode" / "report.schema.json").read_text(encoding="utf-8")
+)
 
 
 def _client_run(client: list[str], *options: str) -> tuple[int, dict[str, Any]]:

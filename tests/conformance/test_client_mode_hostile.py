@@ -17,7 +17,9 @@ import pytest
 from tests.helpers.processes import alive
 
 ROOT = Path(__file__).resolve().parents[2]
-SCHEMA = json.loads((ROOT / "acp_conformance" / "client_mode" / "report.schema.json").read_text(encoding="utf-8"))
+SCHEMA = json.loads(
+    (ROOT / "conformance" / "acp_conformance" / "client_mode" / "report.schema.json").read_text(encoding="utf-8")
+)
 
 HOSTILE_CLIENT = r"""
 import os, sys, time

@@ -22,7 +22,9 @@ from acp_conformance.runner.verdict import judge
 ROOT = Path(__file__).resolve().parents[2]
 AGENT = f"{sys.executable} -m acp_conformance.agent"
 JUNK = f"{AGENT} --broken junk-stdout"  # fails framing (MANDATORY) and nothing else
-SCHEMA = json.loads((ROOT / "acp_conformance" / "runner" / "report.schema.json").read_text(encoding="utf-8"))
+SCHEMA = json.loads(
+    (ROOT / "conformance" / "acp_conformance" / "runner" / "report.schema.json").read_text(encoding="utf-8")
+)
 DOC = (ROOT / "docs" / "conformance.md").read_text(encoding="utf-8")
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import anyio
 import msgspec
@@ -22,20 +22,25 @@ from acp_session.errors import InternalError, InvalidParams, RpcError
 from acp_session.rpc import PendingRequest
 from acp_session.schema import types as m
 from acp_session.schema import unstable as mu
+from acp_session.schema.types import (
+    NewSessionResponse,
+    PromptRequest,
+    ResumeSessionResponse,
+    SetSessionConfigOptionRequest,
+    SetSessionConfigOptionResponse,
+)
 from acp_session.schema.v1 import types as v1
 
 from . import AGENT_NAME, AGENT_VERSION
 from .config import MODE_VALUES
 from .scenarios import available_commands
-from .sessions import Session
+from .sessions import Session, SessionStore
+from .shared import ServingAgent, SharedSessions
 from .v1_wire import UpdateMapper, config_options, is_idle, modes
 from .v1_wire import available_commands as commands_update
 from .workspace import CommandResult, Workspace, WorkspaceError
 
-if TYPE_CHECKING:
-    from .server import ReferenceAgent
-
-__all__ = ["ClientWorkspace", "V1Front"]
+__all__ = ["ClientWorkspace", "V1Front", "V2Agent"]
 
 _log = logging.getLogger("acp_conformance.agent")
 
@@ -52,6 +57,23 @@ def _mcp_servers(servers: Any) -> list[Any]:
             server = {"type": "stdio", **server}
         out.append(server)
     return out
+
+
+class V2Agent(ServingAgent, Protocol):
+    """What this front maps v1's methods onto: the v2 agent of the same connection (``server.ReferenceAgent``), its
+    sessions and the checks of their params. A protocol, so the front stays below the server that creates it."""
+
+    shared: SharedSessions | None
+    store: SessionStore
+
+    async def new_session(self, request: mu.NewSessionRequest) -> NewSessionResponse: ...
+    async def resume_session(self, request: mu.ResumeSessionRequest) -> ResumeSessionResponse: ...
+    async def set_config_option(self, request: SetSessionConfigOptionRequest) -> SetSessionConfigOptionResponse: ...
+    async def prompt(self, request: PromptRequest) -> Any: ...
+    def session_or_error(self, session_id: str, *, open_only: bool = True) -> Session: ...
+    def check_path(self, path: str, what: str) -> None: ...
+    def check_mcp(self, servers: Any) -> list[dict[str, Any]]: ...
+    def mcp_transports(self) -> frozenset[str]: ...
 
 
 class ClientWorkspace(Workspace):
@@ -127,7 +149,7 @@ class ClientWorkspace(Workspace):
 class V1Front:
     """Serves one v1 client: registers v1's methods on the agent's connection and speaks v1 on its behalf."""
 
-    def __init__(self, agent: ReferenceAgent) -> None:
+    def __init__(self, agent: V2Agent) -> None:
         self.agent = agent
         self.conn = agent.conn
         self.client_capabilities = v1.ClientCapabilities()

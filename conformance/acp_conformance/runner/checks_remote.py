@@ -18,8 +18,8 @@ import anyio
 
 from acp_session.transport.remote import RemoteDialer
 
-from .probe import Fail, NotApplicable
-from .remote_probe import EventStream, HttpProbe, http_probe, initialize_params, rpc, ws_probe
+from .outcomes import Fail, NotApplicable
+from .remote_probe import EventStream, HttpProbe, Reply, http_probe, initialize_params, rpc, ws_probe
 from .tiers import REMOTE_CLASSIFICATIONS, Classification, Tier
 
 __all__ = ["REMOTE_CHECKS", "RemoteCheck", "RemoteContext", "remote_checks_for"]
@@ -82,6 +82,15 @@ def expect_status(status: int, wanted: int, rule: str, what: str) -> None:
     """``Fail`` unless the server answered ``what`` (a request, in words) with ``wanted``."""
     if status != wanted:
         raise Fail(rule, f"{what} was answered HTTP {status}, not {wanted}")
+
+
+async def _until(condition: Callable[[], Awaitable[bool]], timeout: float, every: float) -> bool:
+    """Probe ``condition`` every ``every`` seconds until it holds (True) or ``timeout`` has passed (False)."""
+    with anyio.move_on_after(timeout):
+        while not await condition():
+            await anyio.sleep(every)
+        return True
+    return False
 
 
 async def _connected(p: HttpProbe, rule: str = "ACP-HTTP-001") -> EventStream:
@@ -150,19 +159,21 @@ async def http_session_stream(ctx: RemoteContext) -> str | None:
         reply = await p.post(rpc("session/prompt", prompt, id=rid), p.headers(session))
         expect_status(reply.status, 202, "ACP-HTTP-004", "POST session/prompt")
         asked = False
-        with anyio.move_on_after(ctx.timeout):
-            while True:  # answer any permission request, wherever it came, until the prompt is answered
-                for m in list(own.messages) + list(connection.messages):
-                    if m.get("method") == "session/request_permission" and "id" in m and not asked:
-                        asked = True
-                        if m not in own.messages:
-                            raise Fail("ACP-HTTP-004", "session/request_permission came on the connection's stream")
-                        answer = {"jsonrpc": "2.0", "id": m["id"], "result": {"outcome": {"outcome": "cancelled"}}}
-                        status = (await p.post(answer, p.headers(session))).status
-                        expect_status(status, 202, "ACP-HTTP-004", "the POST of the permission answer")
-                if any(m.get("id") == rid and "method" not in m for m in own.messages + connection.messages):
-                    break
-                await anyio.sleep(0.02)
+
+        async def prompt_answered() -> bool:
+            """Answer any permission request, wherever it came; whether the prompt is answered."""
+            nonlocal asked
+            for m in list(own.messages) + list(connection.messages):
+                if m.get("method") == "session/request_permission" and "id" in m and not asked:
+                    asked = True
+                    if m not in own.messages:
+                        raise Fail("ACP-HTTP-004", "session/request_permission came on the connection's stream")
+                    answer = {"jsonrpc": "2.0", "id": m["id"], "result": {"outcome": {"outcome": "cancelled"}}}
+                    status = (await p.post(answer, p.headers(session))).status
+                    expect_status(status, 202, "ACP-HTTP-004", "the POST of the permission answer")
+            return any(m.get("id") == rid and "method" not in m for m in own.messages + connection.messages)
+
+        await _until(prompt_answered, ctx.timeout, every=0.02)
         answered = [m for m in own.messages + connection.messages if m.get("id") == rid and "method" not in m]
         if not answered:
             raise Fail("ACP-HTTP-004", f"session/prompt was not answered within {ctx.timeout:g}s")
@@ -275,12 +286,13 @@ async def http_stream_dropped(ctx: RemoteContext) -> str | None:
     async with ctx.http() as p:
         stream = await _connected(p)
         stream.close()
-        with anyio.move_on_after(ctx.timeout):
-            while True:
-                reply = await p.post_new_session()
-                if reply.status == 404:
-                    return None
-                await anyio.sleep(0.25)
+
+        async def connection_gone() -> bool:
+            reply: Reply = await p.post_new_session()
+            return reply.status == 404
+
+        if await _until(connection_gone, ctx.timeout, every=0.25):
+            return None
         ctx.warn("ACP-HTTP-011", "the connection lived on after its event stream was dropped (answers go nowhere)")
         return None
 

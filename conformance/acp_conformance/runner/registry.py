@@ -13,7 +13,8 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
-from .probe import Fail, NotApplicable, Probe
+from .outcomes import Fail, NotApplicable
+from .probe import Probe
 from .scenarios import SCENARIO_HELP, Scenario, Scenarios
 
 __all__ = [

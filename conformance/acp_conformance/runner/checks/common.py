@@ -13,9 +13,11 @@ from acp_session.codec import decoder
 from acp_session.schema import v1
 from acp_session.schema.types import DeleteSessionRequest, ListSessionsRequest, ListSessionsResponse
 
-from .probe import AUTH_REQUIRED, OUTPUT_KINDS, Fail, Frame, LoginRequired, NotApplicable, Probe
-from .registry import CheckContext, require
-from .scenarios import Scenario
+from ..frames import OUTPUT_KINDS, Frame
+from ..outcomes import AUTH_REQUIRED, Fail, LoginRequired, NotApplicable
+from ..probe import Probe
+from ..registry import CheckContext, require
+from ..scenarios import Scenario
 
 HELLO = "Hello! Please answer with one short sentence."
 MESSAGE_KINDS = frozenset({"agent_message", "agent_message_chunk", "agent_thought", "agent_thought_chunk"})

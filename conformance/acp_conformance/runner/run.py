@@ -26,7 +26,9 @@ from acp_session.auth import login_methods
 from acp_session.transport.remote import RemoteDialer
 
 from .checks import CHECK_SETS
-from .probe import ErrorAnswer, Fail, LoginRequired, NotApplicable, Probe, WireLine, spawn_probe
+from .frames import WireLine
+from .outcomes import ErrorAnswer, Fail, LoginRequired, NotApplicable
+from .probe import Probe, spawn_probe
 from .registry import Check, CheckContext, in_report_order, missing_scenario
 from .remote_agent import connect_probe, unreachable
 from .remote_run import REMOTE_ONLY_OVER_STDIO, RemoteResult, remote_not_run, run_remote_checks

@@ -1,9 +1,10 @@
-"""What an agent does with a JSON-RPC batch (v2, ADVISORY): reported, never deciding.
+"""Transport (v2): stdout carries only ACP messages (``framing``), and what the agent does with a JSON-RPC batch
+(``batch``, ADVISORY: reported, never deciding).
 
 The texts disagree. The current v2 schema (``schema/v2/schema.json``, the normative one, and the npm SDK 2.4.0
 built from it) has no batch shapes: a message is one object. The older v2 docs (``transports.mdx``, which the
 official kit's ACP-BATCH-2xx ids cite) require batches (an empty one answered with one ``-32600``, a batch
-of requests with one array of answers). We follow the schema, so a batch is an extension: this check sends
+of requests with one array of answers). We follow the schema, so a batch is an extension: the batch check sends
 an empty batch and a one-request batch and reports what came back, and holds only that the connection is
 still usable afterwards (ACP-JSONRPC-005).
 """
@@ -13,10 +14,46 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .probe import Frame
-from .registry import CheckContext, check, require
+from acp_session.schema.types import CloseSessionRequest, ListSessionsRequest
 
-__all__ = ["batch"]
+from ...frames import Frame
+from ...outcomes import Fail
+from ...registry import CheckContext, require
+from ..common import HELLO
+from .base import V2, decode_update
+
+__all__ = ["batch", "framing"]
+
+
+@V2(
+    "framing",
+    "stdout carries only newline-delimited ACP messages that match the schema",
+    "transport",
+    ("transports.mdx#stdio", "ACP2-004", "ACP2-057", "schema:SessionUpdate", "schema:AgentResponse"),
+)
+async def framing(ctx: CheckContext) -> str | None:
+    p = ctx.probe
+    start = p.mark
+    sid = await p.new_session(ctx.cwd)
+    await p.run_turn(sid, HELLO)
+    await p.call("session/list", ListSessionsRequest(), rule="session-list.mdx")
+    await p.call("session/close", CloseSessionRequest(session_id=sid), rule="ACP2-074")
+    await p.barrier()
+    frames = p.own_frames(start)
+    for frame in frames:  # what the agent wrote while starting, and for this check
+        if frame.problem is not None:
+            raise Fail("transports.mdx#stdio", f"stdout line {frame.index + 1} is not an ACP message: {frame.problem}")
+        if frame.method == "session/update":
+            problem = decode_update(frame)
+            if problem is not None:
+                raise Fail("schema:SessionUpdate", problem)
+        state = frame.state()
+        if state is not None and state not in ("idle", "running", "requires_action"):
+            raise Fail("ACP2-057", f"line {frame.index + 1}: state {state!r}, which the client did not advertise")
+        if frame.is_response and frame.message is not None and "id" not in frame.message:
+            raise Fail("schema:AgentResponse", f"line {frame.index + 1}: response without id")
+    return f"{len(frames)} lines, all well-formed"
+
 
 _PROBE_ID = "acp-conformance-batch-1"
 
@@ -54,8 +91,7 @@ def _describe_one(answers: list[Any]) -> str:
     return "[request] -> no answer for the request"
 
 
-@check(
-    2,
+@V2(
     "batch",
     "what the agent does with a JSON-RPC batch (the schema has none, the older docs require them); reported",
     "transport",

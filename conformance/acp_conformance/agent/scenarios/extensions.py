@@ -1,5 +1,5 @@
 """The scenarios beyond the baseline protocol: ``/mcp`` (the session's MCP servers) and the Preview ones (turn
-usage, system prompts, auth pushes, subagents). Registered after scenarios.py's own, in this order."""
+usage, system prompts, auth pushes, subagents). Registered after the baseline's, in this order."""
 
 from __future__ import annotations
 
@@ -18,15 +18,15 @@ from acp_session.schema.types import (
     UsageUpdate,
 )
 
-from .scenarios import TurnContext, TurnFailed, scenario
-from .sessions import Session
+from ..sessions import Session
+from .engine import TurnContext, TurnFailed, scenario
 
 __all__ = ["auth_change", "mcp", "subagent", "system", "turn_usage"]
 
 
 @scenario("mcp", "Use the session's MCP servers: list their tools; with SERVER TOOL [JSON-ARGS], call that tool")
 async def mcp(ctx: TurnContext) -> str | None:
-    from . import mcp_client
+    from .. import mcp_client
 
     servers = ctx.session.mcp_servers
     if not servers:

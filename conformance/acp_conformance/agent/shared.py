@@ -10,50 +10,66 @@ the session.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import anyio
 from anyio.abc import TaskGroup
 
 from acp_session.errors import ConnectionClosed, RpcError
+from acp_session.rpc import Connection, PendingRequest
 from acp_session.schema import unstable as mu
 from acp_session.schema.types import RequestPermissionRequest, RequestPermissionResponse
 
 from .sessions import Session, SessionStore
 
-if TYPE_CHECKING:
-    from .server import ReferenceAgent
-
-__all__ = ["SharedSessions"]
+__all__ = ["ServingAgent", "SharedSessions"]
 
 _log = logging.getLogger("acp_conformance.agent")
 _DELIVERY_ERRORS = (ConnectionClosed, anyio.BrokenResourceError, anyio.ClosedResourceError)
 
 
+class ServingAgent(Protocol):
+    """What the shared sessions need of the agent serving one connection (``server.ReferenceAgent``): its
+    connection, whether its client speaks v1, sending an update to that client and asking it for permission. A
+    protocol, so this module (and the v1 front) stay below the server that implements it."""
+
+    @property
+    def conn(self) -> Connection: ...
+
+    @property
+    def v1(self) -> object:
+        """The v1 front when the client negotiated protocol version 1, else None."""
+        ...
+
+    async def send_update(self, session_id: str, update: mu.SessionUpdate) -> None: ...
+
+    def ask_permission(self, request: RequestPermissionRequest) -> PendingRequest[RequestPermissionResponse]: ...
+
+
 class SharedSessions:
-    """The server's sessions and which connection (``ReferenceAgent``) serves each one now."""
+    """The server's sessions and which connection (``ServingAgent``) serves each one now."""
 
     def __init__(self, tg: TaskGroup, store_path: str | None = None) -> None:
         self.tg = tg
         """Where turns and background work run: the server's task group, not a connection's."""
         self.store = SessionStore(store_path, self.send_update)
-        self._served_by: dict[str, ReferenceAgent] = {}
+        self._served_by: dict[str, ServingAgent] = {}
         self._served: dict[str, anyio.Event] = {}  # set while a connection serves the session (after any replay)
         self._held: dict[str, list[tuple[str, mu.SessionUpdate]]] = {}  # live updates held while a resume replays
 
-    def serves(self, session_id: str, agent: ReferenceAgent) -> bool:
+    def serves(self, session_id: str, agent: ServingAgent) -> bool:
         return self._served_by.get(session_id) is agent
 
-    def serving(self, session_id: str) -> ReferenceAgent | None:
+    def serving(self, session_id: str) -> ServingAgent | None:
         """The connection's agent that serves the session now (a subagent's: its parent's), if any."""
         return self._served_by.get(self._parent_id(session_id))
 
-    def attach(self, session_id: str, agent: ReferenceAgent) -> None:
+    def attach(self, session_id: str, agent: ServingAgent) -> None:
         """``agent``'s connection serves the session from now on (session/new, session/fork)."""
         self._served_by[session_id] = agent
         self._event(session_id).set()
 
-    def begin_resume(self, session_id: str, agent: ReferenceAgent) -> None:
+    def begin_resume(self, session_id: str, agent: ServingAgent) -> None:
         """A resume starts on ``agent``: live updates wait until its replay went out (``end_resume``)."""
         self._served_by[session_id] = agent
         self._held.setdefault(session_id, [])
@@ -70,7 +86,7 @@ class SharedSessions:
         if session_id in self._served_by:
             self._event(session_id).set()
 
-    def detach(self, agent: ReferenceAgent) -> None:
+    def detach(self, agent: ServingAgent) -> None:
         """``agent``'s connection ended: its sessions go on unserved until a connection resumes them."""
         for session_id in [sid for sid, served_by in self._served_by.items() if served_by is agent]:
             del self._served_by[session_id]
@@ -112,7 +128,7 @@ class SharedSessions:
         if agent is None:
             return
         try:
-            await agent._send_update(session_id, update)
+            await agent.send_update(session_id, update)
         except _DELIVERY_ERRORS:
             _log.debug("session %s: its connection is gone; the update is kept in its history only", session_id)
 

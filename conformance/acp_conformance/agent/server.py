@@ -127,8 +127,8 @@ class ReferenceAgent(PreviewMethods):
         self.options = options or AgentOptions()
         # --listen: one server-wide store; a session is served by the connection that last created or resumed it.
         self.shared = shared
-        self.store = shared.store if shared is not None else SessionStore(self.options.store, self._send_update)
-        self._emit = shared.send_update if shared is not None else self._send_update  # new sessions' emit_raw
+        self.store = shared.store if shared is not None else SessionStore(self.options.store, self.send_update)
+        self._emit = shared.send_update if shared is not None else self.send_update  # new sessions' emit_raw
         self.v1: V1Front | None = None  # set when the client negotiated protocol version 1
         on = conn.on_request
         on("initialize", self.initialize)  # plain params: the version is read before the shape (negotiation.py)
@@ -162,7 +162,7 @@ class ReferenceAgent(PreviewMethods):
 
     # -- helpers ---------------------------------------------------------------------------------------
 
-    async def _send_update(self, session_id: str, update: mu.SessionUpdate) -> None:
+    async def send_update(self, session_id: str, update: mu.SessionUpdate) -> None:
         if self.v1 is not None:
             await self.v1.send_update(session_id, update)
             return
@@ -333,7 +333,7 @@ class ReferenceAgent(PreviewMethods):
             if isinstance(replay, ReplayFromStart):
                 await self._replay(session)
             # The current-state snapshot after any replay and before the response (ACP2-039, ACP2-055).
-            await self._send_update(session.session_id, session.state_update(session.state, session.last_stop_reason))
+            await self.send_update(session.session_id, session.state_update(session.state, session.last_stop_reason))
         finally:
             if self.shared is not None:
                 await self.shared.end_resume(session.session_id)
@@ -343,14 +343,14 @@ class ReferenceAgent(PreviewMethods):
         """Re-send a session's history; a subagent's own history follows the update that announced it."""
         announced: set[str] = set()
         for update in list(session.history):
-            await self._send_update(session.session_id, update)
+            await self.send_update(session.session_id, update)
             if isinstance(update, mu.SubagentUpdate) and update.session_id not in announced:
                 announced.add(update.session_id)
                 child = session.subagents.get(update.session_id)
                 if child is not None:
                     child.open = True
                     for child_update in list(child.history):
-                        await self._send_update(child.session_id, child_update)
+                        await self.send_update(child.session_id, child_update)
 
     async def close_session(self, request: CloseSessionRequest) -> CloseSessionResponse:
         session = self.store.get(request.session_id)
@@ -568,7 +568,7 @@ class ReferenceAgent(PreviewMethods):
         if session is not None and session.open:
             self._cancel_foreground(session)
 
-    # -- what the v1 front (v1_front.py) shares ----------------------------------------------------------
+    # -- what the v1 front shares (v1_front.V2Agent) ----------------------------------------------------------
 
     session_or_error = _session
     check_path = _check_path
