@@ -135,17 +135,17 @@ class SseParser:
                 first, chunk = b"".join(held), chunk[at + 2 :]
             self._held = []
             self._held_size = 0
+            self.scanned += len(first)  # its search below
             blocks = chunk.split(b"\n\n")
             blocks[0:0] = [first]
         else:
             blocks = chunk.split(b"\n\n")
-        self.scanned += len(chunk)
+        self.scanned += 2 * len(chunk)  # the split, and each block's search below (disjoint parts of the chunk)
         rest = blocks.pop()
         items: list[SseEvent | bytes] = []
         mixed = False
         max_event = self._max_event
         for block in blocks:
-            self.scanned += len(block)
             if block[:6] == b"data: " and block.find(b"\n") < 0:
                 if len(block) - 6 > max_event:
                     raise SseLimitExceeded("an event", max_event)
