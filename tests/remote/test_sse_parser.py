@@ -85,7 +85,7 @@ def test_leaving_the_fast_path_mid_event_keeps_its_bytes() -> None:
     st.data(),
 )
 def test_lf_only_streams_cut_anywhere_give_the_same_events(blocks: list[list[bytes]], data: st.DataObject) -> None:
-    """The fast path holds an unfinished event as its chunks and searches only the new ones (and the byte before
+    """The fast path holds an unfinished event in a buffer and searches only the new bytes (and the byte before
     them): every cut, including one between the two LFs of a boundary, gives what the body in one piece gives."""
     body = b"".join(b"\n".join(lines) + b"\n\n" for lines in blocks)
     whole = SseParser(1024).feed(body)

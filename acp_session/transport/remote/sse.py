@@ -6,9 +6,9 @@ again; each event's data is checked as UTF-8 once it is whole. ``max_line`` boun
 one event's data: past either, ``SseLimitExceeded`` is raised at once, before more is buffered, so an endless
 line or a gigabyte event costs at most the limit plus one chunk.
 
-Linear in the bytes fed, however an event is cut into chunks: an unfinished event is held as the list of its
-chunks, and only each new chunk (plus the one byte before it, for a boundary split between two chunks) is
-searched; the held chunks are joined once, when the event is complete. The line parser searches each byte for
+Linear in the bytes fed, however an event is cut into chunks: an unfinished event's bytes are appended to one
+buffer, and only each new chunk (plus the byte before it, for a boundary split between two chunks) is searched;
+the buffer is copied out once, when the event is complete. The line parser searches each byte for
 CR and for LF at most once. ``scanned`` counts the bytes handed to the search and split primitives, so a test
 can check that this stays a small multiple of the bytes fed.
 """
@@ -48,7 +48,6 @@ class SseParser:
         "_event",
         "_has_data",
         "_held",
-        "_held_size",
         "_line",
         "_max_event",
         "_max_line",
@@ -70,9 +69,8 @@ class SseParser:
         self._event: str | None = None
         self._skip_lf = False  # the last chunk ended in CR: an LF that starts the next one belongs to it
         self._start = True  # a BOM may open the stream
-        # The fast path's unparsed chunks since the last event boundary (no CR in them, none empty), and their size.
-        self._held: list[bytes] = []
-        self._held_size = 0
+        # The fast path's unparsed bytes since the last event boundary (no CR in them): appended to, never re-made.
+        self._held = bytearray()
         self._mixed = True  # whether the last feed's items may hold SseEvent objects (else all are data bytes)
         self.scanned = 0
         """Bytes handed to the search and split primitives so far (a measure of the parser's work)."""
@@ -110,11 +108,10 @@ class SseParser:
         return self._feed_lines(chunk)  # type: ignore[return-value]  # list is invariant
 
     def _take_held(self, chunk: bytes) -> bytes:
-        """The held bytes with ``chunk`` after them, joined once; nothing is held any more."""
-        self._held.append(chunk)
-        joined = b"".join(self._held)
-        self._held = []
-        self._held_size = 0
+        """The held bytes with ``chunk`` after them, as one ``bytes``; nothing is held any more."""
+        self._held += chunk
+        joined = bytes(self._held)
+        self._held = bytearray()
         return joined
 
     def _feed_fast(self, chunk: bytes) -> list[SseEvent | bytes]:
@@ -123,18 +120,17 @@ class SseParser:
         held = self._held
         if held:
             # Only the new bytes can hold the boundary that ends the held event, or its second LF.
-            if held[-1][-1:] == b"\n" and chunk[:1] == b"\n":
+            if held[-1] == 0x0A and chunk[:1] == b"\n":
                 self.scanned += 1
-                first, chunk = b"".join(held)[:-1], chunk[1:]
+                first, chunk = bytes(held[:-1]), chunk[1:]
             else:
                 at = chunk.find(b"\n\n")
                 self.scanned += len(chunk) if at < 0 else at + 2
                 if at < 0:
                     return self._hold_more(chunk)
-                held.append(chunk[:at])
-                first, chunk = b"".join(held), chunk[at + 2 :]
-            self._held = []
-            self._held_size = 0
+                held += chunk[:at]
+                first, chunk = bytes(held), chunk[at + 2 :]
+            self._held = bytearray()
             self.scanned += len(first)  # its search below
             blocks = chunk.split(b"\n\n")
             blocks[0:0] = [first]
@@ -159,16 +155,13 @@ class SseParser:
                 items += self._too_long(rest)
                 self._mixed = True
             else:
-                self._held.append(rest)
-                self._held_size = len(rest)
+                self._held += rest
         return items
 
     def _hold_more(self, chunk: bytes) -> list[SseEvent | bytes]:
         """A chunk that completes no event: held, unless the event grew past a line's limit."""
-        size = self._held_size + len(chunk)
-        if size <= self._max_line:
-            self._held.append(chunk)
-            self._held_size = size
+        if len(self._held) + len(chunk) <= self._max_line:
+            self._held += chunk
             return []
         return self._too_long(self._take_held(chunk))
 
@@ -263,8 +256,7 @@ class SseParser:
 
     def feed_eof(self) -> list[SseEvent]:
         """The stream ended: an unfinished event is dropped, as the SSE rules say."""
-        self._held = []
-        self._held_size = 0
+        self._held = bytearray()
         self._line.clear()
         self._data = []
         self._data_size = 0
