@@ -18,7 +18,7 @@ from acp_session import __version__
 from acp_session.client import ClientBuilder, ClientConnection
 from acp_session.codec import to_builtins
 from acp_session.conversation import ChatDone, ChatError, Conversation
-from acp_session.errors import MethodNotFound
+from acp_session.errors import AcpError, MethodNotFound
 from acp_session.mcp.config import split_offered
 from acp_session.mcp.servers import McpServerConfig
 from acp_session.protocol.negotiate import DEFAULT_INITIALIZE_TIMEOUT
@@ -391,6 +391,7 @@ class ChatApp:
         state = conversation.state
         if isinstance(self.renderer, TerminalRenderer):
             self.renderer.terminals = state.terminals.get
+            self.renderer.client_terminal = lambda terminal_id: _runs_terminal(conversation, terminal_id)
         elif isinstance(self.renderer, JsonRenderer):
             self.renderer.context = lambda: state.usage
 
@@ -546,6 +547,17 @@ WORKING = "working\u2026 {s} s (Ctrl-C cancels)"
 
 def _reportable(exc: BaseException) -> bool:
     """Failures of the agent or of running it (not a bug of this CLI, which main() reports)."""
-    from acp_session.errors import AcpError
-
     return isinstance(exc, (AcpError, OSError, UnicodeError))
+
+
+def _runs_terminal(conversation: Conversation, terminal_id: str) -> bool:
+    """Whether ``terminal_id`` may be one the client ran for the agent (protocol v1's ``terminal/create``, with
+    ``--allow-terminal``): such a terminal is never said to be unavailable, even once the agent released it."""
+    try:
+        connection = conversation.session.connection
+    except AcpError:  # not attached to a session (any more)
+        return False
+    provider = connection.terminals
+    return provider is not None and (
+        connection.protocol_version == 1 or terminal_id in getattr(provider, "terminal_ids", ())
+    )

@@ -83,6 +83,7 @@ class ConnectionHub(UpdateRouting):
         self.limits = builder._limits
         self.subagent_tracks = SubagentTracks(self.session_tracks, self.limits.subagents)
         """The child sessions tracked, within ``Limits.subagents`` (its ``folded`` and ``refused`` counts)."""
+        self.subagent_tracks.unfollow = self._unfollow_child
         self.opening = 0  # session/new requests in flight: unknown sessions' early updates are kept
         self._provisional = 0  # tracks made for unknown sessions while a session/new was in flight
         self.unknown_session_updates = 0
@@ -420,6 +421,12 @@ class ConnectionHub(UpdateRouting):
 
     def resume_calls(self) -> None:
         self._ready.set()
+
+    def _unfollow_child(self, session_id: str) -> None:
+        """A child no longer tracked: a transport with a stream per session stops reading its stream."""
+        unfollow = getattr(self.rpc.transport, "unfollow_session", None)
+        if unfollow is not None:
+            unfollow(session_id)
 
     async def start_task(self, fn: Callable[..., Coroutine[Any, Any, Any]]) -> Any:
         """``TaskGroup.start`` in this connection's task group: ``fn`` runs there, its start value returned."""

@@ -180,7 +180,8 @@ class UpdateRouting:
         """A subagent (Preview): the parent announced a child session. Its track is made here (within
         ``Limits.subagents``: ``SubagentTracks``), so the child's own updates are tracked and handed to the
         parent's listeners (a ``Conversation`` folds them into the child's state); its ``capabilities`` say
-        whether the client may cancel it."""
+        whether the client may cancel it. A transport that reads each session on a stream of its own (HTTP) is
+        told to read the child's: only a tracked child gets one."""
         child_id = update.session_id
         child = self.session_tracks.get(child_id)
         if child is None:
@@ -189,6 +190,9 @@ class UpdateRouting:
             child = self.subagent_tracks.admit(parent, child_id, self.session_track)
             if child is None:
                 return  # refused: every kept child still runs
+        follow = getattr(self.rpc.transport, "follow_session", None)
+        if follow is not None:
+            follow(child_id)  # nothing when its stream is open already
         if child.parent is None and child_id != parent.session_id:
             child.parent = parent.session_id
         caps = update.capabilities

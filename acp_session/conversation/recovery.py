@@ -124,7 +124,7 @@ class ReconnectRecovery(TurnRouting):
         hub = hub_of(connection)
         quiet = BatchUpdateListener(self._fold_quietly, self._fold_run_quietly)
         track = hub.session_track(session_id)
-        self.state.begin_resume(replay=True)
+        self.state.begin_resume(replay=True, drop_unreplayed=True)
         try:
             resumed, response = await open_resumed_session(
                 hub,
@@ -168,7 +168,8 @@ class ReconnectRecovery(TurnRouting):
 
     def _fold_quietly(self, note: UpdateSessionNotification) -> None:
         if note.session_id == self.state.session_id:
-            self.state.apply(note.update)
+            if getattr(self.state.apply(note.update), "created", False):
+                self._trim()  # the history bound holds during a replay as it does live
         elif self.state.descendant(note.session_id) is not None:
             self.state.apply_descendant(note.session_id, note.update)
 

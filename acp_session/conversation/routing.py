@@ -258,8 +258,10 @@ class TurnRouting:
             self._idle.set()
 
     def _trim(self) -> None:
+        """Keep the history within ``max_history_size``, a replay's as well (the state trims the timeline the
+        replay is building)."""
         limit = self.max_history_size
-        if not limit or self.state.resuming:
+        if not limit:
             return
         excess = len(self.state.timeline) - limit
         if excess > limit // 8:  # trim in batches; history() hides the slack

@@ -5,7 +5,9 @@ The rules (the RFD, and what the official TypeScript server does): ``initialize`
 ``Acp-Connection-Id`` and answered with 200, its answer in the body and the connection id in the header; the
 connection's stream is opened before anything else is sent; every other POST is answered with 202 and its
 answer comes on a stream. A session's stream is opened the first time the session is used (its id seen in an
-answer or in a message we send), before that message goes out, and again after it was lost. Losing the
+answer or in a message we send), before that message goes out, and again after it was lost. A subagent's
+stream is opened when the client says it follows that child (``follow_session``: it tracks the child), at most
+``max_subagent_streams`` at once, the others waiting in order. Losing the
 connection's stream ends the transport (every pending request fails; nothing is left half-dead). A 409 detaches
 only that session; 401, 403, 404, 410 and network errors end the transport; any other status fails only the
 request it carried (``RemoteHttpError``). Closing sends ``DELETE``.
@@ -51,7 +53,9 @@ _EVENTS = "text/event-stream"
 @asynccontextmanager
 async def open_http(dialer: RemoteDialer) -> AsyncIterator[HttpFrames]:
     http1, http2 = dialer.http_versions()
-    clients = RemoteClients(dialer, http1=http1, http2=http2, streams=dialer.limits.max_session_streams + 1)
+    limits = dialer.limits
+    streams = limits.max_session_streams + limits.max_subagent_streams + 1
+    clients = RemoteClients(dialer, http1=http1, http2=http2, streams=streams)
     async with clients.messages:
         # Entered by hand: a task group would wrap the caller's own exception in an ExceptionGroup.
         tg = anyio.create_task_group()
@@ -67,12 +71,14 @@ async def open_http(dialer: RemoteDialer) -> AsyncIterator[HttpFrames]:
 
 
 class _Stream:
-    """One GET event stream: the connection's (``session`` None) or a session's."""
+    """One GET event stream: the connection's (``session`` None) or a session's (``child``: a subagent's the client
+    follows, counted against ``max_subagent_streams``)."""
 
-    __slots__ = ("error", "ready", "scope", "session")
+    __slots__ = ("child", "error", "ready", "scope", "session")
 
-    def __init__(self, session: str | None) -> None:
+    def __init__(self, session: str | None, child: bool = False) -> None:
         self.session = session
+        self.child = child
         self.scope = anyio.CancelScope()
         self.ready = anyio.Event()  # set once the server answered the GET (``error`` says how)
         self.error: BaseException | None = None
@@ -92,6 +98,8 @@ class HttpFrames:
         self._routes = Routes()
         self._inbox = BatchInbox[Frame](dialer.limits.inbox_frames)
         self._streams: dict[str | None, _Stream] = {}
+        self._children_open = 0  # subagent streams whose task still runs (each holds a connection)
+        self._children_waiting: dict[str, None] = {}  # subagents followed past max_subagent_streams, in order
         self._send_lock = anyio.Lock()
         self.connection_id: str | None = None
         self.failure: BaseException | None = None
@@ -135,6 +143,30 @@ class HttpFrames:
 
     async def peer_exit(self) -> PeerExit:
         return PeerExit(reason=None if self.failure is None else str(self.failure))
+
+    # -- SessionStreams ------------------------------------------------------------------------------------
+
+    def follow_session(self, session_id: str) -> None:
+        """Read a subagent's stream (the client tracks it): now, or once fewer than ``max_subagent_streams`` are
+        open. Nothing for a session whose stream is open or waiting, or that is detached."""
+        if self._closed or self.failure is not None or self.connection_id is None:
+            return
+        if session_id in self._streams or session_id in self._children_waiting or session_id in self._routes.detached:
+            return
+        if self._children_open < self._limits.max_subagent_streams:
+            self._open(session_id, child=True)
+        elif len(self._children_waiting) < self._limits.max_session_streams:
+            self._children_waiting[session_id] = None
+        else:
+            _log.debug("subagent %s not followed: %d are waiting for a stream", session_id, len(self._children_waiting))
+
+    def unfollow_session(self, session_id: str) -> None:
+        """Stop reading a subagent's stream (the client no longer tracks it); its place goes to the next waiting."""
+        self._children_waiting.pop(session_id, None)
+        stream = self._streams.get(session_id)
+        if stream is not None and stream.child:
+            del self._streams[session_id]
+            stream.scope.cancel()
 
     # -- sending -------------------------------------------------------------------------------------------
 
@@ -236,6 +268,7 @@ class HttpFrames:
 
     async def _session_ready(self, session: str) -> bool:
         """Open ``session``'s stream if it is not open; False if the session is (now) detached."""
+        self._children_waiting.pop(session, None)  # a child the application uses now: opened at once
         for _ in range(2):  # a stream the server ended before it opened is tried once more
             if session in self._routes.detached:
                 return False
@@ -248,30 +281,48 @@ class HttpFrames:
         self._routes.detached[session] = {"transport": "http", "status": 0, "body": str(stream.error)}
         return False
 
-    def _open(self, session: str | None) -> _Stream:
+    def _open(self, session: str | None, *, child: bool = False) -> _Stream:
         existing = self._streams.get(session)
         if existing is not None:
             return existing
-        stream = _Stream(session)
+        stream = _Stream(session, child)
         if session is not None and len(self._streams) > self._limits.max_session_streams:
             stream.error = RemoteProtocolError(f"more than {self._limits.max_session_streams} session streams")
             self._routes.detached[session] = {"transport": "http", "status": 0, "body": str(stream.error)}
             stream.ready.set()
             return stream
         self._streams[session] = stream
+        if child:
+            self._children_open += 1
         self._tg.start_soon(self._read_stream, stream)
         return stream
 
     async def _read_stream(self, stream: _Stream) -> None:
         error: BaseException | None = None
-        with stream.scope:
-            try:
-                await self._stream_events(stream)
-            except Exception as exc:
-                error = exc
-        if not stream.scope.cancel_called:
-            await self._stream_ended(stream, error)
-        stream.ready.set()
+        try:
+            with stream.scope:
+                try:
+                    await self._stream_events(stream)
+                except Exception as exc:
+                    error = exc
+            if not stream.scope.cancel_called:
+                await self._stream_ended(stream, error)
+            stream.ready.set()
+        finally:
+            if stream.child:  # its connection is closed: the next waiting child's stream may open
+                self._children_open -= 1
+                self._next_child()
+
+    def _next_child(self) -> None:
+        waiting = self._children_waiting
+        while waiting and self._children_open < self._limits.max_subagent_streams:
+            if self._closed or self.failure is not None:
+                waiting.clear()
+                return
+            session = next(iter(waiting))
+            del waiting[session]
+            if session not in self._streams and session not in self._routes.detached:
+                self._open(session, child=True)
 
     async def _stream_events(self, stream: _Stream) -> None:
         httpx = self._httpx
@@ -329,11 +380,11 @@ class HttpFrames:
         head = read_head(data)
         if head is not None:
             self._routes.received(head, stream_session)
-            # A new session's stream opens now (its first use waits for it); so does a subagent's, announced on
-            # its parent's stream: the server sends the child's own updates on the child's stream only.
-            for new in (self._routes.new_session(head), head.child_session if stream_session else None):
-                if new is not None and new not in self._streams and new not in self._routes.detached:
-                    self._open(new)
+            # A new session's stream opens now (its first use waits for it). A subagent's opens when the client
+            # says it tracks the child (follow_session): an agent cannot make it open one for each it announces.
+            new = self._routes.new_session(head)
+            if new is not None and new not in self._streams and new not in self._routes.detached:
+                self._open(new)
         return data
 
     async def _stream_ended(self, stream: _Stream, error: BaseException | None) -> None:
@@ -423,6 +474,6 @@ def _phrase(status: int) -> str:
 
 def _routes_nothing(data: bytes) -> bool:
     """Whether a received message certainly means nothing to routing, without decoding it: only a message with
-    an ``id`` (a request or an answer) or a ``subagent_update`` does. Without a ``\\u`` escape, JSON can spell
-    that key and that value only literally, so their absence as bytes proves it (the streamed updates)."""
-    return b'"id"' not in data and b"subagent_update" not in data and b"\\u" not in data
+    an ``id`` (a request or an answer) does. Without a ``\\u`` escape, JSON can spell that key only literally, so
+    its absence as bytes proves it (the streamed updates)."""
+    return b'"id"' not in data and b"\\u" not in data
