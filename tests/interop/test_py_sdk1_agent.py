@@ -19,7 +19,7 @@ import pytest
 
 from acp_session import ClientBuilder, ClientConnection, Conversation
 from acp_session.conversation import ChatDone, ChatText, ChatToolBegin, ChatToolEnd
-from acp_session.errors import InvalidParams
+from acp_session.errors import InvalidParams, RequestCancelled
 from acp_session.schema.types import RequestPermissionRequest, SessionConfigSelect
 from acp_session.transcript import read_transcript
 
@@ -199,3 +199,44 @@ async def test_cancel_with_a_pending_permission(peer: list[str] | str, version: 
     # session/cancel first, then the pending request answered cancelled (never an approval).
     assert wire.answers_to("session/request_permission") == [{"outcome": {"outcome": "cancelled"}}]
     assert len(wire.sent("session/cancel")) == 1
+
+
+async def test_v1_files_go_through_the_client(peer: list[str] | str, tmp_path: Path) -> None:
+    """The SDK's v1 ``read_text_file`` / ``write_text_file`` reach ``with_file_system()``, confined to the cwd."""
+    (tmp_path / "notes.txt").write_text("remember the milk")
+    outside = tmp_path.parent / f"{tmp_path.name}-outside.txt"
+    outside.write_text("secret")
+    async with connected(peer, 1, tmp_path, files=True) as (_, conversation, wire):
+        with anyio.fail_after(20):
+            read = await conversation.chat_to_completion(f"/read {tmp_path / 'notes.txt'}")
+            wrote = await conversation.chat_to_completion(f"/write {tmp_path / 'out.txt'} hello file")
+            refused = await conversation.chat_to_completion(f"/read {outside}")
+    assert read.text == "Read: remember the milk"
+    assert wrote.text == "Wrote 10 characters." and (tmp_path / "out.txt").read_text() == "hello file"
+    assert [(f.path, f.text, f.source) for f in wrote.files] == [(str(tmp_path / "out.txt"), "hello file", "fs_write")]
+    assert refused.text.startswith("Refused: -32") and "secret" not in refused.text
+    answers = wire.answers_to("fs/read_text_file")
+    assert answers[0] == {"content": "remember the milk"} and answers[1] is None  # the refusal is an error
+
+
+async def test_v2_held_prompts_and_closing_a_busy_session(peer: list[str] | str, tmp_path: Path) -> None:
+    """A prompt sent while a turn runs is held by the SDK agent and inserted after it; closing the session while
+    it is busy cancels the turn and withdraws the held prompt (-32800)."""
+    async with connected(peer, 2, tmp_path) as (_, conversation, wire):
+        with anyio.fail_after(20):
+            first = conversation.chat("/slow 3")
+            second = conversation.chat("next")
+            assert (await first).text == "chunk 1. chunk 2. chunk 3. "
+            assert (await second).text == "You said: next"
+            busy = conversation.chat("/slow 200")
+            held = conversation.chat("never inserted")
+            async for event in busy:
+                if isinstance(event, ChatText):
+                    await conversation.session.close()
+                elif isinstance(event, ChatDone):
+                    assert event.response.stop_reason == "cancelled"
+            with pytest.raises(RequestCancelled):
+                await held
+    users = [m.text for m in conversation.messages() if m.role == "user"]
+    assert users == ["/slow 3", "next", "/slow 200"]
+    assert [m["params"]["sessionId"] for m in wire.sent("session/close")] == [conversation.session_id]
