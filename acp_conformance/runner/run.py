@@ -178,6 +178,9 @@ class _Run:
             dialer = self.options.dialer
             # Over HTTP the initialize POST is what connects (a WebSocket connected above): no answer at all.
             problem = unreachable(exc) if dialer is not None and dialer.profile == "http" else None
+            if problem is None and dialer is not None and dialer.profile == "http" and not probe.frames:
+                # Nothing came back at all, not even the POST's status: each transport check would wait as long.
+                problem = f"the agent did not answer initialize within {options.startup_timeout:g}s"
             if problem is not None:
                 self.unreachable = True
                 self.fail_startup(problem)

@@ -62,8 +62,11 @@ def handler(mode: str) -> Any:
         if request.method == "DELETE":
             await send(stream, served, b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
             return True
-        message = request.json()
-        if message.get("method") != "initialize":
+        try:
+            message = request.json()
+        except ValueError:
+            message = {}
+        if not isinstance(message, dict) or message.get("method") != "initialize":
             await send(stream, served, b"HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n")  # never answered
             return True
         if mode == "silent":
