@@ -61,7 +61,7 @@ def auth_message(error: AuthenticationRequired, agent_argv: Sequence[str], agent
             if commands > LISTED:
                 continue
             env = "".join(f"{k}={shlex.quote(v)} " for k, v in method.terminal_env.items())
-            ways.append(f"run in a terminal: {_clip(env + _command(command), 400)}   ({_clip(method.name)})")
+            ways.append(f"run in a terminal: {_clip(env + _command(command), 4096)}   ({_clip(method.name)})")
     if commands > LISTED:
         ways.append(f"one of {commands - LISTED} more terminal logins (--json lists more of them)")
     protocol = [m for m in error.methods if m.kind == "agent" and m.login_command is None]
