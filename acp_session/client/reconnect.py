@@ -297,6 +297,7 @@ class Reconnector:
         last: BaseException = error
         attempt = 0  # dials of this recovery (the events count them); the outage counts all of its own
         self.reconnecting = True
+        self.hub.pause_calls()  # the application's calls wait for the new transport, back-off included
         try:
             with anyio.move_on_after(max(0.0, outages.remaining(anyio.current_time()))) as deadline:
                 while attempt < policy.attempts and not outages.flapping():

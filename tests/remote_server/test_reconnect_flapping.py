@@ -14,6 +14,7 @@ import anyio
 import pytest
 
 from acp_session import ClientBuilder
+from acp_session.cli.messages import describe
 from acp_session.client.outage import OutageTracker
 from acp_session.client.reconnect import Reconnected, ReconnectPolicy
 from acp_session.client_errors import ReconnectFailed
@@ -98,3 +99,14 @@ def test_an_outage_ends_once_a_connection_stayed_up_long_enough() -> None:
     outages.came_back(8.0)
     fresh = outages.dropped(18.0)  # up for 10 s: that outage was over
     assert fresh is not first and fresh.drops == 0 and outages.delay() == 0.0 and not outages.flapping()
+
+
+def test_the_cli_says_the_connection_kept_dropping() -> None:
+    flapping = ReconnectFailed(5, 9.5, ConnectionError("cut"), deadline_reached=False, drops=5)
+    assert describe(flapping).message == (
+        "the connection to the agent was lost and could not be re-established "
+        "(it kept dropping right after each reconnect (5 times))"
+    )
+    assert "flapping" in str(flapping) and flapping.flapping
+    failing = ReconnectFailed(5, 9.5, ConnectionError("refused"), deadline_reached=False)
+    assert not failing.flapping and "5 reconnect attempts failed" in str(failing)
