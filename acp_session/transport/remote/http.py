@@ -197,6 +197,8 @@ class HttpFrames:
         try:
             with self._init_scope:
                 await self._open_connection(frame)
+        except Exception as exc:  # in a task of the transport's: it ends the transport, never its task group
+            self._fail(self._network_error(exc, "initialize"))
         finally:
             self._initialized.set()
 
