@@ -19,6 +19,7 @@ import msgspec
 
 from acp_session.codec import convert, decoder, to_builtins
 from acp_session.errors import InternalError, InvalidParams, RpcError
+from acp_session.protocol.base import LAST_STOP_REASON_META
 from acp_session.rpc import PendingRequest
 from acp_session.schema import types as m
 from acp_session.schema import unstable as mu
@@ -272,7 +273,7 @@ class V1Front:
         shared = self.agent.shared
         if shared is None:
             await self._replay(session)
-            return self._session_values(session)
+            return self._loaded(session)
         # --listen: the session is taken over from whichever connection served it; live updates wait for the
         # replay (delivered once), then a permission request the turn waits for is asked here.
         shared.begin_resume(session.session_id, self.agent)
@@ -282,9 +283,20 @@ class V1Front:
             await shared.end_resume(session.session_id)
         if session.work_done is not None and not session.work_done.is_set():
             # v1 has no state updates: a turn's end is its prompt's answer, which died with the connection that
-            # asked. The load is answered when the running turn ends, so the client sees the whole turn.
+            # asked. The load is answered when the running turn ends, so the client sees the whole turn, and
+            # its answer says how the turn ended.
             await session.work_done.wait()
-        return self._session_values(session)
+        return self._loaded(session)
+
+    def _loaded(self, session: Session) -> dict[str, Any]:
+        """The ``session/load`` answer: the session's values and, in ``_meta``, the stop reason of its last turn
+        when no turn runs (``LAST_STOP_REASON_META``: a client whose prompt was lost with its connection learns
+        there how its turn ended). v1 has no ``error`` stop reason (that prompt failed): not said."""
+        values = self._session_values(session)
+        idle = session.work_done is None or session.work_done.is_set()
+        if idle and session.last_stop_reason is not None and session.last_stop_reason != "error":
+            values["_meta"] = {LAST_STOP_REASON_META: session.last_stop_reason}
+        return values
 
     async def _replay(self, session: Session) -> None:
         for update in list(session.history):

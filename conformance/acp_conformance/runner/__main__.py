@@ -17,7 +17,14 @@ from typing import Any
 import anyio
 
 from acp_session.registry import RegistryError, named_agent
-from acp_session.transport.remote import RemoteDialer, parse_header, redact_url, resolve_ca_file
+from acp_session.transport.remote import (
+    DEFAULT_REMOTE_LIMITS,
+    RemoteDialer,
+    RemoteLimits,
+    parse_header,
+    redact_url,
+    resolve_ca_file,
+)
 
 from .baseline import BaselineError, load_baseline, write_baseline
 from .checks_remote import REMOTE_CHECKS
@@ -212,7 +219,9 @@ def main(argv: list[str] | None = None, *, prog: str = "acp-conformance", defaul
         parser.error(f"unknown check(s): {', '.join(unknown)}")
     if args.url is not None:
         dialer = _dialer(args, parser)
-        _run_and_exit(args, arguments, RunOptions([dialer.display_url], **_common(args, parser), dialer=dialer))
+        # A remote agent has no process to start: --timeout bounds its initialize as any other answer.
+        options = RunOptions([dialer.display_url], **_common(args, parser), dialer=dialer, startup_timeout=args.timeout)
+        _run_and_exit(args, arguments, options)
         return
     if (args.header or args.insecure or args.ca_file) and args.url is None:
         parser.error("--header, --insecure and --ca-file go with --url")
@@ -261,6 +270,8 @@ def _dialer(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Remote
             headers=headers,
             insecure=args.insecure,
             ca_file=resolve_ca_file(args.ca_file, insecure=args.insecure),
+            # --timeout bounds each dial too (a WebSocket upgrade whose 101 dribbles), when it is the shorter.
+            limits=RemoteLimits(connect_timeout=min(args.timeout, DEFAULT_REMOTE_LIMITS.connect_timeout)),
         )
     except ValueError as exc:
         parser.error(str(exc))

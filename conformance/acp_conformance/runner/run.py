@@ -30,7 +30,7 @@ from .frames import WireLine
 from .outcomes import ErrorAnswer, Fail, LoginRequired, NotApplicable
 from .probe import Probe, spawn_probe
 from .registry import Check, CheckContext, in_report_order, missing_scenario
-from .remote_agent import connect_probe, unreachable
+from .remote_agent import connect_probe, connection_lost, unreachable
 from .remote_run import REMOTE_ONLY_OVER_STDIO, RemoteResult, remote_not_run, run_remote_checks
 from .scenarios import NO_SCENARIOS, REFERENCE_SCENARIOS, Scenarios, load_scenarios
 
@@ -176,20 +176,25 @@ class _Run:
             return None
         try:
             await probe.initialize(self.offer)
-        except Fail as exc:
+        except Fail as failed:
+            reason = connection_lost(probe.agent) or failed  # a remote connection's end says more than its EOF
             dialer = self.options.dialer
             # Over HTTP the initialize POST is what connects (a WebSocket connected above): no answer at all.
-            problem = unreachable(exc) if dialer is not None and dialer.profile == "http" else None
+            over_http = dialer is not None and dialer.profile == "http"
+            problem = unreachable(reason) if over_http else None
+            if problem is None and over_http and reason is failed and not probe.frames:
+                # Nothing came back, not even a status: each transport row would wait as long.
+                problem = f"the agent did not answer initialize within {options.startup_timeout:g}s"
             if problem is not None:
                 self.unreachable = True
                 self.fail_startup(problem)
                 return None
-            if isinstance(exc, ErrorAnswer) and exc.code == -32022:
+            if isinstance(reason, ErrorAnswer) and reason.code == -32022:
                 # The right answer from an agent without a version at or below the offer: nothing to check.
                 self.report.version_mismatch = True
-                self.fail_startup(f"the agent does not speak protocol version {self.offer} or older: {exc}")
+                self.fail_startup(f"the agent does not speak protocol version {self.offer} or older: {reason}")
                 return None
-            await self.fail_initialize(probe, exc)
+            await self.fail_initialize(probe, reason)
             return None
         except Exception as exc:  # the agent is gone
             await self.fail_initialize(probe, exc)
