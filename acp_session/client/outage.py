@@ -12,12 +12,22 @@ again at ``backoff`` after every drop.
 from __future__ import annotations
 
 import random
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-if TYPE_CHECKING:
-    from .reconnect import ReconnectPolicy
+__all__ = ["Outage", "OutagePolicy", "OutageTracker"]
 
-__all__ = ["Outage", "OutageTracker"]
+
+class OutagePolicy(Protocol):
+    """What an outage's budget reads of ``reconnect.ReconnectPolicy`` (a Protocol, so this sans-IO module needs
+    nothing from the driver above it)."""
+
+    @property
+    def attempts(self) -> int: ...
+    @property
+    def deadline(self) -> float: ...
+    @property
+    def stable_after(self) -> float: ...
+    def delay(self, attempt: int, rng: random.Random | None = None) -> float: ...
 
 
 class Outage:
@@ -39,7 +49,7 @@ class OutageTracker:
     """The outages of one connection under ``policy``: ``dropped(now)`` for each drop, ``came_back(now)`` for each
     reconnect, and in between what the recovery may still do."""
 
-    def __init__(self, policy: ReconnectPolicy, rng: random.Random | None = None) -> None:
+    def __init__(self, policy: OutagePolicy, rng: random.Random | None = None) -> None:
         self.policy = policy
         self.rng = rng or random.Random()
         self.current: Outage | None = None
