@@ -185,7 +185,7 @@ def test_a_broken_server_fails_exactly_its_rows(mode: str) -> None:
     assert {i for i, s in statuses.items() if s == "FAIL"} == failing, statuses
     assert {i for i, s in statuses.items() if s == "WARN"} == warning, statuses
     assert {s for i, s in statuses.items() if i not in failing | warning} == {"PASS"}, statuses
-    assert code == (1 if failing else 0)
+    assert code == (1 if failing else 4)  # only the transport rows ran: a partial verdict unless one fails
 
 
 def test_a_server_that_requires_its_cookie_is_served_because_the_runner_returns_it() -> None:
@@ -197,7 +197,7 @@ def test_a_server_that_requires_its_cookie_is_served_because_the_runner_returns_
     finally:
         _stop(process)
     statuses = _statuses(report, {c.id for c in remote_checks_for("http")} | {"session-new", "prompt-accepted"})
-    assert set(statuses.values()) == {"PASS"} and code == 0, statuses
+    assert set(statuses.values()) == {"PASS"} and code == 4, statuses  # a subset: partial
 
 
 def test_url_usage_errors_are_clear() -> None:

@@ -13,11 +13,11 @@ from .kit import kit_rows
 from .registry import AREAS
 from .run import CheckResult, RunReport
 from .tiers import classify, rule_ids
-from .verdict import Verdict, judge
+from .verdict import PARTIAL, Verdict, judge
 
 __all__ = ["REPORT_FORMAT", "junit", "rerun_command", "summary", "table", "to_json", "verdict_lines"]
 
-REPORT_FORMAT = 2  # "reportFormat" of the JSON report (its schema: acp_conformance/runner/report.schema.json)
+REPORT_FORMAT = 3  # "reportFormat" of the JSON report (its schema: acp_conformance/runner/report.schema.json)
 
 MARK = {"pass": "PASS", "fail": "FAIL", "warn": "WARN", "n/a": "N/A"}
 
@@ -69,7 +69,21 @@ def _version(report: RunReport) -> int:
 
 def verdict_lines(verdict: Verdict) -> list[str]:
     """The verdict, the counts per tier, and what the baseline made of the failures."""
-    lines = [f"VERDICT: {verdict.verdict.upper()}"]
+    coverage = verdict.coverage
+    head = f"VERDICT: {verdict.verdict.upper()}"
+    if coverage.partial:
+        covered = f"{coverage.run} of {coverage.total} checks run"
+        chosen = f" ({coverage.selection})" if coverage.selection else ""
+        head = f"VERDICT: PARTIAL: {covered}{chosen}" if verdict.verdict == PARTIAL else f"{head} ({covered})"
+    lines = [head]
+    if coverage.partial:
+        lines += textwrap.wrap(
+            f"not run ({len(coverage.not_run)}): {', '.join(coverage.not_run)}",
+            118,
+            initial_indent="  ",
+            subsequent_indent="    ",
+            break_on_hyphens=False,
+        )
     if verdict.deciding:
         lines += textwrap.wrap(
             f"deciding: {', '.join(verdict.deciding)}", 118, initial_indent="  ", subsequent_indent="    "
@@ -224,11 +238,15 @@ def to_json(report: RunReport, base: Sequence[str] = (), verdict: Verdict | None
         "summary": summary(report.results),
         "verdict": {
             "verdict": verdict.verdict,
-            "conformant": verdict.conformant,
+            "conformant": verdict.conformant_json,
             "blocked_by_auth": verdict.blocked_by_auth,
             "blocked_by_version_mismatch": verdict.blocked_by_version_mismatch,
             "deciding": verdict.deciding,
             "tier_counts": verdict.tier_counts,
+            "selection": verdict.coverage.selection or None,
+            "checks_run": verdict.coverage.run,
+            "checks_total": verdict.coverage.total,
+            "not_run": list(verdict.coverage.not_run),
         },
         "baseline": {
             "known": outcome.known,
