@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -21,6 +22,7 @@ from typing import Any
 import pytest
 
 from acp_conformance.runner.checks_remote import REMOTE_CHECKS, remote_checks_for
+from acp_conformance.runner.report import table
 from acp_conformance.runner.run import RunOptions, run
 from acp_conformance.runner.tiers import Tier, classify
 from acp_session.transport.remote import RemoteDialer
@@ -139,6 +141,15 @@ async def test_the_reference_agent_listening_passes_every_check(listen_url: str,
     assert set(transport) == {c.id for c in remote_checks_for(profile)}
     assert all(status == "pass" for status in transport.values()), transport
     assert not any(r.id in ("framing", "batch") for r in report.results)  # the pipe's rules: not over HTTP
+
+
+@pytest.mark.anyio
+async def test_the_text_report_of_a_url_run_counts_no_agent_processes(listen_url: str) -> None:
+    """The agent is a server somewhere: the runner opened connections to it, it started no processes."""
+    report = await run(RunOptions([listen_url], dialer=RemoteDialer(listen_url), wait=15.0, only=["initialize"]))
+    text = table(report)
+    assert report.problem is None and "process" not in text
+    assert re.search(r"^1 passed \(0 with warnings\), 0 failed, 0 skipped; \d+\.\d s$", text, re.MULTILINE), text
 
 
 @pytest.mark.parametrize("scheme", ["http", "ws"])
