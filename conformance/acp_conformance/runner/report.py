@@ -151,6 +151,7 @@ def _check_json(report: RunReport, r: CheckResult, verdict: Verdict, base: Seque
         "transcript": (
             [{"direction": w.direction, "seconds": w.seconds, "line": w.line} for w in r.transcript] if failed else None
         ),
+        "offendingLine": r.offending if failed else None,
         "stderrTail": list(r.stderr_tail) if failed else None,
     }
 

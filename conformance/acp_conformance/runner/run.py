@@ -27,6 +27,7 @@ from acp_session.transport.remote import RemoteDialer
 
 from .checks import CHECK_SETS
 from .checks_remote import remote_checks_for
+from .excerpt import transcript_for
 from .frames import WireLine
 from .outcomes import ErrorAnswer, Fail, LoginRequired, NotApplicable
 from .probe import Probe, spawn_probe
@@ -60,6 +61,7 @@ class CheckResult:
     notes: list[str] = field(default_factory=list)
     blocked: str | None = None  # "login" / "session": not run because the agent wants a login / opens no session
     transcript: list[WireLine] = field(default_factory=list)  # for a failure: the check's wire traffic
+    offending: int | None = None  # for a failure: the index in ``transcript`` of the line it is about
     stderr_tail: list[str] = field(default_factory=list)  # for a failure: the agent's last stderr lines
 
 
@@ -339,13 +341,14 @@ class _Run:
         wire_start = len(probe.wire)
         started = time.monotonic()
         healthy = True
+        named: bytes | str | None = None  # the offending line, when the check names it
         try:
             with anyio.fail_after(limit):
                 note = await c.fn(ctx)
                 if probe.eof:
                     raise Fail("transports.mdx#stdio", "the agent closed stdout (exited) during the check")
         except Fail as exc:
-            status, message, healthy = "fail", str(exc), False
+            status, message, healthy, named = "fail", str(exc), False, exc.offending
         except NotApplicable as exc:
             status, message = "n/a", str(exc)
         except LoginRequired as exc:
@@ -367,7 +370,9 @@ class _Run:
             healthy = False
         result = self.result(c, status, message, time.monotonic() - started, ctx)
         if status == "fail":
-            result.transcript = probe.wire[wire_start:][-TRANSCRIPT_LINES:]
+            result.transcript, result.offending = transcript_for(
+                probe.wire, wire_start, TRANSCRIPT_LINES, message, named
+            )
             result.stderr_tail = list(probe.agent.stderr_tail)
         result.blocked = "login" if message.startswith(LOGIN_SKIP) else None
         return result, healthy
