@@ -128,3 +128,31 @@ def test_a_partial_run_says_so_on_the_page(tmp_path: Path) -> None:
         assert "not run (" in browser.evaluate("document.querySelector('header').textContent")
         assert browser.evaluate("document.querySelectorAll('.rerun').length") == 0
         assert browser.problems() == []
+
+
+def test_the_client_report_has_the_same_page_with_the_clients_lines_marked(tmp_path: Path) -> None:
+    """``acp-conformance client --html``: a client that approves a permission after its cancel; its approval
+    (a line the client sent) is the highlighted one."""
+    page = tmp_path / "client.html"
+    client = [sys.executable, str(Path(__file__).parent / "broken_client.py"), "--defect", "approve-after-cancel"]
+    options = ["--scenario", "basic", "--scenario", "cancel", "--json", "--html", str(page)]
+    done = subprocess.run(
+        [*RUNNER, "client", *options, "--", *client], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    data: dict[str, Any] = json.loads(done.stdout)
+    failed = [c for c in data["checks"] if c["status"] == "FAIL"]
+    assert [c["id"] for c in failed] == ["client-no-approval-after-cancel"]
+    approval = failed[0]["transcript"][failed[0]["offendingLine"]]
+    assert approval["direction"] == "sent" and '"optionId": "allow"' in approval["line"]
+    with _browser() as browser:
+        browser.open(page)
+        assert browser.evaluate("document.querySelector('h1').textContent") == "ACP client conformance report"
+        verdict = browser.evaluate("document.querySelector('.verdict').textContent")
+        assert verdict.startswith("Verdict: NON_CONFORMANT (4 of ") and "runs played" in verdict
+        statuses = _statuses_in_page_order(browser)
+        assert statuses[0] == "s-FAIL" and "s-FAIL" not in statuses[1:], statuses
+        _assert_wire_reads_well(browser, '"optionId": "allow"', "sent")
+        legend = browser.evaluate("document.querySelector('.check.s-FAIL .legend').textContent")
+        assert "sent by the client" in legend and "sent by the scripted agent" in legend
+        assert browser.problems() == []

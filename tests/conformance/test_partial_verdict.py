@@ -69,7 +69,7 @@ def test_the_whole_set_is_conformant_and_names_nothing_not_run() -> None:
 def test_a_failure_in_a_subset_is_non_conformant_and_says_the_run_was_partial() -> None:
     proc = _cli("--agent", f"{' '.join(AGENT)} --broken junk-stdout", "--check", "framing", "--timeout", "3")
     assert proc.returncode == 1
-    assert f"VERDICT: NON_CONFORMANT (1 of {len(CHECK_SETS[2])} checks run)" in proc.stdout
+    assert f"VERDICT: NON_CONFORMANT (1 of {len(CHECK_SETS[2])} checks run: --check framing)" in proc.stdout
 
 
 def test_a_baselined_failure_in_a_subset_is_partial_not_conformant(tmp_path: Path) -> None:

@@ -83,9 +83,9 @@ const subject = client ? "client: " + data.client : data.agent;
 header.appendChild(el("div", "meta", [subject, info, data.checkSet, data.seconds + " s"].filter(Boolean)
   .join(" \\u00b7 ")));
 let label = String(verdict.verdict).toUpperCase();
-const coverage = covered + " of " + total + " " + unit + (verdict.selection ? " (" + verdict.selection + ")" : "");
-if (verdict.verdict === "partial") label += ": " + coverage;
-else if (notRun.length) label += " (" + coverage + ")";
+const coverage = covered + " of " + total + " " + unit;
+if (verdict.verdict === "partial") label += ": " + coverage + (verdict.selection ? " (" + verdict.selection + ")" : "");
+else if (notRun.length) label += " (" + coverage + (verdict.selection ? ": " + verdict.selection : "") + ")";
 const tone = verdict.verdict === "conformant" ? "ok" : verdict.verdict === "partial" ? "partial" : "bad";
 header.appendChild(el("div", "verdict " + tone, "Verdict: " + label));
 if (notRun.length) header.appendChild(el("div", "meta", "not run (" + notRun.length + "): " + notRun.join(", ")));

@@ -12,7 +12,7 @@ from xml.etree import ElementTree
 from .kit import kit_rows
 from .registry import AREAS
 from .run import CheckResult, RunReport
-from .text import TIER_LEGEND, counts_line, status_word, verdict_lines, wrapped
+from .text import NOT_CHECKED_ROW, counts_line, status_word, tier_legend, verdict_lines, wrapped
 from .tiers import classify, rule_ids
 from .verdict import Verdict, judge
 
@@ -93,7 +93,7 @@ def table(report: RunReport, base: Sequence[str] = (), verdict: Verdict | None =
             f"Not run without a session ({len(blocked)}): {', '.join(blocked)}.",
             "  ",
         )
-    lines += wrapped(TIER_LEGEND, "", "       ")
+    lines += tier_legend("agent")
     words = {r.id: status_word(verdict.statuses[r.id], r.status == "warn") for r in results}
     shown = [r for r in results if r.blocked is None]
     mark_width = max([len(words[r.id]) for r in shown] + [4])
@@ -109,7 +109,8 @@ def table(report: RunReport, base: Sequence[str] = (), verdict: Verdict | None =
             tier = classify(_version(report), r.id).tier.value[:4]
             row = f"  {words[r.id]:<{mark_width}}  {r.id:<{width}}  {r.seconds:6.2f}s  {tier}  "
             lines += wrapped(rules, row, "") if rules else [row.rstrip()]  # long rule lists stay in their column
-            details = [r.message] if r.message else []
+            unchecked = report.problem is not None and r.message == f"not run: {report.problem}"
+            details = [NOT_CHECKED_ROW if unchecked else r.message] if r.message else []
             if r.scenarios:
                 details.append("scenario " + "; ".join(r.scenarios))
             for text in details:

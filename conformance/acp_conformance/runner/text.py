@@ -9,13 +9,21 @@ from collections.abc import Sequence
 
 from .verdict import PARTIAL, Verdict
 
-__all__ = ["TIER_LEGEND", "WIDTH", "counts_line", "status_word", "verdict_lines", "wrapped"]
+__all__ = ["NOT_CHECKED_ROW", "WIDTH", "counts_line", "status_word", "tier_legend", "verdict_lines", "wrapped"]
 
 WIDTH = 118  # the text report's lines are wrapped here
-TIER_LEGEND = (
-    "tiers: MAND = MANDATORY (every agent must; decides the verdict), CAPA = CAPABILITY (a must once the "
-    "feature is offered; decides), ADVI = ADVISORY (a should; never decides), INFO = INFORMATIONAL (recorded only)"
-)
+NOT_CHECKED_ROW = "not run (see NOT CHECKED above)"  # a row's message when the whole run could not check
+
+
+def tier_legend(subject: str = "agent") -> list[str]:
+    """The tier abbreviations the rows use, spelled out once (``subject``: who must, an agent or a client)."""
+    return wrapped(
+        f"tiers: MAND = MANDATORY (every {subject} must; decides the verdict), CAPA = CAPABILITY (a must once the "
+        "feature is offered; decides), ADVI = ADVISORY (a should; never decides), INFO = INFORMATIONAL (recorded "
+        "only)",
+        "",
+        "       ",
+    )
 
 
 def wrapped(text: str, indent: str, more: str = "  ") -> list[str]:
@@ -46,15 +54,17 @@ def counts_line(words: Sequence[str]) -> str:
     return ", ".join(parts)
 
 
-def verdict_lines(verdict: Verdict, unit: str = "checks") -> list[str]:
+def verdict_lines(verdict: Verdict, unit: str = "checks run") -> list[str]:
     """The verdict (with what the run covered when it was a subset), the counts per tier, and what the baseline
-    made of the failures. ``unit``: what a subset counts (checks; client mode's runs)."""
+    made of the failures. ``unit``: what a subset counts ("checks run"; client mode's "runs played")."""
     coverage = verdict.coverage
     head = f"VERDICT: {verdict.verdict.upper()}"
     if coverage.partial:
-        covered = f"{coverage.run} of {coverage.total} {unit} run"
-        chosen = f" ({coverage.selection})" if coverage.selection else ""
-        head = f"VERDICT: PARTIAL: {covered}{chosen}" if verdict.verdict == PARTIAL else f"{head} ({covered})"
+        covered = f"{coverage.run} of {coverage.total} {unit}"
+        if verdict.verdict == PARTIAL:
+            head = f"VERDICT: PARTIAL: {covered}" + (f" ({coverage.selection})" if coverage.selection else "")
+        else:
+            head = f"{head} ({covered}" + (f": {coverage.selection})" if coverage.selection else ")")
     lines = [head]
     if coverage.partial:
         lines += wrapped(f"not run ({len(coverage.not_run)}): {', '.join(coverage.not_run)}", "  ")
