@@ -93,7 +93,7 @@ def test_v2_offer_to_the_v1_agent_and_protocol_1_offer_pick_the_v1_set() -> None
     assert _run(scenarios=False, offer=1, only=["initialize", "version-exact"]).version == 1
     proc = _cli("--agent", " ".join(AGENT), "--protocol", "1", "--check", "initialize", "--json")
     report = json.loads(proc.stdout)
-    assert proc.returncode == 0 and report["checkSet"] == "v1"
+    assert proc.returncode == 4 and report["checkSet"] == "v1"  # one check: a partial verdict
 
 
 def test_login_required_for_sessions_is_one_clear_report() -> None:
@@ -148,4 +148,4 @@ def test_auth_with_an_env_var_method(tmp_path: Path) -> None:
         "--agent", agent, "--auth", "key-login", "--clean-env", "--env", "V1_AGENT_KEY", "--check", "session-new",
         env={"PATH": "/usr/bin:/bin", "V1_AGENT_KEY": "from-here"},
     )  # fmt: skip
-    assert proc.returncode == 0, proc.stdout
+    assert proc.returncode == 4 and "1 passed" in proc.stdout, proc.stdout  # logged in; one check: partial

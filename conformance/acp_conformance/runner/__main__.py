@@ -2,7 +2,8 @@
 can observe; ``acp-conformance client -- <client command>``: check an ACP client (``acp_conformance.client_mode``).
 Exit status: 0 iff the verdict is conformant (and no baseline entry is stale), 1 non-conformant (a MANDATORY or
 CAPABILITY check failed, or a MANDATORY one could not run) or a stale baseline, 2 usage error, 3 the agent
-could not be checked (not started, or no shared protocol version), 8 the agent requires a login."""
+could not be checked (not started, or no shared protocol version), 4 partial (``--check``, ``--area`` or
+``--tier`` left checks out, and those that ran decide nothing against the agent), 8 the agent requires a login."""
 
 from __future__ import annotations
 
@@ -28,16 +29,19 @@ from acp_session.transport.remote import (
 
 from .baseline import BaselineError, load_baseline, write_baseline
 from .checks_remote import REMOTE_CHECKS
-from .registry import CHECK_SETS, in_report_order
+from .registry import AREAS, CHECK_SETS, in_report_order
 from .report import junit, table, to_json
 from .run import RunOptions, run
 from .scenarios import SCENARIO_HELP, ScenarioError, load_scenarios
-from .verdict import judge
+from .selection import area_option
+from .tiers import Tier
+from .verdict import PARTIAL, judge
 
 __all__ = ["main"]
 
 EXIT_FAILED = 1
 EXIT_NOT_STARTED = 3
+EXIT_PARTIAL = 4
 EXIT_LOGIN = 8
 CLEAN_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TERM", "USER", "TMPDIR", "SYSTEMROOT")
 
@@ -56,7 +60,8 @@ def _epilog() -> str:
     lines += [
         "",
         "exit status: 0 conformant, 1 non-conformant or a stale baseline entry, 2 usage, 3 agent not checked "
-        "(not started, no shared protocol version), 8 login required",
+        "(not started, no shared protocol version), 4 partial (--check, --area or --tier left checks out; those "
+        "run decide nothing against the agent), 8 login required",
         "",
         "client mode: acp-conformance client --help",
     ]
@@ -131,7 +136,30 @@ def _parser(prog: str = "acp-conformance", default_agent: str | None = None) -> 
     parser.add_argument("--json", action="store_true", help="print the results as JSON instead of text")
     parser.add_argument("--junit", metavar="FILE", help="also write JUnit XML to FILE")
     parser.add_argument("--html", metavar="FILE", help="also write the report as one self-contained web page to FILE")
-    parser.add_argument("--check", action="append", default=[], metavar="ID", help="run only this check (repeatable)")
+    parser.add_argument(
+        "--check",
+        action="append",
+        default=[],
+        metavar="ID",
+        help="run only this check (repeatable); a run of a subset ends with a partial verdict (exit 4 if it passes)",
+    )
+    parser.add_argument(
+        "--area",
+        action="append",
+        default=[],
+        choices=[area_option(a) for a in AREAS],
+        metavar="AREA",
+        help=f"run only the checks of this rule area (repeatable): {', '.join(area_option(a) for a in AREAS)}",
+    )
+    parser.add_argument(
+        "--tier",
+        action="append",
+        default=[],
+        type=str.upper,
+        choices=[t.value for t in Tier],
+        metavar="TIER",
+        help="run only the checks of this tier (repeatable): " + ", ".join(t.value for t in Tier),
+    )
     parser.add_argument("--jobs", type=int, default=4, help="agent processes checking in parallel (default 4)")
     parser.add_argument(
         "--timeout",
@@ -181,9 +209,13 @@ def _redacted(arg: str, previous: str | None) -> str:
     return arg
 
 
+SELECTING = ("--check", "--area", "--tier")
+_NOT_IN_RERUN = (*SELECTING, "--junit", "--html", "--write-baseline")  # options with a value a rerun drops
+
+
 def _base_command(argv: list[str]) -> list[str]:
-    """This invocation without --check/--json/--junit/--html: what the report prints to rerun one check (with
-    header values and URL credentials redacted)."""
+    """This invocation without --check/--area/--tier/--json/--junit/--html: what the report prints to rerun one
+    check (with header values and URL credentials redacted)."""
     base = ["acp-conformance"]
     skip = False
     for index, arg in enumerate(argv):
@@ -191,10 +223,12 @@ def _base_command(argv: list[str]) -> list[str]:
             skip = False
             continue
         arg = _redacted(arg, argv[index - 1] if index else None)
-        if arg in ("--check", "--junit", "--html", "--write-baseline") and index + 1 < len(argv):
+        if arg in _NOT_IN_RERUN and index + 1 < len(argv):
             skip = True
             continue
-        if arg.startswith(("--check=", "--junit=", "--html=", "--write-baseline=")) or arg == "--json":
+        if arg.startswith(tuple(f"{o}=" for o in _NOT_IN_RERUN)):
+            continue
+        if arg == "--json":
             continue
         base.append(arg)
     return base
@@ -257,6 +291,8 @@ def _common(args: argparse.Namespace, parser: argparse.ArgumentParser) -> dict[s
         "wait": args.timeout,
         "jobs": args.jobs,
         "only": args.check,
+        "areas": args.area,
+        "tiers": args.tier,
     }
 
 
@@ -310,6 +346,8 @@ def _run_and_exit(args: argparse.Namespace, arguments: list[str], options: RunOp
         sys.exit(EXIT_NOT_STARTED)
     if verdict.blocked_by_auth:
         sys.exit(EXIT_LOGIN)
+    if verdict.verdict == PARTIAL:
+        sys.exit(EXIT_PARTIAL)
     sys.exit(EXIT_FAILED)
 
 
