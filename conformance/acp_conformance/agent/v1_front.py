@@ -87,6 +87,8 @@ class ClientWorkspace(Workspace):
         self.reads = fs is not None and fs.read_text_file is True
         self.writes = fs is not None and fs.write_text_file is True
         self.runs_commands = caps.terminal is True
+        elicitation = caps.elicitation if isinstance(caps.elicitation, v1.ElicitationCapabilities) else None
+        self.elicits = elicitation is not None and isinstance(elicitation.form, v1.ElicitationFormCapabilities)
 
     def _conn(self) -> Any:
         """The connection to ask: under --listen, the one serving the session now (a reconnect moves it)."""
@@ -121,6 +123,12 @@ class ClientWorkspace(Workspace):
             await super().write_text(path, text)
             return
         await self._call("fs/write_text_file", {"path": path, "content": text})
+
+    async def elicit(self, message: str, schema: dict[str, Any]) -> dict[str, Any] | None:
+        if not self.elicits:  # a mode the client did not advertise is never requested (elicitation.mdx)
+            return None
+        result = await self._call("elicitation/create", {"mode": "form", "message": message, "requestedSchema": schema})
+        return result if isinstance(result, dict) else {}
 
     async def start_command(self, command: str, args: list[str], cwd: str) -> str:
         result = await self._call("terminal/create", {"command": command, "args": args, "cwd": cwd})

@@ -329,7 +329,7 @@ class _Run:
         try:
             with anyio.fail_after(limit):
                 note = await c.fn(ctx)
-                if probe.eof:
+                if probe.eof and not c.ends_process:
                     raise Fail("transports.mdx#stdio", "the agent closed stdout (exited) during the check")
         except Fail as exc:
             status, message, healthy = "fail", str(exc), False

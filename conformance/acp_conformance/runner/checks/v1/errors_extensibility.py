@@ -1,23 +1,72 @@
-"""Errors and extensibility (v1): unknown methods and notifications, malformed params."""
+"""Errors and extensibility (v1): unknown methods and custom (``_``) requests, malformed params, the connection
+after errors, error messages, ``_meta`` on a prompt and custom fields where the schema has none."""
 
 from __future__ import annotations
 
-from ...registry import CheckContext
-from ..common import invalid_params_common, unknown_method_common
-from .base import V1
+from acp_session.schema import v1
 
-__all__ = ["invalid_params", "unknown_method"]
+from ...outcomes import Fail
+from ...registry import CheckContext, require
+from ..common import HELLO, invalid_params_common
+from .base import V1, require_stop_reason, response_or_fail
+from .messages import unknown_root_keys
+
+__all__ = [
+    "custom_root_fields",
+    "error_messages",
+    "ext_method",
+    "invalid_params",
+    "meta_accepted",
+    "unknown_method",
+    "usable_after_error",
+]
+
+TRACEPARENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 
 
 @V1(
     "unknown-method",
-    "unknown methods get -32601; unknown notifications should get no answer",
+    "an unknown method gets error -32601 (Method not found)",
     "errors and extensibility",
-    ("schema:ErrorCode(-32601)", "extensibility.mdx"),
+    ("schema:ErrorCode(-32601)", "extensibility.mdx#custom-requests"),
     needs_session=False,
 )
 async def unknown_method(ctx: CheckContext) -> str | None:
-    return await unknown_method_common(ctx)
+    p = ctx.probe
+    rule = "schema:ErrorCode(-32601)"
+    frame = await p.call("acp_conformance/unknown", {}, rule=rule)
+    require(frame.error_code == -32601, rule, f"acp_conformance/unknown: got {frame.message}")
+    # A custom (_) method the agent does not know: the same code, if it answers (that it answers is ext-method's).
+    start = p.mark
+    rid = await p.request("_acp_conformance/unknown", {})
+    custom = await p.response(rid, ctx.wait, start)
+    if custom is None:
+        ctx.note("_acp_conformance/unknown was not answered (ext-method judges that)")
+    else:
+        require(custom.error_code == -32601, rule, f"_acp_conformance/unknown: got {custom.message}")
+    return None
+
+
+@V1(
+    "ext-method",
+    "a custom (_) request the agent does not know gets an answer: a result or any error",
+    "errors and extensibility",
+    ("extensibility.mdx#custom-requests",),
+    needs_session=False,
+)
+async def ext_method(ctx: CheckContext) -> str | None:
+    p = ctx.probe
+    start = p.mark
+    rid = await p.request("_acp_conformance/custom", {"question": "are custom requests answered?"})
+    answer = await p.response(rid, ctx.wait, start)
+    require(
+        answer is not None,
+        "extensibility.mdx#custom-requests",
+        f"no answer to the custom request _acp_conformance/custom within {ctx.wait:g}s (custom requests must be "
+        "answered, with a result or an error)",
+    )
+    assert answer is not None
+    return f"answered with {'error ' + str(answer.error_code) if answer.error is not None else 'a result'}"
 
 
 @V1(
@@ -29,3 +78,99 @@ async def unknown_method(ctx: CheckContext) -> str | None:
 )
 async def invalid_params(ctx: CheckContext) -> str | None:
     return await invalid_params_common(ctx, {"cwd": 42, "mcpServers": []})
+
+
+async def _provoke_errors(ctx: CheckContext) -> list[tuple[str, object]]:
+    """Requests every agent must refuse: ``(what, answer frame or None)`` for each."""
+    p = ctx.probe
+    out: list[tuple[str, object]] = []
+    for what, method, params in (
+        ("an unknown method", "acp_conformance/unknown", {}),
+        ("session/new without cwd", "session/new", {"mcpServers": []}),
+        ("session/new with params that are not an object", "session/new", []),
+    ):
+        start = p.mark
+        rid = await p.request(method, params)
+        out.append((what, await p.response(rid, ctx.wait, start)))
+    return out
+
+
+@V1(
+    "usable-after-error",
+    "after requests it refused, the agent still answers the next one (session/new succeeds)",
+    "errors and extensibility",
+    ("overview.mdx#error-handling",),
+    prompts=False,
+)
+async def usable_after_error(ctx: CheckContext) -> str | None:
+    p = ctx.probe
+    await _provoke_errors(ctx)
+    frame = await p.call("session/new", p.new_session_params(ctx.cwd), rule="overview.mdx#error-handling")
+    require(
+        frame.error is None,
+        "overview.mdx#error-handling",
+        f"after three refused requests, a valid session/new failed: {frame.error}",
+    )
+    return None
+
+
+@V1(
+    "error-messages",
+    "error messages are short single sentences: not empty, no line breaks",
+    "errors and extensibility",
+    ("schema:Error",),
+    prompts=False,
+)
+async def error_messages(ctx: CheckContext) -> str | None:
+    judged = 0
+    for what, frame in await _provoke_errors(ctx):
+        error = getattr(frame, "error", None)
+        text = error.get("message") if isinstance(error, dict) else None
+        if not isinstance(text, str):
+            continue  # no error, or no string message: response-shape's concern
+        judged += 1
+        require(bool(text.strip()), "schema:Error", f"the error for {what} has an empty message")
+        require("\n" not in text, "schema:Error", f"the error message for {what} has a line break: {text!r}")
+    return f"{judged} error message(s)"
+
+
+@V1(
+    "meta-accepted",
+    "a prompt carrying _meta (a traceparent) is accepted and ends with a v1 stop reason",
+    "errors and extensibility",
+    ("extensibility.mdx#the-_meta-field", "ACP1-005"),
+)
+async def meta_accepted(ctx: CheckContext) -> str | None:
+    p = ctx.probe
+    sid = await p.new_session(ctx.cwd)
+    meta = {"traceparent": TRACEPARENT, "acpConformance": True}
+    start = p.mark
+    request = v1.PromptRequest(session_id=sid, prompt=[v1.TextContent(text=HELLO)], meta=meta)
+    rid = await p.request("session/prompt", request)
+    rule = "extensibility.mdx#the-_meta-field"
+    answer = await response_or_fail(p, rid, start, ctx.wait, rule, "the prompt with _meta")
+    require(answer.error is None, rule, f"a prompt carrying _meta was refused: {answer.error}")
+    return f"stopReason {require_stop_reason(answer)}"
+
+
+@V1(
+    "custom-root-fields",
+    "the messages of a basic exchange carry no root field their v1 type lacks (custom data goes in _meta)",
+    "errors and extensibility",
+    ("extensibility.mdx#the-_meta-field",),
+)
+async def custom_root_fields(ctx: CheckContext) -> str | None:
+    p = ctx.probe
+    start = p.mark
+    sid = await p.new_session(ctx.cwd)
+    await p.run_turn(sid, HELLO)
+    frames = ([p.frames[p.init_index]] if p.init_index >= 0 else []) + p.frames[start:]
+    for frame in frames:
+        found = unknown_root_keys(p, frame) if frame.message is not None else None
+        if found is not None and found[1]:
+            raise Fail(
+                "extensibility.mdx#the-_meta-field",
+                f"line {frame.index + 1}: the {found[0]} carry field(s) {found[1]} the v1 schema does not define "
+                "(custom data belongs in _meta)",
+            )
+    return None
