@@ -3,24 +3,49 @@ response and its stop reason (v1 has no idle update: the response ends the turn)
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
-from acp_session.codec import decoder
+import msgspec
+
+from acp_session.codec import TypedDecoder, decoder
 from acp_session.schema import v1
 
 from ...frames import Frame
 from ...outcomes import AUTH_REQUIRED, LoginRequired
 from ...probe import Probe
 from ...registry import CheckFn, check, require
-from ..common import update_schema_problem
 
-__all__ = ["STOP_REASONS", "V1", "decode_problem", "require_stop_reason", "response_or_fail", "stop_reason_of"]
+__all__ = [
+    "STOP_REASONS",
+    "V1",
+    "decode_problem",
+    "require_stop_reason",
+    "response_or_fail",
+    "schema_problem",
+    "stop_reason_of",
+]
 
 
 # Closed enums of the stable v1 schema.
 STOP_REASONS = frozenset({"end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"})
-_notification = decoder(v1.SessionNotification)
+_CUSTOM_TAG = re.compile(r"Invalid value '_[^']*'")
+
+
+def schema_problem(tp: Any, value: Any) -> str | None:
+    """Why ``value`` is not a ``tp`` of the v1 schema, or None. Strict: the library's own decoding forgives what
+    the schema marks as tolerable for a reader (a wrong ``_meta``, an invalid item skipped), a conformance check
+    does not; only a custom (``_``) variant of an open union is let through (extensibility.mdx). An all-optional
+    result sent as null counts as ``{}`` (the kit tolerates it too; load-result-object says more)."""
+    strict = cast(TypedDecoder, decoder(tp)).msgspec_decoder  # the library's strict first pass, before any leniency
+    try:
+        strict.decode(msgspec.json.encode(value if value is not None else {}))
+    except msgspec.ValidationError as exc:
+        if _CUSTOM_TAG.match(str(exc)):
+            return None
+        return str(exc)
+    return None
 
 
 def V1(id: str, title: str, area: str, rules: tuple[str, ...], **kwargs: Any) -> Callable[[CheckFn], CheckFn]:
@@ -28,7 +53,11 @@ def V1(id: str, title: str, area: str, rules: tuple[str, ...], **kwargs: Any) ->
 
 
 def decode_problem(frame: Frame) -> str | None:
-    return update_schema_problem(frame, _notification, "the v1 schema")
+    """Why a ``session/update`` frame does not match the v1 schema (strictly, as ``schema_problem``), or None."""
+    problem = schema_problem(v1.SessionNotification, frame.params)
+    return (
+        None if problem is None else f"line {frame.index + 1}: session/update does not match the v1 schema: {problem}"
+    )
 
 
 def stop_reason_of(frame: Frame) -> Any:

@@ -6,18 +6,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
 
-import msgspec
-
-from acp_session.codec import decoder
 from acp_session.schema import v1
 
 from ...frames import Frame
 from ...outcomes import Fail, NotApplicable
 from ...registry import CheckContext, require
 from ..common import scenario_turn_start, texts
-from .base import V1, response_or_fail, stop_reason_of
+from .base import V1, response_or_fail, schema_problem, stop_reason_of
 
 __all__ = [
     "close_busy",
@@ -41,14 +37,6 @@ HISTORY_KINDS = frozenset(
 
 def _joined(frames: list[Frame], kind: str) -> str:
     return re.sub(r"\s+", " ", "".join(texts(f.update or {}) for f in frames if f.update_kind() == kind)).strip()
-
-
-def _schema_problem(tp: Any, value: Any) -> str | None:
-    try:
-        decoder(tp)(msgspec.json.encode(value if value is not None else {}))
-    except msgspec.ValidationError as exc:
-        return str(exc)
-    return None
 
 
 @dataclass
@@ -83,7 +71,7 @@ async def _load(ctx: CheckContext) -> Loaded:
 )
 async def session_load(ctx: CheckContext) -> str | None:
     loaded = await _load(ctx)
-    problem = _schema_problem(v1.LoadSessionResponse, loaded.answer.result)
+    problem = schema_problem(v1.LoadSessionResponse, loaded.answer.result)
     if problem is not None:
         raise Fail("schema:LoadSessionResponse", f"session/load result does not match the v1 schema: {problem}")
     return None
@@ -174,7 +162,7 @@ async def session_resume(ctx: CheckContext) -> str | None:
             f"session/resume without mcpServers (an optional field) failed ({resumed.error}), with it it succeeds",
         )
         raise NotApplicable(f"resuming a session open on this connection was refused ({resumed.error}); not judged")
-    problem = _schema_problem(v1.ResumeSessionResponse, resumed.result)
+    problem = schema_problem(v1.ResumeSessionResponse, resumed.result)
     require(problem is None, "schema:ResumeSessionResponse", f"session/resume result does not match: {problem}")
     return None
 
@@ -218,7 +206,7 @@ async def session_close(ctx: CheckContext) -> str | None:
     sid = await p.new_session(ctx.cwd)
     closed = await p.call("session/close", {"sessionId": sid}, rule=CLOSE)
     require(closed.error is None, CLOSE, f"closing an idle session failed: {closed.error}")
-    problem = _schema_problem(v1.CloseSessionResponse, closed.result)
+    problem = schema_problem(v1.CloseSessionResponse, closed.result)
     require(problem is None, "schema:CloseSessionResponse", f"session/close result does not match: {problem}")
     return None
 

@@ -5,14 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import msgspec
-
-from acp_session.codec import decoder
 from acp_session.schema import v1
 
 from ...outcomes import Fail, NotApplicable
 from ...registry import CheckContext, require
-from .base import V1
+from .base import V1, schema_problem
 
 __all__ = ["boolean_options", "config_options", "config_values", "modes_state", "session_modes"]
 
@@ -50,10 +47,9 @@ async def modes_state(ctx: CheckContext) -> str | None:
     modes = (await _new(ctx)).get("modes")
     if modes is None:
         raise NotApplicable("session/new reports no modes")
-    try:
-        decoder(v1.SessionModeState)(msgspec.json.encode(modes))
-    except msgspec.ValidationError as exc:
-        raise Fail("schema:SessionModeState", f"modes do not match the v1 schema: {exc}") from None
+    problem = schema_problem(v1.SessionModeState, modes)
+    if problem is not None:
+        raise Fail("schema:SessionModeState", f"modes do not match the v1 schema: {problem}")
     ids = [m.get("id") for m in modes.get("availableModes") or [] if isinstance(m, dict)]
     current = modes.get("currentModeId")
     require(current in ids, "session-modes.mdx", f"currentModeId {current!r} is not one of the available modes {ids}")

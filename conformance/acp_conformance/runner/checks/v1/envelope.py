@@ -17,7 +17,7 @@ from ...probe import Probe
 from ...registry import CheckContext, require
 from ..common import HELLO
 from .base import V1
-from .messages import schema_problem
+from .messages import message_problem
 
 __all__ = ["message_schema", "notifications_unanswered", "response_ids", "response_shape"]
 
@@ -56,7 +56,7 @@ async def message_schema(ctx: CheckContext) -> str | None:
     frames = [p.frames[p.init_index]] if p.init_index >= 0 else []
     frames += [f for f in p.frames[start:] if f.message is not None]
     for frame in frames:
-        problem = schema_problem(p, frame)
+        problem = message_problem(p, frame)
         if problem is not None:
             raise Fail("schema:AgentResponse" if frame.method is None else "schema:AgentNotification", problem)
     return f"{len(frames)} messages"

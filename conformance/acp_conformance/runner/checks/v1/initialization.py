@@ -4,15 +4,12 @@ agent cannot speak, which auth methods it offers unasked, their ids, a login tha
 
 from __future__ import annotations
 
-import msgspec
-
-from acp_session.codec import decoder
 from acp_session.schema import v1
 
 from ...outcomes import AUTH_REQUIRED, Fail, NotApplicable
 from ...probe import v1_offer
 from ...registry import CheckContext, require
-from .base import V1
+from .base import V1, schema_problem
 
 __all__ = [
     "agent_info",
@@ -40,14 +37,14 @@ UNSUPPORTED_VERSION = 65535
 async def initialize(ctx: CheckContext) -> str | None:
     p = ctx.probe
     result = p.init_result or {}
-    try:
-        response = decoder(v1.InitializeResponse)(msgspec.json.encode(result))
-    except msgspec.ValidationError as exc:
-        raise Fail("schema:InitializeResponse", f"initialize result does not match the v1 schema: {exc}") from None
+    problem = schema_problem(v1.InitializeResponse, result)
+    if problem is not None:
+        raise Fail("schema:InitializeResponse", f"initialize result does not match the v1 schema: {problem}")
+    version = result.get("protocolVersion")
     require(
-        type(response.protocol_version) is int and response.protocol_version == 1,
+        type(version) is int and version == 1,
         "initialization.mdx#version-negotiation",
-        f"v1 check set, but the agent answered version {response.protocol_version!r}",
+        f"v1 check set, but the agent answered version {version!r}",
     )
     return None
 

@@ -8,14 +8,14 @@ from typing import Any
 
 import msgspec
 
-from acp_session.codec import decoder
 from acp_session.schema import v1
 
 from ...client_calls import ELICITATION, V1_CLIENT_METHODS
 from ...frames import Frame
 from ...probe import Probe
+from .base import schema_problem as type_problem
 
-__all__ = ["AGENT_SENDS", "RESULTS", "message_type", "schema_problem", "unknown_root_keys"]
+__all__ = ["AGENT_SENDS", "RESULTS", "message_type", "message_problem", "unknown_root_keys"]
 
 RESULTS: dict[str, type[msgspec.Struct]] = {
     "initialize": v1.InitializeResponse,
@@ -43,8 +43,6 @@ AGENT_SENDS: dict[str, Any] = {
 }
 """The params type of each request and notification an agent may send."""
 
-_DECODERS: dict[Any, Any] = {}
-
 
 def message_type(p: Probe, frame: Frame) -> tuple[str, Any] | None:
     """``(what, type)`` of one agent message: the params of a request or notification it sent, or the result of a
@@ -65,7 +63,7 @@ def message_type(p: Probe, frame: Frame) -> tuple[str, Any] | None:
     return f"{sent} result", RESULTS[sent]
 
 
-def schema_problem(p: Probe, frame: Frame) -> str | None:
+def message_problem(p: Probe, frame: Frame) -> str | None:
     """Why one agent message does not match the v1 schema, or None (also for messages no type applies to)."""
     typed = message_type(p, frame)
     if typed is None:
@@ -75,16 +73,8 @@ def schema_problem(p: Probe, frame: Frame) -> str | None:
         return f"{frame.method!r} is no method an agent sends in v1"
     message = frame.message or {}
     value = message.get("params") if frame.method is not None else message.get("result")
-    if value is None and frame.method is None:
-        value = {}  # an all-optional result sent as null: the kit tolerates it (session-load says more)
-    decode = _DECODERS.get(tp)
-    if decode is None:
-        decode = _DECODERS[tp] = decoder(tp)
-    try:
-        decode(msgspec.json.encode(value))
-    except msgspec.ValidationError as exc:
-        return f"the {what} do(es) not match the v1 schema: {exc}"
-    return None
+    problem = type_problem(tp, value)
+    return None if problem is None else f"line {frame.index + 1}: the {what} do(es) not match the v1 schema: {problem}"
 
 
 def unknown_root_keys(p: Probe, frame: Frame) -> tuple[str, list[str]] | None:

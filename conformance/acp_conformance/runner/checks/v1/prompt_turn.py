@@ -5,9 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import msgspec
-
-from acp_session.codec import decoder
 from acp_session.schema import v1
 from acp_session.schema.types import ResourceLink, TextContent
 
@@ -15,7 +12,7 @@ from ...frames import Frame
 from ...outcomes import Fail, NotApplicable
 from ...registry import CheckContext, require
 from ..common import HELLO, write_readme
-from .base import V1, decode_problem, require_stop_reason, response_or_fail
+from .base import V1, decode_problem, require_stop_reason, response_or_fail, schema_problem
 
 __all__ = [
     "baseline_content",
@@ -42,10 +39,9 @@ async def prompt_turn(ctx: CheckContext) -> str | None:
     p = ctx.probe
     sid = await p.new_session(ctx.cwd)
     turn = await p.run_turn(sid, HELLO)
-    try:
-        decoder(v1.PromptResponse)(msgspec.json.encode(turn.response.result))
-    except msgspec.ValidationError as exc:
-        raise Fail("schema:PromptResponse", f"the prompt result does not match the v1 schema: {exc}") from None
+    problem = schema_problem(v1.PromptResponse, turn.response.result)
+    if problem is not None:
+        raise Fail("schema:PromptResponse", f"the prompt result does not match the v1 schema: {problem}")
     return f"stopReason {require_stop_reason(turn.response)}"
 
 

@@ -4,18 +4,14 @@
 from __future__ import annotations
 
 import os
-from typing import Any
 
-import msgspec
-
-from acp_session.codec import decoder
 from acp_session.schema import v1
 from acp_session.schema.types import DeleteSessionRequest, ListSessionsRequest
 
 from ...outcomes import Fail, NotApplicable
 from ...registry import CheckContext, require
 from ..common import HELLO, list_all
-from .base import V1
+from .base import V1, schema_problem
 
 __all__ = [
     "additional_directories",
@@ -30,14 +26,6 @@ __all__ = [
 ]
 
 
-def _decodes(tp: Any, value: Any) -> str | None:
-    try:
-        decoder(tp)(msgspec.json.encode(value if value is not None else {}))
-    except msgspec.ValidationError as exc:
-        return str(exc)
-    return None
-
-
 @V1(
     "session-new",
     "session/new with an absolute cwd succeeds with a non-empty session id, in the v1 schema's shape",
@@ -48,7 +36,7 @@ def _decodes(tp: Any, value: Any) -> str | None:
 async def session_new(ctx: CheckContext) -> str | None:
     p = ctx.probe
     result = await p.call_ok("session/new", p.new_session_params(ctx.cwd), rule="ACP1-012")
-    problem = _decodes(v1.NewSessionResponse, result)
+    problem = schema_problem(v1.NewSessionResponse, result)
     if problem is not None or not isinstance(result, dict):
         raise Fail("schema:NewSessionResponse", f"session/new result does not match the v1 schema: {problem}")
     sid = result.get("sessionId")
@@ -116,7 +104,7 @@ async def session_list(ctx: CheckContext) -> str | None:
         "session-list.mdx",
         f"no sessions array in {result!r}",
     )
-    problem = _decodes(v1.ListSessionsResponse, result)
+    problem = schema_problem(v1.ListSessionsResponse, result)
     require(problem is None, "schema:ListSessionsResponse", f"session/list result does not match: {problem}")
     return f"{len(result['sessions'])} session(s) on the first page"
 
@@ -188,7 +176,7 @@ async def session_delete(ctx: CheckContext) -> str | None:
     p = ctx.probe
     sid = await p.new_session(ctx.cwd)
     result = await p.call_ok("session/delete", DeleteSessionRequest(session_id=sid), rule="session-delete.mdx")
-    problem = _decodes(v1.DeleteSessionResponse, result)
+    problem = schema_problem(v1.DeleteSessionResponse, result)
     require(problem is None, "schema:DeleteSessionResponse", f"session/delete result does not match: {problem}")
     return None
 
