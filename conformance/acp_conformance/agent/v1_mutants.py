@@ -27,7 +27,7 @@ __all__ = ["V1_BROKEN_MODES", "V1Mutants"]
 
 V1_BROKEN_MODES: dict[str, str] = {
     **V1_WIRE_MODES,
-    "v1-bad-initialize": "v1: answer initialize with authMethods as an object, not an array",
+    "v1-bad-initialize": "v1: answer initialize with mcpCapabilities as an array, not an object",
     "v1-no-agent-info": "v1: answer initialize without agentInfo",
     "v1-version-by-client-info": "v1: answer a version 1 offer without clientInfo with version 2",
     "v1-echo-version": "v1: answer an offer of a version newer than 1 with that version (the offer echoed)",
@@ -111,7 +111,7 @@ class V1Mutants:
     def initialize(self, params: dict[str, Any], answer: dict[str, Any]) -> dict[str, Any]:
         caps = answer["agentCapabilities"]
         if self.on("v1-bad-initialize"):
-            answer["authMethods"] = {}
+            caps["mcpCapabilities"] = []
         if self.on("v1-no-agent-info"):
             del answer["agentInfo"]
         if self.on("v1-version-by-client-info") and "clientInfo" not in params:
