@@ -124,13 +124,27 @@ def test_login_required_for_sessions_is_one_clear_report() -> None:
     assert "key-login (env_var): Use V1_AGENT_KEY; --auth key-login with V1_AGENT_KEY set" in out
     assert "FAIL" not in out
     # The checks that need a session are listed once in the notice, not one by one.
-    assert out.count("requires a login") == 0 and "Not run for lack of a login (20)" in out
+    needing = sum(1 for c in CHECK_SETS[1] if c.needs_session)
+    assert out.count("requires a login") == 0 and f"Not run for lack of a login ({needing})" in out
     report = json.loads(_cli("--agent", f"{' '.join(AGENT)} --login session", "--json").stdout)
     assert report["login"]["refused"] == "session/new"
     assert report["verdict"]["verdict"] == "blocked_by_auth" and report["verdict"]["blocked_by_auth"]
     blocked = {c["id"] for c in report["checks"] if c["blockedBy"] == "login"}
     ran = {c["id"] for c in report["checks"] if c["result"] == "pass"}
-    assert ran == {"initialize", "version-negotiation", "version-exact", "auth-methods", "unknown-method"}
+    # The checks that open no session; login-not-required is n/a (the agent advertises its login methods).
+    assert ran == {
+        "initialize",
+        "agent-info",
+        "version-negotiation",
+        "version-exact",
+        "terminal-auth",
+        "auth-methods",
+        "auth-method-ids",
+        "unknown-method",
+        "ext-method",
+        "record-unknown-session",
+        "record-stderr",
+    }
     assert "session-new" in blocked and "cancel-turn" not in ran
 
 
@@ -147,8 +161,9 @@ def test_login_required_for_prompts_still_checks_sessions() -> None:
 def test_auth_logs_every_agent_process_in() -> None:
     report = _run("--login", "session", auth="agent-login")
     assert report.login is None
-    # auth-methods applies now: the agent advertises its login methods.
-    assert {r.id for r in report.results if r.status != "pass"} == ALWAYS_NA - {"auth-methods"}
+    # The auth checks apply now: the agent advertises its login methods (so login-not-required does not).
+    logins = {"auth-methods", "auth-method-ids", "auth-login"}
+    assert {r.id for r in report.results if r.status != "pass"} == ALWAYS_NA - logins | {"login-not-required"}
 
 
 def test_auth_with_an_env_var_method(tmp_path: Path) -> None:

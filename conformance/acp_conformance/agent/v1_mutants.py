@@ -10,20 +10,19 @@ from __future__ import annotations
 
 import copy
 import os
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import msgspec
 
 from acp_session.codec import convert, to_builtins
 from acp_session.errors import AuthRequired, InvalidParams, MethodNotFound, RequestCancelled, ResourceNotFound
+from acp_session.rpc import Connection
 from acp_session.schema.v1 import types as v1
 
+from .sessions import SessionStore
 from .v1_mutant_wire import V1_WIRE_MODES, MutantWire
 
-if TYPE_CHECKING:
-    from .v1_front import V1Front
-
-__all__ = ["V1_BROKEN_MODES", "V1Mutants"]
+__all__ = ["V1_BROKEN_MODES", "MutatedFront", "V1Mutants"]
 
 V1_BROKEN_MODES: dict[str, str] = {
     **V1_WIRE_MODES,
@@ -86,6 +85,28 @@ V1_BROKEN_MODES: dict[str, str] = {
 }
 """``--broken`` modes of the v1 front, each breaking one rule (see docs/conformance.md, the v1 mutation table)."""
 
+
+class MutatedAgent(Protocol):
+    """What the modes call on the v2 agent behind the front (``v1_front.V2Agent`` has it all)."""
+
+    store: SessionStore
+
+    def cancel(self, note: Any) -> None: ...
+    async def close_session(self, request: Any) -> Any: ...
+    async def list_sessions(self, request: Any) -> Any: ...
+    async def delete_session(self, request: Any) -> Any: ...
+
+
+class MutatedFront(Protocol):
+    """What the modes need of the v1 front (``v1_front.V1Front``), a protocol so the two modules stay apart."""
+
+    @property
+    def conn(self) -> Connection: ...
+    @property
+    def agent(self) -> MutatedAgent: ...
+    async def new_session(self, request: v1.NewSessionRequest) -> dict[str, Any]: ...
+
+
 LOGIN = "reference-login"
 FOREIGN_SESSION = "acp-reference-no-such-session"
 
@@ -93,7 +114,7 @@ FOREIGN_SESSION = "acp-reference-no-such-session"
 class V1Mutants:
     """The modes one v1 connection runs with, and what each changes where the front asks."""
 
-    def __init__(self, front: V1Front, broken: frozenset[str]) -> None:
+    def __init__(self, front: MutatedFront, broken: frozenset[str]) -> None:
         self.front = front
         self.modes = frozenset(mode for mode in broken if mode in V1_BROKEN_MODES)
         transport = front.conn.transport

@@ -1,6 +1,5 @@
-"""The protocol v1 checks, one module per rule area (``registry.AREAS``, the areas of docs/conformance.md's tables;
-the transport area has two: the lines, and the JSON-RPC envelope with the schema of every message), imported here
-in that order, which registers them. A new check goes into its area's module.
+"""The protocol v1 checks, one module per rule area (``registry.AREAS``, the areas of docs/conformance.md's tables),
+imported here in that order, which registers them. A new check goes into its area's module.
 
 An agent that answers ``initialize`` with version 1 is judged by these, against ``ACP1-NNN`` rules (rules-v1.md),
 the v1 schema (``schema:X``) and the v1 docs (``page.mdx#anchor``). Version 1 has no ``messageId``, no
@@ -13,7 +12,6 @@ check's sandbox directory, through the library's providers, and judged for their
 # The areas in report order, the order they register in.
 # isort: off
 from . import transport
-from . import envelope
 from . import initialization
 from . import sessions
 from . import prompt_turn
@@ -23,7 +21,6 @@ from . import close_resume
 from . import client_methods
 from . import config_modes
 from . import errors_extensibility
-from . import records  # the kit's INFORMATIONAL records, each in one of the areas above
 # isort: on
 
 __all__ = [
@@ -31,12 +28,10 @@ __all__ = [
     "client_methods",
     "close_resume",
     "config_modes",
-    "envelope",
     "errors_extensibility",
     "initialization",
     "permissions_tools",
     "prompt_turn",
-    "records",
     "sessions",
     "transport",
 ]

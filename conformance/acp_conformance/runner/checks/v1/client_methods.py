@@ -4,9 +4,9 @@ sandbox directory through the library's providers, judged for their shape and fo
 from __future__ import annotations
 
 from ...client_calls import ELICITATION, ClientCall
-from ...outcomes import Fail, LoginRequired, NotApplicable
+from ...outcomes import AUTH_REQUIRED, Fail, LoginRequired, NotApplicable
 from ...probe import Probe
-from ...registry import CheckContext
+from ...registry import CheckContext, require
 from ..common import first_problem, write_readme
 from .base import V1
 
@@ -87,12 +87,27 @@ async def client_terminals(ctx: CheckContext) -> str | None:
 
 
 async def _calls_in_turn(ctx: CheckContext, name: str, prefix: str) -> list[ClientCall]:
-    """Run scenario ``name`` in a new session of the check's current process: the agent's calls of ``prefix``."""
+    """Run scenario ``name`` in a new session of the check's current process: the agent's calls of ``prefix``.
+
+    The calls are the observation, even when the turn then fails (an agent whose unadvertised call was refused
+    may give up on the turn); a turn that fails without any such call fails as a refused prompt."""
     p = ctx.probe
     scenario = ctx.scenario(name)
     sid = await p.new_session(ctx.cwd)
-    turn = await p.run_turn(sid, scenario.text(ctx.cwd), timeout=scenario.timeout)
-    return _calls(p, turn.start, prefix)
+    start = p.mark
+    rid = await p.prompt(sid, scenario.text(ctx.cwd))
+    answer = await p.response(rid, scenario.timeout, start)
+    calls = _calls(p, start, prefix)
+    if calls:
+        return calls
+    if answer is None:
+        raise Fail(
+            "prompt-turn.mdx#4-check-for-completion", f"no response to session/prompt within {scenario.timeout:g}s"
+        )
+    if answer.error_code == AUTH_REQUIRED:
+        raise LoginRequired("session/prompt", answer.error)
+    require(answer.error is None, "ACP1-012", f"the {scenario.describe()} prompt was rejected: {answer.error}")
+    return calls
 
 
 async def _gated(ctx: CheckContext, name: str, prefix: str, rule: str, **offer: bool) -> str:

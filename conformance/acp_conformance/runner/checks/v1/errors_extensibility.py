@@ -1,15 +1,17 @@
 """Errors and extensibility (v1): unknown methods and custom (``_``) requests, malformed params, the connection
-after errors, error messages, ``_meta`` on a prompt and custom fields where the schema has none."""
+after errors, error messages, ``_meta`` on a prompt and custom fields where the schema has none; and what the
+official kit only records (INFORMATIONAL: a line that is not JSON, JSON that is no JSON-RPC message, a prompt for
+a session never created), which nothing here fails for: the spec says nothing about them."""
 
 from __future__ import annotations
 
 from acp_session.schema import v1
 
+from ...frames import Frame
 from ...outcomes import Fail
 from ...registry import CheckContext, require
 from ..common import HELLO, invalid_params_common
-from .base import V1, require_stop_reason, response_or_fail
-from .messages import unknown_root_keys
+from .base import V1, require_stop_reason, response_or_fail, unknown_root_keys
 
 __all__ = [
     "custom_root_fields",
@@ -17,6 +19,9 @@ __all__ = [
     "ext_method",
     "invalid_params",
     "meta_accepted",
+    "record_invalid_request",
+    "record_parse_error",
+    "record_unknown_session",
     "unknown_method",
     "usable_after_error",
 ]
@@ -177,3 +182,60 @@ async def custom_root_fields(ctx: CheckContext) -> str | None:
                 "(custom data belongs in _meta)",
             )
     return None
+
+
+def _what(frame: Frame | None) -> str:
+    if frame is None:
+        return "no answer"
+    if frame.error is not None:
+        return f"error {frame.error_code} with id {(frame.message or {}).get('id')!r}"
+    return f"an answer {frame.raw[:80]!r}"
+
+
+async def _after_line(ctx: CheckContext, line: bytes) -> str:
+    """Send one raw line; what came back before a barrier, and whether session/new still works after it."""
+    p = ctx.probe
+    start = p.mark
+    await p.send_raw(line)
+    await p.barrier()
+    answers = p.find(lambda f: f.is_response and (f.message or {}).get("id") != p.sent_ids, start)
+    frame = await p.call("session/new", p.new_session_params(ctx.cwd), rule="overview.mdx")
+    usable = "session/new still works" if frame.error is None else f"session/new then failed: {frame.error}"
+    return f"{_what(answers[0] if answers else None)}; {usable}"
+
+
+@V1(
+    "record-parse-error",
+    "records what the agent does with a line that is not JSON (the spec is silent)",
+    "errors and extensibility",
+    ("schema:ErrorCode(-32700)",),
+    prompts=False,
+)
+async def record_parse_error(ctx: CheckContext) -> str | None:
+    return await _after_line(ctx, b"this line is not JSON {")
+
+
+@V1(
+    "record-invalid-request",
+    "records what the agent does with JSON that is no JSON-RPC message (the spec is silent)",
+    "errors and extensibility",
+    ("schema:ErrorCode(-32600)",),
+    prompts=False,
+)
+async def record_invalid_request(ctx: CheckContext) -> str | None:
+    return await _after_line(ctx, b'{"acpConformance": "not a JSON-RPC message"}')
+
+
+@V1(
+    "record-unknown-session",
+    "records the answer to a prompt for a session the agent never created (v1 names no error code)",
+    "errors and extensibility",
+    ("error.mdx",),
+    needs_session=False,
+)
+async def record_unknown_session(ctx: CheckContext) -> str | None:
+    p = ctx.probe
+    start = p.mark
+    request = v1.PromptRequest(session_id="acp-conformance-no-such-session", prompt=[v1.TextContent(text="Hello")])
+    rid = await p.request("session/prompt", request)
+    return _what(await p.response(rid, ctx.wait, start))
