@@ -142,6 +142,7 @@ def test_login_required_for_sessions_is_one_clear_report() -> None:
         "auth-method-ids",
         "unknown-method",
         "ext-method",
+        "notifications-unanswered",
         "record-unknown-session",
         "record-stderr",
     }

@@ -16,7 +16,7 @@ from acp_session.schema import v1
 from acp_session.transport import AgentProcess
 
 from ...frames import Frame
-from ...outcomes import Fail, NotApplicable
+from ...outcomes import Fail, LoginRequired, NotApplicable
 from ...probe import Probe
 from ...registry import CheckContext, require
 from ..common import HELLO
@@ -146,6 +146,7 @@ async def shutdown(ctx: CheckContext) -> str | None:
 
 
 STRING_ID = "acp-conformance-string-id"
+UNKNOWN_SESSION = "acp-conformance-no-such-session"
 
 
 def _is_answer(frame: Frame) -> bool:
@@ -275,11 +276,14 @@ async def response_shape(ctx: CheckContext) -> str | None:
     "notifications (session/cancel, an unknown _ notification) get no answer at all",
     "transport",
     ("overview.mdx#error-handling", "extensibility.mdx#custom-notifications"),
-    prompts=False,
+    needs_session=False,
 )
 async def notifications_unanswered(ctx: CheckContext) -> str | None:
     p = ctx.probe
-    sid = await p.new_session(ctx.cwd)
+    try:
+        sid = await p.new_session(ctx.cwd)
+    except (Fail, LoginRequired):  # no session without a login: a cancel for none is a notification all the same
+        sid = UNKNOWN_SESSION
     start, first_id = p.mark, p.sent_ids + 1
     await p.notify("session/cancel", v1.CancelNotification(session_id=sid))  # nothing running: still no answer
     await p.notify("_acp_conformance/notice", {"note": "an unknown custom notification"})
