@@ -8,7 +8,7 @@ from __future__ import annotations
 from acp_session.schema import v1
 
 from ...frames import Frame
-from ...outcomes import Fail
+from ...outcomes import Fail, NotApplicable
 from ...registry import CheckContext, require
 from ..common import HELLO, invalid_params_common
 from .base import V1, require_stop_reason, response_or_fail, unknown_root_keys
@@ -139,6 +139,8 @@ async def error_messages(ctx: CheckContext) -> str | None:
         judged += 1
         require(bool(text.strip()), "schema:Error", f"the error for {what} has an empty message")
         require("\n" not in text, "schema:Error", f"the error message for {what} has a line break: {text!r}")
+    if not judged:
+        raise NotApplicable("neither refused request got an error with a message (response-shape judges that)")
     return f"{judged} error message(s)"
 
 

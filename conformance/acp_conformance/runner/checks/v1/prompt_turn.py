@@ -56,6 +56,8 @@ async def turn_updates(ctx: CheckContext) -> str | None:
     sid = await p.new_session(ctx.cwd)
     turn = await p.run_turn(sid, HELLO)
     updates = p.find(lambda f: f.method == "session/update", turn.start, turn.response.index)
+    if not updates:
+        raise NotApplicable("the turn sent no session/update (an agent need not): nothing to judge")
     for frame in updates:
         problem = decode_problem(frame)
         require(problem is None, "schema:SessionNotification", str(problem))

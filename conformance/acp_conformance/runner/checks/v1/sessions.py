@@ -124,6 +124,9 @@ async def list_cwd_filter(ctx: CheckContext) -> str | None:
     os.makedirs(inner, exist_ok=True)
     await p.new_session(inner)  # a session in a subdirectory: not one of cwd's
     listed = await list_all(ctx, ctx.cwd, "session-list.mdx")
+    if not listed:
+        # Whether a session without any prompt is listed yet is the agent's choice.
+        raise NotApplicable(f"no session listed for {ctx.cwd} (none had a prompt yet): the filter was not exercised")
     for info in listed:
         require(
             info.get("cwd") == ctx.cwd,
