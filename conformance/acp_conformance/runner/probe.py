@@ -110,6 +110,7 @@ class Probe(Wire):
         self.sessions: dict[str, str] = {}  # session id -> cwd, of sessions opened on this connection
         self.sent_methods: dict[int, str] = {}  # request id -> method, of every request sent (a response's method)
         self.stderr_counter: StderrCounter | None = None  # counts the agent's stderr (a process of ours only)
+        self.memo: dict[str, Any] = {}  # exchanges several checks judge, run once per process (checks/v1/base.py)
 
     # -- the client's part -----------------------------------------------------------------------------
 

@@ -64,6 +64,7 @@ class CheckContext:
     used: list[Scenario] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    transcript_from: int | None = None  # where a failure's wire excerpt starts, if before the check (a shared exchange)
 
     def scenario(self, name: str) -> Scenario:
         """The scenario ``name`` from the file (recorded as used), or ``NotApplicable`` saying how to provide it."""

@@ -354,7 +354,8 @@ class _Run:
             healthy = False
         result = self.result(c, status, message, time.monotonic() - started, ctx)
         if status == "fail":
-            result.transcript = probe.wire[wire_start:][-TRANSCRIPT_LINES:]
+            excerpt_start = min(wire_start, ctx.transcript_from if ctx.transcript_from is not None else wire_start)
+            result.transcript = probe.wire[excerpt_start:][-TRANSCRIPT_LINES:]
             result.stderr_tail = list(probe.agent.stderr_tail)
         result.blocked = "login" if message.startswith(LOGIN_SKIP) else None
         return result, healthy

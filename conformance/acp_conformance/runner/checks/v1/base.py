@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, cast
 
 import msgspec
@@ -16,16 +17,20 @@ from acp_session.codec import TypedDecoder, decoder
 from acp_session.schema import v1
 
 from ...client_calls import ELICITATION, V1_CLIENT_METHODS
-from ...frames import Frame
+from ...frames import Frame, Turn
 from ...outcomes import AUTH_REQUIRED, LoginRequired
 from ...probe import Probe
-from ...registry import CheckFn, check, require
+from ...registry import CheckContext, CheckFn, check, require
+from ..common import HELLO
 
 __all__ = [
     "AGENT_SENDS",
+    "Exchange",
     "RESULTS",
     "STOP_REASONS",
     "V1",
+    "basic_exchange",
+    "exchange_messages",
     "decode_problem",
     "message_problem",
     "message_type",
@@ -55,6 +60,40 @@ def schema_problem(tp: Any, value: Any) -> str | None:
             return None
         return str(exc)
     return None
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """A basic exchange: a new session and one short turn, with the barrier after it."""
+
+    start: int  # the frame index where it began (before session/new)
+    sid: str
+    turn: Turn
+    end: int  # the frame index after the barrier's answer
+    wire_start: int  # where it began in the wire transcript
+
+
+async def basic_exchange(ctx: CheckContext) -> Exchange:
+    """A session and a short turn on the check's process, run once per process: the checks that only look at what
+    a basic exchange puts on the wire (its lines, their schema, its updates, its answer) share it, so an agent whose
+    turns are slow or costly runs one such turn per process, not one per check. Each check judges its own
+    observation of the same lines; a failure's excerpt starts at the exchange."""
+    p = ctx.probe
+    cached = p.memo.get("basic exchange")
+    if not isinstance(cached, Exchange):
+        start, wire_start = p.mark, len(p.wire)
+        sid = await p.new_session(ctx.cwd)
+        turn = await p.run_turn(sid, HELLO)
+        await p.barrier()
+        cached = p.memo["basic exchange"] = Exchange(start, sid, turn, p.mark, wire_start)
+    ctx.transcript_from = cached.wire_start
+    return cached
+
+
+def exchange_messages(p: Probe, exchange: Exchange) -> list[Frame]:
+    """The agent's messages of a basic exchange: its process's initialize answer, then the exchange's."""
+    head = [p.frames[p.init_index]] if p.init_index >= 0 else []
+    return head + [f for f in p.frames[exchange.start : exchange.end] if f.message is not None]
 
 
 def V1(id: str, title: str, area: str, rules: tuple[str, ...], **kwargs: Any) -> Callable[[CheckFn], CheckFn]:

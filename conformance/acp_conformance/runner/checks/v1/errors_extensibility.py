@@ -11,7 +11,7 @@ from ...frames import Frame
 from ...outcomes import Fail, NotApplicable
 from ...registry import CheckContext, require
 from ..common import HELLO, invalid_params_common
-from .base import V1, require_stop_reason, response_or_fail, unknown_root_keys
+from .base import V1, basic_exchange, exchange_messages, require_stop_reason, response_or_fail, unknown_root_keys
 
 __all__ = [
     "custom_root_fields",
@@ -171,12 +171,8 @@ async def meta_accepted(ctx: CheckContext) -> str | None:
 )
 async def custom_root_fields(ctx: CheckContext) -> str | None:
     p = ctx.probe
-    start = p.mark
-    sid = await p.new_session(ctx.cwd)
-    await p.run_turn(sid, HELLO)
-    frames = ([p.frames[p.init_index]] if p.init_index >= 0 else []) + p.frames[start:]
-    for frame in frames:
-        found = unknown_root_keys(p, frame) if frame.message is not None else None
+    for frame in exchange_messages(p, await basic_exchange(ctx)):
+        found = unknown_root_keys(p, frame)
         if found is not None and found[1]:
             raise Fail(
                 "extensibility.mdx#the-_meta-field",

@@ -11,8 +11,8 @@ from acp_session.schema.types import ResourceLink, TextContent
 from ...frames import Frame
 from ...outcomes import Fail, NotApplicable
 from ...registry import CheckContext, require
-from ..common import HELLO, write_readme
-from .base import V1, decode_problem, require_stop_reason, response_or_fail, schema_problem
+from ..common import write_readme
+from .base import V1, basic_exchange, decode_problem, require_stop_reason, response_or_fail, schema_problem
 
 __all__ = [
     "baseline_content",
@@ -36,9 +36,7 @@ WAV_SILENCE = "UklGRiYAAABXQVZFZm10IBAAAAABAAEAQB8AAIA+AAACABAAZGF0YQIAAAAAAA=="
     ("ACP1-012", "prompt-turn.mdx#stop-reasons", "schema:PromptResponse"),
 )
 async def prompt_turn(ctx: CheckContext) -> str | None:
-    p = ctx.probe
-    sid = await p.new_session(ctx.cwd)
-    turn = await p.run_turn(sid, HELLO)
+    turn = (await basic_exchange(ctx)).turn
     problem = schema_problem(v1.PromptResponse, turn.response.result)
     if problem is not None:
         raise Fail("schema:PromptResponse", f"the prompt result does not match the v1 schema: {problem}")
@@ -53,8 +51,8 @@ async def prompt_turn(ctx: CheckContext) -> str | None:
 )
 async def turn_updates(ctx: CheckContext) -> str | None:
     p = ctx.probe
-    sid = await p.new_session(ctx.cwd)
-    turn = await p.run_turn(sid, HELLO)
+    exchange = await basic_exchange(ctx)
+    sid, turn = exchange.sid, exchange.turn
     updates = p.find(lambda f: f.method == "session/update", turn.start, turn.response.index)
     if not updates:
         raise NotApplicable("the turn sent no session/update (an agent need not): nothing to judge")

@@ -19,8 +19,7 @@ from ...frames import Frame
 from ...outcomes import Fail, LoginRequired, NotApplicable
 from ...probe import Probe
 from ...registry import CheckContext, require
-from ..common import HELLO
-from .base import V1, message_problem
+from .base import V1, basic_exchange, exchange_messages, message_problem
 
 __all__ = [
     "framing",
@@ -39,13 +38,10 @@ _json = msgspec.json.Decoder()
 
 
 async def _exchange(ctx: CheckContext) -> list[Frame]:
-    """A session and a short turn; what the agent wrote while starting and for it (the check's own lines)."""
+    """What the agent wrote while starting, and for a basic exchange (a session and a short turn)."""
     p = ctx.probe
-    start = p.mark
-    sid = await p.new_session(ctx.cwd)
-    await p.run_turn(sid, HELLO)
-    await p.barrier()
-    return p.own_frames(start)
+    exchange = await basic_exchange(ctx)
+    return p.frames[: p.init_index + 1] + p.frames[max(exchange.start, p.init_index + 1) : exchange.end]
 
 
 def line_message_problem(raw: bytes) -> str | None:
@@ -175,11 +171,7 @@ async def raw_request(p: Probe, request_id: Any, method: str, params: Any, wait:
 )
 async def message_schema(ctx: CheckContext) -> str | None:
     p = ctx.probe
-    start = p.mark
-    sid = await p.new_session(ctx.cwd)
-    await p.run_turn(sid, HELLO)
-    frames = [p.frames[p.init_index]] if p.init_index >= 0 else []
-    frames += [f for f in p.frames[start:] if f.message is not None]
+    frames = exchange_messages(p, await basic_exchange(ctx))
     for frame in frames:
         problem = message_problem(p, frame)
         if problem is not None:
