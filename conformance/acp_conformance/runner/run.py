@@ -350,7 +350,7 @@ class _Run:
         try:
             with anyio.fail_after(limit):
                 note = await c.fn(ctx)
-                if probe.eof:
+                if probe.eof and not c.ends_process:
                     raise Fail("transports.mdx#stdio", "the agent closed stdout (exited) during the check")
         except Fail as exc:
             status, message, healthy, named = "fail", str(exc), False, exc.offending
@@ -375,8 +375,9 @@ class _Run:
             healthy = False
         result = self.result(c, status, message, time.monotonic() - started, ctx)
         if status == "fail":
+            excerpt_start = min(wire_start, ctx.transcript_from if ctx.transcript_from is not None else wire_start)
             result.transcript, result.offending = transcript_for(
-                probe.wire, wire_start, TRANSCRIPT_LINES, message, named
+                probe.wire, excerpt_start, TRANSCRIPT_LINES, message, named
             )
             result.stderr_tail = list(probe.agent.stderr_tail)
         result.blocked = "login" if message.startswith(LOGIN_SKIP) else None
