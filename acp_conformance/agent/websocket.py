@@ -3,6 +3,11 @@
 The 101 response carries ``Acp-Connection-Id`` and the affinity cookie; the first message must be an
 ``initialize`` request (else the socket is closed with 1002); every message is one text frame, and binary frames
 are ignored, as the RFD says. The socket closing ends the connection, never the server's sessions.
+
+The server's caps (``limits``) hold here too: an upgrade past ``--max-connections`` or ``--max-pending`` gets
+``503`` instead of the 101, a socket that sends no ``initialize`` within the pending timeout is closed with
+``1008``, and each message waits for room in the server's byte budget before the agent gets it (meanwhile the
+socket is not read).
 """
 
 from __future__ import annotations
@@ -13,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import msgspec
 
-from .remote_connection import RemoteConnection
 from .remote_rules import CONNECTION, INITIAL, Inbound
 
 if TYPE_CHECKING:
@@ -49,21 +53,40 @@ async def _next_text(receive: Receive) -> str | None:
         _log.info("ignoring a binary WebSocket frame (ACP messages are text frames)")
 
 
-async def serve_websocket(app: AcpHttpApp, scope: Scope, receive: Receive, send: Send) -> None:
-    if (await receive())["type"] != "websocket.connect":
-        return
-    outgoing_send, outgoing = anyio.create_memory_object_stream[bytes](_OUTGOING_FRAMES)
-
-    async def to_socket(frames: list[bytes]) -> None:
-        for frame in frames:
-            await outgoing_send.send(frame)
-
-    conn = RemoteConnection(websocket_sink=to_socket, broken=app.options.broken)
-    binary = "binary-frames" in app.options.broken
-    headers = [(b"acp-connection-id", conn.connection_id.encode())]
-    headers += [(name.encode(), value.encode()) for name, value in [app.cookie_header(conn)]]
+async def _first_message(app: AcpHttpApp, receive: Receive, send: Send, headers: Any) -> str | None:
+    """Accept the upgrade and wait for the first text frame; None (the socket closed) when none comes within the
+    pending timeout."""
     await send({"type": "websocket.accept", "headers": headers})
-    first = await _next_text(receive)
+    timeout = app.limits.pending_timeout
+    with anyio.move_on_after(timeout):
+        return await _next_text(receive)
+    _log.info("closing a WebSocket that sent no initialize within %g s", timeout)
+    reason = f"no initialize within {timeout:g} s (--pending-timeout)"
+    await send({"type": "websocket.close", "code": 1008, "reason": reason})
+    return None
+
+
+async def serve_websocket(app: AcpHttpApp, scope: Scope, receive: Receive, send: Send) -> None:
+    """Serve one upgrade the caller let through the server's caps (``AcpHttpApp.capacity_refusal``): it counts
+    as not started from now (before anything is awaited, so no other upgrade passes the same check) until its
+    ``initialize`` came."""
+    app.pending_sockets += 1
+    try:
+        if (await receive())["type"] != "websocket.connect":
+            return
+        outgoing_send, outgoing = anyio.create_memory_object_stream[bytes](_OUTGOING_FRAMES)
+
+        async def to_socket(frames: list[bytes]) -> None:
+            for frame in frames:
+                await outgoing_send.send(frame)
+
+        conn = app.new_connection(to_socket)
+        headers = [(b"acp-connection-id", conn.connection_id.encode())]
+        headers += [(name.encode(), value.encode()) for name, value in [app.cookie_header(conn)]]
+        first = await _first_message(app, receive, send, headers)
+    finally:
+        app.pending_sockets -= 1
+    binary = "binary-frames" in app.options.broken
     if first is None:
         return
     initialize = _initialize_request(first)
@@ -90,16 +113,21 @@ async def serve_websocket(app: AcpHttpApp, scope: Scope, receive: Receive, send:
 
             tg.start_soon(pump)
             tg.start_soon(close_when_ended)
-            await conn.feed(Inbound(initialize, first.encode(), INITIAL))
-            while (text := await _next_text(receive)) is not None:
+            text: str | None = first
+            message: Any = initialize
+            route = INITIAL
+            while text is not None:
                 raw = text.encode()
+                await app.budget.take_when_free(len(raw))  # the connection gives it back once the agent took it
                 try:
-                    await conn.feed(Inbound({}, raw, CONNECTION))
+                    await conn.feed(Inbound(message, raw, route))
                 except anyio.ClosedResourceError:
+                    app.budget.give_back(len(raw))
                     break
                 if "close-socket" in app.options.broken and b'"session/close"' in raw:
                     await anyio.sleep(0.2)  # --broken close-socket: one session's close ends the socket
                     break
+                text, message, route = await _next_text(receive), {}, CONNECTION
             tg.cancel_scope.cancel()
     finally:
         conn.end()
