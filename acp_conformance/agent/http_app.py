@@ -285,23 +285,28 @@ class AcpHttpApp:
         the SSL error as a traceback.)"""
         check_post_headers(headers, None, lax=self.broken("lax-media-types"))  # 415 first
         check_post_headers(headers, body.declared, lax=True)  # 413 for the declared size
+        held = body.declared or 0  # a declared body is let in whole or not at all
+        if not self.budget.take(held):
+            raise BadRequest(503, self._busy())
         chunks: list[bytes] = []
-        held = 0
         try:
             while not body.complete:
                 message = await body()
                 if body.disconnected:
                     raise BadRequest(400, "the client went away")
-                chunk = message.get("body", b"")
+                chunks.append(message.get("body", b""))
                 check_post_headers(headers, body.read, lax=True)  # 413 for what came
-                if not self.budget.take(len(chunk)):
-                    raise BadRequest(503, self._busy())
-                held += len(chunk)
-                chunks.append(chunk)
+                if body.read > held:  # more than declared (or nothing was)
+                    if not self.budget.take(body.read - held):
+                        raise BadRequest(503, self._busy())
+                    held = body.read
         except BaseException:
+            chunks.clear()  # the refusal's traceback keeps this frame while the rest of the body is read
             self.budget.give_back(held)
             raise
-        return b"".join(chunks)
+        raw = b"".join(chunks)
+        self.budget.give_back(held - len(raw))
+        return raw
 
     def _busy(self) -> str:
         limit = self.limits.max_buffered_bytes

@@ -44,7 +44,7 @@ class ServerLimits:
     WebSocket upgraded that has not sent ``initialize``; one more gets ``503``."""
     pending_timeout: float = 30.0
     """Seconds a connection may stay not started; then it ends (a WebSocket is closed with ``1008``)."""
-    max_buffered_bytes: int = 64 * 1024 * 1024
+    max_buffered_bytes: int = 32 * 1024 * 1024
     """Bytes of client messages held at once: request bodies being read and messages the agents have not taken
     yet. A body that does not fit gets ``503`` (one alone may be as large as the body limit); a WebSocket
     message waits for room, and meanwhile that socket is not read."""
