@@ -37,6 +37,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "acp_session._version",
             "acp_session.update_kinds",
             "acp_session._turn_state",
+            "acp_session._counted_log",
             "acp_session.schema",
         ),
     ),
