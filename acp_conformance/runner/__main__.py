@@ -22,6 +22,7 @@ from acp_session.transport.remote import RemoteDialer, parse_header, redact_url,
 from .baseline import BaselineError, load_baseline, write_baseline
 from .checks_remote import REMOTE_CHECKS
 from .registry import CHECK_SETS, in_report_order
+from .remote_agent import RUNNER_LIMITS
 from .report import junit, table, to_json
 from .run import RunOptions, run
 from .scenarios import SCENARIO_HELP, ScenarioError, load_scenarios
@@ -261,6 +262,7 @@ def _dialer(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Remote
             headers=headers,
             insecure=args.insecure,
             ca_file=resolve_ca_file(args.ca_file, insecure=args.insecure),
+            limits=RUNNER_LIMITS,
         )
     except ValueError as exc:
         parser.error(str(exc))
