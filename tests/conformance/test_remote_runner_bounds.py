@@ -125,3 +125,34 @@ async def test_two_gibibyte_answers_keep_the_runner_under_100_mib() -> None:
     statuses = {c["id"]: c["status"] for c in report["checks"]}
     assert statuses["initialize"] == "FAIL" and statuses["http-initialize"] == "FAIL", statuses
     assert peak < 100, f"the runner peaked at {peak:.0f} MiB"
+
+
+async def test_two_gibibyte_answers_to_delete_keep_the_runner_under_100_mib() -> None:
+    """A server answering every ``DELETE`` (each connection's last request, the library transport's and the raw
+    probes' alike) with a 2 GiB body: its status is read, not the body."""
+    size = 2 * 1024**3
+    numbers = itertools.count()
+
+    async def huge_delete(stream: ByteStream, request: Request, served: Served, _: bytearray) -> bool:
+        if request.method == "POST" and request.json().get("method") == "initialize":
+            await send(stream, served, initialize_answer(request, f"c{next(numbers)}"))
+            return True
+        if request.method == "GET":
+            await send(stream, served, EVENTS_HEAD)
+            await anyio.sleep(30)
+            return False
+        if request.method != "DELETE":
+            await send(stream, served, ACCEPTED)
+            return True
+        await send(stream, served, b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % size)
+        block = b"x" * (1024 * 1024)
+        for _ in range(size // len(block)):
+            await send(stream, served, block)
+        return False
+
+    async with serve(huge_delete) as served:
+        with anyio.fail_after(300):
+            peak, report = await _run_runner(served.url, ["initialize", "version-negotiation", "http-initialize"])
+    assert [r.method for r in served.requests].count("DELETE") >= 3
+    assert {c["id"]: c["status"] for c in report["checks"]}["initialize"] == "PASS"
+    assert peak < 100, f"the runner peaked at {peak:.0f} MiB"
