@@ -19,6 +19,8 @@ from typing import Any
 import anyio
 import msgspec
 
+from acp_session._counted_log import CountedLog
+
 from .limits import DEFAULT_LIMITS, RETRY_AFTER, ByteBudget, RequestBody, ServerLimits
 from .origins import OriginPolicy
 from .remote_connection import ConnectionOverflow, RemoteConnection, StreamBusy
@@ -136,6 +138,8 @@ class AcpHttpApp:
         self.limits = limits
         self.budget = ByteBudget(limits.max_buffered_bytes)
         """The bytes of client messages held (``ServerLimits.max_buffered_bytes``), shared by all connections."""
+        self.log = CountedLog(_log, "the clients")
+        """What clients can make the server log once per request (refusals, binary frames): counted per kind."""
         self.pending_sockets = 0
         """WebSockets upgraded that have not sent ``initialize`` yet (they count as live and not started)."""
         self.require_cookie = require_cookie
@@ -170,7 +174,9 @@ class AcpHttpApp:
         for origin in _origins(scope):
             if not self.origins.allows(origin):
                 shown = origin[:200].encode("ascii", "replace").decode()
-                _log.info("refused a request from Origin %r (not allowed)", shown)
+                self.log.info(
+                    "requests refused for their Origin", "refused a request from Origin %r (not allowed)", shown
+                )
                 return f"Forbidden: Origin {shown} is not allowed (--allow-origin {shown} would allow it)"
         return None
 
@@ -221,7 +227,7 @@ class AcpHttpApp:
             elif self.wrong_upgrade_cookie(_headers(scope)):
                 await refuse_upgrade(scope, receive, send, 400, COOKIE_REFUSAL)
             elif (busy := self.capacity_refusal()) is not None:
-                _log.info("refused a WebSocket upgrade: %s", busy)
+                self.log.info("upgrades refused at a cap", "refused a WebSocket upgrade: %s", busy)
                 await refuse_upgrade(scope, receive, send, 503, busy)
             else:
                 await serve_websocket(self, scope, receive, send)
@@ -323,7 +329,7 @@ class AcpHttpApp:
             if isinstance(message, Inbound):
                 refusal = self.capacity_refusal()
                 if refusal is not None:
-                    _log.info("refused an initialize: %s", refusal)
+                    self.log.info("initializes refused at a cap", "refused an initialize: %s", refusal)
                     raise BadRequest(503, refusal)
                 conn = self.new_connection()
                 await self.start_connection(conn)

@@ -39,7 +39,7 @@ def _initialize_request(text: str) -> dict[str, Any] | None:
     return None
 
 
-async def _next_text(receive: Receive) -> str | None:
+async def _next_text(app: AcpHttpApp, receive: Receive) -> str | None:
     """The next text frame (binary frames skipped); None once the client is gone."""
     while True:
         event = await receive()
@@ -50,7 +50,30 @@ async def _next_text(receive: Receive) -> str | None:
         text = event.get("text")
         if text is not None:
             return str(text)
-        _log.info("ignoring a binary WebSocket frame (ACP messages are text frames)")
+        app.log.info("binary WebSocket frames", "ignoring a binary WebSocket frame (ACP messages are text frames)")
+
+
+async def _until_disconnect(receive: Receive) -> None:
+    """After the server's close frame, the client's (at most 2 s): returning from the app while hypercorn answers a
+    close the client sent at the same moment makes hypercorn on trio send two things at once, which ends the
+    whole server (``BusyResourceError``)."""
+    with anyio.move_on_after(2):
+        while (await receive())["type"] != "websocket.disconnect":
+            pass
+
+
+async def _send_close(send: Send, code: int, reason: str) -> None:
+    """Send the close frame; a client that hung up meanwhile is no error (hypercorn on trio then raises
+    ``BusyResourceError`` from its own socket shutdown, which runs beside this send)."""
+    try:
+        await send({"type": "websocket.close", "code": code, "reason": reason})
+    except Exception as exc:  # the socket is going away; there is nobody to tell
+        _log.debug("closing a WebSocket whose client is gone: %r", exc)
+
+
+async def _close(receive: Receive, send: Send, code: int, reason: str) -> None:
+    await _send_close(send, code, reason)
+    await _until_disconnect(receive)
 
 
 async def _first_message(app: AcpHttpApp, receive: Receive, send: Send, headers: Any) -> str | None:
@@ -59,10 +82,9 @@ async def _first_message(app: AcpHttpApp, receive: Receive, send: Send, headers:
     await send({"type": "websocket.accept", "headers": headers})
     timeout = app.limits.pending_timeout
     with anyio.move_on_after(timeout):
-        return await _next_text(receive)
-    _log.info("closing a WebSocket that sent no initialize within %g s", timeout)
-    reason = f"no initialize within {timeout:g} s (--pending-timeout)"
-    await send({"type": "websocket.close", "code": 1008, "reason": reason})
+        return await _next_text(app, receive)
+    app.log.info("WebSockets closed for sending no initialize", "closing a WebSocket: no initialize in %g s", timeout)
+    await _close(receive, send, 1008, f"no initialize within {timeout:g} s (--pending-timeout)")
     return None
 
 
@@ -91,9 +113,10 @@ async def serve_websocket(app: AcpHttpApp, scope: Scope, receive: Receive, send:
         return
     initialize = _initialize_request(first)
     if initialize is None:
-        await send({"type": "websocket.close", "code": 1002, "reason": "the first message must be initialize"})
+        await _close(receive, send, 1002, "the first message must be initialize")
         return
     await app.start_connection(conn)
+    closed_here = False
     try:
         async with anyio.create_task_group() as tg:
 
@@ -106,10 +129,12 @@ async def serve_websocket(app: AcpHttpApp, scope: Scope, receive: Receive, send:
                             await send({"type": "websocket.send", "text": frame.decode("utf-8")})
 
             async def close_when_ended() -> None:
+                nonlocal closed_here
                 await conn.ended.wait()
                 tg.cancel_scope.cancel()
                 with anyio.CancelScope(shield=True), anyio.move_on_after(2):
-                    await send({"type": "websocket.close", "code": 1000, "reason": "the connection ended"})
+                    closed_here = True
+                    await _send_close(send, 1000, "the connection ended")
 
             tg.start_soon(pump)
             tg.start_soon(close_when_ended)
@@ -127,8 +152,10 @@ async def serve_websocket(app: AcpHttpApp, scope: Scope, receive: Receive, send:
                 if "close-socket" in app.options.broken and b'"session/close"' in raw:
                     await anyio.sleep(0.2)  # --broken close-socket: one session's close ends the socket
                     break
-                text, message, route = await _next_text(receive), {}, CONNECTION
+                text, message, route = await _next_text(app, receive), {}, CONNECTION
             tg.cancel_scope.cancel()
+        if closed_here:
+            await _until_disconnect(receive)
     finally:
         conn.end()
         outgoing_send.close()
