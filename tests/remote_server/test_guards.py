@@ -210,3 +210,6 @@ async def test_a_refusal_reads_the_body_first_so_the_connection_serves_the_next_
             await stream.send(huge)
             status, headers, _ = await _read_response(stream, bytearray())
             assert status.startswith(b"HTTP/1.1 403") and headers.get("connection") == "close"
+            with pytest.raises(anyio.EndOfStream):  # and the server closes it (the client waits for that)
+                while True:
+                    await stream.receive()
