@@ -6,6 +6,8 @@ send ``initialize``, more connections than allowed, and 40 concurrent 16 MiB bod
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -175,3 +177,12 @@ async def test_concurrent_large_bodies_are_refused_past_the_byte_budget(
             answer = await acp.next_message(lambda stream, m: m.get("id") == 2000)
             assert "sessions" in answer["result"]
             tg.cancel_scope.cancel()
+
+
+def test_a_bad_limit_is_a_usage_error() -> None:
+    agent = [sys.executable, "-m", "acp_conformance.agent"]
+    for bad in (["--max-pending", "0"], ["--max-connections", "many"], ["--pending-timeout", "-1"]):
+        proc = subprocess.run([*agent, "--listen", "127.0.0.1:0", *bad], capture_output=True, text=True, timeout=30)
+        assert proc.returncode == 2 and bad[0] in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+    proc = subprocess.run([*agent, "--max-buffered-bytes", "1000"], capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 2 and "the limits go with --listen" in proc.stderr
