@@ -65,7 +65,9 @@ async def test_abandoned_initializes_are_capped_and_a_stream_or_the_timeout_make
     """300 initializes whose stream is never opened: the default cap (32) is served, the rest get 503 and no agent;
     opening a stream starts a connection (room for one more), and those never started end after the timeout."""
     server = start_server(backend=server_backend)
-    limits = httpx.Limits(max_connections=50)
+    # Ten at a time, each on a new TCP connection: hypercorn closes a connection idle for 5 s, and a server
+    # starved of CPU (a loaded machine) can take that long to read a request already sent on a reused one.
+    limits = httpx.Limits(max_connections=10, max_keepalive_connections=0)
     with anyio.fail_after(120):
         async with httpx.AsyncClient(limits=limits, timeout=60) as client:
             responses = await _initialize_all(client, server, 300)
@@ -143,9 +145,10 @@ async def test_concurrent_large_bodies_are_refused_past_the_byte_budget(
     large body alone is taken afterwards (the budget was given back)."""
     server = start_server(backend=server_backend)
     statuses: list[int] = []
+    fresh = httpx.Limits(max_connections=50, max_keepalive_connections=0)  # no reuse (see above)
     with anyio.fail_after(240):
         async with (
-            httpx.AsyncClient(limits=httpx.Limits(max_connections=50), timeout=120) as client,
+            httpx.AsyncClient(limits=fresh, timeout=120) as client,
             anyio.create_task_group() as tg,
         ):
             acp = RawAcp(client, server.url, tg)
