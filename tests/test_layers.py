@@ -49,6 +49,7 @@ LAYERS: Layers = (
             "acp_session._version",
             "acp_session.update_kinds",
             "acp_session._turn_state",
+            "acp_session._counted_log",
             "acp_session.schema",
         ),
     ),

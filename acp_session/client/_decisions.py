@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import anyio
 import msgspec
 
+from .._counted_log import CountedLog
 from ..interactions import Interaction, InteractionRegistry, call_handler
 from ..rpc import Connection
 from ..schema.types import (
@@ -74,7 +75,12 @@ class Decisions:
                 return self._by_policy(request, decision, tool_call_id, terminal_id)
         fn = self.builder._permission
         if fn is None:
-            _log.warning("no permission handler: answering %r with the cancelled outcome", request.title)
+            self.rpc.peer_log.warning(
+                "permission requests without a handler",
+                "no permission handler: answering %r with the cancelled outcome",
+                request.title[:200],
+                logger=_log,
+            )
             return _CANCELLED_PERMISSION
         item = Interaction("permission", request.session_id, tool_call_id, terminal_id, request)
 
@@ -82,7 +88,7 @@ class Decisions:
             return _permission_response(await call_handler(fn, params))
 
         answer = await self._decide(item, decide, lambda: _CANCELLED_PERMISSION)
-        return _offered_only(request, answer)
+        return _offered_only(request, answer, self.rpc.peer_log)
 
     def _known_facts(self, session_id: str, tool_call_id: str | None) -> ToolFacts | None:
         """What the tool call's earlier updates on this connection said (its kind and paths)."""
@@ -111,7 +117,11 @@ class Decisions:
             try:
                 listener(request, dataclasses.replace(decision, option_id=sent))
             except Exception:
-                _log.exception("the permission policy's on_decision listener failed")
+                self.rpc.peer_log.exception(
+                    "failures of the on_decision listener",
+                    "the permission policy's on_decision listener failed",
+                    logger=_log,
+                )
         return answer
 
     async def _decide(self, item: Interaction, fn: Callable[[Any], Any], cancelled: Callable[[], T]) -> T:
@@ -124,7 +134,12 @@ class Decisions:
         try:
             answer: T = await self.interactions.run(item, fn, cancelled)
         except Exception:
-            _log.exception("the %s handler failed; answering with the cancelled outcome", item.kind)
+            self.rpc.peer_log.exception(
+                f"failures of the {item.kind} handler",
+                "the %s handler failed; answering with the cancelled outcome",
+                item.kind,
+                logger=_log,
+            )
             return cancelled()
         if self._declines(item, receipt) or anyio.current_effective_deadline() == -math.inf:
             return cancelled()  # cancelled (or withdrawn) while the handler was deciding
@@ -199,16 +214,20 @@ class _InteractionPeek(msgspec.Struct):
 _PEEK_INTERACTION = msgspec.json.Decoder(_InteractionPeek)
 
 
-def _offered_only(request: RequestPermissionRequest, response: RequestPermissionResponse) -> RequestPermissionResponse:
+def _offered_only(
+    request: RequestPermissionRequest, response: RequestPermissionResponse, log: CountedLog
+) -> RequestPermissionResponse:
     """A selected option the agent never offered is not an approval: it becomes cancelled (and is logged)."""
     outcome = response.outcome
     if isinstance(outcome, SelectedPermissionOutcome):
         offered = {option.option_id for option in request.options}
         if outcome.option_id not in offered:
-            _log.warning(
+            log.warning(
+                "answers with an option the agent did not offer",
                 "the permission handler chose %r, which the agent did not offer (%s): answering cancelled",
                 outcome.option_id,
                 ", ".join(sorted(offered)) or "no options",
+                logger=_log,
             )
             return _CANCELLED_PERMISSION
     return response

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import anyio
 from anyio.abc import TaskGroup
 
+from .._counted_log import CountedLog
 from ..auth import AuthenticationRequired, LoginMethod, login_methods
 from ..client_errors import CapabilityNotSupported
 from ..errors import AcpError, AuthRequired, ConnectionClosed
@@ -303,10 +304,12 @@ class ConnectionHub(UpdateRouting):
         try:
             outcome = self.receive_update(note)
         except Exception:
-            _log.exception("session update listener failed")
+            self._update_failed("listener")
             return
         if outcome is not None and inspect.isawaitable(outcome):
-            self._tg.start_soon(_await, outcome)  # the application's update queue is full: deliver it later
+            self._tg.start_soon(
+                _await, outcome, self.rpc.peer_log
+            )  # the application's update queue is full: deliver it later
 
     def file_written(self, session_id: str, path: str, content: str) -> None:
         """The client wrote a file for the agent (v1 ``fs/write_text_file``): tell the session's listeners."""
@@ -316,7 +319,7 @@ class ConnectionHub(UpdateRouting):
 
     def run_soon(self, fn: Callable[[Any], Any], arg: Any) -> None:
         """Run ``fn(arg)`` (sync or async) in this connection's task group; failures are logged."""
-        self._tg.start_soon(_call_logged, fn, arg)
+        self._tg.start_soon(_call_logged, fn, arg, self.rpc.peer_log)
 
     def start_soon(self, fn: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> None:
         """Start the task ``fn(*args)`` in this connection's task group, which it lives and fails with (a
@@ -466,17 +469,17 @@ class ConnectionHub(UpdateRouting):
         rpc.set_fallback_notification_handler(builder._fallback_notification)
 
 
-async def _await(outcome: Awaitable[Any]) -> None:
+async def _await(outcome: Awaitable[Any], log: CountedLog) -> None:
     try:
         await outcome
     except Exception:
-        _log.exception("session update handler failed")
+        log.exception("session update handler failures", "session update handler failed", logger=_log)
 
 
-async def _call_logged(fn: Callable[[Any], Any], arg: Any) -> None:
+async def _call_logged(fn: Callable[[Any], Any], arg: Any, log: CountedLog) -> None:
     try:
         outcome = fn(arg)
         if inspect.isawaitable(outcome):
             await outcome
     except Exception:
-        _log.exception("%r failed", fn)
+        log.exception("failures of callbacks run in the background", "%r failed", fn, logger=_log)

@@ -96,10 +96,15 @@ class UpdateRouting:
                 for listener in listeners:
                     listener(note)
             except Exception:
-                _log.exception("session update listener failed")
+                self._update_failed("listener")
         elif track.early is not None and len(track.early) < self.limits.early_updates:
             track.early.append(note)
         return self._to_application(note)
+
+    def _update_failed(self, what: str) -> None:
+        """A session update listener or the application's handler raised: the first traceback of each is logged,
+        the rest counted (``Connection.peer_log``), so an agent streaming what makes it fail writes no more."""
+        self.rpc.peer_log.exception(f"session update {what} failures", "session update %s failed", what, logger=_log)
 
     def _to_application(self, note: UpdateSessionNotification) -> Any:
         """Hand an update to the builder's ``on_session_update`` handler (every session's, in order)."""
@@ -225,7 +230,7 @@ class UpdateRouting:
             try:
                 listeners[0].many(run)
             except Exception:
-                _log.exception("session update listener failed")
+                self._update_failed("listener")
             return
         if listeners:
             for note in run:
@@ -233,7 +238,7 @@ class UpdateRouting:
                     for listener in listeners:
                         listener(note)
                 except Exception:
-                    _log.exception("session update listener failed")
+                    self._update_failed("listener")
             return
         early = track.early
         if early is not None:
@@ -244,7 +249,7 @@ class UpdateRouting:
             try:
                 await waiting
             except Exception:
-                _log.exception("session update handler failed")
+                self._update_failed("handler")
 
     def _update_steps(
         self, notes: list[UpdateSessionNotification], direct: tuple[str, Callable[[Any], Any]] | None = None
@@ -263,7 +268,7 @@ class UpdateRouting:
                     if outcome is not None and inspect.isawaitable(outcome):
                         outcome = self._queue_update(outcome)
             except Exception:
-                _log.exception("session update handler failed")
+                self._update_failed("handler")
                 continue
             if outcome is not None:
                 yield outcome
@@ -286,7 +291,7 @@ class UpdateRouting:
                 try:
                     await (item if inspect.isawaitable(item) else fn(item))
                 except Exception:
-                    _log.exception("session/update handler failed")
+                    self._update_failed("handler")
                 finally:
                     self._update_inflight -= 1
                     if self._update_inflight == 0:

@@ -202,12 +202,16 @@ class ClientBuilder:
         meter_provider: MeterProvider | None = None,
         *,
         propagate: bool = True,
+        max_attribute_length: int = 1024,
+        titles: bool = True,
         enabled: bool = True,
     ) -> ClientBuilder:
         """Emit OpenTelemetry spans and metrics for this builder's connections (needs the ``otel`` extra; the
         providers default to the global ones). ``propagate`` puts the current trace context into each request's
-        ``_meta`` (``traceparent``, ``tracestate``). ``enabled=False`` turns it off again. What is emitted:
-        docs/observability.md. Without this call OpenTelemetry is never imported."""
+        ``_meta`` (``traceparent``, ``tracestate``). The agent's strings (names, titles, ids, error messages) go
+        into spans without what looks like a credential and cut to ``max_attribute_length`` characters;
+        ``titles=False`` leaves the tool call and permission titles out. ``enabled=False`` turns it off again.
+        What is emitted: docs/observability.md. Without this call OpenTelemetry is never imported."""
         if not enabled:
             self._instrumentation = None
             return self
@@ -217,7 +221,13 @@ class ClientBuilder:
             raise ImportError(
                 "ClientBuilder.instrument() needs opentelemetry-api: pip install 'acp-session[otel]'"
             ) from exc
-        self._instrumentation = Instrumentation(tracer_provider, meter_provider, propagate=propagate)
+        self._instrumentation = Instrumentation(
+            tracer_provider,
+            meter_provider,
+            propagate=propagate,
+            max_attribute_length=max_attribute_length,
+            titles=titles,
+        )
         return self
 
     def with_meta(self, meta: dict[str, Any] | None) -> ClientBuilder:
