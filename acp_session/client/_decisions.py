@@ -18,7 +18,6 @@ import msgspec
 from ..interactions import Interaction, InteractionRegistry, call_handler
 from ..rpc import Connection
 from ..schema.types import (
-    CancelledPermissionOutcome,
     CommandPermissionSubject,
     CreateElicitationRequest,
     CreateElicitationResponse,
@@ -28,11 +27,11 @@ from ..schema.types import (
     RequestPermissionRequest,
     RequestPermissionResponse,
     SelectedPermissionOutcome,
-    ToolCallPermissionSubject,
 )
 from ..session import (
     SessionTrack,
 )
+from .permission_answers import CANCELLED_PERMISSION, permission_response
 from .permission_policy import PermissionDecision, ToolFacts
 
 if TYPE_CHECKING:
@@ -40,7 +39,6 @@ if TYPE_CHECKING:
 
 _log = logging.getLogger("acp_session.client")
 T = TypeVar("T")
-_CANCELLED_PERMISSION = RequestPermissionResponse(outcome=CancelledPermissionOutcome())
 
 
 class Decisions:
@@ -60,13 +58,10 @@ class Decisions:
 
     async def decide_permission(self, request: RequestPermissionRequest) -> RequestPermissionResponse:
         subject = request.subject
-        tool_call_id: str | None = None
+        tool_call_id = request.tool_call_id
         terminal_id: str | None = None
-        if isinstance(subject, ToolCallPermissionSubject):
-            tool_call_id = subject.tool_call.tool_call_id
-        elif isinstance(subject, CommandPermissionSubject):
-            tool_call_id = subject.tool_call_id if isinstance(subject.tool_call_id, str) else None
-            terminal_id = subject.terminal_id if isinstance(subject.terminal_id, str) else None
+        if isinstance(subject, CommandPermissionSubject) and isinstance(subject.terminal_id, str):
+            terminal_id = subject.terminal_id
         policy = self.builder._policy
         if policy is not None:
             decision = policy.decide(request, self._known_facts(request.session_id, tool_call_id))
@@ -75,13 +70,13 @@ class Decisions:
         fn = self.builder._permission
         if fn is None:
             _log.warning("no permission handler: answering %r with the cancelled outcome", request.title)
-            return _CANCELLED_PERMISSION
+            return CANCELLED_PERMISSION
         item = Interaction("permission", request.session_id, tool_call_id, terminal_id, request)
 
         async def decide(params: RequestPermissionRequest) -> RequestPermissionResponse:
-            return _permission_response(await call_handler(fn, params))
+            return permission_response(await call_handler(fn, params))
 
-        answer = await self._decide(item, decide, lambda: _CANCELLED_PERMISSION)
+        answer = await self._decide(item, decide, lambda: CANCELLED_PERMISSION)
         return _offered_only(request, answer)
 
     def _known_facts(self, session_id: str, tool_call_id: str | None) -> ToolFacts | None:
@@ -102,7 +97,7 @@ class Decisions:
         """The policy's answer, unless ``cancel_active_work`` covers the request (then cancelled, like a handler's);
         the listener hears of it either way, with the option actually sent."""
         item = Interaction("permission", request.session_id, tool_call_id, terminal_id, request)
-        answer = _CANCELLED_PERMISSION
+        answer = CANCELLED_PERMISSION
         if decision.option_id is not None and not self._declines(item, self.rpc.request_receipt()):
             answer = RequestPermissionResponse(outcome=SelectedPermissionOutcome(option_id=decision.option_id))
         sent = answer.outcome.option_id if isinstance(answer.outcome, SelectedPermissionOutcome) else None
@@ -176,18 +171,6 @@ class Decisions:
         return answer
 
 
-def _permission_response(answer: Any) -> RequestPermissionResponse:
-    if isinstance(answer, RequestPermissionResponse):
-        return answer
-    if isinstance(answer, (SelectedPermissionOutcome, CancelledPermissionOutcome)):
-        return RequestPermissionResponse(outcome=answer)
-    if isinstance(answer, str):
-        return RequestPermissionResponse(outcome=SelectedPermissionOutcome(option_id=answer))
-    if answer is None:
-        return _CANCELLED_PERMISSION
-    raise TypeError(f"a permission handler returned {type(answer).__name__}")
-
-
 class _InteractionPeek(msgspec.Struct):
     """The few fields of a waiting permission/elicitation request that ``cancel_active_work`` counts by."""
 
@@ -210,5 +193,5 @@ def _offered_only(request: RequestPermissionRequest, response: RequestPermission
                 outcome.option_id,
                 ", ".join(sorted(offered)) or "no options",
             )
-            return _CANCELLED_PERMISSION
+            return CANCELLED_PERMISSION
     return response
