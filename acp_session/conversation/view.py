@@ -88,7 +88,8 @@ class ConversationView:
         return owned is not None and self._session is not None and self._session.connection is owned
 
     def history(self) -> list[TimelineEntry]:
-        """The retained timeline (messages, tool calls, plans, compactions, unknown entries), oldest first."""
+        """The retained history entities (messages, tool calls, plans, compactions, unknown entries), oldest first:
+        a copy of the newest ``max_history_size`` of ``state.history()`` (``state.timeline`` is the live list)."""
         timeline = self.state.timeline
         limit = self.max_history_size
         if limit and len(timeline) > limit:
