@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 import msgspec
 
 from ._turn_state import OPEN_PROMPT_STATES, PROMPT_TABLE, PromptState
-from .client_errors import CapabilityNotSupported
+from .client_errors import CapabilityNotSupported, SessionLost
 from .errors import AcpError, RequestCancelled
 from .rpc import PendingRequest
 from .rpc.budget import DEFAULT_ANSWER_BUDGET
@@ -209,6 +209,9 @@ class SessionTrack:
 
     session_id: str
     closed: bool = False
+    # The agent lost the session while the connection reconnected (a Conversation's recovery found it gone): every
+    # later call on it raises SessionLost again, until a resume of it succeeds.
+    lost: SessionLost | None = None
     state: str | None = None
     background: frozenset[tuple[str, str]] = frozenset()
     # Ids whose latest update advertises capabilities.cancel, oldest first (dicts as ordered sets, at most

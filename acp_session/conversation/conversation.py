@@ -102,7 +102,7 @@ class Conversation(ConversationView, ReconnectRecovery):
         self._last_response: ChatResponse | None = None
         self._idle = anyio.Event()
         self._idle.set()
-        self._closed: ConnectionClosed | None = None
+        self._closed: AcpError | None = None  # why no more turns: the connection closed, the session was lost
         self._scope: anyio.CancelScope | None = None
         self._streams: _Hub | None = None  # feeds the open receive_steps() / receive_chunks() streams
         self._owned: ClientConnection | None = None  # the connection Conversation.spawn made for this conversation

@@ -17,7 +17,7 @@ from acp_session.conversation.entities import Message
 from acp_session.conversation.events import MessageChanged, StateChanged, StateEvent, ToolCallChanged
 from acp_session.conversation.state import SessionState
 from acp_session.conversation.turn import ChatTurn
-from acp_session.errors import AcpError, ConnectionClosed
+from acp_session.errors import AcpError
 from acp_session.schema import (
     BackgroundToolCall,
     ContentBlock,
@@ -67,7 +67,7 @@ class TurnRouting:
     _turns_total: int
     _last_response: ChatResponse | None
     _idle: anyio.Event
-    _closed: ConnectionClosed | None
+    _closed: AcpError | None
     _owned: ClientConnection | None
     _disconnected: bool
 
