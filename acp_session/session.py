@@ -47,7 +47,7 @@ from .schema.types import (
 from .update_kinds import TRACKED_UPDATES
 
 if TYPE_CHECKING:
-    pass
+    from .interactions import ReaderMark
 
 __all__ = [
     "BatchUpdateListener",
@@ -228,6 +228,9 @@ class SessionTrack:
     # Called with (path, content) after each fs/write_text_file the client performed for this session
     # (the file-system provider returned; a Conversation reports it as a ChatFile of the current turn).
     file_listeners: list[Callable[[str, str], None]] = field(default_factory=list)
+    # Where the readers of this session's events stand (a Conversation: its turns' and streams' ReaderMarks):
+    # an interactive request of the session waits for them first (interactions.readers_caught_up).
+    readers: list[Callable[[], list[ReaderMark]]] = field(default_factory=list)
     prompts: list[TrackedPrompt] = field(default_factory=list)
     unjoined: dict[str, UserMessage] = field(default_factory=dict)  # user messages not matched to a prompt yet
     listeners: list[UpdateListener] = field(default_factory=list)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import anyio
 import msgspec
 
-from ..interactions import Interaction, InteractionRegistry, call_handler
+from ..interactions import Interaction, InteractionRegistry, ReaderMark, call_handler, readers_caught_up
 from ..rpc import Connection
 from ..schema.types import (
     CommandPermissionSubject,
@@ -50,11 +50,16 @@ class Decisions:
         builder: BuilderSettings,
         interactions: InteractionRegistry,
         session_tracks: Mapping[str, SessionTrack],
+        reader_marks: Callable[[str | None], list[ReaderMark]] = lambda session_id: [],
     ) -> None:
         self.rpc = rpc
         self.builder = builder
         self.interactions = interactions
         self.session_tracks = session_tracks
+        self.reader_marks = reader_marks
+        """Where the readers of a session's events stand (``UpdateRouting.reader_marks``): a request's handler is
+        called once they took the events that came before it (``readers_caught_up``), so it is asked in wire
+        order with them."""
 
     async def decide_permission(self, request: RequestPermissionRequest) -> RequestPermissionResponse:
         subject = request.subject
@@ -66,6 +71,8 @@ class Decisions:
         if policy is not None:
             decision = policy.decide(request, self._known_facts(request.session_id, tool_call_id))
             if decision.action != "ask":
+                if self.builder._policy_listener is not None:  # told in wire order too
+                    await readers_caught_up(self.reader_marks(request.session_id))
                 return self._by_policy(request, decision, tool_call_id, terminal_id)
         fn = self.builder._permission
         if fn is None:
@@ -74,7 +81,10 @@ class Decisions:
         item = Interaction("permission", request.session_id, tool_call_id, terminal_id, request)
 
         async def decide(params: RequestPermissionRequest) -> RequestPermissionResponse:
+            await readers_caught_up(marks)
             return permission_response(await call_handler(fn, params))
+
+        marks = self.reader_marks(request.session_id)  # where the readers stand as the request comes
 
         answer = await self._decide(item, decide, lambda: CANCELLED_PERMISSION)
         return _offered_only(request, answer)
@@ -167,7 +177,13 @@ class Decisions:
         session_id = request.session_id if isinstance(request.session_id, str) else None
         tool_call_id = request.tool_call_id if isinstance(request.tool_call_id, str) else None
         item = Interaction("elicitation", session_id, tool_call_id, None, request)
-        answer: CreateElicitationResponse = await self._decide(item, fn, ElicitationCancelAction)
+        marks = self.reader_marks(session_id)  # where the readers stand as the request comes
+
+        async def decide(params: Any) -> Any:
+            await readers_caught_up(marks)
+            return await call_handler(fn, params)
+
+        answer: CreateElicitationResponse = await self._decide(item, decide, ElicitationCancelAction)
         return answer
 
 
