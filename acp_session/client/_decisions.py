@@ -31,7 +31,8 @@ from ..schema.types import (
 from ..session import (
     SessionTrack,
 )
-from .permission_answers import CANCELLED_PERMISSION, permission_response
+from .permission_answers import CANCELLED_PERMISSION as _CANCELLED_PERMISSION
+from .permission_answers import permission_response
 from .permission_policy import PermissionDecision, ToolFacts
 
 if TYPE_CHECKING:
@@ -77,16 +78,15 @@ class Decisions:
         fn = self.builder._permission
         if fn is None:
             _log.warning("no permission handler: answering %r with the cancelled outcome", request.title)
-            return CANCELLED_PERMISSION
+            return _CANCELLED_PERMISSION
         item = Interaction("permission", request.session_id, tool_call_id, terminal_id, request)
+        marks = self.reader_marks(request.session_id)  # where the readers stand as the request comes
 
         async def decide(params: RequestPermissionRequest) -> RequestPermissionResponse:
             await readers_caught_up(marks)
             return permission_response(await call_handler(fn, params))
 
-        marks = self.reader_marks(request.session_id)  # where the readers stand as the request comes
-
-        answer = await self._decide(item, decide, lambda: CANCELLED_PERMISSION)
+        answer = await self._decide(item, decide, lambda: _CANCELLED_PERMISSION)
         return _offered_only(request, answer)
 
     def _known_facts(self, session_id: str, tool_call_id: str | None) -> ToolFacts | None:
@@ -107,7 +107,7 @@ class Decisions:
         """The policy's answer, unless ``cancel_active_work`` covers the request (then cancelled, like a handler's);
         the listener hears of it either way, with the option actually sent."""
         item = Interaction("permission", request.session_id, tool_call_id, terminal_id, request)
-        answer = CANCELLED_PERMISSION
+        answer = _CANCELLED_PERMISSION
         if decision.option_id is not None and not self._declines(item, self.rpc.request_receipt()):
             answer = RequestPermissionResponse(outcome=SelectedPermissionOutcome(option_id=decision.option_id))
         sent = answer.outcome.option_id if isinstance(answer.outcome, SelectedPermissionOutcome) else None
@@ -209,5 +209,5 @@ def _offered_only(request: RequestPermissionRequest, response: RequestPermission
                 outcome.option_id,
                 ", ".join(sorted(offered)) or "no options",
             )
-            return CANCELLED_PERMISSION
+            return _CANCELLED_PERMISSION
     return response
