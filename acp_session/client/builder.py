@@ -322,8 +322,7 @@ class ClientBuilder:
         return self
 
     def on_request_permission(self, fn: PermissionHandler) -> ClientBuilder:
-        """Answer permission requests: ``fn(request)`` (plain or async) returns a ``PermissionAnswer``: the chosen
-        option's ``option_id``, None (cancelled), an outcome or a ``RequestPermissionResponse``.
+        """Answer permission requests: ``fn(request)``, plain or async, returns a ``PermissionAnswer`` (an option id).
 
         Without one, every request is answered with the cancelled outcome (never an approval).
         """
