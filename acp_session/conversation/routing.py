@@ -268,7 +268,7 @@ class TurnRouting:
         """Where the readers of this conversation's events stand (its turns' iterators, its streams' consumers): the
         session's interactive requests wait for them, so a handler is called in wire order with the events."""
         turns = [*self._active, *(s.owner for s in self._segments if s.owner is not None), *self._awaiting]
-        marks = [mark for mark in map(ChatTurn._reader_mark, turns) if mark is not None]
+        marks = [mark for mark in map(ChatTurn.reader_mark, turns) if mark is not None]
         streams = self._streams
         return marks if streams is None else marks + streams.reader_marks()
 

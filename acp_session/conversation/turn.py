@@ -111,7 +111,7 @@ class ChatTurn:
         self._finished = anyio.Event()
         self._delivered_end = False  # the iterator handed out ChatDone / ChatError: nothing more to take
         self._yielded = 0  # events the iterator handed out
-        self._taken = 0  # of them, those its reader came back for more after (``_reader_mark``)
+        self._taken = 0  # of them, those its reader came back for more after (``reader_mark``)
         self._steps: dict[int, TimelineEntry] = {}
         self._last: Any = None
         self._tools: dict[str, ToolCall] = {}
@@ -396,7 +396,7 @@ class ChatTurn:
         self._push(ChatError(error, self._fill_response()))
         self._finished.set()
 
-    def _reader_mark(self) -> ReaderMark | None:
+    def reader_mark(self) -> ReaderMark | None:
         """Where this turn's reader stands, for an interactive request that came now (``interactions.py``): reached
         once it took every event queued now and came back for more. None when it has nothing left to take."""
         target = self._yielded + len(self._queue)
