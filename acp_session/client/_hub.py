@@ -91,6 +91,7 @@ class ConnectionHub(UpdateRouting):
         """Updates for sessions this connection never opened or resumed: counted, handed only to
         ``on_session_update``, never tracked (an agent naming endless session ids cannot grow this connection)."""
         self._update_inflight = 0
+        self._updates_queued = self._updates_handled = 0
         self._updates_idle = anyio.Event()
         self._updates_idle.set()
         self._update_is_async = inspect.iscoroutinefunction(builder._update)
@@ -102,7 +103,7 @@ class ConnectionHub(UpdateRouting):
         self.auth_state: mu.AuthStatusUpdateNotification | None = None
         """The agent's latest auth state (Preview), from ``auth/status_update`` and ``auth/status`` answers."""
         self.builtin: BuiltinServers | None = None  # the client's tools as MCP servers (v2; first session)
-        self.decisions = Decisions(rpc, builder, self.interactions, self.session_tracks)
+        self.decisions = Decisions(rpc, builder, self.interactions, self.session_tracks, self.reader_marks)
         self.decide_permission: Callable[[RequestPermissionRequest], Coroutine[Any, Any, RequestPermissionResponse]]
         self.decide_permission = self.decisions.decide_permission
         self.decide_elicitation = self.decisions.decide_elicitation

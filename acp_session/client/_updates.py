@@ -19,6 +19,7 @@ import anyio
 import msgspec
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
+from ..interactions import ReaderMark
 from ..rpc import Connection
 from ..schema import unstable as mu
 from ..schema.types import (
@@ -58,6 +59,8 @@ class UpdateRouting:
     unknown_session_updates: int
     _provisional: int
     _update_inflight: int
+    _updates_queued: int  # updates handed to the application's update queue so far
+    _updates_handled: int  # of them, those its handler finished
     _updates_idle: anyio.Event
     _update_is_async: bool
     _update_send: MemoryObjectSendStream[Any]
@@ -273,8 +276,26 @@ class UpdateRouting:
             if outcome is not None:
                 yield outcome
 
+    def reader_marks(self, session_id: str | None) -> list[ReaderMark]:
+        """Where the readers of ``session_id``'s events stand now: its conversation's turns and streams (a parent's
+        for a subagent's request: the child's events reach it) and the application's async update handler. An
+        interactive request of the session waits for them before its handler (``interactions.readers_caught_up``)."""
+        marks: list[ReaderMark] = []
+        track = self.session_tracks.get(session_id) if session_id is not None else None
+        for _ in range(64):  # a cycle of parents an agent made up cannot loop
+            if track is None:
+                break
+            for readers in track.readers:
+                marks += readers()
+            track = self.session_tracks.get(track.parent) if track.parent is not None else None
+        target = self._updates_queued
+        if self._updates_handled < target:
+            marks.append(ReaderMark(lambda: self._updates_handled >= target, lambda: self._updates_handled))
+        return marks
+
     def _queue_update(self, item: Any) -> Any:
         self._update_inflight += 1
+        self._updates_queued += 1
         if self._updates_idle.is_set():
             self._updates_idle = anyio.Event()
         try:
@@ -294,6 +315,7 @@ class UpdateRouting:
                     self._update_failed("handler")
                 finally:
                     self._update_inflight -= 1
+                    self._updates_handled += 1
                     if self._update_inflight == 0:
                         self._updates_idle.set()
 

@@ -33,7 +33,6 @@ from ..schema.types import (
     ElicitationFormCapabilities,
     ElicitationUrlCapabilities,
     Implementation,
-    RequestPermissionRequest,
     TerminalAuthCapabilities,
     UpdateSessionNotification,
 )
@@ -55,6 +54,7 @@ if TYPE_CHECKING:
     from ..transport.remote import RemoteDialer
 from ._settings import Fallback, Handler, PolicyListener
 from .connection import ClientConnection, ext_name, hub_of
+from .permission_answers import PermissionHandler
 from .permission_policy import PermissionPolicy
 from .reconnect import Dialer, Reconnector, ReconnectPolicy, RedialByDefault, policy_for, recording
 
@@ -343,8 +343,8 @@ class ClientBuilder:
         self._update = fn
         return self
 
-    def on_request_permission(self, fn: Callable[[RequestPermissionRequest], Any]) -> ClientBuilder:
-        """Answer permission requests: return a ``RequestPermissionResponse``, an outcome or an option id.
+    def on_request_permission(self, fn: PermissionHandler) -> ClientBuilder:
+        """Answer permission requests: ``fn(request)``, plain or async, returns a ``PermissionAnswer`` (an option id).
 
         Without one, every request is answered with the cancelled outcome (never an approval).
         """
