@@ -51,6 +51,7 @@ from .safe_text import terminal_safe
 from .screen import say
 from .session_options import OWN_COMMANDS, argument_completions
 from .status import StatusLine
+from .typing_echo import typing_echoed, typing_hidden
 
 __all__ = ["ChatApp"]
 
@@ -371,7 +372,8 @@ class ChatApp:
             self.status.stop()
             bold = not self.json and color_enabled(self.question_out)
             try:
-                answer = await permission_question(request, self.reader, self.question_out, bold=bold)
+                with typing_echoed():  # a turn hides typing (typing_echo.py); the answer is seen as it is typed
+                    answer = await permission_question(request, self.reader, self.question_out, bold=bold)
             except anyio.get_cancelled_exc_class():
                 self.renderer.break_line()
                 self.question_out.write("(the question was withdrawn)\n")
@@ -450,19 +452,20 @@ class ChatApp:
             self._tg.start_soon(timed)
         try:
             turn = conversation.chat(self.prompt_blocks(conversation.connection, prompt))
-            async for event in turn:
-                if isinstance(event, (ChatDone, ChatError)):  # (the events carry no usage: shown at the end)
-                    self.status.stop()
-                    self._usage_changed(conversation, seen)
-                self.renderer.event(event)
-                if isinstance(event, ChatDone):
-                    code = exit_code(event.response.stop_reason)
-                elif isinstance(event, ChatError):
-                    code = EXIT_ERROR
-                    if isinstance(event.error, AuthenticationRequired):
-                        named = self.args.agent if getattr(self.args, "agent_command", None) else None
-                        say(auth_message(event.error, self.args.agent_argv, named))
-                        code = EXIT_AUTH
+            with typing_hidden():  # typed ahead: kept for the next prompt, never echoed into the reply
+                async for event in turn:
+                    if isinstance(event, (ChatDone, ChatError)):  # (the events carry no usage: shown at the end)
+                        self.status.stop()
+                        self._usage_changed(conversation, seen)
+                    self.renderer.event(event)
+                    if isinstance(event, ChatDone):
+                        code = exit_code(event.response.stop_reason)
+                    elif isinstance(event, ChatError):
+                        code = EXIT_ERROR
+                        if isinstance(event.error, AuthenticationRequired):
+                            named = self.args.agent if getattr(self.args, "agent_command", None) else None
+                            say(auth_message(event.error, self.args.agent_argv, named))
+                            code = EXIT_AUTH
         finally:
             timer.cancel()
             self.status.stop()
