@@ -157,14 +157,30 @@ async def _close_quietly(conversation: Conversation) -> None:
         await conversation.disconnect(timeout=3)
 
 
-async def apply_settings(app: ChatApp, conversation: Conversation, settings: list[tuple[str, str, str]]) -> int | None:
-    """Set each (key, value, flag) the agent offers; the first it does not is reported with what it offers
-    (exit code 2), an agent's refusal with its error (exit code 1)."""
-    for key, value, flag in settings:
+async def apply_settings(
+    app: ChatApp, conversation: Conversation, settings: list[tuple[str, str, str, bool]]
+) -> int | None:
+    """Set each (key, value, flag, optional) the agent offers; the first it does not is reported with what it
+    offers (exit code 2), an agent's refusal with its error (exit code 1). An optional one (the config file's
+    ``[defaults]``, meant for every agent) that the agent does not offer is skipped, with one dim note for all."""
+    skipped: list[str] = []
+    code = await _apply_each(app, conversation, settings, skipped)
+    if code is None and skipped:
+        app.renderer.info(f"acp-session: skipped what this agent does not offer: {'; '.join(skipped)}")
+    return code
+
+
+async def _apply_each(
+    app: ChatApp, conversation: Conversation, settings: list[tuple[str, str, str, bool]], skipped: list[str]
+) -> int | None:
+    for key, value, flag, optional in settings:
         try:
             setting = resolve_setting(conversation.state.config_options, key, value, flag)
             await conversation.session.set_config_option(setting.config_id, setting.value)
         except OptionProblem as exc:
+            if optional:
+                skipped.append(str(exc))
+                continue
             app.report(Failure(str(exc), "UnknownConfigOption"))
             return EXIT_USAGE
         except (AcpError, CapabilityNotSupported) as exc:
@@ -198,7 +214,7 @@ async def run_own_command(app: ChatApp, conversation: Conversation, text: str) -
             app.renderer.info(line)
         return True
     flag = f"/{command}" if command != "set" else "/set"
-    await apply_settings(app, conversation, [(key, value, flag)])
+    await apply_settings(app, conversation, [(key, value, flag, False)])
     return True
 
 
