@@ -35,7 +35,7 @@ from ..auth import AuthenticationRequired
 from .attach import attachment
 from .daily import profile_environment, run_own_command, show_policy_decision, turn_timer
 from .editor import EXIT_WORDS, EditorReader, editor_available, editor_wanted
-from .exits import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, exit_code
+from .exits import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_UNASKED, exit_code
 from .login import EXIT_AUTH, auth_message, auth_record
 from .markdown import markdown_available
 from .messages import Failure, describe, error_record, failure_lines, stderr_tail_of
@@ -110,6 +110,7 @@ class ChatApp:
         self.prompt_interrupted = False
         self.interrupted = False
         self.agent_gone: BaseException | None = None  # the connection closed while nothing was running
+        self.unasked = False  # a permission question of this turn could not be asked (no terminal)
         self._scope: anyio.CancelScope | None = None
         self._read_scope: anyio.CancelScope | None = None
         self._tg: TaskGroup | None = None
@@ -365,6 +366,7 @@ class ChatApp:
         options = list(request.options)
         title = request.title if isinstance(request.title, str) else "permission"
         described = [(o.option_id, o.name, str(o.kind)) for o in options]
+        reason: str | None = None
         if self.args.yes:
             answer = choose_option(options, "allow_once") or choose_option(options, "allow_always")
         else:
@@ -382,8 +384,25 @@ class ChatApp:
             finally:
                 if self.active is not None:
                     self.status.start(WORKING)
-        self.renderer.permission(title, described, answer)
+            if answer is None and not self.interactive:  # (at a terminal, Ctrl-D is an answer)
+                reason = self._unasked()
+        self.renderer.permission(title, described, answer, reason=reason)
         return answer
+
+    def _unasked(self) -> str:
+        """A question nobody could answer: stdin is not a terminal and held no answer. Said once on stderr; the
+        run's exit code says it too (``EXIT_UNASKED`` instead of 0), since a script would want to know."""
+        self.unasked = True
+        reason = "stdin is not a terminal and its input has ended"
+        if "unasked" not in self._hinted:
+            self._hinted.add("unasked")
+            self.renderer.break_line()
+            say(
+                f"acp-session: the agent asked for permission and nobody could answer ({reason}): it was answered "
+                "cancelled. A policy answers without asking: --approve-all, --approve-reads, --deny-all, "
+                f"--allow KIND[:GLOB] (exit code {EXIT_UNASKED})"
+            )
+        return reason
 
     # -- turns ---------------------------------------------------------------------------------------
 
@@ -430,6 +449,7 @@ class ChatApp:
 
     async def turn(self, conversation: Conversation, prompt: str) -> int:
         self.cancel_requested = False
+        self.unasked = False
         self.active = conversation
         self.watch(conversation)
         self.recent.remember(conversation.session_id or "", self.args.agent_key, self.args.cwd, prompt)
@@ -470,7 +490,7 @@ class ChatApp:
             timer.cancel()
             self.status.stop()
             self.active = None
-        return code
+        return EXIT_UNASKED if code == EXIT_OK and self.unasked else code
 
     def _prompt(self) -> str:
         """``> `` (bold on a colour terminal) where someone types."""

@@ -74,12 +74,13 @@ def test_piped_stdin_is_one_prompt_and_questions_are_rejected_at_its_end(tmp_pat
     assert empty.returncode == 1 and "stdin was empty" in empty.stderr
 
     result = run_cli(tmp_path, "chat", stdin="/permission\n")
-    assert result.returncode == 0, result.stderr
+    assert result.returncode == 9, result.stderr  # a question nobody could answer: a script should know
     out = result.stdout
     assert "? Run `rm -rf build/`?" in result.stderr  # questions go to stderr, answers to stdout
-    # stdin ended while the question was open: no approval (the cancelled outcome)
-    assert "[permission] Run `rm -rf build/`?: cancelled" in out
-    assert "Permission was not granted" in out
+    # stdin ended while the question was open: no approval (the cancelled outcome), and why
+    assert "[permission] Run `rm -rf build/`?: cancelled (not asked: stdin is not a terminal" in out
+    assert "nobody could answer (stdin is not a terminal and its input has ended)" in result.stderr
+    assert "--approve-all" in result.stderr and "Permission was not granted" in out
 
 
 def test_sessions_then_resume_replays_and_continues(tmp_path: Path) -> None:
