@@ -32,6 +32,7 @@ from acp_session.schema import (
 )
 
 from ..auth import AuthenticationRequired
+from .asking import ask_permission
 from .attach import attachment
 from .daily import profile_environment, run_own_command, show_policy_decision, turn_timer
 from .editor import EXIT_WORDS, EditorReader, editor_available, editor_wanted
@@ -40,7 +41,8 @@ from .login import EXIT_AUTH, auth_message, auth_record
 from .markdown import markdown_available
 from .messages import Failure, describe, error_record, failure_lines, stderr_tail_of
 from .parser import history_file
-from .prompts import LineReader, choose_option, permission_question
+from .prompts import LineReader
+from .recap import continue_command
 from .recent import RecentSessions, state_dir
 from .record_file import open_record
 from .remote import connect_remote, describe_remote
@@ -50,8 +52,8 @@ from .render_quiet import QuietRenderer
 from .safe_text import terminal_safe
 from .screen import say
 from .session_options import OWN_COMMANDS, argument_completions
-from .status import StatusLine
-from .typing_echo import typing_echoed, typing_hidden
+from .status import WORKING, StatusLine
+from .typing_echo import typing_hidden
 
 __all__ = ["ChatApp"]
 
@@ -168,9 +170,14 @@ class ChatApp:
         data: bytes = await anyio.to_thread.run_sync(sys.stdin.buffer.read, abandon_on_cancel=True)
         return data.decode("utf-8", "replace")
 
+    def hint_first(self, key: str) -> bool:
+        """Whether this is the first time ``key`` comes up in this run (a hint is said once)."""
+        first = key not in self._hinted
+        self._hinted.add(key)
+        return first
+
     def hint_once(self, key: str, text: str) -> None:
-        if key not in self._hinted:
-            self._hinted.add(key)
+        if self.hint_first(key):
             self.renderer.info(text)
 
     def close(self) -> None:
@@ -363,46 +370,7 @@ class ChatApp:
     # -- permission ----------------------------------------------------------------------------------
 
     async def on_permission(self, request: RequestPermissionRequest) -> str | None:
-        options = list(request.options)
-        title = request.title if isinstance(request.title, str) else "permission"
-        described = [(o.option_id, o.name, str(o.kind)) for o in options]
-        reason: str | None = None
-        if self.args.yes:
-            answer = choose_option(options, "allow_once") or choose_option(options, "allow_always")
-        else:
-            self.renderer.break_line()
-            self.status.stop()
-            bold = not self.json and color_enabled(self.question_out)
-            try:
-                with typing_echoed():  # a turn hides typing (typing_echo.py); the answer is seen as it is typed
-                    answer = await permission_question(request, self.reader, self.question_out, bold=bold)
-            except anyio.get_cancelled_exc_class():
-                self.renderer.break_line()
-                self.question_out.write("(the question was withdrawn)\n")
-                self.question_out.flush()
-                raise
-            finally:
-                if self.active is not None:
-                    self.status.start(WORKING)
-            if answer is None and not self.interactive:  # (at a terminal, Ctrl-D is an answer)
-                reason = self._unasked()
-        self.renderer.permission(title, described, answer, reason=reason)
-        return answer
-
-    def _unasked(self) -> str:
-        """A question nobody could answer: stdin is not a terminal and held no answer. Said once on stderr; the
-        run's exit code says it too (``EXIT_UNASKED`` instead of 0), since a script would want to know."""
-        self.unasked = True
-        reason = "stdin is not a terminal and its input has ended"
-        if "unasked" not in self._hinted:
-            self._hinted.add("unasked")
-            self.renderer.break_line()
-            say(
-                f"acp-session: the agent asked for permission and nobody could answer ({reason}): it was answered "
-                "cancelled. A policy answers without asking: --approve-all, --approve-reads, --deny-all, "
-                f"--allow KIND[:GLOB] (exit code {EXIT_UNASKED})"
-            )
-        return reason
+        return await ask_permission(self, request)  # cli/asking.py
 
     # -- turns ---------------------------------------------------------------------------------------
 
@@ -497,24 +465,34 @@ class ChatApp:
         return "\x1b[1m> \x1b[0m" if not self.json and color_enabled(sys.stderr) else "> "
 
     def continue_command(self) -> str:
-        """How to continue this chat later: ``acp-session chat -c`` with this run's agent and directory."""
-        words = ["acp-session", "chat", "-c"]
-        if self.args.agent is not None:
-            words += ["--agent", self.args.agent]
-        if self.args.cwd_given is not None:
-            words += ["--cwd", self.args.cwd_given]
-        return shlex.join(words)
+        """How to continue this chat later (cli/recap.py)."""
+        return continue_command(self.args)
 
     async def loop(
-        self, conversation: Conversation, prompt: str | None, *, from_stdin: bool = False, announce: bool = True
+        self,
+        conversation: Conversation,
+        prompt: str | None,
+        *,
+        from_stdin: bool = False,
+        announce: bool = True,
+        replayed: bool = False,
     ) -> int:
         """One turn with ``prompt``; without one, all of stdin as one turn when it is piped (or ``from_stdin``:
-        ``chat -``), else prompts read at the terminal until ``/exit``, Ctrl-D or the agent's end."""
+        ``chat -``), else prompts read at the terminal until ``/exit``, Ctrl-D or the agent's end. ``replayed``:
+        the history was shown (``resume``), which is all there is to do when stdin is piped and empty."""
         self.watch(conversation)
         if announce:
             self.announce(conversation)
         if prompt is None and (from_stdin or not self.interactive):
             prompt = (await self.read_stdin()).rstrip("\r\n")
+            if not prompt.strip() and replayed and not from_stdin:
+                if isinstance(self.renderer, JsonRenderer):
+                    self.renderer.emit({"event": "done"})
+                again = shlex.join(["acp-session", "resume", conversation.session_id or "ID", "PROMPT"])
+                self.renderer.info(
+                    f"acp-session: nothing to send (stdin is not a terminal and was empty); continue: {again}"
+                )
+                return EXIT_OK
             if not prompt.strip():
                 self.report(Failure("stdin was empty: there is no prompt to send", "EmptyPrompt"))
                 return EXIT_ERROR
@@ -563,9 +541,6 @@ class ChatApp:
         self.report(failure)
         self.renderer.info(f"acp-session: start it again and continue with: {self.continue_command()}")
         return EXIT_ERROR
-
-
-WORKING = "working\u2026 {s} s (Ctrl-C cancels)"
 
 
 def _reportable(exc: BaseException) -> bool:

@@ -23,6 +23,7 @@ from .exits import EXIT_ERROR, EXIT_OK, EXIT_USAGE
 from .login import DEFAULT_LOGIN_TIMEOUT, EXIT_AUTH, pick_method
 from .messages import Failure
 from .named_sessions import NamedSessions
+from .recap import recap_lines
 from .render_json import JsonRenderer
 from .safe_text import terminal_safe
 from .screen import say
@@ -61,7 +62,8 @@ async def chat(app: ChatApp) -> int:
             args.session_id = session_id
             conversation = await Conversation.resume(client, session_id, args.cwd, mcp_servers=app.mcp_servers(client))
             if not app.json:
-                app.renderer.info(f"continuing session {session_id}")
+                for line in recap_lines(conversation.history(), session_id):  # where you were (cli/recap.py)
+                    app.renderer.info(line)
         else:
             options = new_session_options(app, client)  # --system-prompt
             if isinstance(options, Failure):
@@ -137,7 +139,8 @@ async def resume(app: ChatApp) -> int:
         if ready is not conversation:
             conversation = ready
             app.announce(conversation)
-        code = await app.loop(conversation, _prompt_text(args.prompt), from_stdin=args.prompt == ["-"], announce=False)
+        prompt = _prompt_text(args.prompt)
+        code = await app.loop(conversation, prompt, from_stdin=args.prompt == ["-"], announce=False, replayed=True)
         await _close(conversation)
         return code
 

@@ -23,6 +23,7 @@ from acp_session.transport.environment import agent_environment
 from .exits import EXIT_ERROR, EXIT_USAGE
 from .messages import Failure, describe
 from .named_sessions import NamedSessions
+from .recap import recap_lines
 from .render_json import JsonRenderer
 from .session_options import OptionProblem, describe_options, parse_command, resolve_setting
 
@@ -111,7 +112,8 @@ async def open_named(app: ChatApp, client: ClientConnection) -> Conversation | i
         args.cwd = cwd
         conversation = await Conversation.resume(client, args.session_id, cwd, mcp_servers=app.mcp_servers(client))
         if not app.json and not app.quiet:
-            app.renderer.info(f"continuing session {args.session_name!r} ({args.session_id})")
+            for line in recap_lines(conversation.history(), args.session_id, args.session_name):  # cli/recap.py
+                app.renderer.info(line)
         return conversation
     if args.fork:
         app.report(Failure(f"--fork: there is no session named {args.session_name!r} to fork yet", "NoSessionToFork"))

@@ -1,7 +1,8 @@
-"""Typing while a reply streams never changes the reply on the screen: what a terminal shows at the end (the
-CLI's output replayed through a terminal emulator, pyte) holds the reply's first line once, whether the user
-typed ahead or pressed Ctrl-C. The reply is Markdown (a colour terminal): its last block is redrawn in place, so
-an echo moving the cursor would leave its first line behind as a copy."""
+"""What the screen shows (the CLI's output replayed through a terminal emulator, pyte), not only what was
+written. Typing while a reply streams never changes the reply: it holds its first line once, whether the user
+typed ahead or pressed Ctrl-C (the reply is Markdown on a colour terminal, its last block redrawn in place, so an
+echo moving the cursor would leave its first line behind as a copy). Ctrl-C on a permission question withdraws
+it without drawing its prompt again."""
 
 from __future__ import annotations
 
@@ -95,3 +96,20 @@ def test_a_line_typed_ahead_is_the_next_prompt(tmp_path: Path) -> None:
     child.expect_exact(PROMPT)
     child.send("/exit\r")
     assert finish(child) == 0
+
+
+def test_ctrl_c_on_a_permission_question_leaves_no_stray_prompt(tmp_path: Path) -> None:
+    child, output = spawn(tmp_path, "chat")
+    child.expect_exact(PROMPT)
+    child.send("/permission\r")
+    child.expect(r"answer \(o = allow once, r = reject\):")
+    child.sendintr()
+    child.expect(re.escape("(the question was withdrawn)"))
+    child.expect(r"\[stop: cancelled\]")
+    child.expect_exact(PROMPT)
+    child.send("/exit\r")
+    assert finish(child) == 3
+    lines = screen(output.getvalue())
+    assert [line for line in lines if line.startswith("answer (")] == ["answer (o = allow once, r = reject):"]
+    cancelled = lines.index("^C cancelling the active work (Ctrl-C again to quit)")
+    assert lines[cancelled + 1] == "(the question was withdrawn)", "\n".join(lines)
