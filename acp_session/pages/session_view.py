@@ -240,11 +240,14 @@ def _messages(
     with open(path, "rb") as source:
         total = os.fstat(source.fileno()).st_size
         done = reported = index = 0
-        for line in source:
+        for number, line in enumerate(source, 1):
             done += len(line)
             if not line.strip():
                 continue
-            row = _rows.decode(line)
+            try:
+                row = _rows.decode(line)
+            except msgspec.DecodeError as exc:
+                raise msgspec.DecodeError(f"line {number}: {exc}") from None
             if started is None:
                 started = row.t
             message = msgspec.json.decode(row.msg)
