@@ -79,3 +79,15 @@ def test_resume_without_a_prompt_or_a_terminal_replays_and_ends_well(tmp_path: P
     assert explicit.returncode == 1 and "stdin was empty" in explicit.stderr
     piped = run_cli(tmp_path, "resume", "sess-1", stdin="and now\n")  # piped: one turn, as before
     assert piped.returncode == 0 and "You said: and now" in piped.stdout
+
+
+def test_sessions_lists_the_names_and_shows_one_time_format(tmp_path: Path) -> None:
+    assert run_cli(tmp_path, "chat", "--session", "bugfix", "hi").returncode == 0
+    assert run_cli(tmp_path, "chat", "unnamed").returncode == 0
+    lines = run_cli(tmp_path, "sessions").stdout.splitlines()
+    assert lines[0].split() == ["ID", "NAME", "UPDATED", "DIRECTORY", "TITLE"]
+    rows = {line.split()[0]: line.split() for line in lines[1:]}
+    assert rows["sess-1"][1] == "bugfix" and rows["sess-2"][1] == "-"
+    listed = rows["sess-1"][2] + " " + rows["sess-1"][3]  # local time, to the minute
+    shown = run_cli(tmp_path, "sessions", "show", "bugfix").stdout.splitlines()
+    assert f"updated at: {listed}" in shown and "names: bugfix" in shown
