@@ -291,13 +291,19 @@ def _fail(message: str) -> NoReturn:
 
 
 def main(argv: list[str]) -> int:
-    """``acp-session config show [--agent NAME] [--json]``."""
+    """``acp-session config [show] [--agent NAME] [--json]``, ``acp-session config path``."""
     parser = argparse.ArgumentParser(
         prog="acp-session config",
         description=f"The config file ({config_path()}): `show` prints the settings it gives a command, merged "
         "(a profile over [defaults]), and where each came from; flags on a command line win over both.",
     )
-    parser.add_argument("action", choices=("show", "path"), help="show: the merged settings; path: the file's path")
+    parser.add_argument(
+        "action",
+        nargs="?",
+        default="show",
+        choices=("show", "path"),
+        help="show (the default): the merged settings; path: the file's path",
+    )
     parser.add_argument("--agent", metavar="NAME", default=None, help="a profile (default: default_agent)")
     parser.add_argument("--json", action="store_true", help="one JSON object instead of lines")
     args = parser.parse_args(argv)

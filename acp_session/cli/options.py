@@ -39,13 +39,14 @@ class _Rule(argparse.Action):
         namespace.policy_rules = [*getattr(namespace, "policy_rules", []), (self.const, values)]
 
 
-def add_format_option(parser: argparse.ArgumentParser) -> None:
+def add_format_option(parser: argparse.ArgumentParser, *, turns: bool = True) -> None:
+    """``--format``; ``quiet`` (only a turn's final reply) only for the commands that run turns."""
     parser.add_argument(
         "--format",
-        choices=FORMATS,
+        choices=FORMATS if turns else FORMATS[:2],
         default=None,
-        help="text (the default), json (one JSON object per line: the same as --json) or quiet (only the final "
-        "reply on stdout, for scripts)",
+        help="text (the default), json (one JSON object per line: the same as --json)"
+        + (" or quiet (only the final reply on stdout, for scripts)" if turns else ""),
     )
 
 
