@@ -530,7 +530,8 @@ class ChatApp:
             if text:
                 code = await self.turn(conversation, line if "\n" in text else text)
                 client = conversation.connection
-                if client.rpc.closed:  # the turn's error said what happened
+                if client.rpc.closed:  # the turn's error said what happened; how to come back, as at the prompt
+                    self.renderer.info(f"acp-session: start it again and continue with: {self.continue_command()}")
                     return EXIT_ERROR
 
     def _agent_gone(self) -> int:
