@@ -95,7 +95,7 @@ def test_sessions_then_resume_replays_and_continues(tmp_path: Path) -> None:
     listed = run_cli(tmp_path, "sessions")
     assert listed.returncode == 0, listed.stderr
     header, line = listed.stdout.splitlines()
-    assert header.split() == ["ID", "UPDATED", "DIRECTORY", "TITLE"]
+    assert header.split() == ["ID", "NAME", "UPDATED", "DIRECTORY", "TITLE"]
     assert line.startswith("sess-1 ") and line.endswith("hello") and str(tmp_path) in line
 
     # A new agent process: the session is replayed from the agent's store, then the prompt continues it.
@@ -153,6 +153,6 @@ def test_sessions_fall_back_to_the_first_prompt_and_show_local_times(tmp_path: P
         session["title"] = None  # as most agents: no title
     store.write_text(json.dumps(data), encoding="utf-8")
     header, row = run_cli(tmp_path, "sessions").stdout.splitlines()
-    assert header.split() == ["ID", "UPDATED", "DIRECTORY", "TITLE"]
+    assert header.split() == ["ID", "NAME", "UPDATED", "DIRECTORY", "TITLE"]
     assert row.startswith("sess-1  ") and row.endswith("  fix the flaky test in tests/test_io.py")
     assert re.search(r"  \d{4}-\d\d-\d\d \d\d:\d\d  ", row), row  # local time, to the minute
