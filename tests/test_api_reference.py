@@ -14,6 +14,8 @@ import pytest
 
 import acp_session
 
+pytestmark = pytest.mark.xdist_group("api_reference")  # one worker builds the site, once
+
 REPO = Path(__file__).resolve().parents[1]
 
 
