@@ -8,6 +8,7 @@ need not be fetched again for each test.
 
 from __future__ import annotations
 
+import compileall
 import os
 import warnings
 from collections.abc import Iterator
@@ -24,6 +25,17 @@ REAL_FOLDERS = {
     "XDG_DATA_HOME": os.environ.get("XDG_DATA_HOME") or os.path.join(REAL_HOME, ".local", "share"),
 }
 _NPM_CACHE = os.environ.get("NPM_CONFIG_CACHE") or os.path.join(REAL_HOME, ".npm")
+_REPO = Path(__file__).resolve().parent.parent
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Compile the package's modules to bytecode once, before any test (in the main process, not in each parallel
+    worker): the suite starts agents, the CLI and the runner as Python subprocesses again and again, and where
+    ``PYTHONDONTWRITEBYTECODE`` is set each of them would compile the modules it imports anew (about a third of
+    its start-up)."""
+    if os.environ.get("PYTEST_XDIST_WORKER") is None:
+        for package in ("acp_session", "acp_conformance", "tests"):
+            compileall.compile_dir(_REPO / package, quiet=2)
 
 
 def snapshot_acp_session_folders(folders: dict[str, str] | None = None) -> dict[str, tuple[int, int]]:
