@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 #: The user's real folders as the run found them, for the test that checks a run leaves them unchanged.
 REAL_HOME = os.path.expanduser("~")
@@ -26,6 +27,11 @@ REAL_FOLDERS = {
 }
 _NPM_CACHE = os.environ.get("NPM_CONFIG_CACHE") or os.path.join(REAL_HOME, ".npm")
 _REPO = Path(__file__).resolve().parent.parent
+
+# A property test's examples share the CPU with the other parallel workers' subprocesses: no deadline per example
+# (most property tests here set none anyway) and no health check on slow data generation.
+settings.register_profile("suite", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("suite")
 
 
 def pytest_configure(config: pytest.Config) -> None:
