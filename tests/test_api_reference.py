@@ -14,8 +14,6 @@ import pytest
 
 import acp_session
 
-pytestmark = pytest.mark.xdist_group("api_reference")  # one worker builds the site, once
-
 REPO = Path(__file__).resolve().parents[1]
 
 

@@ -16,8 +16,6 @@ from acp_session.pages.html import embed_json
 from tests.cli.support import run_cli
 from tests.helpers.chromium import Chromium, chromium_binary
 
-pytestmark = pytest.mark.xdist_group("view")  # one worker records the chats, once
-
 HOSTILE = (
     '/echo <script>window.pwned = 1</script><img src=x onerror="window.pwned = 2">'
     ' [click](javascript:window.pwned=3) <a href="javascript:window.pwned=4">link</a>'

@@ -15,8 +15,6 @@ import pytest
 from .raw_v1_client import CANNED_FILE, CANNED_OUTPUT, Msg, load_recording
 from .v1_scenarios import CWD, RECORDINGS, REFUSED, SCENARIOS, Run, normalize, run_all
 
-pytestmark = pytest.mark.xdist_group("v1_agents_raw")  # one worker runs the scenarios, once
-
 TS_INITIALIZE = {"protocolVersion": 1, "agentCapabilities": {"loadSession": False}}
 PY_MODES = {
     "currentModeId": "ask",
