@@ -26,6 +26,12 @@ pytestmark = pytest.mark.anyio
 NOBODY = 65534
 
 
+@pytest.mark.xfail(
+    sys.version_info >= (3, 13),
+    reason="from Python 3.13 os.path.realpath no longer raises for a link it cannot read: the path is refused as "
+    "outside the session's directories (still -32602), not as unresolvable",
+    strict=True,
+)
 async def test_a_path_that_cannot_be_resolved_is_invalid_params_with_one_log_line(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
