@@ -26,7 +26,7 @@ def test_readme_main_job_command_runs_the_cli(tmp_path: Path) -> None:
     # In a copy of the package: in place, its `pip install` would reinstall the package into the venv that the
     # suite's other (parallel) workers run from. The reference agent's store goes to tmp_path.
     copy = tmp_path / "checkout"
-    for name in ("acp_session", "acp_conformance"):
+    for name in ("acp_session", "conformance"):
         shutil.copytree(REPO / name, copy / name, ignore=shutil.ignore_patterns("__pycache__"))
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(REPO / name, copy / name)
