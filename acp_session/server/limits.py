@@ -1,4 +1,4 @@
-"""What ``acp-reference-agent --listen`` holds for its clients, bounded (docs/reference-agent.md, "Limits").
+"""What the server holds for its clients, bounded (docs/serve.md, "Limits").
 
 A client, or many, must not make the server hold memory without end: live connections, connections that have
 not started (an ``initialize`` whose stream is never opened, a WebSocket that never sends ``initialize``) and
@@ -35,7 +35,8 @@ RETRY_AFTER = "5"
 
 @dataclass(frozen=True)
 class ServerLimits:
-    """The caps of one ``--listen`` server (each a command-line option; all server-wide)."""
+    """The caps of one server, all server-wide (``ServerOptions.limits``; on the command lines, the options
+    ``--max-connections``, ``--max-pending``, ``--pending-timeout`` and ``--max-buffered-bytes``)."""
 
     max_connections: int = 256
     """Live connections (HTTP and WebSocket); one more ``initialize`` or upgrade gets ``503``."""

@@ -1,5 +1,6 @@
-"""The sans-IO core of ``--listen`` (``remote_rules``) and a connection's bounds (``remote_connection``), without
-a server: routes of outbound messages, the session-header rules, and what happens when a client does not read."""
+"""The sans-IO core of the library's server, which ``--listen`` runs on (``acp_session.server.rules``), and a
+connection's bounds (``acp_session.server.connection``), without a server: routes of outbound messages, the
+session-header rules, and what happens when a client does not read."""
 
 from __future__ import annotations
 
@@ -10,10 +11,10 @@ import sys
 import anyio
 import pytest
 
-from acp_conformance.agent import remote_connection
-from acp_conformance.agent.origins import OriginPolicy, normalize_origin
-from acp_conformance.agent.remote_connection import ConnectionOverflow, RemoteConnection, StreamBusy
-from acp_conformance.agent.remote_rules import CONNECTION, INITIAL, BadRequest, OutboundRoutes, check_post, parse_post
+from acp_session.server import connection as remote_connection
+from acp_session.server.connection import ConnectionOverflow, RemoteConnection, StreamBusy
+from acp_session.server.origins import OriginPolicy, normalize_origin
+from acp_session.server.rules import CONNECTION, INITIAL, BadRequest, OutboundRoutes, check_post, parse_post
 
 
 def _frame(message: dict[str, object]) -> bytes:

@@ -1,0 +1,51 @@
+"""``acp-reference-agent --listen HOST:PORT``: the reference agent served by the library's server
+(``acp_session.server``: Streamable HTTP and WebSocket on hypercorn, asyncio or trio), printing the URL it serves
+as the first stdout line.
+
+What is the reference agent's own is here: every connection runs a ``ReferenceAgent`` on its transport, and all of
+them share the server's sessions (``SharedSessions``), so a session outlives the connection that made it; the
+remote ``--broken`` modes plug into the server's hooks (``remote_modes``).
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+
+import anyio
+
+from acp_session.rpc import Connection
+from acp_session.server import IncomingConnection, ServerOptions, open_server
+
+from .server import AgentOptions, ReferenceAgent
+from .shared import SharedSessions
+
+__all__ = ["serve_listening"]
+
+
+async def _until_signalled() -> None:
+    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async for _ in signals:
+            return
+
+
+async def serve_listening(options: AgentOptions, listen: ServerOptions) -> None:
+    """Serve until SIGINT or SIGTERM; every connection shares the server's sessions (``SharedSessions``)."""
+    async with anyio.create_task_group() as tg:
+        shared = SharedSessions(tg, options.store)
+
+        async def serve_connection(client: IncomingConnection) -> None:
+            agent: ReferenceAgent | None = None
+            try:
+                async with Connection(client.transport, peer_name=f"remote client {client.connection_id}") as rpc:
+                    agent = ReferenceAgent(rpc, shared.tg, options, shared=shared)
+                    await rpc.wait_closed()
+            finally:
+                if agent is not None:
+                    shared.detach(agent)  # its sessions go on, unserved until a connection resumes them
+
+        async with open_server(serve_connection, listen) as server:
+            sys.stdout.write(server.url + "\n")
+            sys.stdout.flush()
+            await _until_signalled()
+        tg.cancel_scope.cancel()
