@@ -54,8 +54,8 @@ def read_token_file(path: str | os.PathLike[str]) -> str:
         fd = os.open(shown, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # a FIFO must not block the open
     except OSError as exc:
         raise ServerConfigError(f"cannot read the token file {shown}: {exc.strerror or exc}") from None
-    with os.fdopen(fd, "rb") as file:
-        info = os.fstat(file.fileno())
+    try:
+        info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise ServerConfigError(f"the token file {shown} is not a regular file")
         if os.name == "posix" and info.st_mode & 0o077:
@@ -63,7 +63,11 @@ def read_token_file(path: str | os.PathLike[str]) -> str:
                 f"the token file {shown} is open to others (mode {stat.S_IMODE(info.st_mode):04o}); "
                 f"make it readable by its owner only: chmod 600 {shown}"
             )
-        data = file.read(MAX_TOKEN_FILE_BYTES + 1)
+        data = b""
+        while len(data) <= MAX_TOKEN_FILE_BYTES and (chunk := os.read(fd, MAX_TOKEN_FILE_BYTES + 1 - len(data))):
+            data += chunk
+    finally:
+        os.close(fd)
     if len(data) > MAX_TOKEN_FILE_BYTES:
         raise ServerConfigError(f"the token file {shown} is larger than {MAX_TOKEN_FILE_BYTES} bytes")
     try:

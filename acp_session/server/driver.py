@@ -136,11 +136,14 @@ async def open_server(handler: ConnectionHandler, options: ServerOptions | None 
             hooks=options.hooks,
         )
         stopped = anyio.Event()
+        hypercorn_scope = anyio.CancelScope(shield=True)
 
         async def run_hypercorn() -> None:
-            # In a task of its own: hypercorn's own task group (asyncio) must not share the caller's task.
+            # In a task of its own (hypercorn's own task group, on asyncio, must not share the caller's task), and
+            # shielded: hypercorn stops when told to (``stop``); cancelled midway, its asyncio flavour fails.
             try:
-                await serve_app(app, config, shutdown_trigger=stop.wait)
+                with hypercorn_scope:
+                    await serve_app(app, config, shutdown_trigger=stop.wait)
             finally:
                 stopped.set()
 
@@ -151,6 +154,7 @@ async def open_server(handler: ConnectionHandler, options: ServerOptions | None 
             stop.set()
             with anyio.CancelScope(shield=True), anyio.move_on_after(GRACEFUL_SECONDS + 4):
                 await stopped.wait()
+            hypercorn_scope.cancel()  # only if it did not stop in time
             tg.cancel_scope.cancel()
             app.log.close()
 
