@@ -4,6 +4,8 @@ token must be sendable in a header and is never shown, a token file must be its 
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -110,3 +112,11 @@ def test_a_token_file_that_holds_no_token_is_refused(tmp_path: Path) -> None:
     tmp_path.joinpath("dir").mkdir(mode=0o700)
     with pytest.raises(ServerConfigError, match="not a regular file"):
         read_token_file(tmp_path / "dir")
+
+
+def test_importing_the_server_loads_no_http_library() -> None:
+    """hypercorn (the ``serve`` extra) is imported when a server starts, not with the package."""
+    libraries = "{'hypercorn', 'h2', 'h11', 'wsproto', 'httpx'}"
+    code = f"import sys, acp_session.server; print(sorted(m for m in sys.modules if m.split('.')[0] in {libraries}))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
