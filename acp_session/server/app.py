@@ -235,7 +235,13 @@ class AcpAsgiApp:
     ) -> RemoteConnection:
         """A connection for the request ``scope`` opens (the ``initialize`` POST, or a WebSocket upgrade)."""
         return RemoteConnection(
-            websocket_sink, self.hooks, self.limits, self.budget, peer=_peer(scope), headers=_headers(scope)
+            websocket_sink,
+            self.hooks,
+            self.limits,
+            self.budget,
+            peer=_peer(scope),
+            headers=_headers(scope),
+            log=self.log,
         )
 
     async def start_connection(self, conn: RemoteConnection) -> None:

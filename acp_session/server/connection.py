@@ -22,6 +22,7 @@ import anyio
 from anyio.abc import TaskStatus
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
+from .._counted_log import CountedLog
 from ..transport.base import FrameTransport, PeerExit
 from ..transport.framing import Frame
 from .hooks import ServerHooks
@@ -225,8 +226,11 @@ class RemoteConnection:
         *,
         peer: tuple[str, int] | None = None,
         headers: Mapping[str, str] | None = None,
+        log: CountedLog | None = None,
     ) -> None:
         self.connection_id = secrets.token_urlsafe(18)
+        self.log = log or CountedLog(_log, "the clients")
+        """Where what a client can cause once per connection is logged, counted per kind (the server's)."""
         self.cookie = secrets.token_urlsafe(12)
         """The affinity cookie's value for this connection (a load balancer would route on it)."""
         hooks = hooks or ServerHooks()
@@ -269,7 +273,9 @@ class RemoteConnection:
                     try:
                         await handler(self.incoming)
                     except Exception:
-                        _log.exception("connection %s: its handler failed; ending it", self.connection_id)
+                        self.log.exception(
+                            "connection handlers that failed", "connection %s: its handler failed", self.connection_id
+                        )
                     tg.cancel_scope.cancel()
         finally:
             self._inbound_send.close()  # a message fed from now on is refused, not left in the budget
@@ -284,7 +290,11 @@ class RemoteConnection:
         with anyio.move_on_after(self.pending_timeout):
             await self.stream_opened.wait()
             return
-        _log.info("connection %s: no SSE stream was opened; ending it", self.connection_id)
+        self.log.info(
+            "connections ended for opening no stream",
+            "connection %s: no SSE stream was opened; ending it",
+            self.connection_id,
+        )
         self.end()
 
     @property
@@ -350,7 +360,11 @@ class RemoteConnection:
             for frame in frames:
                 self._push(self.routes.route(frame), frame)
         except ConnectionOverflow:
-            _log.warning("connection %s: its client does not read its streams; ending it", self.connection_id)
+            self.log.warning(
+                "connections ended for not reading their streams",
+                "connection %s: its client does not read its streams; ending it",
+                self.connection_id,
+            )
             self.end()
             raise anyio.BrokenResourceError from None
 

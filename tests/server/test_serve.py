@@ -173,3 +173,24 @@ async def test_with_a_token_every_request_needs_it(caplog: pytest.LogCaptureFixt
             tg.cancel_scope.cancel()
     assert "without the server's token" in caplog.text
     assert TOKEN not in caplog.text
+
+
+async def test_a_failing_handler_ends_its_connection_not_the_server(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="acp_session.server")
+    app = App()
+    failures = 0
+
+    async def flaky(client: IncomingConnection) -> None:
+        nonlocal failures
+        if failures < 3:
+            failures += 1
+            raise RuntimeError("the application broke")
+        await app.handle(client)
+
+    async with open_server(flaky) as server, httpx.AsyncClient() as http:
+        for _ in range(3):
+            refused = await http.post(server.url, json=_init())
+            assert refused.status_code == 503 and "did not answer initialize" in refused.text
+        assert (await http.post(server.url, json=_init())).status_code == 200
+    assert caplog.text.count("RuntimeError: the application broke") == 1  # the first in full, the others counted
+    assert "3 connection handlers that failed in all" in caplog.text
