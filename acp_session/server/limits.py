@@ -15,6 +15,8 @@ from typing import Any
 
 import anyio
 
+from .errors import ServerConfigError
+
 __all__ = [
     "DEFAULT_LIMITS",
     "DRAIN_LIMIT",
@@ -52,7 +54,7 @@ class ServerLimits:
 
     def __post_init__(self) -> None:
         if min(self.max_connections, self.max_pending, self.max_buffered_bytes) < 1 or self.pending_timeout <= 0:
-            raise ValueError("the --listen limits must be positive")
+            raise ServerConfigError("the server's limits must be positive")
 
 
 DEFAULT_LIMITS = ServerLimits()

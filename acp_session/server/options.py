@@ -50,7 +50,7 @@ class ServerOptions:
     """Refuse (``400``) a request that does not return its connection's affinity cookie."""
     limits: ServerLimits = DEFAULT_LIMITS
     """The caps on what clients can make the server hold."""
-    hooks: ServerHooks = field(default_factory=ServerHooks, repr=False)
+    hooks: ServerHooks = field(default_factory=ServerHooks, repr=False, compare=False)
     """Where a test server departs from the profile's rules (``ServerHooks``); the default follows them."""
 
     def __post_init__(self) -> None:

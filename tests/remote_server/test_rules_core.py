@@ -5,6 +5,7 @@ session-header rules, and what happens when a client does not read."""
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import sys
 
@@ -15,6 +16,8 @@ from acp_session.server import connection as remote_connection
 from acp_session.server.connection import ConnectionOverflow, RemoteConnection, StreamBusy
 from acp_session.server.origins import OriginPolicy, normalize_origin
 from acp_session.server.rules import CONNECTION, INITIAL, BadRequest, OutboundRoutes, check_post, parse_post
+
+from .conftest import AGENT
 
 
 def _frame(message: dict[str, object]) -> bytes:
@@ -91,6 +94,18 @@ def test_a_bad_listen_address_is_a_usage_error() -> None:
         [sys.executable, "-m", "acp_conformance.agent", "--tls-cert", "x.pem"], capture_output=True, text=True
     )
     assert proc.returncode == 2 and "go with --listen" in proc.stderr
+
+
+def test_an_address_in_use_is_one_line_not_a_traceback() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        for backend in ("asyncio", "trio"):
+            argv = [*AGENT, "--listen", f"127.0.0.1:{port}", "--backend", backend]
+            proc = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+            assert proc.returncode == 1 and not proc.stdout, proc.stderr
+            assert f"cannot listen on 127.0.0.1:{port}" in proc.stderr and "Traceback" not in proc.stderr
 
 
 def test_origins_are_compared_normalized_and_loopback_ones_only_on_loopback() -> None:

@@ -13,6 +13,7 @@ import pytest
 from acp_session.server import (
     BearerToken,
     ServerConfigError,
+    ServerLimits,
     ServerOptions,
     generate_token,
     parse_address,
@@ -57,6 +58,9 @@ def test_the_rest_is_checked_too() -> None:
         ServerOptions(allow_origins=("app.example",))
     with pytest.raises(ServerConfigError, match="port"):
         ServerOptions(port=70000)
+    with pytest.raises(ServerConfigError, match="limits must be positive"):
+        ServerLimits(max_connections=0)
+    assert ServerOptions() == ServerOptions()
     with pytest.raises(ServerConfigError, match="--listen wants HOST:PORT"):
         parse_address("nowhere")
     assert parse_address("[::1]:8080") == ("::1", 8080)

@@ -177,8 +177,8 @@ def _listen(parser: argparse.ArgumentParser, args: argparse.Namespace, options: 
     from .listen import serve_listening
     from .remote_modes import hooks_for
 
-    limits = ServerLimits(args.max_connections, args.max_pending, args.pending_timeout, args.max_buffered_bytes)
     try:
+        limits = ServerLimits(args.max_connections, args.max_pending, args.pending_timeout, args.max_buffered_bytes)
         host, port = parse_address(args.listen)
         token = read_token_file(args.token_file) if args.token_file else None
         listen = ServerOptions(

@@ -30,22 +30,30 @@ async def _until_signalled() -> None:
 
 
 async def serve_listening(options: AgentOptions, listen: ServerOptions) -> None:
-    """Serve until SIGINT or SIGTERM; every connection shares the server's sessions (``SharedSessions``)."""
-    async with anyio.create_task_group() as tg:
-        shared = SharedSessions(tg, options.store)
+    """Serve until SIGINT or SIGTERM; every connection shares the server's sessions (``SharedSessions``).
 
-        async def serve_connection(client: IncomingConnection) -> None:
-            agent: ReferenceAgent | None = None
-            try:
-                async with Connection(client.transport, peer_name=f"remote client {client.connection_id}") as rpc:
-                    agent = ReferenceAgent(rpc, shared.tg, options, shared=shared)
-                    await rpc.wait_closed()
-            finally:
-                if agent is not None:
-                    shared.detach(agent)  # its sessions go on, unserved until a connection resumes them
+    The server is opened first, outside any task group, so an address that cannot be bound is a plain ``OSError``
+    (the command line says so in a line, not a traceback)."""
+    shared: list[SharedSessions] = []  # made once the turns' task group is open
+    ready = anyio.Event()
 
-        async with open_server(serve_connection, listen) as server:
-            sys.stdout.write(server.url + "\n")
-            sys.stdout.flush()
-            await _until_signalled()
+    async def serve_connection(client: IncomingConnection) -> None:
+        await ready.wait()
+        agent: ReferenceAgent | None = None
+        try:
+            async with Connection(client.transport, peer_name=f"remote client {client.connection_id}") as rpc:
+                agent = ReferenceAgent(rpc, shared[0].tg, options, shared=shared[0])
+                await rpc.wait_closed()
+        finally:
+            if agent is not None:
+                shared[0].detach(agent)  # its sessions go on, unserved until a connection resumes them
+
+    async with open_server(serve_connection, listen) as server, anyio.create_task_group() as tg:
+        shared.append(SharedSessions(tg, options.store))
+        ready.set()
+        sys.stdout.write(server.url + "\n")
+        sys.stdout.flush()
+        await _until_signalled()
+        server.close()  # first the requests end (hypercorn's graceful stop), then the turns, then the connections
+        await server.wait_closed()
         tg.cancel_scope.cancel()
