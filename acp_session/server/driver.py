@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import socket
+import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -22,7 +23,7 @@ from ..transport.backend import running_asyncio_loop
 from .app import ENDPOINT, AcpAsgiApp
 from .auth import BearerToken
 from .connection import ConnectionHandler
-from .errors import ServeExtraMissing
+from .errors import ServeExtraMissing, ServerConfigError
 from .options import ServerOptions
 from .rules import MAX_BODY_BYTES
 
@@ -95,11 +96,10 @@ def _bound_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
-def _config(options: ServerOptions, sock: socket.socket) -> Any:
+def _config(options: ServerOptions) -> Any:
     from hypercorn.config import Config
 
     config = Config()
-    config.bind = [f"fd://{sock.detach()}"]  # hypercorn owns the descriptor from now on
     config.graceful_timeout = GRACEFUL_SECONDS
     config.accesslog = None
     config.errorlog = _log
@@ -107,6 +107,10 @@ def _config(options: ServerOptions, sock: socket.socket) -> Any:
     config.max_app_queue_size = 2  # what hypercorn reads ahead of the app, per request (a WebSocket: messages)
     if options.tls_cert and options.tls_key:
         config.certfile, config.keyfile = options.tls_cert, options.tls_key
+        try:
+            config.create_ssl_context()  # here, so a file that cannot be used is refused before anything listens
+        except (OSError, ssl.SSLError) as exc:
+            raise ServerConfigError(f"the TLS certificate or key cannot be used: {exc}") from None
     return config
 
 
@@ -116,14 +120,16 @@ async def open_server(handler: ConnectionHandler, options: ServerOptions | None 
     with ``handler`` until the block ends; then stop listening, give requests in flight ``GRACEFUL_SECONDS``, and
     cancel every handler still running.
 
-    Raises ``ServeExtraMissing`` without hypercorn, and ``OSError`` when the address cannot be bound (in use, not
-    this machine's). Runs on asyncio or trio, in the caller's event loop.
+    Raises ``ServeExtraMissing`` without hypercorn, ``ServerConfigError`` for TLS files that cannot be used, and
+    ``OSError`` when the address cannot be bound (in use, not this machine's). Runs on asyncio or trio, in the
+    caller's event loop.
     """
     options = options or ServerOptions()
     serve_app = _hypercorn_serve()
+    config = _config(options)
     sock = _bound_socket(options.host, options.port)
     port = sock.getsockname()[1]
-    config = _config(options, sock)
+    config.bind = [f"fd://{sock.detach()}"]  # hypercorn owns the descriptor from now on
     stop = anyio.Event()
     async with anyio.create_task_group() as tg:
         app = AcpAsgiApp(

@@ -8,6 +8,7 @@ import json
 import socket
 import subprocess
 import sys
+from pathlib import Path
 
 import anyio
 import pytest
@@ -106,6 +107,22 @@ def test_an_address_in_use_is_one_line_not_a_traceback() -> None:
             proc = subprocess.run(argv, capture_output=True, text=True, timeout=60)
             assert proc.returncode == 1 and not proc.stdout, proc.stderr
             assert f"cannot listen on 127.0.0.1:{port}" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_tls_files_that_cannot_be_used_are_a_usage_error(tmp_path: Path) -> None:
+    (tmp_path / "cert.pem").write_text("not a certificate\n")
+    for cert, key in (
+        (tmp_path / "missing.pem", tmp_path / "missing.pem"),
+        (tmp_path / "cert.pem", tmp_path / "cert.pem"),
+    ):
+        proc = subprocess.run(
+            [*AGENT, "--listen", "127.0.0.1:0", "--tls-cert", str(cert), "--tls-key", str(key)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert proc.returncode == 2 and not proc.stdout, proc.stderr
+        assert "the TLS certificate or key cannot be used" in proc.stderr and "Traceback" not in proc.stderr
 
 
 def test_origins_are_compared_normalized_and_loopback_ones_only_on_loopback() -> None:

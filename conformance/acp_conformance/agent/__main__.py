@@ -197,6 +197,8 @@ def _listen(parser: argparse.ArgumentParser, args: argparse.Namespace, options: 
     try:
         with contextlib.suppress(KeyboardInterrupt):
             anyio.run(serve_listening, options, listen, backend=args.backend)
+    except ServerConfigError as exc:  # found once the server starts: TLS files it cannot use
+        parser.error(str(exc))
     except ServeExtraMissing as exc:
         raise SystemExit(f"acp-reference-agent --listen: {exc}") from None
     except OSError as exc:
