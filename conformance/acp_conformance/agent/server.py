@@ -131,7 +131,9 @@ class ReferenceAgent(PreviewMethods):
         self._emit = shared.send_update if shared is not None else self.send_update  # new sessions' emit_raw
         self.v1: V1Front | None = None  # set when the client negotiated protocol version 1
         on = conn.on_request
-        on("initialize", self.initialize)  # plain params: the version is read before the shape (negotiation.py)
+        # Plain params: the version is read before the shape (negotiation.py). Inline: the reader runs it before it
+        # reads the next message, so a request pipelined after it finds the negotiated version's handlers.
+        on("initialize", self.initialize, inline=True)
         on("session/new", self.new_session, decoder(mu.NewSessionRequest))
         on("session/list", self.list_sessions, decoder(ListSessionsRequest))
         on("session/resume", self.resume_session, decoder(mu.ResumeSessionRequest))
@@ -212,7 +214,7 @@ class ReferenceAgent(PreviewMethods):
 
     # -- initialize ------------------------------------------------------------------------------------
 
-    async def initialize(self, params: Any) -> Any:
+    def initialize(self, params: Any) -> Any:
         # A remote (--listen) connection negotiates as stdio does: a v1 offer gets v1 and v1's method set.
         versions = self.options.versions
         if negotiation.chosen_version(params, versions) == 1:
