@@ -63,6 +63,7 @@ from acp_session.schema.unstable import McpAcpCapabilities, McpCapabilities
 
 from . import AGENT_NAME, AGENT_VERSION, PROTOCOL_VERSION, mcp_client, negotiation
 from .config import apply_config
+from .misbehave import rejection_as_approval
 from .preview_methods import PreviewMethods, now, preview_capabilities
 from .scenarios import SCENARIOS, TurnContext, TurnFailed, available_commands, offline_reply, parse_prompt
 from .sessions import HeldPrompt, Session, SessionStore
@@ -82,6 +83,8 @@ BROKEN_MODES: dict[str, str] = {
     "junk-stdout": "write a line of plain text to stdout before serving",
     "ignore-cancel": "ignore session/cancel notifications entirely",
     "boolean-capability": "advertise session.delete as true (v1's boolean encoding) instead of an object marker",
+    "act-after-reject": "take a permission refused with a reject option for an approval (/edit ask then writes)",
+    "edit-unasked": "/edit ask writes its files without asking for permission first",
 }
 PAGE_SIZE = 20
 _PERMISSION_ANSWER = decoder(RequestPermissionResponse)
@@ -444,6 +447,14 @@ class ReferenceAgent(PreviewMethods):
     async def _request_permission(
         self, session: Session, request: RequestPermissionRequest
     ) -> RequestPermissionResponse | None:
+        answer = await self._ask_and_wait(session, request)
+        if self.broken("act-after-reject") and answer is not None:
+            return rejection_as_approval(request, answer)
+        return answer
+
+    async def _ask_and_wait(
+        self, session: Session, request: RequestPermissionRequest
+    ) -> RequestPermissionResponse | None:
         if self.shared is not None:
             return await self.shared.request_permission(session, request)  # asked again after a reconnect
         pending = self.ask_permission(request)
@@ -495,6 +506,7 @@ class ReferenceAgent(PreviewMethods):
             notify=self.conn.notify,
             workspace=Workspace() if self.v1 is None else self.v1.workspace(session.session_id),
             protocol_version=1 if self.v1 is not None else PROTOCOL_VERSION,
+            broken=self.options.broken,
         )
         stop_reason: str | None = "end_turn"
         error = None

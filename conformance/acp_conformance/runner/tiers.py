@@ -85,6 +85,9 @@ _V2: dict[str, Classification] = {
     "batch": Classification(
         A, ("ACP-BATCH-201", "ACP-BATCH-202", "ACP-BATCH-203", "ACP-BATCH-204", "ACP-BATCH-205", "ACP-JSONRPC-005")
     ),
+    # Beyond the kit (refused means refused): no kit id judges what an agent does after a refusal.
+    "permission-refused": Classification(C, ()),
+    "permission-asked": Classification(A, ()),
 }
 
 # v1: the kit holds the v1 session baseline (ACP1-012) and cancellation MANDATORY.
@@ -117,6 +120,8 @@ _V1: dict[str, Classification] = {
     "config-options": Classification(C, ("ACP-CONFIG-002",)),
     "unknown-method": Classification(A, ("ACP-JSONRPC-004", "ACP-EXT-001")),
     "invalid-params": Classification(A, ()),
+    "permission-refused": Classification(C, ()),  # beyond the kit, as in v2
+    "permission-asked": Classification(A, ()),
 }
 
 CLASSIFICATIONS: dict[int, dict[str, Classification]] = {1: _V1, 2: _V2}
