@@ -25,6 +25,7 @@ import anyio
 from ..runner.baseline import Baseline, BaselineError, load_baseline
 from ..runner.verdict import tally
 from .judge import CLIENT_CHECKS, NOT_TESTED, ClientCheck, Run, judge_runs
+from .policy import POLICY, POLICY_VARIABLE
 from .subject import run_subject
 
 __all__ = ["SCENARIOS", "ClientReport", "main", "run_client"]
@@ -41,6 +42,10 @@ SCENARIOS: dict[str, tuple[tuple[int, ...], str]] = {
     "cancel-pending": ((1, 2), "a permission request the driver leaves unanswered; it cancels at the agent's text"),
     "client-methods": ((1,), "the agent calls fs/read_text_file, fs/write_text_file and terminal/create"),
     "agent-dies": ((1, 2), "the agent exits mid-turn; the client must end (any status), without a traceback"),
+    "permission-policy": (
+        (1, 2),
+        "permission requests about a read, an edit and a command; the driver answers by the policy it is given",
+    ),
 }
 PROMPT = "Hello, scripted agent."
 _STATUS = {"pass": "PASS", "fail": "FAIL", "n/a": "SKIPPED", NOT_TESTED: "NOT_TESTED"}
@@ -63,6 +68,8 @@ async def _one_run(client: list[str], scenario: str, version: int, root: str, li
     log.touch()
     argv = [*client, *AGENT, "--scenario", scenario, "--version", str(version), "--log", str(log)]
     env = dict(os.environ, ACP_CONFORMANCE_SCENARIO=scenario, ACP_CONFORMANCE_PROMPT=PROMPT)
+    if scenario == "permission-policy":
+        env[POLICY_VARIABLE] = POLICY
     started = time.monotonic()
     try:
         ended = await run_subject(argv, sandbox, env, limit)
