@@ -2,7 +2,9 @@
 negotiated (issue 50): a ``session/new`` written in the same write as a v1 ``initialize``, before its answer, used
 to be answered in the v2 shape, with a boolean config option v1 forbids to a client that did not offer them.
 
-A real agent process on the test's own event loop (``--backend``), one write to its stdin holding both messages.
+A real agent process on the test's own event loop (``--backend``), one write to its stdin holding both messages;
+and the runner's ``pipelined-session-new`` check, which makes the same write, against it and against
+``--broken late-version`` (the version fixed only when initialize's task runs, as before the fix).
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from typing import Any
 
 import anyio
 import pytest
+
+from acp_conformance.runner.run import RunOptions, run
 
 AGENT = [sys.executable, "-m", "acp_conformance.agent"]
 
@@ -72,3 +76,13 @@ async def test_session_new_pipelined_after_initialize_is_answered_in_the_negotia
         else:
             assert "availableCommands" in result and "modes" not in result, result
             assert "boolean" in kinds, result
+
+
+def test_the_runner_catches_an_agent_that_answers_a_pipelined_request_in_the_wrong_version() -> None:
+    """The v1 set's check against ``--broken late-version`` (the v2 set's is in test_conformance.py's mutants; the
+    healthy agent passes both in the full runs there and in test_refused_permission.py)."""
+    argv = [*AGENT, "--broken", "late-version"]
+    (result,) = anyio.run(run, RunOptions(argv, offer=1, only=["pipelined-session-new"], wait=5.0)).results
+    assert result.status == "fail"
+    assert result.message.startswith("extensibility.mdx: offered 1, a pipelined session/new: availableCommands")
+    assert "(and 1 more)" in result.message  # the boolean config option v1 forbids

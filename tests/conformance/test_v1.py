@@ -105,7 +105,7 @@ def test_login_required_for_sessions_is_one_clear_report() -> None:
     assert "key-login (env_var): Use V1_AGENT_KEY; --auth key-login with V1_AGENT_KEY set" in out
     assert "FAIL" not in out
     # The checks that need a session are listed once in the notice, not one by one.
-    assert out.count("requires a login") == 0 and "Not run for lack of a login (22)" in out
+    assert out.count("requires a login") == 0 and "Not run for lack of a login (23)" in out
     report = json.loads(_cli("--agent", f"{' '.join(AGENT)} --login session", "--json").stdout)
     assert report["login"]["refused"] == "session/new"
     assert report["verdict"]["verdict"] == "blocked_by_auth" and report["verdict"]["blocked_by_auth"]

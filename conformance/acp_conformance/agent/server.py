@@ -85,6 +85,7 @@ BROKEN_MODES: dict[str, str] = {
     "boolean-capability": "advertise session.delete as true (v1's boolean encoding) instead of an object marker",
     "act-after-reject": "take a permission refused with a reject option for an approval (/edit ask then writes)",
     "edit-unasked": "/edit ask writes its files without asking for permission first",
+    "late-version": "fix the negotiated version only once initialize's task runs (a pipelined request gets v2's)",
 }
 PAGE_SIZE = 20
 _PERMISSION_ANSWER = decoder(RequestPermissionResponse)
@@ -136,7 +137,7 @@ class ReferenceAgent(PreviewMethods):
         on = conn.on_request
         # Plain params: the version is read before the shape (negotiation.py). Inline: the reader runs it before it
         # reads the next message, so a request pipelined after it finds the negotiated version's handlers.
-        on("initialize", self.initialize, inline=True)
+        on("initialize", self.initialize, inline=not self.broken("late-version"))
         on("session/new", self.new_session, decoder(mu.NewSessionRequest))
         on("session/list", self.list_sessions, decoder(ListSessionsRequest))
         on("session/resume", self.resume_session, decoder(mu.ResumeSessionRequest))

@@ -88,6 +88,7 @@ _V2: dict[str, Classification] = {
     # Beyond the kit (refused means refused): no kit id judges what an agent does after a refusal.
     "permission-refused": Classification(C, ()),
     "permission-asked": Classification(A, ()),
+    "pipelined-session-new": Classification(A, ()),  # beyond the kit: the reference agent's own defect (issue 50)
 }
 
 # v1: the kit holds the v1 session baseline (ACP1-012) and cancellation MANDATORY.
@@ -122,6 +123,7 @@ _V1: dict[str, Classification] = {
     "invalid-params": Classification(A, ()),
     "permission-refused": Classification(C, ()),  # beyond the kit, as in v2
     "permission-asked": Classification(A, ()),
+    "pipelined-session-new": Classification(A, ()),  # beyond the kit: the reference agent's own defect (issue 50)
 }
 
 CLASSIFICATIONS: dict[int, dict[str, Classification]] = {1: _V1, 2: _V2}

@@ -9,9 +9,10 @@ from acp_session.schema import v1
 
 from ...outcomes import Fail, NotApplicable
 from ...registry import CheckContext, require
+from ..pipelining import pipelined_session_new as pipelined
 from .base import V1
 
-__all__ = ["auth_methods", "initialize", "version_exact", "version_negotiation"]
+__all__ = ["auth_methods", "initialize", "version_exact", "version_negotiation", "pipelined_session_new"]
 
 
 @V1(
@@ -108,3 +109,22 @@ async def auth_methods(ctx: CheckContext) -> str | None:
         "agent-type authMethods advertised but authenticate is -32601",
     )
     return "authenticate answered; logout never called (it could remove a stored login)"
+
+
+@V1(
+    "pipelined-session-new",
+    "a session/new sent in the same write as initialize is refused, or answered in the negotiated version",
+    "initialization",
+    ("initialization.mdx#version-negotiation", "schema:NewSessionResponse", "extensibility.mdx"),
+    prompts=False,
+    fresh=True,
+)
+async def pipelined_session_new(ctx: CheckContext) -> str | None:
+    version, what, problems = await pipelined(ctx.probe, 1, ctx.cwd, ctx.wait)
+    if version is None:
+        raise NotApplicable(f"offered 1 with a pipelined session/new: {what}")
+    if problems:
+        rule, _, message = problems[0].partition(": ")
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise Fail(rule, f"offered 1, a pipelined session/new: {message}{more}")
+    return f"offered 1: {what}"
