@@ -82,5 +82,5 @@ async def test_an_inline_handler_must_be_a_plain_function() -> None:
         async def later(params: Any) -> None:
             return None
 
-        with pytest.raises(TypeError, match="inline"):
+        with pytest.raises(TypeError, match="must be a plain"):
             conn.on_request("later", later, inline=True)
