@@ -131,6 +131,7 @@ CONFORMANCE_LAYERS: Layers = (
             "acp_conformance.runner",
             "acp_conformance.runner.outcomes",
             "acp_conformance.runner.frames",
+            "acp_conformance.runner.excerpt",
             "acp_conformance.runner.wire",
             "acp_conformance.runner.client_calls",
             "acp_conformance.runner.probe",
@@ -146,6 +147,7 @@ CONFORMANCE_LAYERS: Layers = (
             "acp_conformance.runner.tiers",
             "acp_conformance.runner.kit",
             "acp_conformance.runner.baseline",
+            "acp_conformance.runner.selection",
         ),
     ),
     # The checks, by protocol version and rule area, and the remote transports' own.
@@ -160,6 +162,7 @@ CONFORMANCE_LAYERS: Layers = (
             "acp_conformance.runner.run",
             "acp_conformance.runner.remote_run",
             "acp_conformance.runner.verdict",
+            "acp_conformance.runner.text",
             "acp_conformance.runner.report",
             "acp_conformance.runner.html_report",
         ),

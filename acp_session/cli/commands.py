@@ -15,12 +15,12 @@ import anyio
 from acp_session.client import ClientConnection
 from acp_session.client_errors import CapabilityNotSupported
 from acp_session.conversation import Conversation
-from acp_session.errors import AcpError
+from acp_session.errors import AcpError, RequestTimeout
 
 from .app import ChatApp
 from .daily import new_session_options, open_named, wrap_up_opening
 from .exits import EXIT_ERROR, EXIT_OK, EXIT_USAGE
-from .login import EXIT_AUTH, pick_method
+from .login import DEFAULT_LOGIN_TIMEOUT, EXIT_AUTH, pick_method
 from .messages import Failure
 from .named_sessions import NamedSessions
 from .render_json import JsonRenderer
@@ -176,12 +176,28 @@ async def login(app: ChatApp) -> int:
         if not method.is_protocol_login:
             fail(f"no way to run a {method.kind!r} login ({method.method_id})", "UnsupportedLogin")
             return EXIT_ERROR
-        await client.authenticate(method.method_id)
+        limit = getattr(args, "login_timeout", DEFAULT_LOGIN_TIMEOUT) or None
+        name = terminal_safe(method.name)
+        app.renderer.info(
+            f"acp-session: waiting for the agent to finish the login ({name}); {_until(limit, 'login-timeout')}"
+        )
+        try:
+            await client.authenticate(method.method_id, timeout=limit)
+        except RequestTimeout:
+            fail(
+                f"the agent did not finish the login within {limit:g} s (--login-timeout SECONDS to wait longer)",
+                "LoginTimeout",
+            )
+            return EXIT_ERROR
         _emit(app, {"event": "login", "method_id": method.method_id, "kind": method.kind, "command": None})
         if not app.json:
             app.renderer.info(f"logged in ({method.name})")
         return EXIT_OK
 
+    url = getattr(args, "url", None)
+    if url:  # a remote agent may take its time to answer, or never: say what is awaited, and until when
+        limit = getattr(args, "init_timeout", None) or None
+        app.renderer.info(f"acp-session: connecting to the agent at {argv[0]}; {_until(limit, 'init-timeout')}")
     code = await app.run(body)
     if terminal and code == EXIT_OK:
         app.renderer.info(f"running: {shlex.join(terminal[0])}")
@@ -193,6 +209,11 @@ async def login(app: ChatApp) -> int:
     if code == EXIT_OK:
         _emit(app, {"event": "done"})
     return code
+
+
+def _until(limit: float | None, option: str) -> str:
+    """When a wait of ``login`` ends, for the line it shows before a wait that may be long."""
+    return f"giving up after {limit:g} s (--{option})" if limit else f"no time limit (--{option} 0)"
 
 
 def _emit(app: ChatApp, record: dict[str, Any]) -> None:

@@ -100,6 +100,9 @@ def describe(exc: BaseException, *, session_id: str | None = None, stderr_tail: 
             why = f"the server refused it with HTTP {exc.status}"
         else:
             why = "the time allowed ran out" if exc.deadline_reached else f"{exc.attempts} attempts failed"
+            if exc.drops:
+                flaps = f"it kept dropping right after each reconnect ({exc.drops} times)"
+                why = flaps if not exc.deadline_reached else f"{flaps}, and {why}"
         return Failure(f"the connection to the agent was lost and could not be re-established ({why})", kind, tail)
     if isinstance(exc, SessionLost):
         return Failure(f"the agent no longer has session {exc.session_id} after reconnecting", kind, tail)

@@ -20,6 +20,7 @@ from .agents import add_registry_options, agent_from_args
 from .attach import check_attachment
 from .config_file import apply_config_file
 from .exits import EXIT_ERROR, EXIT_HELP, EXIT_HELP_OTHER, EXIT_USAGE
+from .login import DEFAULT_LOGIN_TIMEOUT
 from .options import add_daily_options, add_format_option, finish_daily_options
 from .record_file import check_record
 from .remote import add_remote_options, check_remote_args
@@ -269,6 +270,14 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     login.add_argument("method", nargs="?", metavar="METHOD", help="the login method's id (default: the only one)")
+    login.add_argument(
+        "--login-timeout",
+        metavar="SECONDS",
+        type=_seconds,
+        default=DEFAULT_LOGIN_TIMEOUT,
+        help="how long the agent may take to finish a login over ACP, e.g. one done in a browser "
+        f"(default: {DEFAULT_LOGIN_TIMEOUT:g}; 0: no limit)",
+    )
     common(login, chatty=False)
 
     sub.add_parser(  # acp-session agents ...: cli/agents.py (see its --help)

@@ -109,14 +109,26 @@ class ClientBuilder:
         initialize_timeout: float = 30.0,
         idle_timeout: float | None = 30.0,
         probe_timeout: float = 10.0,
+        stable_after: float = 10.0,
     ) -> ClientBuilder:
         """Re-establish a connection whose transport dies (``ReconnectPolicy``; docs/conversation.md, "When the
         connection drops"): dial again (``spawn``: restart the agent with the same command, environment and cwd;
         a remote agent: the same URL, cookies and headers), ``initialize``, and resume every open conversation,
         whose turns in flight keep waiting. Off by default for subprocess agents, on for remote ones (whose dialer
-        says ``reconnect_by_default``); ``reconnect(False)`` turns it off for those too."""
+        says ``reconnect_by_default``); ``reconnect(False)`` turns it off for those too. The budget (``attempts``,
+        the growing back-off, ``deadline``) holds for a whole outage, which ends only once a connection has
+        stayed up ``stable_after`` seconds: a connection that keeps dropping right after each reconnect ends in
+        ``ReconnectFailed`` (``drops``)."""
         policy = ReconnectPolicy(
-            attempts, backoff, max_backoff, jitter, deadline, initialize_timeout, idle_timeout, probe_timeout
+            attempts,
+            backoff,
+            max_backoff,
+            jitter,
+            deadline,
+            initialize_timeout,
+            idle_timeout,
+            probe_timeout,
+            stable_after,
         )
         self._reconnect = policy if enabled else False
         return self

@@ -479,7 +479,7 @@ class Conversation(ConversationView, ReconnectRecovery):
         """Cancel the session's foreground work; this conversation's unfinished foreground tool calls are
         marked ``cancelled`` right away. Turns still end on the agent's idle (stop reason ``cancelled``)."""
         await self.session.cancel_active_work()
-        ids = [tid for turn in self._active for tid in turn.open_tool_calls if tid not in self._background]
+        ids = self._foreground_tool_calls()
         events = self.state.mark_cancelled(ids)
         self._emit(events)
         for event in events:

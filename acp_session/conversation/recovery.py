@@ -24,13 +24,19 @@ from acp_session.client.opening import open_resumed_session
 from acp_session.client.reconnect import ReconnectEvent, ReconnectGaveUp, Reconnecting
 from acp_session.client_errors import CapabilityNotSupported, SessionLost, TurnLost
 from acp_session.conversation.catch_up import Seen, missed
-from acp_session.conversation.chat_events import ChatReconnected, ChatReconnecting, ChatSessionLost
+from acp_session.conversation.chat_events import (
+    STOP_REASON_UNKNOWN,
+    ChatReconnected,
+    ChatReconnecting,
+    ChatSessionLost,
+)
 from acp_session.conversation.entities import Message, TimelineEntry, ToolCall
 from acp_session.conversation.events import StateChanged
 from acp_session.conversation.routing import TurnRouting
 from acp_session.conversation.streams import StreamReconnected
 from acp_session.conversation.turn import ChatTurn
 from acp_session.errors import ResourceNotFound
+from acp_session.protocol.base import LAST_STOP_REASON_META
 from acp_session.schema import ResumeSessionResponse, StateUpdate, UpdateSessionNotification
 from acp_session.session import BatchUpdateListener
 
@@ -54,6 +60,7 @@ class ReconnectRecovery(TurnRouting):
     _seen_at_drop: Seen | None = None  # and what the streams had been shown (catch_up.py)
     _attempt: int
     _streams: Any
+    _v1_cut = False  # the last recovery ended a v1 turn in flight (its stop reason: the load's, or unknown)
 
     def _bind(self, session: ActiveSession) -> None:
         raise NotImplementedError
@@ -150,10 +157,12 @@ class ReconnectRecovery(TurnRouting):
         track.unlisten_fn(quiet)()
         resumed.add_update_listener(self._listener)  # in the same step: no live update is lost or seen twice
         self._bind(resumed)
-        if connection.protocol_version == 1 and not self.state.is_idle:
+        self._v1_cut = connection.protocol_version == 1 and not self.state.is_idle
+        if self._v1_cut:
             # A v1 turn is its prompt request, which died with the old transport: nothing runs on the new one.
-            # Its stop reason was only in that request's answer, which no v1 message carries again: unknown.
-            self.state.apply(StateUpdate(state="idle"))
+            # Its stop reason was only in that request's answer; the load's answer may say it again (an agent
+            # that kept the session across connections), else it is unknown, never None.
+            self.state.apply(StateUpdate(state="idle", stop_reason=_last_stop_reason(response)))
         self._catch_up_streams()
         self._settle_after_replay(session_id)
 
@@ -202,7 +211,7 @@ class ReconnectRecovery(TurnRouting):
         # Prompts the agent inserted while we were away: its new user messages, in order, are theirs.
         spare = [ids[i] for i in places if i > floor and ids[i] not in claimed]
         idle = self.state.is_idle
-        finished: list[ChatTurn] = []
+        finished: list[tuple[ChatTurn, int]] = []
         for turn in turns:
             turn.report(ChatReconnected(self._attempt))
             message_id = turn.message_id
@@ -217,15 +226,26 @@ class ReconnectRecovery(TurnRouting):
             end = next((i for i in places if i > at), len(timeline))
             turn.catch_up(timeline[at:end], shown)
             if idle:
-                finished.append(turn)
+                finished.append((turn, at))
             else:
                 self._active.append(turn)
         state = self.state
         change = StateChanged("idle", "running", state.stop_reason, state.error, state.background, True)
-        for turn in finished:  # ended while the connection was down: the agent's idle state says how
-            self._last_response = turn.finish(change)
+        unknown = StateChanged("idle", "running", STOP_REASON_UNKNOWN, None, state.background, True)
+        final = places[-1] if places else -1
+        for turn, at in finished:  # ended while the connection was down: the agent's idle state says how
+            # v1: the load's stop reason is the session's last turn's; a cut turn before that one: unknown.
+            self._last_response = turn.finish(unknown if self._v1_cut and at != final else change)
         self._receiver = self._active[-1] if self._active else None
         self._update_idle()
+
+
+def _last_stop_reason(response: ResumeSessionResponse) -> str:
+    """The stop reason a v1 ``session/load`` answer gives for the session's last turn (``LAST_STOP_REASON_META``),
+    else ``STOP_REASON_UNKNOWN``."""
+    meta = response.meta
+    reason = meta.get(LAST_STOP_REASON_META) if isinstance(meta, dict) else None
+    return reason if isinstance(reason, str) and reason else STOP_REASON_UNKNOWN
 
 
 def _shown(timeline: Any) -> dict[int, Any]:

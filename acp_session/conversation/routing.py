@@ -245,6 +245,14 @@ class TurnRouting:
         if receiver is not None:
             receiver.feed(event)
 
+    def _foreground_tool_calls(self) -> list[str]:
+        """What a cancel marks ``cancelled``: the started turns' unfinished tool calls, and those reported in
+        held segments (a turn whose work came before its prompt's answer claimed it); background ones never."""
+        ids = [tid for turn in self._active for tid in turn.open_tool_calls]
+        for segment in self._segments:
+            ids += [e.tool_call.tool_call_id for e in segment.events if isinstance(e, ToolCallChanged)]
+        return [tid for tid in dict.fromkeys(ids) if tid not in self._background]
+
     # ------------------------------------------------------------------ bookkeeping
 
     def _update_idle(self) -> None:

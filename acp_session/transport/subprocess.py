@@ -130,6 +130,15 @@ class AgentProcess:
         assert self.process.stdin is not None
         await self.process.stdin.send(item)
 
+    async def close_stdin(self) -> None:
+        """Close the agent's stdin only (its end of input, as a client that is done does), leaving the agent to
+        exit on its own; ``aclose`` later does the rest."""
+        with anyio.CancelScope(shield=True):
+            if self._stdin is not None:
+                await self._stdin.aclose()
+            elif self.process.stdin is not None:
+                await self.process.stdin.aclose()
+
     async def peer_exit(self) -> PeerExit:
         with anyio.move_on_after(_EXIT_WAIT):
             await self.tree.wait()

@@ -33,7 +33,9 @@ DEFECTS = {
     "unknown-state-is-idle": "client-unknown-variants",  # takes a state it does not know for the turn's end
     "v1-fields-in-offer": "client-offer-shape",  # v1's clientInfo and clientCapabilities beside a v2 offer
     "ignores-policy": "client-permission-policy",  # approves every request whatever the policy it was given
+    "no-initialize": "client-negotiation",  # opens with session/new, no handshake at all
 }
+
 KNOWN_UPDATES = {
     "agent_message_chunk", "user_message_chunk", "agent_thought_chunk", "tool_call", "tool_call_update",
     "plan", "available_commands_update", "current_mode_update", "state_update", "user_message", "agent_message",
@@ -149,6 +151,9 @@ class Client:
         return False
 
     def run(self) -> None:
+        if self.defect == "no-initialize":
+            self.wait_answer(self.request("session/new", {"cwd": os.getcwd(), "mcpServers": []}))
+            self.fail("session/new without initialize was refused")
         info = {"name": "broken-client", "version": "1.0"}
         offer: dict[str, Any] = {"protocolVersion": 2, "info": info, "capabilities": {}}
         if self.defect == "v1-fields-in-offer":

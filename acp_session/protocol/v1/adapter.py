@@ -263,7 +263,8 @@ class V1Protocol(V1Incoming, ProtocolAdapter):
         def result(raw: bytes) -> m.ResumeSessionResponse:
             response = decode(raw)
             state = self._opened(session_id, response.modes, response.config_options, raw)
-            return m.ResumeSessionResponse(config_options=state.options())
+            # _meta kept: it may say how the last turn ended (LAST_STOP_REASON_META), which v1 says nowhere else
+            return m.ResumeSessionResponse(config_options=state.options(), meta=response.meta)
 
         return result
 

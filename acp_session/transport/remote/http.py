@@ -102,6 +102,8 @@ class HttpFrames:
         self._children_waiting: dict[str, None] = {}  # subagents followed past max_subagent_streams, in order
         self._send_lock = anyio.Lock()
         self.connection_id: str | None = None
+        self._initialized: anyio.Event | None = None  # set once the initialize POST (started) has ended
+        self._init_scope = anyio.CancelScope()
         self.failure: BaseException | None = None
         """Why the transport ended, when it was not closed by us (a typed ``RemoteTransportError`` or
         ``RemoteHttpError``)."""
@@ -127,6 +129,7 @@ class HttpFrames:
         if self._closed:
             return
         self._closed = True
+        self._init_scope.cancel()
         for stream in self._streams.values():
             stream.scope.cancel()
         self._inbox.close()
@@ -173,8 +176,14 @@ class HttpFrames:
     async def _send(self, frame: bytes) -> None:
         head = read_head(frame) or Head(msgspec.UNSET, None, None, None)
         if self.connection_id is None:
-            await self._initialize(frame, head)
-            return
+            if self._initialized is None:
+                self._start_initialize(frame, head)
+                return
+            if head.method == "$/cancel_request":
+                return  # initialize's own, given up on: no connection to address it to, and none will follow
+            await self._initialized.wait()  # what follows initialize goes out once the connection exists
+            if self.connection_id is None or self.failure is not None or self._closed:
+                raise anyio.BrokenResourceError
         self._routes.sending(head)
         session = self._routes.outgoing_session(head)
         if session is not None:
@@ -203,26 +212,48 @@ class HttpFrames:
         self._fail(error)  # the connection is gone, or a notification/answer was refused: nothing can report it
         raise anyio.BrokenResourceError
 
-    async def _initialize(self, frame: bytes, head: Head) -> None:
+    def _start_initialize(self, frame: bytes, head: Head) -> None:
+        """POST ``initialize`` in a task of its own: its answer is that POST's body, so the POST lasts as long as
+        the agent takes to answer, and the sender (the rpc layer's writer, or a caller writing its own request)
+        must not wait for it: the caller's own deadline (``initialize_timeout``) is what bounds the wait."""
         if head.method != "initialize" or not head.is_request:
             self._fail(RemoteProtocolError("the first message of a remote connection must be initialize"))
             raise anyio.BrokenResourceError
-        status, body, connection_id = await self._post_initialize(frame)
+        self._initialized = anyio.Event()
+        self._tg.start_soon(self._initialize, frame)
+
+    async def _initialize(self, frame: bytes) -> None:
+        """The ``initialize`` POST, then the connection's stream, then the answer to the rpc layer; a failure ends
+        the transport (``failure`` says why)."""
+        assert self._initialized is not None
+        try:
+            with self._init_scope:
+                await self._open_connection(frame)
+        except Exception as exc:  # in a task of the transport's: it ends the transport, never its task group
+            self._fail(self._network_error(exc, "initialize"))
+        finally:
+            self._initialized.set()
+
+    async def _open_connection(self, frame: bytes) -> None:
+        answered = await self._post_initialize(frame)
+        if answered is None:
+            return
+        status, body, connection_id = answered
         if status != 200:
             text = self._status_text(status, "initialize", body)
             self._fail(RemoteHttpError(-32603, text, self._error_data(status, body)))
-            raise anyio.BrokenResourceError
+            return
         if not connection_id:
             self._fail(RemoteProtocolError(f"the server at {self.name} answered initialize without {CONNECTION_ID}"))
-            raise anyio.BrokenResourceError
+            return
         self.connection_id = connection_id
         stream = self._open(None)  # the connection's stream is open before anything else is sent
         await stream.ready.wait()
-        if stream.error is not None:
-            raise anyio.BrokenResourceError  # _stream_ended recorded why
+        if stream.error is not None or self.failure is not None:
+            return  # _stream_ended recorded why
         await self._put(body)
 
-    async def _post_initialize(self, frame: bytes) -> tuple[int, bytes, str | None]:
+    async def _post_initialize(self, frame: bytes) -> tuple[int, bytes, str | None] | None:
         headers = {"Content-Type": _JSON, "Accept": f"{_JSON}, {_EVENTS}"}
         try:
             with anyio.fail_after(self._limits.response_timeout):
@@ -235,10 +266,10 @@ class HttpFrames:
                     await response.aclose()
         except Exception as exc:
             self._fail(self._network_error(exc, "initialize"))
-            raise anyio.BrokenResourceError from None
+            return None
         if more and response.status_code == 200:
             self._fail(RemoteProtocolError(f"the answer to initialize exceeds {self._limits.max_message} bytes"))
-            raise anyio.BrokenResourceError
+            return None
         return response.status_code, body, response.headers.get(CONNECTION_ID)
 
     async def _post(self, frame: bytes, headers: dict[str, str], *, what: str) -> tuple[int, bytes]:

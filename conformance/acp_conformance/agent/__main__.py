@@ -19,6 +19,8 @@ from . import AGENT_NAME, AGENT_VERSION
 from .remote_rules import REMOTE_BROKEN_MODES
 from .scenarios import SCENARIOS
 from .server import BROKEN_MODES, AgentOptions, ReferenceAgent
+from .v1_mutant_wire import MutantWire, mutant_wire
+from .v1_mutants import V1_BROKEN_MODES
 
 __all__ = ["main", "serve"]
 
@@ -27,7 +29,8 @@ def _epilog() -> str:
     lines = ["scenarios (start the prompt text with /NAME; anything else gets a short offline reply):"]
     lines += [f"  /{name:<18} {description}" for name, (description, _) in SCENARIOS.items()]
     lines += ["", "broken variants (--broken MODE, repeatable; for testing conformance runners):"]
-    lines += [f"  {name:<19} {description}" for name, description in {**BROKEN_MODES, **REMOTE_BROKEN_MODES}.items()]
+    every = {**BROKEN_MODES, **REMOTE_BROKEN_MODES, **V1_BROKEN_MODES}
+    lines += [f"  {name:<19} {description}" for name, description in every.items()]
     lines += [
         "",
         "config options: mode (select: ask, code, review; default code), thoughts (boolean; default false).",
@@ -49,7 +52,7 @@ def _parser() -> argparse.ArgumentParser:
         "--broken",
         action="append",
         default=[],
-        choices=sorted({**BROKEN_MODES, **REMOTE_BROKEN_MODES}),
+        choices=sorted({**BROKEN_MODES, **REMOTE_BROKEN_MODES, **V1_BROKEN_MODES}),
         metavar="MODE",
         help="misbehave on purpose (see below)",
     )
@@ -131,9 +134,14 @@ def _listen(parser: argparse.ArgumentParser, args: argparse.Namespace, options: 
 async def serve(options: AgentOptions) -> None:
     """Serve one client on this process's stdin/stdout until it closes the stream."""
     async with stdio_server() as transport, anyio.create_task_group() as tg:
-        async with Connection(transport) as conn:
-            ReferenceAgent(conn, tg, options)
+        wire = mutant_wire(transport, options.broken)  # the transport itself unless a broken v1 mode is on
+        async with Connection(wire) as conn:
+            agent = ReferenceAgent(conn, tg, options)
+            if isinstance(wire, MutantWire):
+                wire.active = lambda: agent.v1 is not None
             await conn.wait_closed()
+            if agent.v1 is not None and "v1-linger" in options.broken:
+                await anyio.sleep_forever()  # --broken v1-linger: stdin is closed, yet the agent stays
         tg.cancel_scope.cancel()
 
 

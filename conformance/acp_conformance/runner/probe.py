@@ -37,7 +37,7 @@ from acp_session.schema.types import (
 )
 from acp_session.transport import AgentProcess, stdio_agent
 
-from .client_calls import V1_CLIENT_METHODS, ClientCall, client_call_problems
+from .client_calls import ELICITATION, V1_CLIENT_METHODS, ClientCall, client_call_problems
 from .frames import OUTPUT_KINDS, Frame, Turn, WireLine
 from .outcomes import AUTH_REQUIRED, ErrorAnswer, Fail, LoginRequired, NotApplicable
 from .wire import Wire
@@ -65,27 +65,31 @@ RUNNER_INFO = ("acp-conformance", "0.2.0")
 _SESSION_OPENERS = frozenset({"session/new", "session/load", "session/resume"})
 
 
-def v1_offer(version: int, *, fs: bool, terminal: bool) -> dict[str, Any]:
+def v1_offer(version: int, *, fs: bool, terminal: bool, elicitation: bool = False) -> dict[str, Any]:
     """The ``initialize`` params offering ``version``, in that version's shape only: v2's ``info`` and
     ``capabilities``, or v1's ``clientInfo`` and ``clientCapabilities`` (with the file system and terminals as
     asked). Never both: the extensibility rules keep custom data out of the root of a specified type. A v1 agent
-    that answers 1 to the v2 offer gets the v1 offer next (``Probe.initialize``), as ``ClientBuilder`` does."""
+    that answers 1 to the v2 offer gets the v1 offer next (``Probe.initialize``), as ``ClientBuilder`` does.
+    ``elicitation``: form elicitation is offered too (only the v1 check of that gate does)."""
     name, version_text = RUNNER_INFO
+    plain: dict[str, Any]
     if version == 1:
-        return dict(
-            to_builtins(
-                v1.InitializeRequest(
-                    protocol_version=1,
-                    client_capabilities=v1.ClientCapabilities(
-                        fs=v1.FileSystemCapabilities(read_text_file=fs, write_text_file=fs), terminal=terminal
-                    ),
-                    client_info=v1.Implementation(name=name, version=version_text),
-                )
+        plain = to_builtins(
+            v1.InitializeRequest(
+                protocol_version=1,
+                client_capabilities=v1.ClientCapabilities(
+                    fs=v1.FileSystemCapabilities(read_text_file=fs, write_text_file=fs), terminal=terminal
+                ),
+                client_info=v1.Implementation(name=name, version=version_text),
             )
         )
-    return dict(
-        to_builtins(InitializeRequest(protocol_version=version, info=Implementation(name=name, version=version_text)))
-    )
+    else:
+        plain = to_builtins(
+            InitializeRequest(protocol_version=version, info=Implementation(name=name, version=version_text))
+        )
+    if elicitation:  # the same object in both versions, under each one's capabilities field
+        plain.setdefault("clientCapabilities" if version == 1 else "capabilities", {})["elicitation"] = {"form": {}}
+    return plain
 
 
 class Probe(Wire):
@@ -104,10 +108,14 @@ class Probe(Wire):
         self.tg: TaskGroup | None = None
         self._opening: dict[int, tuple[str, dict[str, Any]]] = {}  # request id -> (method, params)
         self.sessions: dict[str, str] = {}  # session id -> cwd, of sessions opened on this connection
+        self.sent_methods: dict[int, str] = {}  # request id -> method, of every request sent (a response's method)
+        self.stderr_counter: StderrCounter | None = None  # counts the agent's stderr (a process of ours only)
+        self.memo: dict[str, Any] = {}  # exchanges several checks judge, run once per process (checks/v1/base.py)
 
     # -- the client's part -----------------------------------------------------------------------------
 
     def _requesting(self, request_id: int, method: str, params: Any) -> None:
+        self.sent_methods[request_id] = method
         if method in _SESSION_OPENERS:
             plain = to_builtins(params)
             self._opening[request_id] = (method, plain if isinstance(plain, dict) else {})
@@ -138,6 +146,9 @@ class Probe(Wire):
             return
         if method in V1_CLIENT_METHODS and self.version == 1 and self.tg is not None:
             self.tg.start_soon(self._client_call, frame)
+            return
+        if method == ELICITATION and self.version == 1:
+            await self._elicitation(frame)
             return
         await self.respond_error(frame.message["id"], -32601, f"Method not found: {method}")
 
@@ -175,6 +186,20 @@ class Probe(Wire):
         with contextlib.suppress(Fail):
             await self.respond(rid, result)
 
+    async def _elicitation(self, frame: Frame) -> None:
+        """v1 ``elicitation/create``: kept as a call (the gate's check judges it), declined when form elicitation
+        was offered, else -32601 (the client has no such method)."""
+        assert frame.message is not None
+        call = ClientCall(frame, ELICITATION, frame.params, client_call_problems(ELICITATION, frame.params))
+        call.advertised = "elicitation.form" in self.advertised
+        self.calls.append(call)
+        if call.advertised:
+            call.outcome = "ok"
+            await self.respond(frame.message["id"], {"action": "decline"})
+        else:
+            call.outcome = "error -32601"
+            await self.respond_error(frame.message["id"], -32601, f"Method not found: {ELICITATION} (not advertised)")
+
     async def _auto_answer(self, frame: Frame) -> None:
         assert frame.message is not None
         options = frame.params.get("options") or []
@@ -187,6 +212,11 @@ class Probe(Wire):
         await self.respond(frame.message["id"], RequestPermissionResponse(outcome=outcome))
 
     # -- ACP shortcuts ---------------------------------------------------------------------------------
+
+    @property
+    def stderr_bytes(self) -> int | None:
+        """Bytes the agent has written to stderr so far (None when it is not a process of ours: ``--url``)."""
+        return self.stderr_counter.bytes if self.stderr_counter is not None else None
 
     @property
     def capabilities(self) -> dict[str, Any]:
@@ -211,16 +241,22 @@ class Probe(Wire):
         session = self.capabilities.get("session" if self.version != 1 else "sessionCapabilities")
         return session.get(name) if isinstance(session, dict) else None
 
-    async def initialize(self, version: int = 2, *, fs: bool = True, terminal: bool = True) -> dict[str, Any]:
+    async def initialize(
+        self, version: int = 2, *, fs: bool = True, terminal: bool = True, elicitation: bool = False
+    ) -> dict[str, Any]:
         """Offer ``version`` in its own shape and record the answer. An agent that answers 1 to a newer offer gets
-        the v1 offer next, with the file system and terminals as asked (the v2 offer has no place for them); one
-        that refuses a second ``initialize`` keeps its first answer and is taken to know none of them."""
-        self.advertised = ({"fs.readTextFile", "fs.writeTextFile"} if fs else set()) | (
-            {"terminal"} if terminal else set()
+        the v1 offer next, with the file system and terminals (and elicitation) as asked (the v2 offer has no place
+        for fs and terminals); one that refuses a second ``initialize`` keeps its first answer and is taken to know
+        none of them."""
+        self.advertised = (
+            ({"fs.readTextFile", "fs.writeTextFile"} if fs else set())
+            | ({"terminal"} if terminal else set())
+            | ({"elicitation.form"} if elicitation else set())
         )
-        result = await self._initialize_with(v1_offer(version, fs=fs, terminal=terminal))
+        result = await self._initialize_with(v1_offer(version, fs=fs, terminal=terminal, elicitation=elicitation))
         if version != 1 and self.version == 1:
-            frame = await self.call("initialize", v1_offer(1, fs=fs, terminal=terminal), rule="initialization.mdx")
+            offer = v1_offer(1, fs=fs, terminal=terminal, elicitation=elicitation)
+            frame = await self.call("initialize", offer, rule="initialization.mdx")
             if frame.error is None and isinstance(frame.result, dict):
                 result = self._answered(frame.result)
                 self.init_index = frame.index
@@ -351,22 +387,34 @@ class Probe(Wire):
         return Turn(start, rid, response, await self.wait_idle(session_id, start, rule="ACP2-050", timeout=timeout))
 
 
+class StderrCounter:
+    """Counts the bytes of the agent's stderr lines as they are read."""
+
+    def __init__(self) -> None:
+        self.bytes = 0
+
+    def line(self, text: str) -> None:
+        self.bytes += len(text.encode("utf-8", "replace")) + 1
+
+
 @asynccontextmanager
 async def spawn_probe(
     argv: Sequence[str], *, timeout: float, env: Mapping[str, str] | None = None, startup_timeout: float = 20.0
 ) -> AsyncIterator[Probe]:
     """Start the agent, read its stdout into a ``Probe``, and shut it down (and its terminals) on exit."""
     async with AsyncExitStack() as stack:
+        counter = StderrCounter()
         agent = await stack.enter_async_context(
             stdio_agent(
                 list(argv),
                 env=dict(os.environ if env is None else env),
-                on_stderr=lambda line: None,
+                on_stderr=counter.line,
                 grace_period=0.5,
                 terminate_timeout=0.5,
             )
         )
         probe = await read_into_probe(stack, agent, timeout, startup_timeout)
+        probe.stderr_counter = counter
         try:
             yield probe
         finally:

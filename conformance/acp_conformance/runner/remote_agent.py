@@ -22,7 +22,7 @@ from acp_session.transport.remote import (
 
 from .probe import Fail, Probe, read_into_probe
 
-__all__ = ["ConnectionLost", "RemoteAgent", "connect_probe", "unreachable"]
+__all__ = ["ConnectionLost", "RemoteAgent", "connect_probe", "connection_lost", "unreachable"]
 
 
 class ConnectionLost(Fail):
@@ -32,6 +32,16 @@ class ConnectionLost(Fail):
     def __init__(self, rule: str, failure: BaseException) -> None:
         super().__init__(rule, f"the connection ended: {failure}")
         self.failure = failure
+
+
+def connection_lost(agent: object) -> ConnectionLost | None:
+    """Why ``agent``'s remote connection ended, when it did (None: it did not, or it is not remote). Over HTTP the
+    ``initialize`` POST is sent in the background, so its failure (the network, TLS, a refusal) shows here, not
+    as an error of the send."""
+    if not isinstance(agent, RemoteAgent):
+        return None
+    failure = getattr(agent.transport, "failure", None)
+    return None if failure is None else ConnectionLost(agent.rule, failure)
 
 
 def unreachable(error: BaseException) -> str | None:

@@ -19,9 +19,11 @@ from typing import Any
 import anyio
 from anyio.abc import TaskGroup
 
+from acp_session.errors import RemoteHttpError
 from acp_session.transport.remote import RemoteDialer
 from acp_session.transport.remote.client import RemoteClients, make_client
 from acp_session.transport.remote.sse import SseParser
+from acp_session.transport.remote.websocket import upgrade_websocket
 
 from .probe import Fail, v1_offer
 
@@ -243,15 +245,20 @@ async def ws_probe(dialer: RemoteDialer, timeout: float) -> AsyncIterator[tuple[
     import httpx_ws
 
     async with make_client(dialer, http1=True, http2=False, streams=1) as client:
-        # Bounded by the client's timeouts (a cancel scope here would not nest with httpx-ws's task group).
-        connecting: Any = httpx_ws.aconnect_ws(dialer.request_url, client, keepalive_ping_interval_seconds=None)
+        try:  # the whole upgrade within the dialer's connect_timeout (the transport's own upgrade)
+            response = await upgrade_websocket(dialer, client)
+        except RemoteHttpError as exc:
+            raise Fail("ACP-WS-001", f"the WebSocket upgrade was refused with HTTP {exc.status}") from None
         try:
-            ws = await connecting.__aenter__()
-        except httpx_ws.WebSocketUpgradeError as exc:
-            status = exc.response.status_code
-            raise Fail("ACP-WS-001", f"the WebSocket upgrade was refused with HTTP {status}") from None
-        try:
-            yield ws, ws.response
+            session = httpx_ws.AsyncWebSocketSession(
+                response.extensions["network_stream"], keepalive_ping_interval_seconds=None, response=response
+            )
+            ws = await session.__aenter__()
+            try:
+                yield ws, response
+            finally:
+                with contextlib.suppress(Exception):  # the peer may be gone already
+                    await session.__aexit__(None, None, None)
         finally:
-            with contextlib.suppress(Exception):  # the peer may be gone already
-                await connecting.__aexit__(None, None, None)
+            with anyio.CancelScope(shield=True):
+                await response.aclose()

@@ -7,6 +7,9 @@ leaves permission requests unanswered, a user who has not decided yet), and disc
 the turn is over. In ``permission-policy`` the policy it is given becomes a ``PermissionPolicy`` on the builder
 (``allow=read deny=*``: reads allowed, everything else denied). Exit status 0 when the turn ended, 1 when the
 agent went away first.
+
+``--providers`` (before the agent's command) adds the library's providers, ``LocalFileSystem`` and
+``LocalTerminals``: the client then advertises v1's fs and terminal capabilities and serves those calls.
 """
 
 from __future__ import annotations
@@ -48,6 +51,9 @@ async def drive(agent: list[str]) -> int:
     builder = ClientBuilder("acp-session-conformance-driver", "1.0").on_request_permission(approve)
     if scenario == "permission-policy":
         builder.permission_policy(policy_of(parse_policy(os.environ.get(POLICY_VARIABLE, ""))))
+    if agent[:1] == ["--providers"]:
+        agent = agent[1:]
+        builder = builder.with_file_system().with_terminals().tools_over_mcp(False)
     async with builder.spawn(agent) as client:
         conversation = await client.start_conversation(os.getcwd())
         cancelled = False

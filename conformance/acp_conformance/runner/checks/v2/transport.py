@@ -42,7 +42,8 @@ async def framing(ctx: CheckContext) -> str | None:
     frames = p.own_frames(start)
     for frame in frames:  # what the agent wrote while starting, and for this check
         if frame.problem is not None:
-            raise Fail("transports.mdx#stdio", f"stdout line {frame.index + 1} is not an ACP message: {frame.problem}")
+            what = f"stdout line {frame.index + 1} is not an ACP message: {frame.problem}"
+            raise Fail("transports.mdx#stdio", what, offending=frame.raw)
         if frame.method == "session/update":
             problem = decode_update(frame)
             if problem is not None:
