@@ -49,19 +49,19 @@ def test_v2_agent_that_acts_after_a_reject_fails_naming_what_it_did() -> None:
     assert "the sandbox changed: acp-reference-edit/ (new)" in failure.message  # the files it wrote on disk
 
 
-def test_v1_agent_that_acts_after_a_reject_fails_that_check_alone() -> None:
+def test_v1_agent_that_acts_after_a_reject_fails_naming_what_it_did() -> None:
     """Through the client: the v1 front writes with fs/write_text_file (the runner offers it), which the runner
-    answers in the sandbox; every other v1 check is unmoved."""
-    report = _run("act-after-reject", offer=1)
+    answers in the sandbox. That every other v1 check stays as documented is test_v1_mutants.py's to assert (the
+    mode is in its table)."""
+    report = _run("act-after-reject", offer=1, only=CHECKS)
     assert report.version == 1
-    failed = {r.id: r.message for r in report.results if r.status == "fail"}
-    assert set(failed) == {"permission-refused"}, failed
-    message = failed["permission-refused"]
-    assert message.startswith("tool-calls.mdx#permission-options: refused with option 'reject-once'")
-    assert "it sent fs/write_text_file" in message and "acp-reference-edit/greeting.txt" in message
-    assert "the sandbox changed" in message
-    others = {k for k, v in _statuses(report).items() if v != "pass" and k not in failed}
-    assert others == {"auth-methods", "unsupported-content"}
+    by_id = {r.id: r for r in report.results}
+    assert by_id["permission-asked"].status == "pass"
+    failure = by_id["permission-refused"]
+    assert failure.status == "fail"
+    assert failure.message.startswith("tool-calls.mdx#permission-options: refused with option 'reject-once'")
+    assert "it sent fs/write_text_file" in failure.message and "acp-reference-edit/greeting.txt" in failure.message
+    assert "the sandbox changed" in failure.message
 
 
 @pytest.mark.parametrize("offer", [2, 1])
