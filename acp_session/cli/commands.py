@@ -7,7 +7,6 @@ import os
 import shlex
 import sys
 from collections.abc import Sequence
-from datetime import datetime
 from typing import Any
 
 import anyio
@@ -23,10 +22,11 @@ from .exits import EXIT_ERROR, EXIT_OK, EXIT_USAGE
 from .login import DEFAULT_LOGIN_TIMEOUT, EXIT_AUTH, pick_method
 from .messages import Failure
 from .named_sessions import NamedSessions
+from .recap import recap_lines
 from .render_json import JsonRenderer
 from .safe_text import terminal_safe
 from .screen import say
-from .session_info import session_info
+from .session_info import local_time, session_info
 
 __all__ = ["chat", "local_time", "login", "resume", "sessions"]
 
@@ -61,7 +61,8 @@ async def chat(app: ChatApp) -> int:
             args.session_id = session_id
             conversation = await Conversation.resume(client, session_id, args.cwd, mcp_servers=app.mcp_servers(client))
             if not app.json:
-                app.renderer.info(f"continuing session {session_id}")
+                for line in recap_lines(conversation.history(), session_id):  # where you were (cli/recap.py)
+                    app.renderer.info(line)
         else:
             options = new_session_options(app, client)  # --system-prompt
             if isinstance(options, Failure):
@@ -137,7 +138,8 @@ async def resume(app: ChatApp) -> int:
         if ready is not conversation:
             conversation = ready
             app.announce(conversation)
-        code = await app.loop(conversation, _prompt_text(args.prompt), from_stdin=args.prompt == ["-"], announce=False)
+        prompt = _prompt_text(args.prompt)
+        code = await app.loop(conversation, prompt, from_stdin=args.prompt == ["-"], announce=False, replayed=True)
         await _close(conversation)
         return code
 
@@ -237,15 +239,17 @@ async def sessions(app: ChatApp) -> int:
         if not rows:
             say(f"no sessions{'' if args.all else ' in ' + args.cwd}", sys.stdout)
             return EXIT_OK
-        table = [("ID", "UPDATED", "DIRECTORY", "TITLE")]
+        names = NamedSessions()
+        table = [("ID", "NAME", "UPDATED", "DIRECTORY", "TITLE")]
         for info in rows:
             title = info.title if isinstance(info.title, str) and info.title else app.recent.title(info.session_id)
             session_id, cwd = terminal_safe(str(info.session_id)), terminal_safe(str(info.cwd))
-            table.append((session_id, terminal_safe(local_time(info.updated_at)), cwd, one_line(title or "-")))
-        widths = [max(len(row[i]) for row in table) for i in range(3)]
+            named = one_line(", ".join(names.names_of(info.session_id, args.agent_key)), 30) or "-"
+            table.append((session_id, named, terminal_safe(local_time(info.updated_at)), cwd, one_line(title or "-")))
+        widths = [max(len(row[i]) for row in table) for i in range(4)]
         for row in table:
             line = "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False))
-            say(line + "  " + row[3], sys.stdout)
+            say(line + "  " + row[4], sys.stdout)
         return EXIT_OK
 
     return await app.run(body)
@@ -255,19 +259,6 @@ def one_line(text: str, limit: int = 60) -> str:
     """A title on one line of the table: whitespace runs as one space, control characters dropped, cut short."""
     text = " ".join(terminal_safe(text).split())
     return text if len(text) <= limit else text[: limit - 1] + "\u2026"
-
-
-def local_time(stamp: Any) -> str:
-    """An ISO 8601 time as ``YYYY-MM-DD HH:MM`` in local time; ``-`` when there is none."""
-    if not isinstance(stamp, str) or not stamp:
-        return "-"
-    try:
-        moment = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
-    except ValueError:
-        return stamp
-    if moment.tzinfo is not None:
-        moment = moment.astimezone()
-    return moment.strftime("%Y-%m-%d %H:%M")
 
 
 def _session_json(info: Any, first_prompt: str | None) -> dict[str, Any]:

@@ -89,10 +89,17 @@ def connect_remote(builder: Any, args: argparse.Namespace, initialize_timeout: f
 
 def describe_remote(exc: BaseException, url: str) -> Failure | None:
     """A remote connection's failure in plain words (None: not one of its own)."""
-    from acp_session.transport.remote import RemoteCertificateError, RemoteTransportError, redact_url
+    from acp_session.transport.remote import (
+        RemoteCertificateError,
+        RemoteExtraMissing,
+        RemoteTransportError,
+        redact_url,
+    )
 
     where = redact_url(url)
     kind = type(exc).__name__
+    if isinstance(exc, RemoteExtraMissing):  # this install's, not the agent's: it says what to install
+        return Failure(str(exc), kind)
     if isinstance(exc, RemoteHttpError) and exc.status in (401, 403):
         return Failure(
             f"the agent at {where} refused the credentials (HTTP {exc.status}); "

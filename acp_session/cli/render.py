@@ -203,8 +203,11 @@ class Renderer:
     def info(self, text: str) -> None:
         raise NotImplementedError
 
-    def permission(self, title: str, options: list[tuple[str, str, str]], answer: str | None) -> None:
-        """A permission question was answered (``options``: id, name, kind; ``answer``: an option id or None)."""
+    def permission(
+        self, title: str, options: list[tuple[str, str, str]], answer: str | None, *, reason: str | None = None
+    ) -> None:
+        """A permission question was answered (``options``: id, name, kind; ``answer``: an option id or None;
+        ``reason``: why it could not be asked, when it could not)."""
         raise NotImplementedError
 
     def usage(self, usage: ContextUsage) -> None:
@@ -541,8 +544,13 @@ class TerminalRenderer(Renderer):
         color = self.color and color_enabled(err) if self.err is None else self.color
         Screen(err, color=color, before_write=self.before_output).line(Styled(text, (DIM,)))
 
-    def permission(self, title: str, options: list[tuple[str, str, str]], answer: str | None) -> None:
+    def permission(
+        self, title: str, options: list[tuple[str, str, str]], answer: str | None, *, reason: str | None = None
+    ) -> None:
         name = next((n for option_id, n, _ in options if option_id == answer), None)
+        if reason is not None:
+            self._line(f"[permission] {title}: cancelled (not asked: {reason})", YELLOW)
+            return
         self._line(f"[permission] {title}: {name or 'cancelled'}", DIM)
 
     def usage(self, usage: ContextUsage) -> None:

@@ -33,7 +33,6 @@ from ..schema.types import (
     ElicitationFormCapabilities,
     ElicitationUrlCapabilities,
     Implementation,
-    RequestPermissionRequest,
     TerminalAuthCapabilities,
     UpdateSessionNotification,
 )
@@ -55,6 +54,7 @@ if TYPE_CHECKING:
     from ..transport.remote import RemoteDialer
 from ._settings import Fallback, Handler, PolicyListener
 from .connection import ClientConnection, ext_name, hub_of
+from .permission_answers import PermissionHandler
 from .permission_policy import PermissionPolicy
 from .reconnect import Dialer, Reconnector, ReconnectPolicy, RedialByDefault, policy_for, recording
 
@@ -202,12 +202,16 @@ class ClientBuilder:
         meter_provider: MeterProvider | None = None,
         *,
         propagate: bool = True,
+        max_attribute_length: int = 1024,
+        titles: bool = True,
         enabled: bool = True,
     ) -> ClientBuilder:
         """Emit OpenTelemetry spans and metrics for this builder's connections (needs the ``otel`` extra; the
         providers default to the global ones). ``propagate`` puts the current trace context into each request's
-        ``_meta`` (``traceparent``, ``tracestate``). ``enabled=False`` turns it off again. What is emitted:
-        docs/observability.md. Without this call OpenTelemetry is never imported."""
+        ``_meta`` (``traceparent``, ``tracestate``). The agent's strings (names, titles, ids, error messages) go
+        into spans without what looks like a credential and cut to ``max_attribute_length`` characters;
+        ``titles=False`` leaves the tool call and permission titles out. ``enabled=False`` turns it off again.
+        What is emitted: docs/observability.md. Without this call OpenTelemetry is never imported."""
         if not enabled:
             self._instrumentation = None
             return self
@@ -217,7 +221,13 @@ class ClientBuilder:
             raise ImportError(
                 "ClientBuilder.instrument() needs opentelemetry-api: pip install 'acp-session[otel]'"
             ) from exc
-        self._instrumentation = Instrumentation(tracer_provider, meter_provider, propagate=propagate)
+        self._instrumentation = Instrumentation(
+            tracer_provider,
+            meter_provider,
+            propagate=propagate,
+            max_attribute_length=max_attribute_length,
+            titles=titles,
+        )
         return self
 
     def with_meta(self, meta: dict[str, Any] | None) -> ClientBuilder:
@@ -333,8 +343,8 @@ class ClientBuilder:
         self._update = fn
         return self
 
-    def on_request_permission(self, fn: Callable[[RequestPermissionRequest], Any]) -> ClientBuilder:
-        """Answer permission requests: return a ``RequestPermissionResponse``, an outcome or an option id.
+    def on_request_permission(self, fn: PermissionHandler) -> ClientBuilder:
+        """Answer permission requests: ``fn(request)``, plain or async, returns a ``PermissionAnswer`` (an option id).
 
         Without one, every request is answered with the cancelled outcome (never an approval).
         """

@@ -145,7 +145,7 @@ class ReconnectRecovery(TurnRouting):
         except (ResourceNotFound, CapabilityNotSupported) as exc:
             self.state.apply_resume_response(ResumeSessionResponse())
             track.unlisten_fn(quiet)()
-            lost = SessionLost(session_id, exc)
+            lost = track.lost = SessionLost(session_id, exc)  # every later call on the session raises it too
             self._session_lost(lost, connection)
             raise lost from exc
         except BaseException:
@@ -193,6 +193,7 @@ class ReconnectRecovery(TurnRouting):
             reconnector.recoveries.pop(lost.session_id, None)
         for turn in self._unfinished():
             turn.report(ChatSessionLost(lost))
+        self._closed = lost  # chat() raises it from now on (until reconnect() or resume finds the session)
         self._fail_all(lost)
         if self._streams is not None:
             self._streams.end(lost)  # nothing more will come: the agent has no such session

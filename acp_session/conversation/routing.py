@@ -17,7 +17,8 @@ from acp_session.conversation.entities import Message
 from acp_session.conversation.events import MessageChanged, StateChanged, StateEvent, ToolCallChanged
 from acp_session.conversation.state import SessionState
 from acp_session.conversation.turn import ChatTurn
-from acp_session.errors import AcpError, ConnectionClosed
+from acp_session.errors import AcpError
+from acp_session.interactions import ReaderMark
 from acp_session.schema import (
     BackgroundToolCall,
     ContentBlock,
@@ -67,9 +68,10 @@ class TurnRouting:
     _turns_total: int
     _last_response: ChatResponse | None
     _idle: anyio.Event
-    _closed: ConnectionClosed | None
+    _closed: AcpError | None
     _owned: ClientConnection | None
     _disconnected: bool
+    _streams: Any  # the open streams' hub (streams._Hub), or None
 
     def _route(self, event: StateEvent) -> None:
         kind = type(event)
@@ -252,6 +254,23 @@ class TurnRouting:
         for segment in self._segments:
             ids += [e.tool_call.tool_call_id for e in segment.events if isinstance(e, ToolCallChanged)]
         return [tid for tid in dict.fromkeys(ids) if tid not in self._background]
+
+    def _on_file_written(self, path: str, content: str) -> None:
+        """The client wrote a file for this session's agent (v1 ``fs/write_text_file``, the provider returned):
+        a ``ChatFile`` for the turn the session's work belongs to now (none while no turn of ours runs)."""
+        receiver = self._receiver
+        if receiver is None:
+            receiver = self._hold_for_answer()
+        if receiver is not None:
+            receiver.feed(ChatFile(path, content, source="fs_write"))
+
+    def _reader_marks(self) -> list[ReaderMark]:
+        """Where the readers of this conversation's events stand (its turns' iterators, its streams' consumers): the
+        session's interactive requests wait for them, so a handler is called in wire order with the events."""
+        turns = [*self._active, *(s.owner for s in self._segments if s.owner is not None), *self._awaiting]
+        marks = [mark for mark in map(ChatTurn.reader_mark, turns) if mark is not None]
+        streams = self._streams
+        return marks if streams is None else marks + streams.reader_marks()
 
     # ------------------------------------------------------------------ bookkeeping
 

@@ -24,6 +24,7 @@ from contextlib import asynccontextmanager, suppress
 import anyio
 from anyio.abc import Process
 
+from ..errors import exit_words
 from .base import DEFAULT_RECEIVE_SIZE, FrameTransport, PeerExit
 from .framing import DEFAULT_MAX_FRAME_SIZE
 from .lines import LineFrames
@@ -31,6 +32,7 @@ from .pipe import PipeFrames, PipeReader, PipeWriter, open_pipe, open_stdin_pipe
 from .process_tree import GroupTree, ProcessTree, ReapedTree, group_running, open_tree
 
 __all__ = ["AgentProcess", "group_running", "stdio_agent"]  # group_running: for callers of its former home
+
 
 _log = logging.getLogger("acp_session.agent.stderr")
 _MAX_STDERR_LINE = 64 * 1024
@@ -143,7 +145,8 @@ class AgentProcess:
         with anyio.move_on_after(_EXIT_WAIT):
             await self.tree.wait()
             await self._stderr_done.wait()
-        return PeerExit(self.tree.returncode, self.stderr_tail)
+        code = self.tree.returncode
+        return PeerExit(code, self.stderr_tail, None if code is None else exit_words(code))
 
     async def aclose(self) -> None:
         """Close stdin, wait ``grace_period`` for a clean exit, then SIGTERM, wait ``terminate_timeout``, then SIGKILL.

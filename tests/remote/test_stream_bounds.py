@@ -204,7 +204,7 @@ async def test_three_thousand_announced_children_open_at_most_the_cap_of_streams
                 response = await conversation.chat_to_completion("go")
                 while len(kids.child_gets) < cap + kids.closing:  # the ten closed ones made room for ten more
                     await anyio.sleep(0.01)
-                while "child kid-0" not in [m.text for m in conversation.subagents["kid-0"].history]:
+                while "child kid-0" not in [m.text for m in conversation.subagents["kid-0"].history()]:
                     await anyio.sleep(0.01)
                 assert not client.rpc.closed
     assert response.stop_reason == "end_turn" and response.text == "hello\n\nafter"

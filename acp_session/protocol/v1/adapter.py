@@ -145,7 +145,6 @@ class V1Protocol(V1Incoming, ProtocolAdapter):
         self._client: ClientSide | None = None
         self.ignored_updates = 0
         """``session/update``s of a kind only protocol version 2 has, which a v1 agent sent and the adapter ignored."""
-        self._warned: set[str] = set()  # v2-only kinds already logged (a bounded set: the model's kinds)
 
     # -- what the agent offers -------------------------------------------------------------------------------
 

@@ -8,6 +8,7 @@ could not be checked (not started, or no shared protocol version), 4 partial (``
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import shlex
 import shutil
@@ -19,9 +20,7 @@ import anyio
 
 from acp_session.registry import RegistryError, named_agent
 from acp_session.transport.remote import (
-    DEFAULT_REMOTE_LIMITS,
     RemoteDialer,
-    RemoteLimits,
     parse_header,
     redact_url,
     resolve_ca_file,
@@ -30,6 +29,7 @@ from acp_session.transport.remote import (
 from .baseline import BaselineError, load_baseline, write_baseline
 from .checks_remote import REMOTE_CHECKS
 from .registry import AREAS, CHECK_SETS, in_report_order
+from .remote_agent import RUNNER_LIMITS
 from .report import junit, table, to_json
 from .run import RunOptions, run
 from .scenarios import SCENARIO_HELP, ScenarioError, load_scenarios
@@ -307,7 +307,7 @@ def _dialer(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Remote
             insecure=args.insecure,
             ca_file=resolve_ca_file(args.ca_file, insecure=args.insecure),
             # --timeout bounds each dial too (a WebSocket upgrade whose 101 dribbles), when it is the shorter.
-            limits=RemoteLimits(connect_timeout=min(args.timeout, DEFAULT_REMOTE_LIMITS.connect_timeout)),
+            limits=dataclasses.replace(RUNNER_LIMITS, connect_timeout=min(args.timeout, RUNNER_LIMITS.connect_timeout)),
         )
     except ValueError as exc:
         parser.error(str(exc))
