@@ -6,7 +6,6 @@ Everything is rooted in jsonrpc-base's ``JSONRPCError`` so code written against 
 
 from __future__ import annotations
 
-import signal
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
@@ -168,19 +167,6 @@ class InitializeTimeout(RequestTimeout):
         super().__init__(text)
 
 
-def exit_words(returncode: int | None) -> str:
-    """How an agent's process ended, in words (a subprocess transport's ``ConnectionClosed`` reason; the CLI's)."""
-    if returncode is None:
-        return "the connection to the agent closed"
-    if returncode < 0:
-        try:
-            name = signal.Signals(-returncode).name
-        except ValueError:
-            name = f"signal {-returncode}"
-        return f"the agent was killed ({name})"
-    return "the agent exited" if returncode == 0 else f"the agent exited with code {returncode}"
-
-
 class ConnectionClosed(AcpError, TransportError):
     """The peer's stream ended or the connection was closed while a request was pending.
 
@@ -193,6 +179,8 @@ class ConnectionClosed(AcpError, TransportError):
         self.reason = reason
         self.exit_code = exit_code
         self.stderr_tail: tuple[str, ...] = tuple(stderr_tail)
+        from .transport.exits import exit_words  # a lower layer's words, imported on use (errors is the base)
+
         said = exit_code is None or reason == exit_words(exit_code)  # the reason already says how it ended
         text = reason if said else f"{reason} (exit code {exit_code})"
         if self.stderr_tail:

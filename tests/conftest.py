@@ -8,11 +8,13 @@ need not be fetched again for each test.
 
 from __future__ import annotations
 
+import compileall
 import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 #: The user's real folders as the run found them, for the test that checks a run leaves them unchanged.
 REAL_HOME = os.path.expanduser("~")
@@ -23,6 +25,22 @@ REAL_FOLDERS = {
     "XDG_DATA_HOME": os.environ.get("XDG_DATA_HOME") or os.path.join(REAL_HOME, ".local", "share"),
 }
 _NPM_CACHE = os.environ.get("NPM_CONFIG_CACHE") or os.path.join(REAL_HOME, ".npm")
+_REPO = Path(__file__).resolve().parent.parent
+
+# A property test's examples share the CPU with the other parallel workers' subprocesses: no deadline per example
+# (most property tests here set none anyway) and no health check on slow data generation.
+settings.register_profile("suite", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("suite")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Compile the package's modules to bytecode once, before any test (in the main process, not in each parallel
+    worker): the suite starts agents, the CLI and the runner as Python subprocesses again and again, and where
+    ``PYTHONDONTWRITEBYTECODE`` is set each of them would compile the modules it imports anew (about a third of
+    its start-up)."""
+    if os.environ.get("PYTEST_XDIST_WORKER") is None:
+        for package in ("acp_session", "acp_conformance", "tests"):
+            compileall.compile_dir(_REPO / package, quiet=2)
 
 
 def snapshot_acp_session_folders(folders: dict[str, str] | None = None) -> dict[str, tuple[int, int]]:
@@ -73,6 +91,8 @@ def _real_folders_unchanged(tmp_path_factory: pytest.TempPathFactory) -> Iterato
     yield
     changed = changed_files(before, snapshot_acp_session_folders())
     base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent  # a parallel worker's folder is one of the run's: look for any worker's
     ours = files_naming(changed, sorted({str(base), os.path.realpath(base)}))
     assert not ours, f"the test run wrote into the user's real folders: {ours[:10]}"
 

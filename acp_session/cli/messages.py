@@ -19,8 +19,8 @@ from acp_session.errors import (
     RequestTimeout,
     ResourceNotFound,
     RpcError,
-    exit_words,
 )
+from acp_session.transport.exits import exit_words
 
 __all__ = ["STDERR_LINES", "Failure", "describe", "error_record", "failure_lines", "stderr_tail_of"]
 

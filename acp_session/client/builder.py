@@ -10,7 +10,7 @@ import dataclasses
 import logging
 import os
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
-from contextlib import AbstractAsyncContextManager, AbstractContextManager, asynccontextmanager, nullcontext
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
@@ -36,9 +36,7 @@ from ..schema.types import (
     TerminalAuthCapabilities,
     UpdateSessionNotification,
 )
-from ..session import (
-    DEFAULT_LIMITS,
-)
+from ..session import DEFAULT_LIMITS
 from ..transport import AgentProcess, FrameTransport, Transport, stdio_agent
 from ..transport.environment import EnvPolicy, agent_environment
 
@@ -57,6 +55,7 @@ from .connection import ClientConnection, ext_name, hub_of
 from .permission_answers import PermissionHandler
 from .permission_policy import PermissionPolicy
 from .reconnect import Dialer, Reconnector, ReconnectPolicy, RedialByDefault, policy_for, recording
+from .spawning import resolve_command
 
 __all__ = ["ClientBuilder", "ElicitationMode"]
 
@@ -563,18 +562,7 @@ class ClientBuilder:
         ``"minimal"`` (PATH, HOME, user, locale, terminal, temp dir, and the variables named in ``pass_env``;
         see ``acp_session.transport.environment``)."""
         base_env = env if env is not None else agent_environment(env_policy, pass_env)
-        if isinstance(argv, str):
-            from ..registry import resolve_agent
-
-            name = argv
-            argv = await anyio.to_thread.run_sync(lambda: resolve_agent(name, registry=registry, channel=channel))
-        in_use: AbstractContextManager[None] = nullcontext()
-        if not isinstance(argv, (str, Sequence)):  # an AgentCommand
-            base_env = argv.environment(base_env)
-            cwd = cwd if cwd is not None else argv.cwd
-            in_use = argv.in_use()  # a registry binary's folder: no install removes it while the agent runs
-            argv = argv.argv
-        command = list(argv)
+        command, cwd, base_env, in_use = await resolve_command(argv, cwd, base_env, registry, channel)
 
         def dial() -> AbstractAsyncContextManager[AgentProcess]:
             """The agent again, as first started (a reconnect policy restarts it with this)."""

@@ -24,8 +24,8 @@ from contextlib import asynccontextmanager, suppress
 import anyio
 from anyio.abc import Process
 
-from ..errors import exit_words
 from .base import DEFAULT_RECEIVE_SIZE, FrameTransport, PeerExit
+from .exits import exit_words
 from .framing import DEFAULT_MAX_FRAME_SIZE
 from .lines import LineFrames
 from .pipe import PipeFrames, PipeReader, PipeWriter, open_pipe, open_stdin_pipe

@@ -53,7 +53,9 @@ def test_acp_session_cli_passes_client_mode_on_both_versions_fast() -> None:
     assert {(r["scenario"], r["agentVersion"]) for r in report["runs"]} >= {("basic", 1), ("basic", 2)}
     assert {r["negotiated"] for r in report["runs"] if r["scenario"] == "basic"} == {1, 2}
     assert all(c["status"] == "PASS" for c in report["checks"] if c["tier"] == "MANDATORY")
-    assert report["seconds"] < 10, report["seconds"]
+    # Fast: no run waited for the runner's limit (15 s), a wall-clock bound that parallel workers cannot break.
+    assert all(r["exitCode"] is not None for r in report["runs"]), report["runs"]
+    assert report["seconds"] < 60, report["seconds"]
 
 
 def test_the_broken_client_without_a_defect_passes_everything(tmp_path: Path) -> None:
