@@ -29,6 +29,8 @@ SCENARIO_CHECKS = {
     "cancel-held-prompts",
     "close-active-work",
     "background-work",
+    "permission-refused",
+    "permission-asked",
 }
 # ts_agent.mjs has no plan, terminal or background-work behaviour, and advertises no auth methods.
 NO_BEHAVIOUR = {"plan", "terminal", "background-work"}

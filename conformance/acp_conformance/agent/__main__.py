@@ -104,8 +104,8 @@ def _parser() -> argparse.ArgumentParser:
         help="with --listen: every request must carry 'Authorization: Bearer TOKEN', TOKEN being this file's text "
         "(401 otherwise); the file must be readable by its owner only (chmod 600). Needed to listen beyond loopback",
     )
-    remote.add_argument(
-        "--backend", choices=("asyncio", "trio"), default="asyncio", help="with --listen: the event loop (asyncio)"
+    parser.add_argument(
+        "--backend", choices=("asyncio", "trio"), default="asyncio", help="the event loop (default asyncio)"
     )
     remote.add_argument(
         "--require-cookie",
@@ -256,7 +256,7 @@ def main(argv: list[str] | None = None) -> None:
     if "junk-stdout" in options.broken:
         os.write(sys.stdout.fileno(), b"reference agent starting up\n")  # not an ACP message: a framing error
     with contextlib.suppress(KeyboardInterrupt):
-        anyio.run(serve, options)
+        anyio.run(serve, options, backend=args.backend)
 
 
 if __name__ == "__main__":

@@ -85,6 +85,10 @@ _V2: dict[str, Classification] = {
     "batch": Classification(
         A, ("ACP-BATCH-201", "ACP-BATCH-202", "ACP-BATCH-203", "ACP-BATCH-204", "ACP-BATCH-205", "ACP-JSONRPC-005")
     ),
+    # Beyond the kit (refused means refused): no kit id judges what an agent does after a refusal.
+    "permission-refused": Classification(C, ()),
+    "permission-asked": Classification(A, ()),
+    "pipelined-session-new": Classification(A, ()),  # beyond the kit: the reference agent's own defect (issue 50)
 }
 
 # v1: the kit holds the v1 session baseline (ACP1-012) and cancellation MANDATORY. Each kit id maps to the one
@@ -158,6 +162,9 @@ _V1: dict[str, Classification] = {
     "record-invalid-request": Classification(INFO, ("ACP-INFO-INVALIDREQ-001",)),
     "record-unknown-session": Classification(INFO, ("ACP-INFO-UNKNOWNSESSION-001",)),
     "record-stderr": Classification(INFO, ("ACP-STDERR-001",)),
+    "permission-refused": Classification(C, ()),  # beyond the kit, as in v2
+    "permission-asked": Classification(A, ()),
+    "pipelined-session-new": Classification(A, ()),  # beyond the kit: the reference agent's own defect (issue 50)
 }
 
 CLASSIFICATIONS: dict[int, dict[str, Classification]] = {1: _V1, 2: _V2}

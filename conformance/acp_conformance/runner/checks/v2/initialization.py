@@ -12,9 +12,10 @@ from acp_session.schema.types import Implementation, InitializeRequest, Initiali
 
 from ...outcomes import Fail, NotApplicable
 from ...registry import CheckContext, require
+from ..pipelining import pipelined_session_new as pipelined
 from .base import V2
 
-__all__ = ["auth_methods", "initialize", "version_negotiation", "version_too_old"]
+__all__ = ["auth_methods", "initialize", "version_negotiation", "version_too_old", "pipelined_session_new"]
 
 
 @V2(
@@ -140,3 +141,31 @@ async def auth_methods(ctx: CheckContext) -> str | None:
     require(frame.error_code != -32601, "ACP2-060", "authMethods advertised but auth/login is -32601")
     # auth/logout is never called: it could remove the login stored for the person running the checks.
     return "auth/login answered; auth/logout not called (it could remove a stored login)"
+
+
+@V2(
+    "pipelined-session-new",
+    "a session/new sent in the same write as initialize is refused, or answered in the negotiated version",
+    "initialization",
+    ("initialization.mdx#version-negotiation", "schema:NewSessionResponse", "extensibility.mdx"),
+    prompts=False,
+    fresh=True,
+)
+async def pipelined_session_new(ctx: CheckContext) -> str | None:
+    version, what, problems = await pipelined(ctx.probe, ctx.offer, ctx.cwd, ctx.wait)
+    if version is None:
+        raise NotApplicable(f"offered {ctx.offer} with a pipelined session/new: {what}")
+    notes = [f"offered {ctx.offer}: {what}"]
+    found = [(ctx.offer, problem) for problem in problems]
+    if ctx.spawn is not None and ctx.offer >= 2:
+        # An agent that speaks version 1 too: a v1 client pipelines the same way (another agent process).
+        async with ctx.spawn() as other:
+            older, said, wrong = await pipelined(other, 1, ctx.cwd, ctx.wait)
+        notes.append(f"offered 1: {said}" if older == 1 else "offered 1: the agent does not speak version 1")
+        found += [(1, problem) for problem in wrong] if older == 1 else []
+    if found:
+        offered, problem = found[0]
+        rule, _, message = problem.partition(": ")
+        more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+        raise Fail(rule, f"offered {offered}, a pipelined session/new: {message}{more}")
+    return "; ".join(notes)
