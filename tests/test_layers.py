@@ -82,6 +82,9 @@ LAYERS: Layers = (
     ("conversation", ("acp_session.conversation", "acp_session.transcript", "acp_session.pages")),
     # acp_session/__init__.py: the public facade over the client (the conversation layer is imported on use).
     ("package", (ROOT,)),
+    # The host (``acp-session serve``): an agent's sessions kept alive between clients, served through
+    # acp_session.server, the agent driven with the library's own client.
+    ("host", ("acp_session.host",)),
     # The command line.
     ("cli", ("acp_session.cli", "acp_session.__main__")),
 )
