@@ -14,6 +14,7 @@ from pathlib import Path
 
 import anyio
 import pytest
+from anyio.streams.buffered import BufferedByteReceiveStream
 
 from acp_session.host.store import DATABASE_NAME, SCHEMA_VERSION, SessionStore, StoredSession, StoreError
 
@@ -348,7 +349,7 @@ async def test_a_second_host_on_the_directory_is_refused_until_the_first_lets_go
     with anyio.fail_after(120):
         async with await anyio.open_process([sys.executable, "-c", HOLDER, str(tmp_path)]) as holder:
             assert holder.stdout is not None and holder.stdin is not None
-            assert await holder.stdout.receive() == b"holding\n"
+            assert await BufferedByteReceiveStream(holder.stdout).receive_until(b"\n", 100) == b"holding"
             with pytest.raises(StoreError, match=at(path) + r": in use by another process .*one host per store$"):
                 await SessionStore.open(tmp_path, busy_timeout=0.1)
             async with anyio.create_task_group() as tasks:
