@@ -55,6 +55,10 @@ LAYERS: Layers = (
     ),
     # Bytes and frames; knows no JSON-RPC.
     ("transport", ("acp_session.transport",)),
+    # The server side of the remote transports: any ACP endpoint over Streamable HTTP and WebSocket (sans-IO rules,
+    # a connection's frames and streams, a thin ASGI app and hypercorn driver); knows no JSON-RPC peer, only where
+    # each message goes.
+    ("server", ("acp_session.server",)),
     # Agents by name: a registry id resolved to a command (argv, env) for this machine; knows no protocol.
     ("registry", ("acp_session.registry",)),
     # The JSON-RPC 2.0 peer; knows no ACP method and no generated type.
@@ -101,7 +105,6 @@ CONFORMANCE_LAYERS: Layers = (
             "acp_conformance.agent.config",
             "acp_conformance.agent.workspace",
             "acp_conformance.agent.negotiation",
-            "acp_conformance.agent.origins",
             "acp_conformance.agent.v1_wire",
             "acp_conformance.agent.mcp_client",
             "acp_conformance.agent.sessions",
@@ -116,17 +119,8 @@ CONFORMANCE_LAYERS: Layers = (
     ),
     # One handler per v2 method on a connection.
     ("agent server", ("acp_conformance.agent.server",)),
-    # --listen: Streamable HTTP and WebSocket.
-    (
-        "agent remote",
-        (
-            "acp_conformance.agent.remote_rules",
-            "acp_conformance.agent.remote_connection",
-            "acp_conformance.agent.websocket",
-            "acp_conformance.agent.http_app",
-            "acp_conformance.agent.listen",
-        ),
-    ),
+    # --listen: the server's sessions on the library's server (acp_session.server), the remote --broken modes.
+    ("agent remote", ("acp_conformance.agent.remote_modes", "acp_conformance.agent.listen")),
     ("agent command line", ("acp_conformance.agent.__main__",)),
     # The runner's wire: an agent's lines recorded as frames, the client's part, the remote probes.
     (
@@ -651,7 +645,7 @@ KNOWN_TYPE_CIRCLES: frozenset[frozenset[str]] = frozenset(
                 "acp_session.conversation.view",
             }
         ),
-        frozenset({"acp_conformance.agent.http_app", "acp_conformance.agent.websocket"}),
+        frozenset({"acp_session.server.app", "acp_session.server.websocket"}),
     }
 )
 
