@@ -33,6 +33,7 @@ DEFAULT_MAX_LOG_BYTES = 64 * 1024 * 1024
 """Bytes of encoded updates a session keeps for replay (the oldest go first beyond it)."""
 
 TurnState = Literal["idle", "running", "requires_action"]
+_TURN_STATES: dict[str, TurnState] = {"idle": "idle", "running": "running", "requires_action": "requires_action"}
 
 
 class UpdateLog:
@@ -177,8 +178,8 @@ class HostSession:
         self.updated_at = time.time()
         if isinstance(update, _STATE_UPDATES):
             state = update.state
-            if state == "idle" or state == "running" or state == "requires_action":
-                self.state = state
+            if state in _TURN_STATES:
+                self.state = _TURN_STATES[state]
             stop = update.stop_reason
             self.stop_reason = stop if isinstance(stop, str) else None
         elif isinstance(update, _INFO_UPDATES) and isinstance(update.title, str):

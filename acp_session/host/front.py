@@ -11,8 +11,8 @@ client, for the sessions this connection is attached to.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Hashable
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 import msgspec
@@ -57,9 +57,10 @@ from ..server import IncomingConnection
 from .core import HostSession, PermissionAsk, ordered
 
 if TYPE_CHECKING:
-    from .host import Host
+    from ..client import ClientConnection
+    from .events import EventKind
 
-__all__ = ["HOST_META", "ClientFront", "serve_client"]
+__all__ = ["HOST_META", "ClientFront", "ServingHost", "serve_client"]
 
 _log = logging.getLogger("acp_session.host")
 _PERMISSION = decoder(RequestPermissionResponse)
@@ -78,7 +79,40 @@ _HANDLED = {
 }
 
 
-async def serve_client(host: Host, incoming: IncomingConnection) -> None:
+class ServingHost(Protocol):
+    """What a client connection needs of its host (``host.Host`` is one; a protocol keeps this module below it)."""
+
+    sessions: dict[str, HostSession]
+
+    @property
+    def client(self) -> ClientConnection: ...
+
+    def session(self, session_id: str) -> HostSession: ...
+
+    def emit(
+        self, kind: EventKind, session_id: str | None = None, client: str | None = None, **detail: Any
+    ) -> None: ...
+
+    def changed(self, session_id: str) -> anyio.Event: ...
+
+    def wake(self, session_id: str) -> None: ...
+
+    def register(self, key: Hashable, front: Any) -> None: ...
+
+    def unregister(self, key: Hashable) -> None: ...
+
+    async def new_session(self, params: Any) -> tuple[HostSession, Any]: ...
+
+    async def prompt(self, session: HostSession, params: Any, client: str) -> Any: ...
+
+    async def cancel(self, session: HostSession) -> None: ...
+
+    async def delete_session(self, session_id: str) -> None: ...
+
+    def answered(self, ask: PermissionAsk[Any], client: Hashable, answer: RequestPermissionResponse) -> None: ...
+
+
+async def serve_client(host: ServingHost, incoming: IncomingConnection) -> None:
     """The ``ConnectionHandler``: serve one client until its connection ends; its sessions go on."""
     key = incoming.connection_id
     async with Connection(incoming.transport, peer_name=f"client {key}") as rpc, anyio.create_task_group() as tg:
@@ -94,7 +128,7 @@ async def serve_client(host: Host, incoming: IncomingConnection) -> None:
 class ClientFront:
     """The handlers of one client connection and the feeds of the sessions it is attached to."""
 
-    def __init__(self, host: Host, rpc: Connection, incoming: IncomingConnection, tg: TaskGroup) -> None:
+    def __init__(self, host: ServingHost, rpc: Connection, incoming: IncomingConnection, tg: TaskGroup) -> None:
         self.host = host
         self.rpc = rpc
         self.key = incoming.connection_id

@@ -35,6 +35,7 @@ from ..schema.types import (
 from ..server import Server, open_server
 from .core import HostSession, PermissionAsk
 from .events import EventKind, HostEvent
+from .front import serve_client
 from .options import HostOptions
 
 if TYPE_CHECKING:
@@ -73,8 +74,6 @@ class Host:
         """Start the agent, open the store and the server, then serve until cancelled (the URL goes to
         ``task_status``). The agent is restarted (its sessions resumed) when it dies, up to
         ``restart_attempts`` times in a row."""
-        from .front import serve_client
-
         async with anyio.create_task_group() as tg:
             self._tg = tg
             if self.options.store is not None:
