@@ -167,6 +167,8 @@ class HostSession:
     stop_reason: str | None = None
     turns: int = 0
     """Prompts sent to the agent and not answered yet."""
+    prompted_by: str | None = None
+    """The client that sent the latest prompt (for the operator's events)."""
     attached: set[Hashable] = field(default_factory=set)
     permissions: list[PermissionAsk[Any]] = field(default_factory=list)
 

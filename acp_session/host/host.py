@@ -237,7 +237,13 @@ class Host:
                 return
             session = self._make(note.session_id, hub_of(client).session_cwds.get(note.session_id, ""), 2)
         params = _encode(note)
+        before = session.state
         session.record(params, note.update)
+        if before != "idle" and session.state == "idle":
+            detail = {"stopReason": session.stop_reason} if session.stop_reason is not None else {}
+            self.emit("turn_ended", session.session_id, session.prompted_by, **detail)
+            if self._tg is not None:
+                self._tg.start_soon(self.persist, session)
         if self.store is not None and self._tg is not None:
             self._tg.start_soon(self._store_update, session, params)
         self.wake(note.session_id)
@@ -270,35 +276,16 @@ class Host:
             raise InvalidRequest(message=f"Session is read-only: {reason}", data={"sessionId": session.session_id})
         sent = self.client.session(session.session_id).send_prompt_blocks(params.prompt)
         session.turns += 1
-        self.emit("turn_started", session.session_id, client, turns=session.turns)
-        done = anyio.Event()
-        result: list[PromptResponse] = []
-        failure: list[Exception] = []
-
-        async def settle() -> None:
-            outcome: dict[str, Any] = {}
-            try:
-                result.append(await sent)
-                if session.stop_reason is not None:
-                    outcome["stopReason"] = session.stop_reason
-            except Exception as exc:
-                failure.append(exc)
-                outcome["error"] = str(exc)
-            finally:
-                session.turns -= 1
-                done.set()
-                self.emit("turn_ended", session.session_id, client, **outcome)
-                await self.persist(session)
-
-        assert self._tg is not None
-        self._tg.start_soon(settle)
-        await done.wait()
-        if failure:
-            error = failure[0]
-            if isinstance(error, RpcError):
-                raise error
-            raise RpcError(-32603, f"the turn failed: {error}") from None
-        return result[0]
+        session.prompted_by = client
+        self.emit("turn_started", session.session_id, client)
+        try:
+            return await sent  # v2: the prompt accepted; the turn ends with the idle state_update (``_on_update``)
+        except RpcError:
+            raise
+        except Exception as exc:
+            raise RpcError(-32603, f"the turn failed: {exc}") from None
+        finally:
+            session.turns -= 1
 
     async def delete_session(self, session_id: str) -> None:
         """``session/delete``: the agent deletes it (when it can), the host forgets it and its clients."""
