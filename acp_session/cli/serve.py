@@ -117,6 +117,12 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--pending-timeout", type=_number(float), default=caps.pending_timeout, metavar="SECONDS")
     parser.add_argument("--max-buffered-bytes", type=_number(int), default=caps.max_buffered_bytes, metavar="BYTES")
     parser.add_argument("--json", action="store_true", help="events as JSON lines")
+    parser.add_argument(
+        "--otel",
+        action="store_true",
+        help="OpenTelemetry spans and metrics of the host's turns and requests to the agent (the otel extra; the "
+        "global providers, configured by the OTEL_* environment variables)",
+    )
     parser.add_argument("--backend", choices=("asyncio", "trio"), default="asyncio", help="the event loop")
     return parser
 
@@ -159,6 +165,7 @@ def options_from(args: argparse.Namespace, parser: argparse.ArgumentParser) -> H
             allow_terminal=args.allow_terminal,
             policy=policy,
             permission_timeout=args.permission_timeout,
+            instrument=args.otel,
         )
     except (ServerConfigError, ValueError) as exc:
         parser.error(str(exc))

@@ -111,6 +111,8 @@ class Host:
             builder.with_file_system()
         if self.options.allow_terminal:
             builder.with_terminals()
+        if self.options.instrument:
+            builder.instrument(self.options.tracer_provider, self.options.meter_provider)
         return builder
 
     async def _keep_agent(self) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..client import PermissionPolicy
 from ..server import ServerOptions
@@ -43,6 +44,12 @@ class HostOptions:
     restart_attempts: int = 3
     """How often a dead agent is restarted (its sessions resumed) before the host gives up."""
     initialize_timeout: float | None = 60.0
+    instrument: bool = False
+    """OpenTelemetry spans and metrics of the host's connection to the agent (``ClientBuilder.instrument``: a turn,
+    each request, each permission question; the ``otel`` extra), with ``tracer_provider`` / ``meter_provider`` or
+    the global ones."""
+    tracer_provider: Any = None
+    meter_provider: Any = None
 
     def __post_init__(self) -> None:
         if isinstance(self.agent, str):
