@@ -80,6 +80,9 @@ LAYERS: Layers = (
     ),
     # The folded state, chat events and turns; transcripts replay into a SessionState.
     ("conversation", ("acp_session.conversation", "acp_session.transcript", "acp_session.pages")),
+    # The host: an agent's sessions kept (and stored) while clients come and go, served to them; it drives the client
+    # and conversation layers and serves through acp_session.server, below it.
+    ("host", ("acp_session.host",)),
     # acp_session/__init__.py: the public facade over the client (the conversation layer is imported on use).
     ("package", (ROOT,)),
     # The command line.
