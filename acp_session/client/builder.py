@@ -432,7 +432,7 @@ class ClientBuilder:
             await tg.__aenter__()
             try:
                 client = ClientConnection(rpc, self, tg)
-                terminals = client.terminals if self._own_terminals else None
+                terminals = client.tools.terminals if self._own_terminals else None
                 if terminals is not None:
                     await terminals.__aenter__()  # type: ignore[attr-defined]
                     tg.start_soon(_end_terminals_on_close, rpc, terminals)

@@ -152,12 +152,12 @@ async def test_ts_initialize_and_no_session_load(ts_v1_agent: list[str], tmp_pat
     baseline methods are all it has)."""
     with anyio.fail_after(TIMEOUT):
         async with spawned(ts_v1_agent, tmp_path) as (client, wire):
-            assert client.protocol_version == 1
+            assert client.protocol.version == 1
             offered = wire.sent("initialize")
             assert [m["params"]["protocolVersion"] for m in offered] == [2]
-            assert client.supports("session/new") and client.supports("session/prompt")
-            assert not client.supports("session/load") and not client.supports("session/resume")
-            assert not client.supports("session/list")
+            assert client.agent.supports("session/new") and client.agent.supports("session/prompt")
+            assert not client.agent.supports("session/load") and not client.agent.supports("session/resume")
+            assert not client.agent.supports("session/list")
             with pytest.raises(CapabilityNotSupported):
                 await Conversation.resume(client, "0" * 32, str(tmp_path))
             assert wire.sent("session/load") == []
@@ -376,8 +376,8 @@ async def test_py_fs_read_inside_and_refused_outside(tmp_path: Path) -> None:
     secret.write_text("TOP-SECRET-VALUE")
     with anyio.fail_after(TIMEOUT):
         async with spawned(PY_AGENT, tmp_path, fs_builder(terminals=False)) as (client, wire):
-            assert client.protocol_version == 1
-            assert client.agent_info.name == "py-v1-agent"
+            assert client.protocol.version == 1
+            assert client.agent.info.name == "py-v1-agent"
             offer = wire.sent("initialize")[0]["params"]
             assert offer["protocolVersion"] == 2
             caps = offer["clientCapabilities"]
@@ -487,8 +487,8 @@ async def test_with_terminals_connection_closes_cleanly(tmp_path: Path) -> None:
     built-in terminals are started and stopped with the connection)."""
     with anyio.fail_after(TIMEOUT):
         async with spawned(PY_AGENT, tmp_path, fs_builder(files=False)) as (client, _):
-            assert client.protocol_version == 1
-            assert client.terminals is not None
+            assert client.protocol.version == 1
+            assert client.tools.terminals is not None
 
 
 def test_no_fs_or_terminal_offered_without_providers() -> None:
@@ -658,7 +658,7 @@ async def test_py_session_load_replays_history(tmp_path: Path) -> None:
         assert before == ["user", "thought", "agent", "user", "tool:call-1", "agent"]
 
         async with spawned(argv, tmp_path, fs_builder(terminals=False), name="second") as (client, wire):
-            assert client.supports("session/load")
+            assert client.agent.supports("session/load")
             conversation = await Conversation.resume(client, session_id, str(cwd))
             assert conversation.session_id == session_id
             (load,) = wire.sent("session/load")

@@ -33,22 +33,22 @@ async def test_a_v1_answer_continues_in_v1_with_the_v1_fields_mapped(tmp_path: P
     }
     with anyio.fail_after(10):
         async with v1_agent(tmp_path, initialize=init) as (client, log):
-            assert client.protocol_version == 1
-            assert (client.agent_info.name, client.agent_info.version, client.agent_info.title) == (
+            assert client.protocol.version == 1
+            assert (client.agent.info.name, client.agent.info.version, client.agent.info.title) == (
                 "old-agent",
                 "0.9",
                 "Old Agent",
             )
-            session = client.agent_capabilities.session
+            session = client.agent.capabilities.session
             assert session is not None and session.prompt is not None and session.mcp is not None
             assert session.prompt.image is not None and session.prompt.embedded_context is not None
             assert session.prompt.audio in (None, msgspec.UNSET)
             assert session.mcp.http is not None and session.mcp.stdio is not None
-            methods = client.auth_methods
+            methods = client.auth.methods
             assert isinstance(methods[0], AuthMethodAgent) and methods[0].method_id == "login"
             assert isinstance(methods[1], AuthMethodTerminal) and methods[1].method_id == "tty"
-            assert client.supports("session/list") and client.supports("session/close")
-            assert not client.supports("session/delete")
+            assert client.agent.supports("session/list") and client.agent.supports("session/close")
+            assert not client.agent.supports("session/delete")
     offer = sent(log)[0]["params"]
     # One offer that both versions can read: v2's fields plus v1's clientCapabilities / clientInfo.
     assert offer["protocolVersion"] == 2
@@ -60,7 +60,7 @@ async def test_an_agent_rejecting_the_v2_offer_gets_a_v1_offer_on_the_same_conne
     rejection = {"code": -32602, "message": "Invalid params"}
     with anyio.fail_after(10):
         async with v1_agent(tmp_path, reject_v2=rejection) as (client, log):
-            assert client.protocol_version == 1
+            assert client.protocol.version == 1
             await client.new_session(str(tmp_path))
     messages = sent(log)
     assert [m.get("method") for m in messages[:3]] == ["initialize", "initialize", "session/new"]
@@ -94,7 +94,7 @@ async def test_a_version_nobody_speaks_names_the_agent_and_both_sides(tmp_path: 
 async def test_pinning_version_1_offers_only_v1(tmp_path: Path) -> None:
     with anyio.fail_after(10):
         async with v1_agent(tmp_path, ClientBuilder("pinned", "2").protocol_versions(1)) as (client, log):
-            assert client.protocol_version == 1
+            assert client.protocol.version == 1
     offer = sent(log)[0]["params"]
     assert offer == {
         "protocolVersion": 1,
