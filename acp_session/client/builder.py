@@ -374,7 +374,7 @@ class ClientBuilder:
 
     def on_auth_status(self, fn: Callable[[mu.AuthStatusUpdateNotification], Any]) -> ClientBuilder:
         """Each auth state change the agent pushes (Preview ``auth/status_update``, also sent by agents as the
-        extension ``_auth/status_update``); ``ClientConnection.auth_state`` keeps the latest."""
+        extension ``_auth/status_update``); ``ClientConnection.auth.state`` keeps the latest."""
         self._auth_status = fn
         return self
 

@@ -167,7 +167,7 @@ def _short(exc: BaseException, limit: int = 240) -> str:
 
 
 def _describe_methods(client: ClientConnection) -> list[str]:
-    """Each advertised auth method as ``id (kind, detail)``, from ``ClientConnection.login_methods``."""
+    """Each advertised auth method as ``id (kind, detail)``, from ``ClientConnection.auth.login_methods``."""
     out: list[str] = []
     for method in client.auth.login_methods:
         detail = [method.kind]
@@ -423,7 +423,7 @@ async def _new_session(
 
 
 async def _login(client: ClientConnection, method: str, limits: Limits) -> str | None:
-    """Log in with ``method`` (``ClientConnection.authenticate``); None when it worked."""
+    """Log in with ``method`` (``ClientConnection.auth.login``); None when it worked."""
     try:
         with anyio.fail_after(limits.request):
             await client.auth.login(method)
