@@ -54,6 +54,9 @@ __all__ = ["ENTITY_RULES", "MESSAGE_RULES", "EntityRules"]
 class EntityRules(StateFields):
     """The patch rules of ``SessionState`` for entities other than messages and the session's own fields."""
 
+    # Named here again: this module's message handlers reach the store of the state they are given.
+    _messages: tuple[dict[str, Message], dict[str, Message], dict[str, Message]]
+
     def _forget(self, dropped: list[TimelineEntry]) -> None:
         raise NotImplementedError
 

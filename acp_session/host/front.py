@@ -158,7 +158,7 @@ class ClientFront:
                 message="Unsupported protocol version: this host serves protocol version 2",
                 data={"supported": [2], "requested": request.protocol_version},
             )
-        agent = self.host.client.initialize_response
+        agent = self.host.client.agent.initialize_response
         assert agent is not None
         caps = agent.capabilities if isinstance(agent.capabilities, AgentCapabilities) else AgentCapabilities()
         session_caps = caps.session if isinstance(caps.session, SessionCapabilities) else SessionCapabilities()

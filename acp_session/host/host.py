@@ -132,7 +132,7 @@ class Host:
                     self.emit(
                         "agent_started",
                         agent=self.options.label,
-                        protocolVersion=client.protocol_version,
+                        protocolVersion=client.protocol.version,
                         starts=self.agent_starts,
                     )
                     await self._revive_sessions(client)
@@ -210,7 +210,7 @@ class Host:
         )
         session = self.sessions.get(active.session_id)
         if session is None:  # updates that came before the answer made it already
-            session = self._make(active.session_id, params.cwd, client.protocol_version)
+            session = self._make(active.session_id, params.cwd, client.protocol.version)
         session.additional_directories = list(params.additional_directories or [])
         self.emit("session_created", session.session_id, cwd=session.cwd)
         await self.persist(session)
@@ -297,7 +297,7 @@ class Host:
         for front in self.attached_fronts(session):
             front.detach(session_id)
         client = self._client
-        if client is not None and session.live and client.supports("session/delete"):
+        if client is not None and session.live and client.agent.supports("session/delete"):
             try:
                 await client.delete_session(session_id)
             except AcpError as exc:

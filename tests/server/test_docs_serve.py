@@ -20,6 +20,7 @@ pytestmark = pytest.mark.anyio
 
 DOC = (REPO / "docs" / "serve.md").read_text()
 EXAMPLE = re.search(r"```python\n# example: serve\n(.*?)```", DOC, re.DOTALL)
+HOST_EXAMPLE = re.search(r"```python\n# example: host\n(.*?)```", DOC, re.DOTALL)
 TOKEN = "doc-example-token-42"
 
 
@@ -38,6 +39,17 @@ async def test_the_serve_example_relays_both_profiles(tmp_path: Path) -> None:
                     reply = await conversation.chat_to_completion("hello")
                 assert reply.stop_reason == "end_turn" and reply.text
         tg.cancel_scope.cancel()
+
+
+async def test_the_host_example_answers_a_turn(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert HOST_EXAMPLE is not None
+    namespace: dict[str, Any] = {"__name__": "host_doc_example"}
+    exec(compile(HOST_EXAMPLE.group(1), "docs/serve.md", "exec"), namespace)
+    with anyio.fail_after(60):
+        text = await namespace["ask_through_a_host"]([sys.executable, "-m", "acp_conformance.agent"], str(tmp_path))
+    assert text
+    printed = capsys.readouterr().out.splitlines()
+    assert any(line.startswith("http://127.0.0.1:") and line.endswith("/acp") for line in printed), printed
 
 
 def _first_column(heading: str) -> list[str]:
