@@ -211,6 +211,7 @@ class Host:
         session = self.sessions.get(active.session_id)
         if session is None:  # updates that came before the answer made it already
             session = self._make(active.session_id, params.cwd, client.protocol.version)
+        session.cwd = params.cwd  # a session made by an update that came first knew no cwd yet
         session.additional_directories = list(params.additional_directories or [])
         self.emit("session_created", session.session_id, cwd=session.cwd)
         await self.persist(session)
@@ -237,7 +238,8 @@ class Host:
             if client is None or note.session_id not in hub_of(client).session_tracks:
                 _log.debug("an update of session %s, which the host does not keep", note.session_id)
                 return
-            session = self._make(note.session_id, hub_of(client).session_cwds.get(note.session_id, ""), 2)
+            cwd = hub_of(client).session_cwds.get(note.session_id, "")
+            session = self._make(note.session_id, cwd, client.protocol.version)
         params = _encode(note)
         before = session.state
         session.record(params, note.update)
