@@ -218,7 +218,7 @@ class HostSession:
         if self.live:
             return None
         if not self.resumable:
-            return "the agent cannot resume this session after a restart of the host: its history is read-only"
+            return "the agent cannot resume this session after a restart: its history is read-only"
         return "the agent has not resumed this session yet"
 
 
