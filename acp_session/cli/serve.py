@@ -83,6 +83,13 @@ def _parser() -> argparse.ArgumentParser:
         "--store", metavar="DIR", help="keep sessions and their history in DIR (SQLite): they survive a restart"
     )
     parser.add_argument(
+        "--restart-attempts",
+        metavar="N",
+        type=int,
+        default=3,
+        help="failed starts in a row of a dead agent before the host gives up on it (default 3)",
+    )
+    parser.add_argument(
         "--allow-files", action="store_true", help="let the agent read and write files in each session's directory"
     )
     parser.add_argument(
@@ -165,6 +172,7 @@ def options_from(args: argparse.Namespace, parser: argparse.ArgumentParser) -> H
             allow_terminal=args.allow_terminal,
             policy=policy,
             permission_timeout=args.permission_timeout,
+            restart_attempts=args.restart_attempts,
             instrument=args.otel,
         )
     except (ServerConfigError, ValueError) as exc:

@@ -17,6 +17,7 @@ from ..schema.types import SessionInfoUpdate, StateUpdate
 __all__ = [
     "DEFAULT_MAX_LOG_BYTES",
     "DEFAULT_MAX_LOG_ENTRIES",
+    "HOST_META",
     "HostSession",
     "PermissionAsk",
     "TurnState",
@@ -27,6 +28,9 @@ H = TypeVar("H")
 _STATE_UPDATES = (StateUpdate, mu.StateUpdate)
 _INFO_UPDATES = (SessionInfoUpdate, mu.SessionInfoUpdate)  # type: ignore[attr-defined]
 
+HOST_META = "acpSession/host"
+"""``_meta`` key of the host's ``initialize`` answer: ``{"version": ...}`` (a client may tell a host apart), and
+of a resume's answer for a read-only session: ``{"readOnly": REASON}``."""
 DEFAULT_MAX_LOG_ENTRIES = 50_000
 """Updates a session keeps for replay (the oldest go first beyond it)."""
 DEFAULT_MAX_LOG_BYTES = 64 * 1024 * 1024
@@ -214,7 +218,7 @@ class HostSession:
         if self.live:
             return None
         if not self.resumable:
-            return "the agent cannot resume this session after a restart of the host: its history is read-only"
+            return "the agent cannot resume this session after a restart: its history is read-only"
         return "the agent has not resumed this session yet"
 
 

@@ -14,6 +14,7 @@ EventKind = Literal[
     "listening",
     "agent_started",
     "agent_exited",
+    "agent_failed",
     "client_connected",
     "client_disconnected",
     "session_created",

@@ -19,7 +19,7 @@ import msgspec
 from anyio.abc import TaskGroup
 
 from .._version import __version__
-from ..codec import decoder
+from ..codec import convert, decoder
 from ..errors import (
     ConnectionClosed,
     InvalidParams,
@@ -54,11 +54,12 @@ from ..schema.types import (
     UpdateSessionNotification,
 )
 from ..server import IncomingConnection
-from .core import HostSession, PermissionAsk, ordered
+from .core import HOST_META, HostSession, PermissionAsk, ordered
 
 if TYPE_CHECKING:
     from ..client import ClientConnection
     from .events import EventKind
+    from .v1_front import V1Wire
 
 __all__ = ["HOST_META", "ClientFront", "ServingHost", "serve_client"]
 
@@ -66,8 +67,6 @@ _log = logging.getLogger("acp_session.host")
 _PERMISSION = decoder(RequestPermissionResponse)
 _GONE = (ConnectionClosed, anyio.BrokenResourceError, anyio.ClosedResourceError)
 PAGE_SIZE = 100
-HOST_META = "acpSession/host"
-"""``_meta`` key of the host's ``initialize`` answer: ``{"version": ...}`` (a client may tell a host apart)."""
 _HANDLED = {
     "initialize",
     "session/new",
@@ -135,9 +134,12 @@ class ClientFront:
         self.profile = incoming.profile
         self._tg = tg
         self._feeds: dict[str, anyio.CancelScope] = {}
+        self.v1: V1Wire | None = None
+        """Set when the client speaks protocol version 1 (``v1_front.V1Wire``): it says the host's updates and
+        requests in v1's words."""
         self._asks: dict[str, list[tuple[int, PermissionAsk[Any]]]] = {}
         on = rpc.on_request
-        on("initialize", self.initialize, decoder(InitializeRequest))
+        on("initialize", self.initialize, json_decode)
         on("session/new", self.new_session, decoder(NewSessionRequest))
         on("session/list", self.list_sessions, decoder(ListSessionsRequest))
         on("session/resume", self.resume_session, decoder(ResumeSessionRequest))
@@ -152,12 +154,27 @@ class ClientFront:
 
     # -- connection ------------------------------------------------------------------------------------
 
-    async def initialize(self, request: InitializeRequest) -> InitializeResponse:
-        if request.protocol_version < 2:
-            raise UnsupportedProtocolVersion(
-                message="Unsupported protocol version: this host serves protocol version 2",
-                data={"supported": [2], "requested": request.protocol_version},
-            )
+    async def initialize(self, params: Any) -> Any:
+        """v2 for a client that offers 2 or more; v1 for one that offers 1, when the agent speaks 1 (read the
+        version before the shape: a v1 offer is not a valid v2 request)."""
+        offered = params.get("protocolVersion") if isinstance(params, dict) else None
+        if not isinstance(offered, int) or isinstance(offered, bool):
+            raise InvalidParams(data={"reason": "protocolVersion must be an integer", "supportedVersions": [1, 2]})
+        if offered < 2:
+            if self.host.client.protocol.version != 1:
+                raise UnsupportedProtocolVersion(
+                    message="Unsupported protocol version: this host serves protocol version 1 clients only when "
+                    "its agent speaks version 1 (this agent speaks version 2)",
+                    data={"supported": [2], "requested": offered},
+                )
+            from .v1_front import V1Wire
+
+            self.v1 = V1Wire(self)
+            return self.v1.initialize()
+        try:
+            convert(params, InitializeRequest)
+        except (msgspec.ValidationError, TypeError) as exc:
+            raise InvalidParams(data={"reason": f"not a v2 initialize request: {exc}"}) from None
         agent = self.host.client.agent.initialize_response
         assert agent is not None
         caps = agent.capabilities if isinstance(agent.capabilities, AgentCapabilities) else AgentCapabilities()
@@ -225,6 +242,13 @@ class ClientFront:
         options = track.config_options if track is not None and track.config_options else msgspec.UNSET
         return ResumeSessionResponse(config_options=options, meta=meta)
 
+    async def _send_update(self, session_id: str, seq: int, params: bytes, *, replay: bool = False) -> None:
+        """One logged update to this client (``replay``: part of the history sent on attach)."""
+        if self.v1 is not None:
+            await self.v1.send_update(session_id, seq, params, replay=replay)
+        else:
+            await self.rpc.notify("session/update", msgspec.Raw(params))
+
     async def _attach(self, session: HostSession, cursor: int, *, snapshot: bool = False) -> None:
         """Send the log after ``cursor`` (and the turn state), then feed this connection from there on."""
         sid = session.session_id
@@ -236,9 +260,9 @@ class ClientFront:
             if not batch:
                 break
             for seq, params in batch:
-                await self.rpc.notify("session/update", msgspec.Raw(params))
+                await self._send_update(sid, seq, params, replay=True)
                 cursor = seq
-        if snapshot:
+        if snapshot and self.v1 is None:  # v1 has no state updates
             update = StateUpdate(state=session.state)
             if session.state == "idle" and session.stop_reason is not None:
                 update = StateUpdate(state="idle", stop_reason=session.stop_reason)
@@ -268,7 +292,7 @@ class ClientFront:
                     changed = self.host.changed(sid)
                     batch = session.log.after(cursor, 256)
                     for seq, params in batch:
-                        await self.rpc.notify("session/update", msgspec.Raw(params))
+                        await self._send_update(sid, seq, params)
                         cursor = seq
                     asks = self._asks.get(sid)
                     due = [ask for after, ask in asks or () if after <= cursor]
@@ -298,7 +322,10 @@ class ClientFront:
         if ask.settled or ask.asked(self.key):
             return
         try:
-            handle = self.rpc.request("session/request_permission", ask.request, decode=_PERMISSION)
+            request: Any = ask.request
+            if self.v1 is not None:
+                request = self.v1.permission_request(request)
+            handle = self.rpc.request("session/request_permission", request, decode=_PERMISSION)
         except _GONE:
             return
         ask.ask(self.key, handle)

@@ -67,6 +67,7 @@ class Host:
         self._settled: dict[PermissionAsk[Any], anyio.Event] = {}
         self._fronts: dict[Hashable, Any] = {}  # client key -> front.ClientFront
         self.agent_starts = 0
+        self._failed: str | None = None
 
     # -- running ---------------------------------------------------------------------------------------
 
@@ -116,8 +117,11 @@ class Host:
         return builder
 
     async def _keep_agent(self) -> None:
-        """Run the agent; when it dies, start it again and resume its sessions (``restart_attempts`` in a row)."""
+        """Run the agent; when it dies, start it again and resume its sessions. After ``restart_attempts`` failed
+        starts in a row the host gives up on the agent (``agent_failed``): it goes on serving the sessions'
+        history, read-only, and refuses prompts with a typed error."""
         failures = 0
+        last = ""
         while True:
             started = False
             try:
@@ -134,23 +138,66 @@ class Host:
                         agent=self.options.label,
                         protocolVersion=client.protocol.version,
                         starts=self.agent_starts,
+                        pid=getattr(client.rpc.transport, "pid", None),
                     )
                     await self._revive_sessions(client)
                     self._agent_ready.set()
                     closed = await client.wait_closed()
-                    self.emit("agent_exited", reason=str(closed))
+                    last = str(closed)
+                    self.emit("agent_exited", reason=last)
             except Exception as exc:
                 if not self._agent_ready.is_set() and not started:
                     raise  # the first start failed: the host cannot serve
-                self.emit("agent_exited", reason=str(exc) or type(exc).__name__)
+                last = str(exc) or type(exc).__name__
+                self.emit("agent_exited", reason=last)
             finally:
                 self._client = None
-                for session in self.sessions.values():
-                    session.live = False
+                self._agent_lost()
             failures = 0 if started else failures + 1
-            if failures > self.options.restart_attempts:
-                raise AcpError(f"the agent could not be restarted ({self.options.restart_attempts} attempts)")
+            if failures >= self.options.restart_attempts:
+                self._give_up(f"the agent exited and could not be started again ({failures} attempts): {last}")
+                return
             await anyio.sleep(0.5 * failures)
+
+    def _agent_lost(self) -> None:
+        """The agent process is gone: each session waits for the next one; a turn it was running is lost (ended,
+        with an error, in the log) and the attached clients are told."""
+        from ..schema.types import Error, Notice, StateUpdate
+
+        for session in self.sessions.values():
+            was_live, session.live = session.live, False
+            if session.state != "idle":
+                lost = Error(code=-32603, message="the agent process exited; the turn is lost")
+                note = UpdateSessionNotification(
+                    session_id=session.session_id, update=StateUpdate(state="idle", stop_reason="error", error=lost)
+                )
+                self._on_update(note)
+            if was_live and session.attached:
+                notice = Notice(
+                    severity="warning",
+                    title="The agent exited; the host is starting it again",
+                    description="A turn that was running is lost; the session goes on once the agent is back.",
+                )
+                self.notify_attached(session, notice)
+
+    def _give_up(self, reason: str) -> None:
+        """No more restarts: said to the operator (``agent_failed``) and to every client from now on."""
+        from ..schema.types import Notice
+
+        self._failed = reason
+        self.emit("agent_failed", reason=reason)
+        _log.error("%s", reason)
+        for session in self.sessions.values():
+            session.resumable = False
+            if session.attached:
+                self.notify_attached(session, Notice(severity="error", title="The agent is gone", description=reason))
+
+    def notify_attached(self, session: HostSession, notice: Any) -> None:
+        """A live notice (not kept for replays) to each attached client that speaks version 2."""
+        note = UpdateSessionNotification(session_id=session.session_id, update=notice)
+        for front in self.attached_fronts(session):
+            if self._tg is not None and getattr(front, "v1", None) is None:
+                self._tg.start_soon(_notify, front.rpc, note)
 
     async def _revive_sessions(self, client: ClientConnection) -> None:
         """After a (re)start: resume each session the agent had (``session/resume``, v1 ``session/load``), so
@@ -166,11 +213,18 @@ class Host:
                 await self.persist(session)
             else:
                 session.live = True
+                if self.agent_starts > 1 and session.attached:
+                    from ..schema.types import Notice
+
+                    back = Notice(severity="info", title="The agent was restarted; the session goes on")
+                    self.notify_attached(session, back)
 
     @property
     def client(self) -> ClientConnection:
         """The connection to the agent now; ``RpcError`` (-32603) while it is being restarted."""
         if self._client is None:
+            if self._failed is not None:
+                raise RpcError(-32603, self._failed)
             raise RpcError(-32603, "the agent is restarting; try again shortly")
         return self._client
 
@@ -211,6 +265,7 @@ class Host:
         session = self.sessions.get(active.session_id)
         if session is None:  # updates that came before the answer made it already
             session = self._make(active.session_id, params.cwd, client.protocol.version)
+        session.cwd = params.cwd  # a session made by an update that came first knew no cwd yet
         session.additional_directories = list(params.additional_directories or [])
         self.emit("session_created", session.session_id, cwd=session.cwd)
         await self.persist(session)
@@ -237,7 +292,8 @@ class Host:
             if client is None or note.session_id not in hub_of(client).session_tracks:
                 _log.debug("an update of session %s, which the host does not keep", note.session_id)
                 return
-            session = self._make(note.session_id, hub_of(client).session_cwds.get(note.session_id, ""), 2)
+            cwd = hub_of(client).session_cwds.get(note.session_id, "")
+            session = self._make(note.session_id, cwd, client.protocol.version)
         params = _encode(note)
         before = session.state
         session.record(params, note.update)
@@ -397,6 +453,13 @@ async def open_host(
             yield host
         finally:
             tg.cancel_scope.cancel()
+
+
+async def _notify(rpc: Any, note: UpdateSessionNotification) -> None:
+    try:
+        await rpc.notify("session/update", note)
+    except Exception:  # the client went away meanwhile
+        _log.debug("a notice was not delivered", exc_info=True)
 
 
 def is_gone(exc: BaseException) -> bool:
