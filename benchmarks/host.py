@@ -55,9 +55,11 @@ TARGET = 0.5
 
 
 @contextmanager
-def served(agent: list[str]) -> Iterator[tuple[str, int]]:
-    """``acp-session serve --agent AGENT`` as a subprocess: its URL and pid; its event lines drained meanwhile."""
-    argv = [sys.executable, "-m", "acp_session.cli", "serve", "--agent", shlex.join(agent)]
+def served(agent: list[str], profile: str | None = None) -> Iterator[tuple[str, int]]:
+    """``acp-session serve --agent AGENT`` as a subprocess: its URL and pid; its event lines drained meanwhile.
+    With ``profile``, the host runs under cProfile, its stats written there when it stops."""
+    run = ["-m", "cProfile", "-o", profile] if profile else []
+    argv = [sys.executable, *run, "-m", "acp_session.cli", "serve", "--agent", shlex.join(agent)]
     with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL) as host:
         assert host.stdout is not None
         try:
@@ -112,7 +114,7 @@ async def host_rate(url: str, n: int, pid: int) -> tuple[float, float | None]:
         return await fold(client, n, pid)
 
 
-def measure_fold(n: int, rounds: int, backend: str) -> dict[str, Any]:
+def measure_fold(n: int, rounds: int, backend: str, profile_dir: str | None = None) -> dict[str, Any]:
     runs: list[dict[str, float]] = []
     host_cpu: dict[str, list[float]] = {profile: [] for profile in PROFILES}
     with tempfile.TemporaryDirectory() as tmp:
@@ -123,7 +125,7 @@ def measure_fold(n: int, rounds: int, backend: str) -> dict[str, Any]:
         for _ in range(rounds):
             run = {"stdio": anyio.run(stdio_rate, agent, n, backend=backend)}
             for profile in PROFILES:
-                with served(agent) as (url, pid):
+                with served(agent, profile_dir and f"{profile_dir}/host-{profile}.prof") as (url, pid):
                     if profile == "websocket":
                         url = "ws" + url.removeprefix("http")
                     rate, cpu = anyio.run(host_rate, url, n, pid, backend=backend)
@@ -182,11 +184,12 @@ def main() -> None:
     parser.add_argument("--backend", default="asyncio", choices=["asyncio", "trio"])
     parser.add_argument("--quick", action="store_true", help="a small run: N=2000, 1 round, 20 sessions")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--profile", metavar="DIR", help="run the hosts under cProfile, their stats written to DIR")
     args = parser.parse_args()
     if args.quick:
         args.n, args.rounds, args.sessions = 2000, 1, 20
     report = {
-        "fold": measure_fold(args.n, args.rounds, args.backend),
+        "fold": measure_fold(args.n, args.rounds, args.backend, args.profile),
         "memory": measure_memory(args.sessions, args.backend),
     }
     if args.json:
