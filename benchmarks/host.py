@@ -10,8 +10,9 @@ memory of an idle host session.
   WebSocket. A fresh host per measurement (the agent gives every session the same id).
 
 The three alternate within each round (the same moments of the machine); each round's ratio host / stdio is
-taken, and their median judged against the target (>= 0.5x). The host process's CPU per update during the
-measured turn is printed beside (``/proc/PID/stat``).
+taken, and their median judged against the target (>= 0.5x). The CPU per update of the client (this process)
+and of the host process (``/proc/PID/stat``, in clock ticks: coarse at a small N) during the measured turn are
+printed beside: on a shared, loaded machine they are steadier than the rates.
 
 **Idle session memory.** A host of the reference agent (``acp-reference-agent``); one client opens ``--sessions``
 sessions and goes away, leaving them idle on the host. The host process's RSS (``VmRSS``) after one session
@@ -89,27 +90,29 @@ def rss_bytes(pid: int) -> int:
     raise RuntimeError("no VmRSS")
 
 
-async def fold(client: ClientConnection, n: int, pid: int | None = None) -> tuple[float, float | None]:
-    """A warm-up turn, then the measured one: its rate (updates/s) and, with ``pid``, that process's CPU per
-    update (µs)."""
+async def fold(client: ClientConnection, n: int, pid: int | None = None) -> tuple[float, float, float | None]:
+    """A warm-up turn, then the measured one: its rate (updates/s), this process's (the client's) CPU per update
+    (µs) and, with ``pid``, that process's."""
     conversation = await client.start_conversation("/tmp", max_history_size=0)
     await conversation.chat_to_completion("warm up")
     gc.collect()
     cpu = cpu_seconds(pid) if pid is not None else 0.0
+    own = time.process_time()
     start = time.perf_counter()
     response = await conversation.chat_to_completion("go")
     elapsed = time.perf_counter() - start
+    own = time.process_time() - own
     used = cpu_seconds(pid) - cpu if pid is not None else None
     assert len(response.text) == 14 * n, len(response.text)
-    return n / elapsed, None if used is None else used / n * 1e6
+    return n / elapsed, own / n * 1e6, None if used is None else used / n * 1e6
 
 
-async def stdio_rate(agent: list[str], n: int) -> float:
+async def stdio_rate(agent: list[str], n: int) -> tuple[float, float, float | None]:
     async with ClientBuilder("bench", "1").spawn(agent) as client:
-        return (await fold(client, n))[0]
+        return await fold(client, n)
 
 
-async def host_rate(url: str, n: int, pid: int) -> tuple[float, float | None]:
+async def host_rate(url: str, n: int, pid: int) -> tuple[float, float, float | None]:
     async with ClientBuilder("bench", "1").connect_url(url) as client:
         return await fold(client, n, pid)
 
@@ -117,19 +120,23 @@ async def host_rate(url: str, n: int, pid: int) -> tuple[float, float | None]:
 def measure_fold(n: int, rounds: int, backend: str, profile_dir: str | None = None) -> dict[str, Any]:
     runs: list[dict[str, float]] = []
     host_cpu: dict[str, list[float]] = {profile: [] for profile in PROFILES}
+    client_cpu: dict[str, list[float]] = {name: [] for name in ("stdio", *(f"host, {p}" for p in PROFILES))}
     with tempfile.TemporaryDirectory() as tmp:
         chunk_file, agent_file = Path(tmp) / "chunks.jsonl", Path(tmp) / "agent.py"
         chunk_file.write_bytes(b"\n".join(conversation_fold.chunk_lines(n)) + b"\n")
         agent_file.write_text(conversation_fold.AGENT)
         agent = [sys.executable, str(agent_file), str(n), str(chunk_file)]
         for _ in range(rounds):
-            run = {"stdio": anyio.run(stdio_rate, agent, n, backend=backend)}
+            rate, own, _ = anyio.run(stdio_rate, agent, n, backend=backend)
+            run = {"stdio": rate}
+            client_cpu["stdio"].append(own)
             for profile in PROFILES:
                 with served(agent, profile_dir and f"{profile_dir}/host-{profile}.prof") as (url, pid):
                     if profile == "websocket":
                         url = "ws" + url.removeprefix("http")
-                    rate, cpu = anyio.run(host_rate, url, n, pid, backend=backend)
+                    rate, own, cpu = anyio.run(host_rate, url, n, pid, backend=backend)
                 run[f"host, {profile}"] = rate
+                client_cpu[f"host, {profile}"].append(own)
                 if cpu is not None:
                     host_cpu[profile].append(cpu)
             runs.append(run)
@@ -145,6 +152,7 @@ def measure_fold(n: int, rounds: int, backend: str, profile_dir: str | None = No
         "best_fold_per_s": {name: max(run[name] for run in runs) for name in names},
         "median_ratio_to_stdio": ratios,
         "host_cpu_us_per_update": {profile: statistics.median(cpu) for profile, cpu in host_cpu.items() if cpu},
+        "client_cpu_us_per_update": {name: statistics.median(cpu) for name, cpu in client_cpu.items()},
         "targets": {f"host, {profile}: fold >= {TARGET}x stdio": ratios[profile] >= TARGET for profile in PROFILES},
     }
 
@@ -200,12 +208,13 @@ def main() -> None:
         f"Fold through acp-session serve (a subprocess) beside stdio: {args.n:,} chunk updates ({args.backend}), "
         f"{args.rounds} alternating rounds"
     )
-    print(f"  {'client':<20} {'median/s':>10} {'best/s':>10}  host CPU/update")
+    print(f"  {'client':<20} {'median/s':>10} {'best/s':>10}  CPU/update: client   host")
     for name, rate in result["median_fold_per_s"].items():
         cpu = result["host_cpu_us_per_update"].get(name.removeprefix("host, "))
+        own = result["client_cpu_us_per_update"][name]
         print(
-            f"  {name:<20} {rate:>10,.0f} {result['best_fold_per_s'][name]:>10,.0f}  "
-            f"{'' if cpu is None else f'{cpu:.2f} µs'}"
+            f"  {name:<20} {rate:>10,.0f} {result['best_fold_per_s'][name]:>10,.0f}  {own:>14.2f} µs"
+            f"{'' if cpu is None else f' {cpu:>5.2f} µs'}"
         )
     for profile, ratio in result["median_ratio_to_stdio"].items():
         met = "met" if ratio >= TARGET else "NOT met"
