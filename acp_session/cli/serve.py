@@ -127,7 +127,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--otel",
         action="store_true",
-        help="OpenTelemetry spans and metrics of the host's turns and requests to the agent (the otel extra; the "
+        help="OpenTelemetry spans and metrics of the host's turns and requests to the agent, and spans of what its "
+        "clients do (connections, attaches, prompts, permission questions relayed) (the otel extra; the "
         "global providers, configured by the OTEL_* environment variables)",
     )
     parser.add_argument("--backend", choices=("asyncio", "trio"), default="asyncio", help="the event loop")

@@ -55,10 +55,12 @@ from ..schema.types import (
 )
 from ..server import IncomingConnection
 from .core import HOST_META, HostSession, PermissionAsk, ordered
+from .tracing import Handled
 
 if TYPE_CHECKING:
     from ..client import ClientConnection
     from .events import EventKind
+    from .tracing import NoTracing
     from .v1_front import V1Wire
 
 __all__ = ["HOST_META", "ClientFront", "ServingHost", "serve_client"]
@@ -82,6 +84,7 @@ class ServingHost(Protocol):
     """What a client connection needs of its host (``host.Host`` is one; a protocol keeps this module below it)."""
 
     sessions: dict[str, HostSession]
+    tracing: NoTracing
 
     @property
     def client(self) -> ClientConnection: ...
@@ -138,6 +141,7 @@ class ClientFront:
         """Set when the client speaks protocol version 1 (``v1_front.V1Wire``): it says the host's updates and
         requests in v1's words."""
         self._asks: dict[str, list[tuple[int, PermissionAsk[Any]]]] = {}
+        host.tracing.serving(rpc)
         on = rpc.on_request
         on("initialize", self.initialize, json_decode)
         on("session/new", self.new_session, decoder(NewSessionRequest))
@@ -201,8 +205,10 @@ class ClientFront:
         return session
 
     async def new_session(self, params: NewSessionRequest) -> Any:
-        session, response = await self.host.new_session(params)
-        await self._attach(session, 0)
+        with self.host.tracing.handling("session/new", self.key, None, params.meta) as handled:
+            session, response = await self.host.new_session(params)
+            handled.session_id = session.session_id
+            await self._attach(session, 0)
         return response
 
     async def list_sessions(self, params: ListSessionsRequest) -> ListSessionsResponse:
@@ -225,6 +231,10 @@ class ClientFront:
     async def resume_session(self, params: ResumeSessionRequest) -> ResumeSessionResponse:
         """Attach: the session's log from the start (``replayFrom: {"type": "start"}``; without it, nothing of
         the past), its turn state now, then the live stream and any permission request still waiting."""
+        with self.host.tracing.handling("session/resume", self.key, params.session_id, params.meta) as handled:
+            return await self._resume(params, handled)
+
+    async def _resume(self, params: ResumeSessionRequest, handled: Handled) -> ResumeSessionResponse:
         session = self.host.session(params.session_id)
         if params.cwd != session.cwd:
             raise InvalidParams(data={"reason": "cwd differs from the session's working directory"})
@@ -233,7 +243,8 @@ class ClientFront:
             raise InvalidParams(data={"reason": "unsupported replay cursor"})
         cursor = 0 if replay not in (msgspec.UNSET, None) else session.log.last_seq
         await self._attach(session, cursor, snapshot=True)
-        self.host.emit("session_attached", session.session_id, self.key, replayed=session.log.last_seq - cursor)
+        handled.replayed = session.log.last_seq - cursor
+        self.host.emit("session_attached", session.session_id, self.key, replayed=handled.replayed)
         meta: Any = msgspec.UNSET
         reason = session.read_only_reason()
         if reason is not None:
@@ -325,7 +336,9 @@ class ClientFront:
             request: Any = ask.request
             if self.v1 is not None:
                 request = self.v1.permission_request(request)
-            handle = self.rpc.request("session/request_permission", request, decode=_PERMISSION)
+            handle = self.host.tracing.asking(
+                ask, self.key, lambda: self.rpc.request("session/request_permission", request, decode=_PERMISSION)
+            )
         except _GONE:
             return
         ask.ask(self.key, handle)
@@ -334,16 +347,20 @@ class ClientFront:
     def _answered(self, ask: PermissionAsk[Any], handle: PendingRequest[RequestPermissionResponse]) -> None:
         try:
             answer = handle.outcome()
-        except Exception:  # an error answer, the withdrawal's -32800, or the connection gone: not an answer
+        except Exception as exc:  # an error answer, the withdrawal's -32800, or the connection gone: not an answer
+            self.host.tracing.client_answered(ask, self.key, None, exc)
             ask.forget(self.key)
             return
+        self.host.tracing.client_answered(ask, self.key, answer, None)
         self.host.answered(ask, self.key, answer)
 
     # -- turns and the rest ----------------------------------------------------------------------------
 
     async def prompt(self, params: PromptRequest) -> Any:
-        session = self._attached(params.session_id)
-        return await self.host.prompt(session, params, self.key)
+        """Relayed to the agent, under the client's trace context when its ``_meta`` carries one."""
+        with self.host.tracing.handling("session/prompt", self.key, params.session_id, params.meta):
+            session = self._attached(params.session_id)
+            return await self.host.prompt(session, params, self.key)
 
     async def cancel(self, params: CancelSessionNotification) -> None:
         session = self.host.sessions.get(params.session_id)

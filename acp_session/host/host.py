@@ -37,6 +37,7 @@ from .core import HostSession, PermissionAsk
 from .events import EventKind, HostEvent
 from .front import serve_client
 from .options import HostOptions
+from .tracing import NoTracing
 
 if TYPE_CHECKING:
     from .store import SessionStore
@@ -68,6 +69,8 @@ class Host:
         self._fronts: dict[Hashable, Any] = {}  # client key -> front.ClientFront
         self.agent_starts = 0
         self._failed: str | None = None
+        self.tracing = host_tracing(options)
+        """OpenTelemetry spans of what clients do through the host (``options.instrument``), or no-op hooks."""
 
     # -- running ---------------------------------------------------------------------------------------
 
@@ -369,6 +372,7 @@ class Host:
 
     def register(self, key: Hashable, front: Any) -> None:
         self._fronts[key] = front
+        self.tracing.connected(str(key), front.profile)
         self.emit("client_connected", client=str(key), profile=front.profile)
 
     def unregister(self, key: Hashable) -> None:
@@ -379,6 +383,7 @@ class Host:
         for ask in list(self._settled):
             ask.forget(key)
         self.emit("client_disconnected", client=str(key))
+        self.tracing.disconnected(str(key))
 
     def attached_fronts(self, session: HostSession) -> list[Any]:
         return [self._fronts[key] for key in session.attached if key in self._fronts]
@@ -394,6 +399,7 @@ class Host:
         ask: PermissionAsk[Any] = PermissionAsk(request)
         settled = self._settled[ask] = anyio.Event()
         session.waiting(ask)
+        self.tracing.permission_asked(ask)
         self.emit("permission_asked", session.session_id, toolCallId=request.tool_call_id)
         try:
             for front in self.attached_fronts(session):
@@ -402,9 +408,11 @@ class Host:
                 await settled.wait()
             if ask.settled and ask.answered_by is not None:
                 answer: RequestPermissionResponse = ask.answer
+                self.tracing.permission_settled(ask, str(ask.answered_by), answer)
                 self.emit("permission_answered", session.session_id, str(ask.answered_by), **_outcome(answer))
                 return answer
             answer = self._by_policy(request)
+            self.tracing.permission_settled(ask, None, answer)
             self.emit("permission_answered", session.session_id, None, by="policy", **_outcome(answer))
             return answer
         finally:
@@ -432,6 +440,16 @@ class Host:
         if decision.action == "ask" or decision.option_id is None:
             return _CANCELLED
         return RequestPermissionResponse(outcome=SelectedPermissionOutcome(option_id=decision.option_id))
+
+
+def host_tracing(options: HostOptions) -> NoTracing:
+    """Spans of what clients do when ``options.instrument`` is set (``spans``, the ``otel`` extra), else hooks
+    that do nothing (OpenTelemetry never imported)."""
+    if not options.instrument:
+        return NoTracing()
+    from .spans import HostSpans
+
+    return HostSpans(options.tracer_provider)
 
 
 def _outcome(answer: RequestPermissionResponse) -> dict[str, Any]:

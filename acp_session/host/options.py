@@ -47,8 +47,9 @@ class HostOptions:
     initialize_timeout: float | None = 60.0
     instrument: bool = False
     """OpenTelemetry spans and metrics of the host's connection to the agent (``ClientBuilder.instrument``: a turn,
-    each request, each permission question; the ``otel`` extra), with ``tracer_provider`` / ``meter_provider`` or
-    the global ones."""
+    each request, each permission question; the ``otel`` extra), and spans of what clients do through the host
+    (``tracing``: connections, attaches, prompts relayed, permission questions relayed), with ``tracer_provider`` /
+    ``meter_provider`` or the global ones."""
     tracer_provider: Any = None
     meter_provider: Any = None
 
