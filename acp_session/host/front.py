@@ -28,6 +28,7 @@ from ..errors import (
     RpcError,
     UnsupportedProtocolVersion,
 )
+from ..protocol.routes import SUBAGENTS_META
 from ..rpc import Connection, PendingRequest, json_decode
 from ..schema import unstable as mu
 from ..schema.types import (
@@ -134,6 +135,8 @@ class ClientFront:
         self.profile = incoming.profile
         self._tg = tg
         self._feeds: dict[str, anyio.CancelScope] = {}
+        self.subagents = False
+        """The client asked for subagent (child session) updates (``asks_for_subagents``); others get none."""
         self.v1: V1Wire | None = None
         """Set when the client speaks protocol version 1 (``v1_front.V1Wire``): it says the host's updates and
         requests in v1's words."""
@@ -175,6 +178,7 @@ class ClientFront:
             convert(params, InitializeRequest)
         except (msgspec.ValidationError, TypeError) as exc:
             raise InvalidParams(data={"reason": f"not a v2 initialize request: {exc}"}) from None
+        self.subagents = asks_for_subagents(params.get("capabilities"))
         agent = self.host.client.agent.initialize_response
         assert agent is not None
         caps = agent.capabilities if isinstance(agent.capabilities, AgentCapabilities) else AgentCapabilities()
@@ -255,13 +259,10 @@ class ClientFront:
         old = self._feeds.pop(sid, None)
         if old is not None:
             old.cancel()
-        while True:
-            batch = session.log.after(cursor, 256)
-            if not batch:
-                break
+        while cursor < session.log.last_seq:
+            batch, cursor = session.log.feed(cursor, 256, subagents=self.subagents)
             for seq, params in batch:
                 await self._send_update(sid, seq, params, replay=True)
-                cursor = seq
         if snapshot and self.v1 is None:  # v1 has no state updates
             update = StateUpdate(state=session.state)
             if session.state == "idle" and session.stop_reason is not None:
@@ -290,17 +291,18 @@ class ClientFront:
             try:
                 while True:
                     changed = self.host.changed(sid)
-                    batch = session.log.after(cursor, 256)
+                    before = cursor
+                    batch, last = session.log.feed(cursor, 256, subagents=self.subagents)
                     for seq, params in batch:
                         await self._send_update(sid, seq, params)
-                        cursor = seq
+                    cursor = last
                     asks = self._asks.get(sid)
                     due = [ask for after, ask in asks or () if after <= cursor]
                     if due and asks is not None:
                         self._asks[sid] = [(after, ask) for after, ask in asks if ask not in due]
                         for ask in due:
                             self._send_ask(ask)
-                    if not batch and not due:
+                    if cursor == before and not due:
                         await changed.wait()
             except _GONE:
                 pass
@@ -380,6 +382,18 @@ class ClientFront:
         if isinstance(value, dict) and isinstance(value.get("sessionId"), str):
             self._attached(value["sessionId"])
         return await self.host.client.request(method, value)
+
+
+def asks_for_subagents(capabilities: Any) -> bool:
+    """Whether a version 2 client's ``capabilities`` ask for subagent updates (outside the pinned v2
+    schema): ``_meta["acpSession/subagents"]`` set (not null or false), or a ``subagents`` object, the name of
+    version 1's unstable opt-in."""
+    if not isinstance(capabilities, dict):
+        return False
+    meta = capabilities.get("_meta")
+    if isinstance(meta, dict) and meta.get(SUBAGENTS_META) not in (None, False):
+        return True
+    return isinstance(capabilities.get("subagents"), dict)
 
 
 def _info(session: HostSession) -> SessionInfo:

@@ -244,6 +244,23 @@ class Host:
             raise ResourceNotFound(data={"sessionId": session_id, "reason": "no such session on this host"})
         return session
 
+    def root_of(self, session_id: str) -> HostSession | None:
+        """The host's session a subagent (child session, at any depth) belongs to, from the parents the
+        connection to the agent tracks; None for a session that is no host session's child."""
+        client = self._client
+        if client is None:
+            return None
+        tracks = hub_of(client).session_tracks
+        seen: set[str] = set()
+        track = tracks.get(session_id)
+        while track is not None and track.parent is not None and track.parent not in seen:
+            seen.add(track.parent)
+            session = self.sessions.get(track.parent)
+            if session is not None:
+                return session
+            track = tracks.get(track.parent)
+        return None
+
     def changed(self, session_id: str) -> anyio.Event:
         """Set when the session's log grows (a fresh event after each)."""
         event = self._changed.get(session_id)
@@ -287,16 +304,20 @@ class Host:
     def _on_update(self, note: UpdateSessionNotification) -> None:
         """Every agent update (sync, in wire order): logged, then the attached clients' feeds wake."""
         session = self.sessions.get(note.session_id)
+        subagent = False
         if session is None:
             client = self._client
             if client is None or note.session_id not in hub_of(client).session_tracks:
                 _log.debug("an update of session %s, which the host does not keep", note.session_id)
                 return
-            cwd = hub_of(client).session_cwds.get(note.session_id, "")
-            session = self._make(note.session_id, cwd, client.protocol.version)
+            session = self.root_of(note.session_id)
+            subagent = session is not None
+            if session is None:
+                cwd = hub_of(client).session_cwds.get(note.session_id, "")
+                session = self._make(note.session_id, cwd, client.protocol.version)
         params = _encode(note)
         before = session.state
-        session.record(params, note.update)
+        session.record(params, note.update, subagent=subagent)
         if before != "idle" and session.state == "idle":
             detail = {"stopReason": session.stop_reason} if session.stop_reason is not None else {}
             self.emit("turn_ended", session.session_id, session.prompted_by, **detail)
@@ -304,7 +325,7 @@ class Host:
                 self._tg.start_soon(self.persist, session)
         if self.store is not None and self._tg is not None:
             self._tg.start_soon(self._store_update, session, params)
-        self.wake(note.session_id)
+        self.wake(session.session_id)
 
     async def _store_update(self, session: HostSession, params: bytes) -> None:
         if self.store is None:
