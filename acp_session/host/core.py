@@ -207,6 +207,9 @@ class HostSession:
     """The client that sent the latest prompt (for the operator's events)."""
     attached: set[Hashable] = field(default_factory=set)
     permissions: list[PermissionAsk[Any]] = field(default_factory=list)
+    mcp_servers: list[Any] = field(default_factory=list)
+    """The MCP servers the clients gave the session (``session/new``, then the latest ``session/resume`` that gave
+    some): the agent has them, and gets them again when it is restarted. In memory only (they may hold secrets)."""
 
     def record(self, params: bytes, update: Any = None, *, seq: int | None = None, subagent: bool = False) -> int:
         """An update from the agent: logged (numbered), the turn state followed; ``update`` is the decoded

@@ -109,6 +109,8 @@ class ServingHost(Protocol):
 
     async def delete_session(self, session_id: str) -> None: ...
 
+    async def give_mcp_servers(self, session: HostSession, servers: Any) -> None: ...
+
     def answered(self, ask: PermissionAsk[Any], client: Hashable, answer: RequestPermissionResponse) -> None: ...
 
 
@@ -236,6 +238,7 @@ class ClientFront:
         if replay not in (msgspec.UNSET, None) and not isinstance(replay, ReplayFromStart):
             raise InvalidParams(data={"reason": "unsupported replay cursor"})
         cursor = 0 if replay not in (msgspec.UNSET, None) else session.log.last_seq
+        await self.host.give_mcp_servers(session, params.mcp_servers or [])
         await self._attach(session, cursor, snapshot=True)
         self.host.emit("session_attached", session.session_id, self.key, replayed=session.log.last_seq - cursor)
         meta: Any = msgspec.UNSET

@@ -11,7 +11,7 @@ wins) for ``permission_timeout`` seconds, then the policy answers.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable, Hashable
+from collections.abc import AsyncIterator, Callable, Hashable, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -23,7 +23,7 @@ from .._version import __version__
 from ..client import ClientBuilder, ClientConnection
 from ..client.connection import hub_of
 from ..client.opening import open_new_session, open_resumed_session
-from ..errors import AcpError, ConnectionClosed, InvalidRequest, ResourceNotFound, RpcError
+from ..errors import AcpError, ConnectionClosed, InvalidParams, InvalidRequest, ResourceNotFound, RpcError
 from ..schema.types import (
     CancelledPermissionOutcome,
     PromptResponse,
@@ -206,7 +206,14 @@ class Host:
             if not session.resumable:
                 continue
             try:
-                await open_resumed_session(hub_of(client), session.session_id, session.cwd, None, (), ())
+                await open_resumed_session(
+                    hub_of(client),
+                    session.session_id,
+                    session.cwd,
+                    None,
+                    session.mcp_servers,
+                    session.additional_directories,
+                )
             except (AcpError, ValueError) as exc:
                 session.resumable = False
                 self.emit("session_read_only", session.session_id, reason=str(exc))
@@ -284,9 +291,33 @@ class Host:
             session = self._make(active.session_id, params.cwd, client.protocol.version)
         session.cwd = params.cwd  # a session made by an update that came first knew no cwd yet
         session.additional_directories = list(params.additional_directories or [])
+        session.mcp_servers = list(params.mcp_servers or [])
         self.emit("session_created", session.session_id, cwd=session.cwd)
         await self.persist(session)
         return session, response
+
+    async def give_mcp_servers(self, session: HostSession, servers: Sequence[Any]) -> None:
+        """A client's resume gave MCP servers: when they are not the session's already, the agent (which has the
+        session live) is sent ``session/resume`` with them, the complete set replacing the earlier one (no replay).
+        None given keeps the session's: an attaching client does not take away another client's servers."""
+        if not servers or list(servers) == session.mcp_servers:
+            return
+        reason = session.read_only_reason()
+        if reason is not None:
+            raise InvalidRequest(message=f"Session is read-only: {reason}", data={"sessionId": session.session_id})
+        client = self.client
+        if not client.agent.supports("session/resume"):
+            raise InvalidParams(
+                data={
+                    "reason": "the agent cannot take new MCP servers for a session it has (it does not resume "
+                    "sessions): start a new session with them"
+                }
+            )
+        await open_resumed_session(
+            hub_of(client), session.session_id, session.cwd, None, servers, session.additional_directories
+        )
+        session.mcp_servers = list(servers)
+        self.emit("session_mcp_servers", session.session_id, servers=[_name(s) for s in servers])
 
     def _make(self, session_id: str, cwd: str, version: int) -> HostSession:
         from .core import UpdateLog
@@ -453,6 +484,11 @@ class Host:
         if decision.action == "ask" or decision.option_id is None:
             return _CANCELLED
         return RequestPermissionResponse(outcome=SelectedPermissionOutcome(option_id=decision.option_id))
+
+
+def _name(server: Any) -> str:
+    name = getattr(server, "name", None)
+    return name if isinstance(name, str) else "?"
 
 
 def _outcome(answer: RequestPermissionResponse) -> dict[str, Any]:
