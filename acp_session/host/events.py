@@ -21,6 +21,7 @@ EventKind = Literal[
     "session_attached",
     "session_detached",
     "session_read_only",
+    "session_mcp_servers",
     "turn_started",
     "turn_ended",
     "permission_asked",

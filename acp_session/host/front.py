@@ -28,6 +28,7 @@ from ..errors import (
     RpcError,
     UnsupportedProtocolVersion,
 )
+from ..protocol.routes import SUBAGENTS_META
 from ..rpc import Connection, PendingRequest, json_decode
 from ..schema import unstable as mu
 from ..schema.types import (
@@ -111,6 +112,8 @@ class ServingHost(Protocol):
 
     async def delete_session(self, session_id: str) -> None: ...
 
+    async def give_mcp_servers(self, session: HostSession, servers: Any) -> None: ...
+
     def answered(self, ask: PermissionAsk[Any], client: Hashable, answer: RequestPermissionResponse) -> None: ...
 
 
@@ -137,6 +140,8 @@ class ClientFront:
         self.profile = incoming.profile
         self._tg = tg
         self._feeds: dict[str, anyio.CancelScope] = {}
+        self.subagents = False
+        """The client asked for subagent (child session) updates (``asks_for_subagents``); others get none."""
         self.v1: V1Wire | None = None
         """Set when the client speaks protocol version 1 (``v1_front.V1Wire``): it says the host's updates and
         requests in v1's words."""
@@ -179,6 +184,7 @@ class ClientFront:
             convert(params, InitializeRequest)
         except (msgspec.ValidationError, TypeError) as exc:
             raise InvalidParams(data={"reason": f"not a v2 initialize request: {exc}"}) from None
+        self.subagents = asks_for_subagents(params.get("capabilities"))
         agent = self.host.client.agent.initialize_response
         assert agent is not None
         caps = agent.capabilities if isinstance(agent.capabilities, AgentCapabilities) else AgentCapabilities()
@@ -242,6 +248,7 @@ class ClientFront:
         if replay not in (msgspec.UNSET, None) and not isinstance(replay, ReplayFromStart):
             raise InvalidParams(data={"reason": "unsupported replay cursor"})
         cursor = 0 if replay not in (msgspec.UNSET, None) else session.log.last_seq
+        await self.host.give_mcp_servers(session, params.mcp_servers or [])
         await self._attach(session, cursor, snapshot=True)
         handled.replayed = session.log.last_seq - cursor
         self.host.emit("session_attached", session.session_id, self.key, replayed=handled.replayed)
@@ -266,13 +273,10 @@ class ClientFront:
         old = self._feeds.pop(sid, None)
         if old is not None:
             old.cancel()
-        while True:
-            batch = session.log.after(cursor, 256)
-            if not batch:
-                break
+        while cursor < session.log.last_seq:
+            batch, cursor = session.log.feed(cursor, 256, subagents=self.subagents)
             for seq, params in batch:
                 await self._send_update(sid, seq, params, replay=True)
-                cursor = seq
         if snapshot and self.v1 is None:  # v1 has no state updates
             update = StateUpdate(state=session.state)
             if session.state == "idle" and session.stop_reason is not None:
@@ -301,17 +305,18 @@ class ClientFront:
             try:
                 while True:
                     changed = self.host.changed(sid)
-                    batch = session.log.after(cursor, 256)
+                    before = cursor
+                    batch, last = session.log.feed(cursor, 256, subagents=self.subagents)
                     for seq, params in batch:
                         await self._send_update(sid, seq, params)
-                        cursor = seq
+                    cursor = last
                     asks = self._asks.get(sid)
                     due = [ask for after, ask in asks or () if after <= cursor]
                     if due and asks is not None:
                         self._asks[sid] = [(after, ask) for after, ask in asks if ask not in due]
                         for ask in due:
                             self._send_ask(ask)
-                    if not batch and not due:
+                    if cursor == before and not due:
                         await changed.wait()
             except _GONE:
                 pass
@@ -397,6 +402,18 @@ class ClientFront:
         if isinstance(value, dict) and isinstance(value.get("sessionId"), str):
             self._attached(value["sessionId"])
         return await self.host.client.request(method, value)
+
+
+def asks_for_subagents(capabilities: Any) -> bool:
+    """Whether a version 2 client's ``capabilities`` ask for subagent updates (outside the pinned v2
+    schema): ``_meta["acpSession/subagents"]`` set (not null or false), or a ``subagents`` object, the name of
+    version 1's unstable opt-in."""
+    if not isinstance(capabilities, dict):
+        return False
+    meta = capabilities.get("_meta")
+    if isinstance(meta, dict) and meta.get(SUBAGENTS_META) not in (None, False):
+        return True
+    return isinstance(capabilities.get("subagents"), dict)
 
 
 def _info(session: HostSession) -> SessionInfo:

@@ -11,7 +11,7 @@ wins) for ``permission_timeout`` seconds, then the policy answers.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable, Hashable
+from collections.abc import AsyncIterator, Callable, Hashable, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -23,7 +23,7 @@ from .._version import __version__
 from ..client import ClientBuilder, ClientConnection
 from ..client.connection import hub_of
 from ..client.opening import open_new_session, open_resumed_session
-from ..errors import AcpError, ConnectionClosed, InvalidRequest, ResourceNotFound, RpcError
+from ..errors import AcpError, ConnectionClosed, InvalidParams, InvalidRequest, ResourceNotFound, RpcError
 from ..schema.types import (
     CancelledPermissionOutcome,
     PromptResponse,
@@ -209,7 +209,14 @@ class Host:
             if not session.resumable:
                 continue
             try:
-                await open_resumed_session(hub_of(client), session.session_id, session.cwd, None, (), ())
+                await open_resumed_session(
+                    hub_of(client),
+                    session.session_id,
+                    session.cwd,
+                    None,
+                    session.mcp_servers,
+                    session.additional_directories,
+                )
             except (AcpError, ValueError) as exc:
                 session.resumable = False
                 self.emit("session_read_only", session.session_id, reason=str(exc))
@@ -247,6 +254,23 @@ class Host:
             raise ResourceNotFound(data={"sessionId": session_id, "reason": "no such session on this host"})
         return session
 
+    def root_of(self, session_id: str) -> HostSession | None:
+        """The host's session a subagent (child session, at any depth) belongs to, from the parents the
+        connection to the agent tracks; None for a session that is no host session's child."""
+        client = self._client
+        if client is None:
+            return None
+        tracks = hub_of(client).session_tracks
+        seen: set[str] = set()
+        track = tracks.get(session_id)
+        while track is not None and track.parent is not None and track.parent not in seen:
+            seen.add(track.parent)
+            session = self.sessions.get(track.parent)
+            if session is not None:
+                return session
+            track = tracks.get(track.parent)
+        return None
+
     def changed(self, session_id: str) -> anyio.Event:
         """Set when the session's log grows (a fresh event after each)."""
         event = self._changed.get(session_id)
@@ -270,9 +294,33 @@ class Host:
             session = self._make(active.session_id, params.cwd, client.protocol.version)
         session.cwd = params.cwd  # a session made by an update that came first knew no cwd yet
         session.additional_directories = list(params.additional_directories or [])
+        session.mcp_servers = list(params.mcp_servers or [])
         self.emit("session_created", session.session_id, cwd=session.cwd)
         await self.persist(session)
         return session, response
+
+    async def give_mcp_servers(self, session: HostSession, servers: Sequence[Any]) -> None:
+        """A client's resume gave MCP servers: when they are not the session's already, the agent (which has the
+        session live) is sent ``session/resume`` with them, the complete set replacing the earlier one (no replay).
+        None given keeps the session's: an attaching client does not take away another client's servers."""
+        if not servers or list(servers) == session.mcp_servers:
+            return
+        reason = session.read_only_reason()
+        if reason is not None:
+            raise InvalidRequest(message=f"Session is read-only: {reason}", data={"sessionId": session.session_id})
+        client = self.client
+        if not client.agent.supports("session/resume"):
+            raise InvalidParams(
+                data={
+                    "reason": "the agent cannot take new MCP servers for a session it has (it does not resume "
+                    "sessions): start a new session with them"
+                }
+            )
+        await open_resumed_session(
+            hub_of(client), session.session_id, session.cwd, None, servers, session.additional_directories
+        )
+        session.mcp_servers = list(servers)
+        self.emit("session_mcp_servers", session.session_id, servers=[_name(s) for s in servers])
 
     def _make(self, session_id: str, cwd: str, version: int) -> HostSession:
         from .core import UpdateLog
@@ -290,16 +338,20 @@ class Host:
     def _on_update(self, note: UpdateSessionNotification) -> None:
         """Every agent update (sync, in wire order): logged, then the attached clients' feeds wake."""
         session = self.sessions.get(note.session_id)
+        subagent = False
         if session is None:
             client = self._client
             if client is None or note.session_id not in hub_of(client).session_tracks:
                 _log.debug("an update of session %s, which the host does not keep", note.session_id)
                 return
-            cwd = hub_of(client).session_cwds.get(note.session_id, "")
-            session = self._make(note.session_id, cwd, client.protocol.version)
+            session = self.root_of(note.session_id)
+            subagent = session is not None
+            if session is None:
+                cwd = hub_of(client).session_cwds.get(note.session_id, "")
+                session = self._make(note.session_id, cwd, client.protocol.version)
         params = _encode(note)
         before = session.state
-        session.record(params, note.update)
+        session.record(params, note.update, subagent=subagent)
         if before != "idle" and session.state == "idle":
             detail = {"stopReason": session.stop_reason} if session.stop_reason is not None else {}
             self.emit("turn_ended", session.session_id, session.prompted_by, **detail)
@@ -307,7 +359,7 @@ class Host:
                 self._tg.start_soon(self.persist, session)
         if self.store is not None and self._tg is not None:
             self._tg.start_soon(self._store_update, session, params)
-        self.wake(note.session_id)
+        self.wake(session.session_id)
 
     async def _store_update(self, session: HostSession, params: bytes) -> None:
         if self.store is None:
@@ -450,6 +502,11 @@ def host_tracing(options: HostOptions) -> NoTracing:
     from .spans import HostSpans
 
     return HostSpans(options.tracer_provider)
+
+
+def _name(server: Any) -> str:
+    name = getattr(server, "name", None)
+    return name if isinstance(name, str) else "?"
 
 
 def _outcome(answer: RequestPermissionResponse) -> dict[str, Any]:

@@ -48,6 +48,11 @@ def _mcp_servers(servers: Any) -> list[Any]:
     return out
 
 
+def _model_servers(servers: Any) -> list[Any]:
+    """v1 MCP server configs as the model's typed ones (what the host keeps and gives the agent)."""
+    return convert(_mcp_servers(servers), list[m.McpServer])
+
+
 def _marker(value: Any) -> bool:
     return value not in (msgspec.UNSET, None, False)
 
@@ -172,6 +177,7 @@ class V1Wire:
         """Attach with the whole history; a running turn is followed to its end before the answer (v1 learns of a
         turn's end only from an answer), which names the last turn's stop reason."""
         session = self._session(request.session_id, request.cwd)
+        await self.front.host.give_mcp_servers(session, _model_servers(request.mcp_servers))
         self._mapper(session.session_id).reset()
         await self.front._attach(session, 0)
         self.front.host.emit("session_attached", session.session_id, self.front.key, replayed=session.log.last_seq)
@@ -185,6 +191,7 @@ class V1Wire:
     async def resume_session(self, request: v1.ResumeSessionRequest) -> dict[str, Any]:
         """Attach without the history (v1's resume replays nothing): the live stream from now on."""
         session = self._session(request.session_id, request.cwd)
+        await self.front.host.give_mcp_servers(session, _model_servers(request.mcp_servers))
         await self.front._attach(session, session.log.last_seq)
         self.front.host.emit("session_attached", session.session_id, self.front.key, replayed=0)
         return self._values(session)
