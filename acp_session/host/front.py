@@ -135,8 +135,11 @@ class ClientFront:
         self.rpc = rpc
         self.key = incoming.connection_id
         self.profile = incoming.profile
+        self.incoming = incoming
         self._tg = tg
         self._feeds: dict[str, anyio.CancelScope] = {}
+        self._reach: dict[str, int] = {}
+        """Per attached session, the newest update this connection's feed holds (sent or about to be)."""
         self.v1: V1Wire | None = None
         """Set when the client speaks protocol version 1 (``v1_front.V1Wire``): it says the host's updates and
         requests in v1's words."""
@@ -266,10 +269,21 @@ class ClientFront:
         old = self._feeds.pop(sid, None)
         if old is not None:
             old.cancel()
+        if session.log.first_seq > cursor + 1:  # the oldest asked for are no longer kept: said first (v2)
+            notice = _not_kept(session, cursor)
+            cursor = session.log.first_seq - 1
+            self._reach[sid] = cursor
+            if self.v1 is None:
+                await self.rpc.notify("session/update", notice)
+        self._reach[sid] = cursor
         while True:
             batch = session.log.after(cursor, 256)
             if not batch:
                 break
+            if batch[0][0] > cursor + 1:
+                self.fell_behind(session, cursor)
+                return
+            self._reach[sid] = batch[-1][0]
             for seq, params in batch:
                 await self._send_update(sid, seq, params, replay=True)
                 cursor = seq
@@ -289,6 +303,7 @@ class ClientFront:
         if scope is not None:
             scope.cancel()
         self._asks.pop(session_id, None)
+        self._reach.pop(session_id, None)
         session = self.host.sessions.get(session_id)
         if session is not None and session.detach(self.key):
             self.host.emit("session_detached", session_id, self.key)
@@ -302,6 +317,11 @@ class ClientFront:
                 while True:
                     changed = self.host.changed(sid)
                     batch = session.log.after(cursor, 256)
+                    if batch:
+                        if batch[0][0] > cursor + 1:
+                            self.fell_behind(session, cursor)
+                            return
+                        self._reach[sid] = batch[-1][0]
                     for seq, params in batch:
                         await self._send_update(sid, seq, params)
                         cursor = seq
@@ -315,6 +335,28 @@ class ClientFront:
                         await changed.wait()
             except _GONE:
                 pass
+
+    def check_behind(self, session: HostSession) -> None:
+        """The session's log dropped its oldest updates: when some of them never reached this connection's feed,
+        the connection ends (``fell_behind``) rather than go on with a hole its client cannot see."""
+        reach = self._reach.get(session.session_id)
+        if reach is not None and session.log.first_seq > reach + 1:
+            self.fell_behind(session, reach)
+
+    def fell_behind(self, session: HostSession, reach: int) -> None:
+        """This client read so slowly that the log dropped updates before its feed took them: the connection
+        ends, its WebSocket closed with code 1013 and the reason. A client that reconnects and resumes the
+        session (acp-session's client does) gets a replay of what the log still keeps, led by a notice of what
+        is no longer kept (``_not_kept``)."""
+        if self.incoming.closed:
+            return
+        sid = session.session_id
+        missed = session.log.first_seq - reach - 1
+        self.host.emit("client_fell_behind", sid, self.key, missed=missed, kept=session.log.max_entries)
+        self.incoming.close(
+            f"fell behind session {sid} by more than the host keeps: {missed} updates dropped unsent; "
+            "reconnect and resume"
+        )
 
     # -- permissions -----------------------------------------------------------------------------------
 
@@ -397,6 +439,21 @@ class ClientFront:
         if isinstance(value, dict) and isinstance(value.get("sessionId"), str):
             self._attached(value["sessionId"])
         return await self.host.client.request(method, value)
+
+
+def _not_kept(session: HostSession, cursor: int) -> UpdateSessionNotification:
+    """A replay that cannot start where it was asked to, said first: the log dropped the oldest updates."""
+    from ..schema.types import Notice
+
+    log = session.log
+    gone = log.first_seq - cursor - 1
+    notice = Notice(
+        severity="warning",
+        title=f"The {gone} oldest updates of this session are no longer kept",
+        description=f"The host keeps the newest {log.max_entries} updates ({log.max_bytes} bytes) of a session; "
+        f"this replay starts at update {log.first_seq}.",
+    )
+    return UpdateSessionNotification(session_id=session.session_id, update=notice)
 
 
 def _info(session: HostSession) -> SessionInfo:
