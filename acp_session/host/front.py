@@ -256,12 +256,14 @@ class ClientFront:
         options = track.config_options if track is not None and track.config_options else msgspec.UNSET
         return ResumeSessionResponse(config_options=options, meta=meta)
 
-    async def _send_update(self, session_id: str, seq: int, params: bytes, *, replay: bool = False) -> None:
-        """One logged update to this client (``replay``: part of the history sent on attach)."""
-        if self.v1 is not None:
+    async def _send_updates(self, session_id: str, batch: list[tuple[int, bytes]], *, replay: bool = False) -> None:
+        """Logged updates to this client, in order (``replay``: part of the history sent on attach); to a version
+        2 client as they were logged, queued at once."""
+        if self.v1 is None:
+            await self.rpc.notify_encoded("session/update", [params for _, params in batch])
+            return
+        for seq, params in batch:
             await self.v1.send_update(session_id, seq, params, replay=replay)
-        else:
-            await self.rpc.notify("session/update", msgspec.Raw(params))
 
     async def _attach(self, session: HostSession, cursor: int, *, snapshot: bool = False) -> None:
         """Send the log after ``cursor`` (and the turn state), then feed this connection from there on."""
@@ -284,9 +286,8 @@ class ClientFront:
                 self.fell_behind(session, cursor)
                 return
             self._reach[sid] = batch[-1][0]
-            for seq, params in batch:
-                await self._send_update(sid, seq, params, replay=True)
-                cursor = seq
+            await self._send_updates(sid, batch, replay=True)
+            cursor = batch[-1][0]
         if snapshot and self.v1 is None:  # v1 has no state updates
             update = StateUpdate(state=session.state)
             if session.state == "idle" and session.stop_reason is not None:
@@ -322,9 +323,8 @@ class ClientFront:
                             self.fell_behind(session, cursor)
                             return
                         self._reach[sid] = batch[-1][0]
-                    for seq, params in batch:
-                        await self._send_update(sid, seq, params)
-                        cursor = seq
+                        await self._send_updates(sid, batch)
+                        cursor = batch[-1][0]
                     asks = self._asks.get(sid)
                     due = [ask for after, ask in asks or () if after <= cursor]
                     if due and asks is not None:
