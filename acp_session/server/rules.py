@@ -76,7 +76,6 @@ class _Head(msgspec.Struct):
 
 
 _DECODE_HEAD = msgspec.json.Decoder(_Head)
-_UPDATE_PREFIX = b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"'
 
 
 @dataclass(frozen=True)
@@ -225,17 +224,6 @@ class OutboundRoutes:
             self.client_response_routes.pop(key, None)  # answered: the agent's request is settled
 
     def route(self, frame: bytes) -> Route:
-        if frame.startswith(_UPDATE_PREFIX) and b'"id"' not in frame:
-            # The commonest message, a session's update notification as encoders write it (these fields first,
-            # no ``id`` anywhere; the application's encoder wrote it, so it is JSON): its session read without a
-            # decode. A session id with an escape, or that is no UTF-8, takes the decode.
-            start = len(_UPDATE_PREFIX)
-            end = frame.find(b'"', start)
-            if end > 0 and b"\\" not in frame[start:end]:
-                try:
-                    return ("session", frame[start:end].decode())
-                except UnicodeDecodeError:
-                    pass
         try:
             head = _DECODE_HEAD.decode(frame)
         except msgspec.DecodeError:  # not JSON, not an object, or params that are no object: read it whole
