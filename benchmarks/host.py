@@ -20,7 +20,7 @@ and after all of them gives the bytes per idle session (the agent's own memory, 
 counted).
 
 N stays under the host's update log bound (``HostOptions.max_log_entries``, 50 000): beyond it, a client that
-reads more slowly than the agent writes loses the oldest updates it had not read yet.
+reads more slowly than the agent writes falls off the log and its connection is ended (docs/serve.md).
 
 Run: ``.venv/bin/python benchmarks/host.py [--n 40000] [--rounds 5] [--sessions 500] [--quick] [--json]``
 """

@@ -20,6 +20,7 @@ EventKind = Literal[
     "session_created",
     "session_attached",
     "session_detached",
+    "client_fell_behind",
     "session_read_only",
     "session_mcp_servers",
     "turn_started",

@@ -138,10 +138,13 @@ class ClientFront:
         self.rpc = rpc
         self.key = incoming.connection_id
         self.profile = incoming.profile
+        self.incoming = incoming
         self._tg = tg
         self._feeds: dict[str, anyio.CancelScope] = {}
         self.subagents = False
         """The client asked for subagent (child session) updates (``asks_for_subagents``); others get none."""
+        self._reach: dict[str, int] = {}
+        """Per attached session, the newest update this connection's feed holds (sent or about to be)."""
         self.v1: V1Wire | None = None
         """Set when the client speaks protocol version 1 (``v1_front.V1Wire``): it says the host's updates and
         requests in v1's words."""
@@ -260,12 +263,14 @@ class ClientFront:
         options = track.config_options if track is not None and track.config_options else msgspec.UNSET
         return ResumeSessionResponse(config_options=options, meta=meta)
 
-    async def _send_update(self, session_id: str, seq: int, params: bytes, *, replay: bool = False) -> None:
-        """One logged update to this client (``replay``: part of the history sent on attach)."""
-        if self.v1 is not None:
+    async def _send_updates(self, session_id: str, batch: list[tuple[int, bytes]], *, replay: bool = False) -> None:
+        """Logged updates to this client, in order (``replay``: part of the history sent on attach); to a version
+        2 client as they were logged, queued at once."""
+        if self.v1 is None:
+            await self.rpc.notify_encoded("session/update", [params for _, params in batch])
+            return
+        for seq, params in batch:
             await self.v1.send_update(session_id, seq, params, replay=replay)
-        else:
-            await self.rpc.notify("session/update", msgspec.Raw(params))
 
     async def _attach(self, session: HostSession, cursor: int, *, snapshot: bool = False) -> None:
         """Send the log after ``cursor`` (and the turn state), then feed this connection from there on."""
@@ -273,10 +278,21 @@ class ClientFront:
         old = self._feeds.pop(sid, None)
         if old is not None:
             old.cancel()
+        if session.log.first_seq > cursor + 1:  # the oldest asked for are no longer kept: said first (v2)
+            notice = _not_kept(session, cursor)
+            cursor = session.log.first_seq - 1
+            if self.v1 is None:
+                await self.rpc.notify("session/update", notice)
+        self._reach[sid] = cursor
         while cursor < session.log.last_seq:
-            batch, cursor = session.log.feed(cursor, 256, subagents=self.subagents)
-            for seq, params in batch:
-                await self._send_update(sid, seq, params, replay=True)
+            if session.log.first_seq > cursor + 1:  # dropped while this replay was being sent
+                self.fell_behind(session, cursor)
+                return
+            batch, last = session.log.feed(cursor, 256, subagents=self.subagents)
+            self._reach[sid] = last
+            if batch:
+                await self._send_updates(sid, batch, replay=True)
+            cursor = last
         if snapshot and self.v1 is None:  # v1 has no state updates
             update = StateUpdate(state=session.state)
             if session.state == "idle" and session.stop_reason is not None:
@@ -293,6 +309,7 @@ class ClientFront:
         if scope is not None:
             scope.cancel()
         self._asks.pop(session_id, None)
+        self._reach.pop(session_id, None)
         session = self.host.sessions.get(session_id)
         if session is not None and session.detach(self.key):
             self.host.emit("session_detached", session_id, self.key)
@@ -306,10 +323,15 @@ class ClientFront:
                 while True:
                     changed = self.host.changed(sid)
                     before = cursor
+                    if session.log.first_seq > cursor + 1:
+                        self.fell_behind(session, cursor)
+                        return
                     batch, last = session.log.feed(cursor, 256, subagents=self.subagents)
-                    for seq, params in batch:
-                        await self._send_update(sid, seq, params)
-                    cursor = last
+                    if last != cursor:
+                        self._reach[sid] = last
+                        if batch:
+                            await self._send_updates(sid, batch)
+                        cursor = last
                     asks = self._asks.get(sid)
                     due = [ask for after, ask in asks or () if after <= cursor]
                     if due and asks is not None:
@@ -320,6 +342,28 @@ class ClientFront:
                         await changed.wait()
             except _GONE:
                 pass
+
+    def check_behind(self, session: HostSession) -> None:
+        """The session's log dropped its oldest updates: when some of them never reached this connection's feed,
+        the connection ends (``fell_behind``) rather than go on with a hole its client cannot see."""
+        reach = self._reach.get(session.session_id)
+        if reach is not None and session.log.first_seq > reach + 1:
+            self.fell_behind(session, reach)
+
+    def fell_behind(self, session: HostSession, reach: int) -> None:
+        """This client read so slowly that the log dropped updates before its feed took them: the connection
+        ends, its WebSocket closed with code 1013 and the reason. A client that reconnects and resumes the
+        session (acp-session's client does) gets a replay of what the log still keeps, led by a notice of what
+        is no longer kept (``_not_kept``)."""
+        if self.incoming.closed:
+            return
+        sid = session.session_id
+        missed = session.log.first_seq - reach - 1
+        self.host.emit("client_fell_behind", sid, self.key, missed=missed, kept=session.log.max_entries)
+        self.incoming.close(
+            f"fell behind session {sid} by more than the host keeps: {missed} updates dropped unsent; "
+            "reconnect and resume"
+        )
 
     # -- permissions -----------------------------------------------------------------------------------
 
@@ -414,6 +458,21 @@ def asks_for_subagents(capabilities: Any) -> bool:
     if isinstance(meta, dict) and meta.get(SUBAGENTS_META) not in (None, False):
         return True
     return isinstance(capabilities.get("subagents"), dict)
+
+
+def _not_kept(session: HostSession, cursor: int) -> UpdateSessionNotification:
+    """A replay that cannot start where it was asked to, said first: the log dropped the oldest updates."""
+    from ..schema.types import Notice
+
+    log = session.log
+    gone = log.first_seq - cursor - 1
+    notice = Notice(
+        severity="warning",
+        title=f"The {gone} oldest updates of this session are no longer kept",
+        description=f"The host keeps the newest {log.max_entries} updates ({log.max_bytes} bytes) of a session; "
+        f"this replay starts at update {log.first_seq}.",
+    )
+    return UpdateSessionNotification(session_id=session.session_id, update=notice)
 
 
 def _info(session: HostSession) -> SessionInfo:

@@ -351,7 +351,11 @@ class Host:
                 session = self._make(note.session_id, cwd, client.protocol.version)
         params = _encode(note)
         before = session.state
+        dropped = session.log.dropped
         session.record(params, note.update, subagent=subagent)
+        if session.log.dropped != dropped and session.attached:
+            for front in self.attached_fronts(session):
+                front.check_behind(session)
         if before != "idle" and session.state == "idle":
             detail = {"stopReason": session.stop_reason} if session.stop_reason is not None else {}
             self.emit("turn_ended", session.session_id, session.prompted_by, **detail)

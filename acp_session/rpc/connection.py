@@ -361,6 +361,22 @@ class Connection(ReadSide):
         if self._outbox.size > self._outbox.high_water:
             await self._outbox.wait_writable()
 
+    async def notify_encoded(self, method: str, params: list[bytes]) -> None:
+        """Notifications of ``method`` whose params are encoded JSON already (a relay's logged updates), queued
+        together: each frame put around its params as ``notify`` would encode it, the write queue's high-water
+        mark checked once for the lot. ``MessageTooLarge`` for a frame over ``max_frame_size`` (the ones before
+        it are queued)."""
+        self._check_open()
+        prefix = b'{"jsonrpc":"2.0","method":' + msgspec.json.encode(method) + b',"params":'
+        put = self._outbox.put
+        limit = self.max_frame_size - len(prefix) - 1
+        for encoded in params:
+            if len(encoded) > limit:
+                raise MessageTooLarge(len(encoded) + len(prefix) + 1, self.max_frame_size, outgoing=True)
+            put(prefix + encoded + b"}")
+        if self._outbox.size > self._outbox.high_water:
+            await self._outbox.wait_writable()
+
     def _check_open(self) -> None:
         if self._closed_error is not None:
             raise self._closed_error

@@ -200,8 +200,11 @@ class IncomingConnection:
         """Whether the connection ended."""
         return self._owner.ended.is_set()
 
-    def close(self) -> None:
-        """End the connection now: its streams end (a WebSocket is closed) and the handler is cancelled."""
+    def close(self, reason: str | None = None) -> None:
+        """End the connection now: its streams end (a WebSocket is closed, with ``reason`` and code 1013, "try
+        again later", when one is given) and the handler is cancelled."""
+        if reason is not None and self._owner.end_reason is None:
+            self._owner.end_reason = reason
         self._owner.end()
 
     def on_close(self, callback: Callable[[], None]) -> None:
@@ -250,6 +253,8 @@ class RemoteConnection:
         self.buffered = 0
         self.stream_opened = anyio.Event()
         self.ended = anyio.Event()
+        self.end_reason: str | None = None
+        """Why the application ended the connection (``IncomingConnection.close``), said in the WebSocket's close."""
         self.close_callbacks: list[Callable[[], None]] = []
         self._initial: bytes | None = None
         self._initial_ready = anyio.Event()

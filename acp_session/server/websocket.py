@@ -180,7 +180,11 @@ async def serve_websocket(app: AcpAsgiApp, scope: Scope, receive: Receive, send:
                 tg.cancel_scope.cancel()
                 with anyio.CancelScope(shield=True), anyio.move_on_after(2):
                     closed_here = True
-                    await _send_close(send, 1000, "the connection ended")
+                    reason = conn.end_reason
+                    if reason is None:
+                        await _send_close(send, 1000, "the connection ended")
+                    else:  # a close reason is at most 123 bytes
+                        await _send_close(send, 1013, reason.encode()[:123].decode(errors="ignore"))
 
             tg.start_soon(pump)
             tg.start_soon(close_when_ended)

@@ -180,8 +180,21 @@ _MESSAGES = st.fixed_dictionaries(
         "result": st.just({}),
     },
 )
+_UPDATES = st.fixed_dictionaries(  # compact and in the encoders' order: what ``route`` reads without a decode
+    {
+        "jsonrpc": st.just("2.0"),
+        "method": st.just("session/update"),
+        "params": st.fixed_dictionaries(
+            {"sessionId": st.sampled_from(["s1", "s2", 's"1', "s\\1", "é", ""])},
+            optional={"update": st.just({"sessionUpdate": "notice", "title": "id", "id": 1})},
+        ),
+    },
+    optional={"id": _IDS, "result": st.just({})},
+)
 _FRAMES = st.one_of(
     _MESSAGES.map(lambda m: json.dumps(m).encode()),
+    _MESSAGES.map(lambda m: json.dumps(m, separators=(",", ":"), ensure_ascii=False).encode()),
+    _UPDATES.map(lambda m: json.dumps(m, separators=(",", ":"), ensure_ascii=False).encode()),
     st.sampled_from(
         [b"[1,2]", b"3", b"not json", b'{"id":1,"id":"2","method":"a","params":{"sessionId":"a","sessionId":"b"}}']
     ),

@@ -468,3 +468,18 @@ async def test_several_waiters_on_one_request_and_a_cancelled_one(pair: Any) -> 
         await raw.send({"jsonrpc": "2.0", "id": request["id"], "result": {"n": 1}})
     assert results == [{"n": 1}, {"n": 1}]
     assert await handle == {"n": 1} and handle.done
+
+
+async def test_notifications_of_encoded_params_are_the_frames_notify_writes(pair: Any) -> None:
+    """``notify_encoded`` (a relay's logged updates queued at once) writes byte for byte what ``notify`` writes
+    for the same params; a frame over the limit is refused before it is queued."""
+    conn, raw, _ = pair
+    params = [{"sessionId": "s1", "n": i, "text": 'é "q"'} for i in range(3)]
+    for one in params:
+        await conn.notify("session/update", one)
+    await conn.notify_encoded("session/update", [msgspec.json.encode(one) for one in params])
+    frames = [await raw.recv_frame() for _ in range(6)]
+    assert frames[:3] == frames[3:] and msgspec.json.decode(frames[4])["params"] == params[1]
+    conn.max_frame_size = 64
+    with pytest.raises(MessageTooLarge):
+        await conn.notify_encoded("session/update", [b'{"text":"' + b"x" * 64 + b'"}'])
