@@ -173,10 +173,18 @@ def _too_deep() -> ProtocolViolation:
 def _batch_reply(items: list[Any]) -> ProtocolViolation:
     """The one place that decides what a received batch gets.
 
-    The current ACP v2 schema no longer uses JSON-RPC batches (older v2 docs allowed them), so any array,
-    empty or not, is answered with a single ``-32600`` response with id null and nothing in it is run.
+    The current ACP v2 schema no longer uses JSON-RPC batches (older v2 docs allowed them), so nothing in an
+    array is run, and an array, empty or not, is answered with a single ``-32600`` response with id null; but
+    one made of notifications only gets no reply at all, as notifications never do (JSON-RPC 2.0, and the
+    older docs' batches: ACP-BATCH-202).
     """
+    if items and all(_is_notification(item) for item in items):
+        return ProtocolViolation("batch (JSON array) of notifications received")
     return ProtocolViolation("batch (JSON array) received", error_frame_for(None, InvalidRequest()))
+
+
+def _is_notification(item: Any) -> bool:
+    return isinstance(item, dict) and isinstance(item.get("method"), str) and "id" not in item
 
 
 class RpcCore(Generic[S]):

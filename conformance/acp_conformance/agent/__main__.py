@@ -13,12 +13,16 @@ import textwrap
 import anyio
 
 from acp_session.rpc import Connection
-from acp_session.transport import stdio_server
+from acp_session.transport import Transport, stdio_server
 
 from . import AGENT_NAME, AGENT_VERSION
+from .batches import BatchingTransport
+from .faults import FaultyWire
+from .mutants import SERVER_MODES, WIRE_MODES
 from .remote_rules import REMOTE_BROKEN_MODES
 from .scenarios import SCENARIOS
 from .server import BROKEN_MODES, AgentOptions, ReferenceAgent
+from .variants import VariantAgent
 
 __all__ = ["main", "serve"]
 
@@ -77,6 +81,12 @@ def _parser() -> argparse.ArgumentParser:
         "override), session/archive, session/unarchive, session/status, auth/status, providers/*",
     )
     parser.add_argument(
+        "--all-capabilities",
+        action="store_true",
+        help="also advertise and serve image and audio prompts and login methods (an agent one served by "
+        "auth/login, which always succeeds; a terminal one for clients that enable terminal auth)",
+    )
+    parser.add_argument(
         "--protocol-versions",
         default="1,2",
         metavar="VERSIONS",
@@ -130,10 +140,16 @@ def _listen(parser: argparse.ArgumentParser, args: argparse.Namespace, options: 
 
 async def serve(options: AgentOptions) -> None:
     """Serve one client on this process's stdin/stdout until it closes the stream."""
-    async with stdio_server() as transport, anyio.create_task_group() as tg:
-        async with Connection(transport) as conn:
-            ReferenceAgent(conn, tg, options)
+    async with stdio_server() as stdio, anyio.create_task_group() as tg:
+        transport: Transport = stdio
+        if options.broken & WIRE_MODES.keys():
+            transport = FaultyWire(transport, options.broken)
+        async with Connection(BatchingTransport(transport, options.broken)) as conn:
+            variant = options.all_capabilities or options.broken & SERVER_MODES.keys()
+            (VariantAgent if variant else ReferenceAgent)(conn, tg, options)
             await conn.wait_closed()
+        if "ignore-stdin-eof" in options.broken:
+            await anyio.sleep_forever()  # a broken variant: only a signal ends it
         tg.cancel_scope.cancel()
 
 
@@ -151,6 +167,7 @@ def main(argv: list[str] | None = None) -> None:
         mcp=mcp,
         preview=args.preview,
         versions=versions,
+        all_capabilities=args.all_capabilities,
     )
     if args.listen is not None:
         _listen(_parser(), args, options)

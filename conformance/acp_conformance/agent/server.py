@@ -63,6 +63,7 @@ from acp_session.schema.unstable import McpAcpCapabilities, McpCapabilities
 
 from . import AGENT_NAME, AGENT_VERSION, PROTOCOL_VERSION, mcp_client, negotiation
 from .config import apply_config
+from .mutants import V2_BROKEN_MODES
 from .preview_methods import PreviewMethods, now, preview_capabilities
 from .scenarios import SCENARIOS, TurnContext, TurnFailed, available_commands, offline_reply, parse_prompt
 from .sessions import HeldPrompt, Session, SessionStore
@@ -82,6 +83,7 @@ BROKEN_MODES: dict[str, str] = {
     "junk-stdout": "write a line of plain text to stdout before serving",
     "ignore-cancel": "ignore session/cancel notifications entirely",
     "boolean-capability": "advertise session.delete as true (v1's boolean encoding) instead of an object marker",
+    **V2_BROKEN_MODES,
 }
 PAGE_SIZE = 20
 _PERMISSION_ANSWER = decoder(RequestPermissionResponse)
@@ -99,6 +101,7 @@ class AgentOptions:
     mcp: frozenset[str] = frozenset({"stdio", "http", "acp"})  # MCP transports advertised (with the mcp extra)
     preview: bool = False  # advertise and serve the Preview methods (fork, title, system prompt, ...)
     versions: tuple[int, ...] = negotiation.SUPPORTED_VERSIONS  # the protocol versions spoken, oldest first
+    all_capabilities: bool = False  # image and audio prompts, login methods (variants.VariantAgent)
 
 
 def _mcp_capabilities(offered: frozenset[str]) -> Any:
