@@ -130,6 +130,14 @@ class AgentProcess:
         assert self.process.stdin is not None
         await self.process.stdin.send(item)
 
+    async def close_stdin(self) -> None:
+        """End the agent's input (close its stdin) and leave the rest to it: an agent should then exit by itself
+        (``wait`` tells when). ``aclose`` still ends it, and whatever it started, if it does not."""
+        if self._stdin is not None:
+            await self._stdin.aclose()
+        elif self.process.stdin is not None:
+            await self.process.stdin.aclose()
+
     async def peer_exit(self) -> PeerExit:
         with anyio.move_on_after(_EXIT_WAIT):
             await self.tree.wait()
