@@ -69,7 +69,9 @@ class BatchingTransport(LineFilter):
         if not isinstance(items, list):
             return [line]  # not JSON: the library answers -32700
         if not items:
-            await self.reply([] if "batch-empty-array" in self.broken else {"jsonrpc": "2.0", "id": None, "error": _INVALID})
+            await self.reply(
+                [] if "batch-empty-array" in self.broken else {"jsonrpc": "2.0", "id": None, "error": _INVALID}
+            )
             return []
         passed: list[bytes] = []
         errors: list[Any] = []

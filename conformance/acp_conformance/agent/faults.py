@@ -97,7 +97,8 @@ class FaultyWire(LineFilter):
             if message.get("id") is not None and self.on("stop-after-invalid-request"):
                 os._exit(1)
             return [line]
-        params = message.get("params") if isinstance(message.get("params"), dict) else {}
+        raw = message.get("params")
+        params: dict[str, Any] = raw if isinstance(raw, dict) else {}
         if "id" in message:
             return await self._request(message, method, params, line)
         return await self._notification(method, params, line)
@@ -150,7 +151,9 @@ class FaultyWire(LineFilter):
                 await self.reply(_error(None, -32601, "Method not found"))
             session_id = params.get("sessionId")
             pending = any(asked == session_id for asked, _ in self.asks.values())
-            if (self.on("ignore-cancel-meta") and "_meta" in params) or (self.on("cancel-keeps-permission") and pending):
+            if (self.on("ignore-cancel-meta") and "_meta" in params) or (
+                self.on("cancel-keeps-permission") and pending
+            ):
                 return []
             if "_meta" not in params and not pending:
                 self.session(session_id).plain_cancel = True
@@ -176,12 +179,17 @@ class FaultyWire(LineFilter):
         kind = outcome.get("outcome")
         if self.on("exit-on-custom-outcome") and isinstance(kind, str) and kind.startswith("_"):
             os._exit(3)
-        offered = [o.get("optionId") for o in asked[1] if isinstance(o, dict)]
-        allow = [o.get("optionId") for o in asked[1] if isinstance(o, dict) and str(o.get("kind")).startswith("allow")]
-        if self.on("approve-unknown-option") and kind == "selected" and outcome.get("optionId") not in offered:
-            if allow:
-                outcome["optionId"] = allow[0]
-                return [dumps(message)]
+        options = [o for o in asked[1] if isinstance(o, dict)]
+        allow = [o.get("optionId") for o in options if str(o.get("kind")).startswith("allow")]
+        offered = [o.get("optionId") for o in options]
+        if (
+            self.on("approve-unknown-option")
+            and kind == "selected"
+            and outcome.get("optionId") not in offered
+            and allow
+        ):
+            outcome["optionId"] = allow[0]
+            return [dumps(message)]
         return [line]
 
     # -- what the agent writes -----------------------------------------------------------------------------
@@ -202,7 +210,7 @@ class FaultyWire(LineFilter):
                 permission_request(self.modes, params)
             return [dumps(message)]
         if method == "session/update" and isinstance(params.get("update"), dict):
-            return self._update(message, params["sessionId"] if "sessionId" in params else None, params["update"])
+            return self._update(message, params.get("sessionId"), params["update"])
         return [line]
 
     def _answer(self, message: dict[str, Any]) -> list[bytes]:
@@ -244,7 +252,9 @@ class FaultyWire(LineFilter):
             session.held_running = None
         return out
 
-    def _state(self, message: dict[str, Any], session_id: Any, session: _Session, update: dict[str, Any]) -> list[bytes]:
+    def _state(
+        self, message: dict[str, Any], session_id: Any, session: _Session, update: dict[str, Any]
+    ) -> list[bytes]:
         state, before = update.get("state"), session.state
         session.state = state if isinstance(state, str) else None
         reason = update.get("stopReason")
@@ -276,8 +286,8 @@ class FaultyWire(LineFilter):
                 elif self.on("cancel-aborted"):
                     update["stopReason"] = "aborted"
                 elif self.on("update-after-cancel"):
-                    late = {"sessionUpdate": "agent_message_chunk", "messageId": "msg-late"}
-                    late["content"] = {"type": "text", "text": "one more thing"}  # type: ignore[assignment]
+                    late: dict[str, Any] = {"sessionUpdate": "agent_message_chunk", "messageId": "msg-late"}
+                    late["content"] = {"type": "text", "text": "one more thing"}
                     return [*out, dumps(message), self._notice(session_id, late)]
         background = update.get("background")
         if isinstance(background, list) and background and self.on("background-omitted"):
@@ -287,7 +297,9 @@ class FaultyWire(LineFilter):
         return [*out, dumps(message)]
 
     def _notice(self, session_id: Any, update: dict[str, Any]) -> bytes:
-        return dumps({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": session_id, "update": update}})
+        return dumps(
+            {"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": session_id, "update": update}}
+        )
 
     def _extras(self, session_id: Any) -> list[bytes]:
         """What some modes add to each turn, right after the user message that starts it."""

@@ -9,6 +9,8 @@ from typing import Any
 
 __all__ = ["change_error", "change_result", "change_update", "permission_request"]
 
+_NULL_RESULT = {"session/delete": "delete-null-result", "session/close": "close-null-result"}  # method -> mode
+
 
 def change_result(modes: frozenset[str], method: str, params: dict[str, Any], result: Any) -> Any:
     """The result the client gets for a ``method`` request with ``params`` instead of ``result``."""
@@ -22,9 +24,7 @@ def change_result(modes: frozenset[str], method: str, params: dict[str, Any], re
         for info in result.get("sessions") or []:
             if isinstance(info, dict) and isinstance(info.get("cwd"), str):
                 info["cwd"] = os.path.basename(info["cwd"]) or "."
-    elif method == "session/delete" and "delete-null-result" in modes:
-        return None
-    elif method == "session/close" and "close-null-result" in modes:
+    elif _NULL_RESULT.get(method) in modes:
         return None
     elif method == "session/resume":
         if "resume-bad-result" in modes:

@@ -86,6 +86,7 @@ BROKEN_MODES: dict[str, str] = {
     **V2_BROKEN_MODES,
 }
 PAGE_SIZE = 20
+VENDOR_MARKER = {"acp-reference-agent": {"scenarios": True}}  # capabilities._meta: prompts starting /NAME
 _PERMISSION_ANSWER = decoder(RequestPermissionResponse)
 
 
@@ -233,7 +234,8 @@ class ReferenceAgent(PreviewMethods):
                     delete=SessionDeleteCapabilities(),
                     additional_directories=SessionAdditionalDirectoriesCapabilities(),
                     mcp=_mcp_capabilities(self._mcp_transports()),
-                )
+                ),
+                meta=VENDOR_MARKER,  # a vendor extension goes in _meta (extensibility.mdx, ACP-EXT-202)
             ),
         )
         if self.broken("boolean-capability"):

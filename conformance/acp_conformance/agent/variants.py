@@ -193,16 +193,19 @@ class VariantAgent(ReferenceAgent):
         replay = request.replay_from
         if self.broken("resume-replays-always") and (replay is UNSET or replay is None):
             request = msgspec.structs.replace(request, replay_from=ReplayFromStart())
-        elif self.broken("ignore-replay-cursor") and replay not in (UNSET, None):
-            if not isinstance(replay, ReplayFromStart):
-                request = msgspec.structs.replace(request, replay_from=UNSET)
+        elif (
+            self.broken("ignore-replay-cursor")
+            and replay not in (UNSET, None)
+            and not isinstance(replay, ReplayFromStart)
+        ):
+            request = msgspec.structs.replace(request, replay_from=UNSET)
         return await super().resume_session(request)
 
     async def set_config_option(self, request: SetSessionConfigOptionRequest) -> SetSessionConfigOptionResponse:
         if self.broken("config-not-applied") or self.broken("config-accepts-unknown"):
             plain = request if isinstance(request, dict) else msgspec.to_builtins(request)
             session = self._session(str(plain.get("sessionId")))
-            known = {o.config_id for o in session.config.options()}
+            known = {msgspec.to_builtins(o).get("configId") for o in session.config.options()}
             if self.broken("config-not-applied") or plain.get("configId") not in known:
                 return SetSessionConfigOptionResponse(config_options=session.config.options())
         return await super().set_config_option(request)

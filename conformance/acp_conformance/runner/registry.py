@@ -109,6 +109,7 @@ class Check:
     needs_session: bool = True  # opens a session (n/a when the agent requires a login we do not have)
     prompts: bool = True  # sends a prompt (n/a when the agent requires a login for prompts)
     fresh: bool = False  # needs an agent process of its own, not initialized (it sends its own initialize)
+    ends_agent: bool = False  # it ends the agent process itself: the agent exiting is its subject, no failure
     turns: int = 1  # scenario turns it runs (for its overall time limit)
 
     def time_limit(self, wait: float, scenarios: Scenarios) -> float:
@@ -134,6 +135,7 @@ def check(
     needs_session: bool = True,
     prompts: bool = True,
     fresh: bool = False,
+    ends_agent: bool = False,
     turns: int = 1,
 ) -> Callable[[CheckFn], CheckFn]:
     assert area in AREAS, area
@@ -153,6 +155,7 @@ def check(
                 needs_session=needs_session,
                 prompts=prompts and needs_session,
                 fresh=fresh,
+                ends_agent=ends_agent,
                 turns=turns,
             )
         )
