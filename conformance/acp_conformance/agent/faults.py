@@ -273,9 +273,9 @@ class FaultyWire(LineFilter):
             if session.held_running is not None:
                 out.append(session.held_running)
                 session.held_running = None
-            if reason == "end_turn" and self.on("no-idle-after-turn"):
+            if reason == "end_turn" and not session.resuming and self.on("no-idle-after-turn"):
                 return out
-            if reason == "end_turn" and self.on("unknown-stop-reason"):
+            if reason == "end_turn" and not session.resuming and self.on("unknown-stop-reason"):
                 update["stopReason"] = "done"
             if reason == "cancelled" and session.plain_cancel:
                 session.plain_cancel = False

@@ -116,12 +116,14 @@ def change_update(modes: frozenset[str], update: dict[str, Any], *, resuming: bo
             update.pop("title", None)
         if "unknown-tool-kind" in modes and "kind" in update:
             update["kind"] = "fetching"
-        if "relative-tool-location" in modes:
-            for location in update.get("locations") or []:
-                if isinstance(location, dict) and isinstance(location.get("path"), str):
-                    location["path"] = os.path.basename(location["path"])
     elif kind == "tool_call_content_chunk" and "tool-chunk-without-id" in modes:
         update["toolCallId"] = ""
+    if kind in ("tool_call_update", "tool_call_content_chunk") and "relative-diff-path" in modes:
+        content = update.get("content")
+        for item in content if isinstance(content, list) else [content]:
+            for change in item.get("changes") or [] if isinstance(item, dict) else []:
+                if isinstance(change, dict) and isinstance(change.get("path"), str):
+                    change["path"] = os.path.basename(change["path"])
     elif kind == "plan_update" and isinstance(update.get("plan"), dict):
         if "plan-without-id" in modes:
             update["plan"]["planId"] = ""

@@ -9,6 +9,7 @@ those features have nothing to observe on the plain agent.
 
 from __future__ import annotations
 
+import copy
 import os
 from typing import Any
 
@@ -202,10 +203,16 @@ class VariantAgent(ReferenceAgent):
         return await super().resume_session(request)
 
     async def set_config_option(self, request: SetSessionConfigOptionRequest) -> SetSessionConfigOptionResponse:
-        if self.broken("config-not-applied") or self.broken("config-accepts-unknown"):
-            plain = request if isinstance(request, dict) else msgspec.to_builtins(request)
-            session = self._session(str(plain.get("sessionId")))
-            known = {msgspec.to_builtins(o).get("configId") for o in session.config.options()}
-            if self.broken("config-not-applied") or plain.get("configId") not in known:
-                return SetSessionConfigOptionResponse(config_options=session.config.options())
-        return await super().set_config_option(request)
+        if not (self.broken("config-not-applied") or self.broken("config-accepts-unknown")):
+            return await super().set_config_option(request)
+        plain = request if isinstance(request, dict) else msgspec.to_builtins(request)
+        session = self._session(str(plain.get("sessionId")))
+        known = {msgspec.to_builtins(o).get("configId") for o in session.config.options()}
+        if plain.get("configId") not in known and self.broken("config-accepts-unknown"):
+            return SetSessionConfigOptionResponse(config_options=session.config.options())
+        before = copy.copy(session.config)
+        answer = await super().set_config_option(request)  # refuses what it refuses
+        if self.broken("config-not-applied"):
+            session.config = before  # ... but keeps the old value, and says so
+            return SetSessionConfigOptionResponse(config_options=session.config.options())
+        return answer

@@ -185,7 +185,8 @@ async def config_set_value(ctx: CheckContext) -> str | None:
 async def config_option_errors(ctx: CheckContext) -> str | None:
     p = ctx.probe
     sid, options = await _options(ctx)
-    before = current_values({"configOptions": options})
+    resumed = await p.call("session/resume", ResumeSessionRequest(session_id=sid, cwd=ctx.cwd), rule="ACP2-081")
+    before = current_values(resumed.result) if resumed.error is None else current_values({"configOptions": options})
 
     async def rejected(request: Any, rule: str, what: str) -> None:
         frame = await p.call("session/set_config_option", request, rule=rule)

@@ -222,8 +222,8 @@ async def no_unknown_root_keys(ctx: CheckContext) -> str | None:
     sid = new.get("sessionId") if isinstance(new, dict) else ""
     turn = await p.run_turn(str(sid), HELLO)
     problems.append(_unknown_keys("session/prompt", turn.response.result))
-    listed = await p.call_ok("session/list", ListSessionsRequest(), rule="session-list.mdx")
-    problems.append(_unknown_keys("session/list", listed))
+    listed = await p.call("session/list", {"cwd": ctx.cwd}, rule="session-list.mdx")
+    problems.append(_unknown_keys("session/list", listed.result))
     closed = await p.call_ok("session/close", CloseSessionRequest(session_id=str(sid)), rule="ACP2-074")
     problems.append(_unknown_keys("session/close", closed))
     for frame in p.frames[start:]:

@@ -87,8 +87,6 @@ async def agent_info(ctx: CheckContext) -> str | None:
     assert isinstance(info, dict)
     for key in ("name", "version"):
         require(isinstance(info.get(key), str) and info[key] != "", rule, f"info.{key} must be a non-empty string")
-    title = info.get("title")
-    require(title is None or isinstance(title, str), rule, f"info.title must be a string or null, got {title!r}")
     return f"agent {info['name']} {info['version']}"
 
 

@@ -189,8 +189,13 @@ async def session_list_cwd(ctx: CheckContext) -> str | None:
     prompts=False,
 )
 async def session_list_absolute(ctx: CheckContext) -> str | None:
-    await ctx.probe.new_session(ctx.cwd)
-    listed = await _pages(ctx, None, "session-list.mdx")
+    p = ctx.probe
+    await p.new_session(ctx.cwd)
+    unfiltered = await p.call("session/list", ListSessionsRequest(), rule="session-list.mdx")
+    if unfiltered.error is None:
+        listed = await _pages(ctx, None, "session-list.mdx")
+    else:  # listing everything failed (session-list's subject): the sessions of this directory, then
+        listed = await _pages(ctx, ctx.cwd, "session-list.mdx")
     if not listed:
         raise NotApplicable("session/list listed no session")
     for info in listed:

@@ -257,9 +257,9 @@ async def connection_survives(ctx: CheckContext) -> str | None:
     await p.call("session/new", {"cwd": 42}, rule="schema:ErrorCode(-32602)")
     await p.send_raw(b'{"jsonrpc":"2.0","id":"acp-conformance-no-method","params":{}}')
     await p.send_raw(b"[]")
-    frame = await p.call("session/list", ListSessionsRequest(), rule="transports.mdx#stdio")
-    require(frame.error is None, "transports.mdx#stdio", f"session/list failed after malformed input: {frame.error}")
-    return None
+    # Answered at all, with a result or an error, the connection is usable (p.call fails when no answer comes).
+    frame = await p.call("session/list", {"cwd": ctx.cwd}, rule="transports.mdx#stdio")
+    return f"session/list answered with {'a result' if frame.error is None else f'error {frame.error_code}'}"
 
 
 @V2(
