@@ -18,7 +18,7 @@ pid = int(replies.readline())
 
 
 def forward(signum, _frame):
-    try:
+    try:  # noqa: SIM105 (no contextlib: every import costs start-up time here)
         os.kill(pid, signum)
     except ProcessLookupError:
         pass

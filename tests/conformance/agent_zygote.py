@@ -14,6 +14,7 @@ Protocol on the socket: the launcher sends its argument list (JSON) with fds 0, 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
@@ -86,17 +87,13 @@ def serve(path: str) -> None:
                     break
                 conn = children.pop(pid, None)
                 if conn is not None:
-                    try:
+                    with contextlib.suppress(OSError):  # the launcher is gone
                         conn.sendall(f"exit {os.waitstatus_to_exitcode(status)}\n".encode())
-                    except OSError:
-                        pass
                     conn.close()
     finally:
         for pid in children:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
 
 
 if __name__ == "__main__":
