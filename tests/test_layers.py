@@ -112,6 +112,8 @@ CONFORMANCE_LAYERS: Layers = (
     ),
     # One handler per v2 method on a connection.
     ("agent server", ("acp_conformance.agent.server",)),
+    # The server with every optional capability, or with a defect in one handler (--broken).
+    ("agent variants", ("acp_conformance.agent.variants",)),
     # --listen: Streamable HTTP and WebSocket.
     (
         "agent remote",

@@ -171,20 +171,12 @@ def _too_deep() -> ProtocolViolation:
 
 
 def _batch_reply(items: list[Any]) -> ProtocolViolation:
-    """The one place that decides what a received batch gets.
-
-    The current ACP v2 schema no longer uses JSON-RPC batches (older v2 docs allowed them), so nothing in an
-    array is run, and an array, empty or not, is answered with a single ``-32600`` response with id null; but
-    one made of notifications only gets no reply at all, as notifications never do (JSON-RPC 2.0, and the
-    older docs' batches: ACP-BATCH-202).
-    """
-    if items and all(_is_notification(item) for item in items):
+    """The one place that decides what a received batch gets. The current ACP v2 schema has no JSON-RPC batches
+    (older v2 docs had them): nothing in an array runs, and it gets one ``-32600`` with id null, unless it holds
+    notifications only, which get no reply, as notifications never do (JSON-RPC 2.0; ACP-BATCH-202)."""
+    if items and all(isinstance(i, dict) and isinstance(i.get("method"), str) and "id" not in i for i in items):
         return ProtocolViolation("batch (JSON array) of notifications received")
     return ProtocolViolation("batch (JSON array) received", error_frame_for(None, InvalidRequest()))
-
-
-def _is_notification(item: Any) -> bool:
-    return isinstance(item, dict) and isinstance(item.get("method"), str) and "id" not in item
 
 
 class RpcCore(Generic[S]):
