@@ -271,14 +271,19 @@ MUTANTS: dict[str, Mutant] = {
 }
 
 
+def _mode(mode: str) -> str:
+    if not mode:
+        return "-"
+    return f"`{mode}`" + (" (`--all-capabilities`)" if MUTANTS[mode].wide else "")
+
+
 def mutation_table() -> str:
     """docs/conformance.md's table: each mapped kit id with its check and the mode that fails it, then the checks
     without a kit id."""
     from acp_conformance.runner.kit import kit_rows
 
     def modes(target: str) -> str:
-        found = [f"`{mode}`" for mode, mutant in MUTANTS.items() if target in mutant.fails]
-        return ", ".join(found) or "-"
+        return ", ".join(_mode(mode) for mode, mutant in MUTANTS.items() if target in mutant.fails) or "-"
 
     lines = ["| kit id | check | broken mode that fails it | also moves |", "|---|---|---|---|"]
     for row in kit_rows(2):
@@ -303,7 +308,7 @@ def mutation_table() -> str:
                 )
                 also = "; ".join(parts) + (f": {mutant.why}" if mutant.why and parts else "")
             checks = ", ".join(f"`{c}`" for c in row.checks)
-            lines.append(f"| {row.id} | {checks} | {f'`{mode}`' if mode else '-'} | {also or '-'} |")
+            lines.append(f"| {row.id} | {checks} | {_mode(mode)} | {also or '-'} |")
     from acp_conformance.runner.checks import CHECK_SETS
     from acp_conformance.runner.registry import in_report_order
     from acp_conformance.runner.tiers import classify

@@ -98,7 +98,7 @@ async def closed_session(ctx: CheckContext) -> str | None:
     "close-active-work",
     "closing a busy session cancels its work: the idle update with stopReason cancelled comes before the answer",
     "close and resume",
-    ("ACP2-073", "ACP2-075", "ACP2-063"),
+    ("ACP2-073", "ACP2-075"),
     scenarios=("long_turn",),
 )
 async def close_active_work(ctx: CheckContext) -> str | None:
