@@ -29,10 +29,11 @@ REMOTE_ONLY_OVER_STDIO = frozenset(
         "batch-notifications",
         "batch-requests",
         "batch-invalid-entries",
+        "connection-survives",
         "stdin-eof-exit",
     }
 )
-"""Agent checks of the raw pipe (newline framing, its encoding, batches, the end of stdin): over HTTP and
+"""Agent checks of the raw pipe (newline framing, its encoding, batches, raw bad lines, the end of stdin): over HTTP and
 WebSocket the transport's own checks (``http-batch``, ``ws-text-frames``) judge what they would."""
 
 
