@@ -137,22 +137,37 @@ def _request(id: str) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": id, "method": "session/list", "params": {}}
 
 
-async def _send_batch(ctx: CheckContext, batch: list[Any]) -> list[Any]:
-    """Send ``batch`` as one line; what the agent answered, as JSON values (objects and arrays alike)."""
+async def _send_batch(ctx: CheckContext, batch: list[Any], ids: tuple[str, ...] = ()) -> list[Any]:
+    """Send ``batch`` as one line; what the agent answered, as JSON values (objects and arrays alike). With
+    ``ids``, the answers to those requests are waited for (they may come after quicker ones), or a refusal."""
     p = ctx.probe
     start = p.mark
     await p.send_raw(json.dumps(batch).encode())
+    seen: set[str] = set()
+
+    def settled(frame: Frame) -> bool:
+        value = _json(frame)
+        items = value if isinstance(value, list) else [value]
+        seen.update(str(i.get("id")) for i in items if isinstance(i, dict))
+        return set(ids) <= seen or (isinstance(value, dict) and value.get("id") is None and "error" in value)
+
+    if ids:
+        await p.wait_for(settled, ctx.wait, start)
     await p.barrier()
     barrier_id = p.sent_ids
     out = []
     for frame in p.frames[start:]:
-        try:
-            value = json.loads(frame.raw)
-        except ValueError:
-            continue
-        if not (isinstance(value, dict) and value.get("id") == barrier_id):
+        value = _json(frame)
+        if value is not None and not (isinstance(value, dict) and value.get("id") == barrier_id):
             out.append(value)
     return out
+
+
+def _json(frame: Frame) -> Any:
+    try:
+        return json.loads(frame.raw)
+    except ValueError:
+        return None
 
 
 def _flat(answers: list[Any]) -> list[Any]:
@@ -234,7 +249,9 @@ async def batch_requests(ctx: CheckContext) -> str | None:
     prompts=False,
 )
 async def batch_invalid_entries(ctx: CheckContext) -> str | None:
-    answers = await _send_batch(ctx, [1, _request("acp-conformance-batch-3"), {"jsonrpc": "2.0"}])
+    answers = await _send_batch(
+        ctx, [1, _request("acp-conformance-batch-3"), {"jsonrpc": "2.0"}], ("acp-conformance-batch-3",)
+    )
     if _refused(answers):
         raise NotApplicable("the agent refuses batches as a whole (one -32600): the current v2 schema has none")
     items = [a for a in _flat(answers) if isinstance(a, dict)]
