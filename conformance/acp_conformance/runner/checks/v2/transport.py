@@ -66,6 +66,8 @@ def _message_problem(raw: bytes) -> str | None:
             return 'no "jsonrpc": "2.0"'
         if "method" in item and "id" in item and item["id"] is None:
             return "a request whose id is null (ACP2-004)"
+        if "method" not in item and ("result" in item or "error" in item) and "id" not in item:
+            return "a response without an id"
     return None
 
 
