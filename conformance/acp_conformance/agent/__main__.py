@@ -83,7 +83,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--all-capabilities",
         action="store_true",
-        help="also advertise and serve image and audio prompts and login methods (an agent one served by "
+        help="on stdio: also advertise and serve image and audio prompts and login methods (an agent one served by "
         "auth/login, which always succeeds; a terminal one for clients that enable terminal auth)",
     )
     parser.add_argument(

@@ -28,6 +28,7 @@ __all__ = [
     "cancelled_turn",
     "decode_update",
     "hello_turn",
+    "idle_after_cancel",
     "message_id",
     "second_prompt",
     "strict",
