@@ -34,7 +34,7 @@ from .mutants_v2 import MUTANTS, Mutant, mutation_table
 
 HERE = Path(__file__).resolve().parent
 DOC = HERE.parents[1] / "docs" / "conformance.md"
-WAIT = 2.0  # seconds for one answer: a broken variant's silence costs this, a healthy agent answers in ms
+WAIT = 3.0  # seconds for one answer: a broken variant's silence costs this, a healthy agent answers in ms
 SCENARIO_TIMEOUT = 3.0
 AT_ONCE = 8  # runs at a time: they mostly wait, on their agents and on the broken variants' silences
 RULE = re.compile(r"^(ACP2-\d{3}|schema:[A-Za-z()\-0-9.]+|[a-z-]+\.mdx(#[a-z0-9-]+)?): ")
