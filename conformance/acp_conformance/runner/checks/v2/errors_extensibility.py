@@ -11,7 +11,12 @@ import msgspec
 
 from acp_session.schema import types as t
 from acp_session.schema import unstable as mu
-from acp_session.schema.types import CloseSessionRequest, ListSessionsRequest
+from acp_session.schema.types import (
+    CancelledPermissionOutcome,
+    CloseSessionRequest,
+    ListSessionsRequest,
+    RequestPermissionResponse,
+)
 
 from ...frames import Frame
 from ...outcomes import NotApplicable
@@ -172,8 +177,10 @@ async def meta_objects(ctx: CheckContext) -> str | None:
     sid, _turn = await hello_turn(ctx)
     scenario = ctx.optional_scenario("permission")
     if scenario is not None:
-        await wait_permission(ctx, scenario, sid)
+        _start, _rid, ask = await wait_permission(ctx, scenario, sid)
         p.auto_answer_permissions = True
+        assert ask.message is not None
+        await p.respond(ask.message["id"], RequestPermissionResponse(outcome=CancelledPermissionOutcome()))
     await p.barrier()
     for frame in p.frames[start:]:
         if frame.message is not None:

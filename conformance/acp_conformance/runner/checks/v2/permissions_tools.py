@@ -266,12 +266,13 @@ async def tool_call_ids(ctx: CheckContext) -> str | None:
     scenarios=("tool_call",),
 )
 async def tool_call_title(ctx: CheckContext) -> str | None:
-    first: dict[str, dict[str, Any]] = {}
+    seen: set[str] = set()
+    names: dict[str, Any] = {}
     for frame in await _updates(ctx, "tool_call", "tool_call_update"):
         update = frame.update or {}
         key = str(update.get("toolCallId"))
-        if key not in first:
-            first[key] = update
+        if key not in seen:
+            seen.add(key)
             title = update.get("title")
             require(
                 isinstance(title, str) and title != "",
@@ -279,10 +280,10 @@ async def tool_call_title(ctx: CheckContext) -> str | None:
                 f"tool call {key}: its first update has no title",
             )
         name = update.get("name")
-        if name is not None and first[key].get("name") is not None:
-            require(name == first[key]["name"], "tool-calls.mdx#creating", f"tool call {key}: name changed to {name!r}")
-        first[key].setdefault("name", name)
-    return f"{len(first)} tool call(s)"
+        if name is not None:
+            before = names.setdefault(key, name)
+            require(name == before, "tool-calls.mdx#creating", f"tool call {key}: name {before!r} changed to {name!r}")
+    return f"{len(seen)} tool call(s)"
 
 
 @V2(
