@@ -48,7 +48,7 @@ SCENARIO_CHECKS = {
 }
 # ts_agent.mjs has no plan, terminal or background-work behaviour.
 NO_BEHAVIOUR = {"plan", "plan-shape", "terminal", "terminal-output", "background-work"}
-# What it does not offer or send: a login, additional directories, image or audio prompts, batches (it refuses
+# What it does not offer or send: a login, additional directories, commands, image or audio prompts, batches (it refuses
 # them whole, as the schema lets it), a config_option_update, any _meta.
 NOT_OFFERED = {
     "auth-methods",
@@ -57,6 +57,7 @@ NOT_OFFERED = {
     "terminal-auth-methods",
     "additional-directories",
     "resume-additional-directories",
+    "available-commands",
     "prompt-image",
     "prompt-audio",
     "batch-requests",

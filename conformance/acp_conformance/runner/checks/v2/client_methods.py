@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from ...frames import Frame
+from ...outcomes import NotApplicable
 from ...registry import CheckContext, require
 from .base import CLIENT_METHODS, V2, hello_turn
 
@@ -31,6 +32,8 @@ async def _agent_messages(ctx: CheckContext) -> list[Frame]:
 )
 async def client_methods_known(ctx: CheckContext) -> str | None:
     frames = await _agent_messages(ctx)
+    if not frames:
+        raise NotApplicable("the agent called or notified nothing during the turns")
     for frame in frames:
         method = frame.method or ""
         require(

@@ -209,6 +209,9 @@ async def resume_no_replay(ctx: CheckContext) -> str | None:
     _answer, before = await _resume(ctx, sid)
     replayed = [f for f in before if f.update_kind() in HISTORY_KINDS]
     require(not replayed, RESUMING, f"history replayed although replayFrom was omitted ({len(replayed)} updates)")
+    _answer, asked = await _resume(ctx, sid, ReplayFromStart())
+    if not any(f.update_kind() in HISTORY_KINDS for f in asked):
+        raise NotApplicable("the agent replays no history even when asked: none without replayFrom says nothing")
     return None
 
 
@@ -227,7 +230,7 @@ async def resume_replay(ctx: CheckContext) -> str | None:
     require(not late, RESUMING, f"{late[0].update_kind() if late else ''} replayed after the session/resume response")
     replayed = [f for f in before if f.update_kind() in HISTORY_KINDS]
     if not replayed:
-        ctx.note("nothing was replayed: the agent retains no history (its choice)")
+        raise NotApplicable("nothing was replayed: the agent retains no history (its choice)")
     return f"{len(replayed)} update(s) replayed"
 
 

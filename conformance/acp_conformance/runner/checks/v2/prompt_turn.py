@@ -145,6 +145,8 @@ async def update_schema(ctx: CheckContext) -> str | None:
     sid, turn = await hello_turn(ctx)
     await p.barrier()
     updates = [f for f in p.frames[turn.start :] if f.method == "session/update"]
+    if not updates:
+        raise NotApplicable("the turn sent no session/update")
     for frame in updates:
         require(
             frame.session_id == sid,
@@ -184,6 +186,8 @@ async def update_kinds_known(ctx: CheckContext) -> str | None:
         for item in items if isinstance(items, list) else [items] if isinstance(items, dict) else []:
             kind_of = item.get("type") if isinstance(item, dict) else None
             require(known_or_custom(kind_of, {"content", "diff", "terminal"}), rule, f"tool content {kind_of!r}")
+    if not seen:
+        raise NotApplicable("the turns sent no session/update")
     return f"{seen} update(s)"
 
 

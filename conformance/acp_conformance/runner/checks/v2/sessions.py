@@ -89,6 +89,8 @@ async def available_commands(ctx: CheckContext) -> str | None:
     for name in names:
         require(isinstance(name, str) and not re.search(r"\s", name), "ACP2-038", f"command name {name!r}")
     require(len(names) == len(set(map(str, names))), "ACP2-038", f"duplicate command names in {names}")
+    if not names:
+        raise NotApplicable("session/new lists no commands")
     return f"{len(names)} command(s)"
 
 
@@ -168,8 +170,11 @@ async def session_list_cwd(ctx: CheckContext) -> str | None:
     inner = os.path.join(ctx.cwd, "inner")
     os.makedirs(inner, exist_ok=True)
     sid = await p.new_session(ctx.cwd)
+    await p.run_turn(sid, HELLO)  # some agents list a session only once it has a prompt
     await p.new_session(inner)  # a session below the filter's directory, which the filter must not match
     listed = await _pages(ctx, ctx.cwd, "session-list.mdx")
+    if not listed:
+        raise NotApplicable(f"session/list filtered by {ctx.cwd} listed nothing, not even the session prompted there")
     for info in listed:
         require(
             info.get("cwd") == ctx.cwd,
