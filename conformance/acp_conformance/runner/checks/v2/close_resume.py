@@ -209,8 +209,11 @@ async def resume_no_replay(ctx: CheckContext) -> str | None:
     _answer, before = await _resume(ctx, sid)
     replayed = [f for f in before if f.update_kind() in HISTORY_KINDS]
     require(not replayed, RESUMING, f"history replayed although replayFrom was omitted ({len(replayed)} updates)")
-    _answer, asked = await _resume(ctx, sid, ReplayFromStart())
-    if not any(f.update_kind() in HISTORY_KINDS for f in asked):
+    p = ctx.probe
+    at = p.mark
+    await _resume(ctx, sid, ReplayFromStart())
+    await p.barrier()  # before or after the answer (resume-replay's subject), what it replays
+    if not p.find(lambda f: f.session_id == sid and f.update_kind() in HISTORY_KINDS, at):
         raise NotApplicable("the agent replays no history even when asked: none without replayFrom says nothing")
     return None
 
