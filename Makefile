@@ -1,4 +1,5 @@
-# Long robustness runs (excluded from the default test suite). See docs/robustness.md.
+# Long robustness runs (excluded from the default test suite). See docs/robustness.md. Each in one process (-n 0):
+# one long test gains nothing from the suite's parallel workers, and -s shows its output.
 PYTHON ?= .venv/bin/python
 FUZZ_EXAMPLES ?= 500000
 LOAD_UPDATES ?= 1000000
@@ -10,13 +11,13 @@ fuzz:
 	$(MAKE) -j2 fuzz-asyncio fuzz-trio
 
 fuzz-asyncio fuzz-trio:
-	ACP_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(PYTHON) -m pytest -q -p no:logging tests/robustness/test_fuzz.py tests/rpc/test_fastpath_fuzz.py -k $(@:fuzz-%=%)
+	ACP_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(PYTHON) -m pytest -q -n 0 -p no:logging tests/robustness/test_fuzz.py tests/rpc/test_fastpath_fuzz.py -k $(@:fuzz-%=%)
 
 # 1 000 000 chunk updates into a 10x slower handler, and the permission storm (1 000 requests, cancelled
 # mid-way, with and without withdrawals) 20 times, on both backends.
 load:
-	ACP_LOAD_UPDATES=$(LOAD_UPDATES) $(PYTHON) -m pytest -q -s tests/robustness/test_load.py -k flood
-	ACP_CANCEL_RUNS=20 $(PYTHON) -m pytest -q tests/robustness/test_cancel_barrier.py
+	ACP_LOAD_UPDATES=$(LOAD_UPDATES) $(PYTHON) -m pytest -q -n 0 -s tests/robustness/test_load.py -k flood
+	ACP_CANCEL_RUNS=20 $(PYTHON) -m pytest -q -n 0 tests/robustness/test_cancel_barrier.py
 
 # The real-agent suite (not in CI: the agents download hundreds of MB on first start): installs the agents pinned
 # in dev/real_agents/agents.toml into .cache/real-agents, checks each through the public API with a fresh HOME and no

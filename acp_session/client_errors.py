@@ -75,10 +75,12 @@ class MissingExtra(AcpError):
 
 class ReconnectFailed(ConnectionClosed):
     """The connection was lost and the reconnect policy (``ClientBuilder.reconnect``) gave up: every attempt
-    failed, the total deadline passed, or the server refused a re-dial with a status that waiting does not change
-    (``status``: 401, 403, 407 or 410, ``acp_session.client.reconnect.FINAL_REDIAL_STATUSES``; then ``attempts``
-    counts up to that one). ``cause`` is the last attempt's error (or the drop itself; a ``RemoteHttpError`` when
-    ``status`` is set)."""
+    failed, the total deadline passed, the connection kept dropping right after each reconnect (``drops``: how
+    many times it came back and dropped again within the policy's ``stable_after``; a flapping server), or the
+    server refused a re-dial with a status that waiting does not change (``status``: 401, 403, 407 or 410,
+    ``acp_session.client.reconnect.FINAL_REDIAL_STATUSES``). ``attempts`` counts the dials of the whole outage,
+    and ``elapsed`` runs from its first drop. ``cause`` is the last attempt's error (or the drop itself; a
+    ``RemoteHttpError`` when ``status`` is set)."""
 
     def __init__(
         self,
@@ -88,19 +90,30 @@ class ReconnectFailed(ConnectionClosed):
         *,
         deadline_reached: bool,
         status: int | None = None,
+        drops: int = 0,
     ) -> None:
         self.attempts = attempts
         self.elapsed = elapsed
         self.cause = cause
         self.deadline_reached = deadline_reached
         self.status = status
+        self.drops = drops
         if status is not None:
             why = f"the server refused the reconnect with HTTP {status}"
         elif deadline_reached:
             why = "the reconnect deadline passed"
+        elif drops:
+            why = f"it kept dropping right after coming back ({drops} times: flapping)"
         else:
             why = f"{attempts} reconnect attempts failed"
+        if drops and (status is not None or deadline_reached):
+            why += f", after it had dropped again right after coming back {drops} times (flapping)"
         super().__init__(f"the connection was lost and {why} after {elapsed:.1f} s (last error: {cause})")
+
+    @property
+    def flapping(self) -> bool:
+        """Whether the connection came back and dropped again within the outage (``drops``)."""
+        return self.drops > 0
 
 
 class SessionLost(AcpError):

@@ -179,7 +179,10 @@ class ConnectionClosed(AcpError, TransportError):
         self.reason = reason
         self.exit_code = exit_code
         self.stderr_tail: tuple[str, ...] = tuple(stderr_tail)
-        text = reason if exit_code is None else f"{reason} (exit code {exit_code})"
+        from .transport.exits import exit_words  # a lower layer's words, imported on use (errors is the base)
+
+        said = exit_code is None or reason == exit_words(exit_code)  # the reason already says how it ended
+        text = reason if said else f"{reason} (exit code {exit_code})"
         if self.stderr_tail:
             text += "; last stderr lines: " + " | ".join(self.stderr_tail[-5:])
         super().__init__(text)

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 import msgspec
 
 from ._turn_state import OPEN_PROMPT_STATES, PROMPT_TABLE, PromptState
-from .client_errors import CapabilityNotSupported
+from .client_errors import CapabilityNotSupported, SessionLost
 from .errors import AcpError, RequestCancelled
 from .rpc import PendingRequest
 from .rpc.budget import DEFAULT_ANSWER_BUDGET
@@ -47,7 +47,7 @@ from .schema.types import (
 from .update_kinds import TRACKED_UPDATES
 
 if TYPE_CHECKING:
-    pass
+    from .interactions import ReaderMark
 
 __all__ = [
     "BatchUpdateListener",
@@ -209,6 +209,9 @@ class SessionTrack:
 
     session_id: str
     closed: bool = False
+    # The agent lost the session while the connection reconnected (a Conversation's recovery found it gone): every
+    # later call on it raises SessionLost again, until a resume of it succeeds.
+    lost: SessionLost | None = None
     state: str | None = None
     background: frozenset[tuple[str, str]] = frozenset()
     # Ids whose latest update advertises capabilities.cancel, oldest first (dicts as ordered sets, at most
@@ -225,6 +228,9 @@ class SessionTrack:
     # Called with (path, content) after each fs/write_text_file the client performed for this session
     # (the file-system provider returned; a Conversation reports it as a ChatFile of the current turn).
     file_listeners: list[Callable[[str, str], None]] = field(default_factory=list)
+    # Where the readers of this session's events stand (a Conversation: its turns' and streams' ReaderMarks):
+    # an interactive request of the session waits for them first (interactions.readers_caught_up).
+    readers: list[Callable[[], list[ReaderMark]]] = field(default_factory=list)
     prompts: list[TrackedPrompt] = field(default_factory=list)
     unjoined: dict[str, UserMessage] = field(default_factory=dict)  # user messages not matched to a prompt yet
     listeners: list[UpdateListener] = field(default_factory=list)

@@ -61,6 +61,32 @@ VARIANT_NAMES: dict[tuple[str, str], str] = {
 
 CATCH_ALL_TITLES = {"other", "unknown", "Other"}
 
+# Members written by hand into a generated v2 struct, by class name: conveniences the schema cannot say, kept here
+# so that regenerating keeps them. Each is its code (indented for the class body) and the names it uses.
+CONVENIENCES: dict[str, tuple[str, set[str]]] = {
+    "RequestPermissionRequest": (
+        """
+    @property
+    def tool_call(self) -> ToolCallUpdate | None:
+        \"\"\"The tool call the request is about: the subject's when it is a tool call, else None.\"\"\"
+        subject = self.subject
+        return subject.tool_call if isinstance(subject, ToolCallPermissionSubject) else None
+
+    @property
+    def tool_call_id(self) -> ToolCallId | None:
+        \"\"\"The id of the tool call the request is about: a tool call subject's, or the one a command subject
+        names; None when the subject names none.\"\"\"
+        subject = self.subject
+        if isinstance(subject, ToolCallPermissionSubject):
+            return subject.tool_call.tool_call_id
+        if isinstance(subject, CommandPermissionSubject) and isinstance(subject.tool_call_id, str):
+            return subject.tool_call_id
+        return None
+""",
+        {"CommandPermissionSubject", "ToolCallId", "ToolCallPermissionSubject", "ToolCallUpdate"},
+    ),
+}
+
 
 def snake(name: str) -> str:
     if name == "_meta":
@@ -899,6 +925,8 @@ def render_module(
     def by_kind(kind: str) -> list[Entity]:
         return [e for e in emit if e.kind == kind]
 
+    if version == 2 and imports_from is None:  # the stable module: the hand-written conveniences
+        emit = [_with_convenience(e) if e.name in CONVENIENCES else e for e in emit]
     for e in by_kind("marker"):
         out.append(e.code + "\n\n")
     for e in by_kind("unknown"):
@@ -925,6 +953,12 @@ def render_module(
     imports = header_imports(body) + local_imports
     note = OPEN_UNIONS_NOTE if gen.open_unions else ""
     return HEADER.format(title=title, version=version, sources=sources, note=note, imports=imports) + body
+
+
+def _with_convenience(e: Entity) -> Entity:
+    """A struct entity with its hand-written members (``CONVENIENCES``) after its fields."""
+    code, names = CONVENIENCES[e.name]
+    return dataclasses.replace(e, code=e.code + code, deps=e.deps | names)
 
 
 def _extending(e: Entity) -> Entity:

@@ -8,12 +8,13 @@ need not be fetched again for each test.
 
 from __future__ import annotations
 
+import compileall
 import os
-import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 #: The user's real folders as the run found them, for the test that checks a run leaves them unchanged.
 REAL_HOME = os.path.expanduser("~")
@@ -24,6 +25,22 @@ REAL_FOLDERS = {
     "XDG_DATA_HOME": os.environ.get("XDG_DATA_HOME") or os.path.join(REAL_HOME, ".local", "share"),
 }
 _NPM_CACHE = os.environ.get("NPM_CONFIG_CACHE") or os.path.join(REAL_HOME, ".npm")
+_REPO = Path(__file__).resolve().parent.parent
+
+# A property test's examples share the CPU with the other parallel workers' subprocesses: no deadline per example
+# (most property tests here set none anyway) and no health check on slow data generation.
+settings.register_profile("suite", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("suite")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Compile the package's modules to bytecode once, before any test (in the main process, not in each parallel
+    worker): the suite starts agents, the CLI and the runner as Python subprocesses again and again, and where
+    ``PYTHONDONTWRITEBYTECODE`` is set each of them would compile the modules it imports anew (about a third of
+    its start-up)."""
+    if os.environ.get("PYTEST_XDIST_WORKER") is None:
+        for package in ("acp_session", "acp_conformance", "tests"):
+            compileall.compile_dir(_REPO / package, quiet=2)
 
 
 def snapshot_acp_session_folders(folders: dict[str, str] | None = None) -> dict[str, tuple[int, int]]:
@@ -67,16 +84,43 @@ def files_naming(paths: list[str], markers: list[str]) -> list[str]:
 def _real_folders_unchanged(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """The whole run leaves the user's real ``acp-session`` state, cache, config and data folders unchanged: a
     file there that names this run's temporary folders (a test's session, its agent's store) fails the run at its
-    end; a change that names none of them (another program on the machine) is only reported."""
+    end. Every process of the run has its folders elsewhere (``_isolated_run_folders``), so a change that names
+    none of them is another program's on the machine (an ``acp-session`` someone runs meanwhile): not this run's
+    to report."""
     before = snapshot_acp_session_folders()
     yield
     changed = changed_files(before, snapshot_acp_session_folders())
     base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent  # a parallel worker's folder is one of the run's: look for any worker's
     ours = files_naming(changed, sorted({str(base), os.path.realpath(base)}))
     assert not ours, f"the test run wrote into the user's real folders: {ours[:10]}"
-    if changed:
-        message = f"the user's real acp-session folders changed during the run (not by a test): {changed[:5]}"
-        warnings.warn(message, stacklevel=2)
+
+
+_FOLDERS = (
+    ("XDG_STATE_HOME", (".local", "state")),
+    ("XDG_CACHE_HOME", (".cache",)),
+    ("XDG_CONFIG_HOME", (".config",)),
+    ("XDG_DATA_HOME", (".local", "share")),
+)
+
+
+def _isolate(monkeypatch: pytest.MonkeyPatch, home: Path) -> None:
+    monkeypatch.setenv("HOME", str(home))
+    for name, parts in _FOLDERS:
+        monkeypatch.setenv(name, str(home.joinpath(*parts)))
+    monkeypatch.setenv("NPM_CONFIG_CACHE", _NPM_CACHE)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _isolated_run_folders(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A HOME and XDG base folders for the whole run, set before any fixture runs: a module- or session-scoped
+    fixture (one that records a transcript with the CLI, or starts an agent for a module's tests) runs before the
+    per-test folders below exist, and would otherwise read and write the user's real ones."""
+    home = tmp_path_factory.mktemp("run-home")
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        _isolate(monkeypatch, home)
+        yield home
 
 
 @pytest.fixture(params=["asyncio", "trio"])
@@ -88,13 +132,5 @@ def anyio_backend(request: pytest.FixtureRequest) -> str:
 def _isolated_user_folders(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """A fresh HOME and XDG base folders for every test, so nothing reads or writes the user's real state."""
     home = tmp_path_factory.mktemp("home")
-    monkeypatch.setenv("HOME", str(home))
-    for name, parts in (
-        ("XDG_STATE_HOME", (".local", "state")),
-        ("XDG_CACHE_HOME", (".cache",)),
-        ("XDG_CONFIG_HOME", (".config",)),
-        ("XDG_DATA_HOME", (".local", "share")),
-    ):
-        monkeypatch.setenv(name, str(home.joinpath(*parts)))
-    monkeypatch.setenv("NPM_CONFIG_CACHE", _NPM_CACHE)
+    _isolate(monkeypatch, home)
     yield home

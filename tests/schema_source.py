@@ -15,9 +15,12 @@ skip with that reason.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import shutil
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -31,6 +34,7 @@ SDK_DIR = INTEROP / "node_modules" / "@agentclientprotocol" / "sdk"
 SDK_V1_DIR = INTEROP / "node_modules" / "acp-sdk-v1"
 TS_V1_AGENT = SDK_V1_DIR / "dist" / "examples" / "agent.js"
 ACPX = INTEROP / "node_modules" / "acpx" / "package.json"  # acpx, a headless v1 client (tests/interop/test_acpx.py)
+INSTALL_LOCK = INTEROP / ".npm-install.lock"
 
 
 def candidate_dirs(version: int = 2) -> list[Path]:
@@ -55,10 +59,27 @@ def interop_packages_installed() -> bool:
     return SDK_DIR.is_dir() and TS_V1_AGENT.is_file() and ACPX.is_file()
 
 
+@contextlib.contextmanager
+def _interop_install_lock() -> Iterator[None]:
+    """Held while one process checks and installs ``node_modules``: the suite's parallel workers (pytest-xdist)
+    would otherwise run ``npm install`` into the same folder at once, or take a half-written one as installed."""
+    with open(INSTALL_LOCK, "a+b") as file:
+        fcntl.flock(file, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(file, fcntl.LOCK_UN)
+
+
 def install_interop_packages() -> str | None:
     """``npm install`` the pinned TypeScript SDKs into ``tests/interop/node_modules`` unless they are there.
 
     Returns None once they are installed, else why not (no npm on PATH, or npm's error)."""
+    with _interop_install_lock():
+        return _install_interop_packages()
+
+
+def _install_interop_packages() -> str | None:
     if interop_packages_installed():
         return None
     npm = shutil.which("npm")
@@ -79,10 +100,10 @@ def require_schema_dir(version: int = 2) -> Path:
     """The schema folder (installing the npm package that ships it when no copy is found), or fail (CI) /
     skip (elsewhere) naming every place that was tried."""
     found = find_schema_dir(version)
-    if found is not None:
+    if found is not None and found != SDK_DIR / "schema" / f"v{version}":
         return found
     why = ""
-    if SDK_DIR / "schema" / f"v{version}" in candidate_dirs(version):
+    if SDK_DIR / "schema" / f"v{version}" in candidate_dirs(version):  # (another worker may be installing it)
         problem = install_interop_packages()
         found = find_schema_dir(version)
         if found is not None:

@@ -122,3 +122,14 @@ def test_round_trip_benchmark_runs_its_clients_in_turns() -> None:
     result = json.loads(run_benchmark("round_trip.py", "--rounds", "40", "--block", "20", "--json"))
     assert set(result) == {"echo", "stream echo", "minimal", "acp-session"}
     assert all(0 < row["p50_us"] <= row["p99_us"] for row in result.values())
+
+
+def test_sse_benchmark_runs_its_rows_beside_the_raw_scan() -> None:
+    result = json.loads(run_benchmark("sse_parse.py", "--size-mib", "0.25", "--repeats", "1", "--json"))
+    rows = {row["row"]: row for row in result["rows"]}
+    assert set(rows) == {
+        "one 0.25 MiB event, 64 KiB chunks",
+        "one 0.25 MiB event, 4 KiB chunks",
+        "100 000 small events, 64 KiB chunks",
+    }
+    assert all(row["parser_s"] > 0 and row["raw_scan_s"] > 0 and row["ratio"] > 0 for row in rows.values())

@@ -1,5 +1,6 @@
-"""Tests never touch the user's own folders (issue 38): every test gets a fresh HOME and XDG_* folders, and the
-whole run is checked at its end against a snapshot of the real ``acp-session`` folders (tests/conftest.py)."""
+"""Tests never touch the user's own folders (issue 38): every test gets a fresh HOME and XDG_* folders (and the
+run's fixtures of wider scope one of their own), and the whole run is checked at its end against a snapshot of the
+real ``acp-session`` folders (tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from tests.conftest import REAL_FOLDERS, REAL_HOME, changed_files, files_naming, snapshot_acp_session_folders
 
@@ -65,3 +68,15 @@ def test_a_change_is_blamed_on_the_run_only_when_it_names_the_runs_folders(tmp_p
     theirs.write_text('[{"cwd": "/home/someone/work"}]')
     paths = [str(ours), str(theirs), str(tmp_path / "removed.json")]
     assert files_naming(paths, [str(tmp_path)]) == [str(ours)]
+
+
+@pytest.fixture(scope="module")
+def module_home() -> str:
+    """What a module-scoped fixture (one that records with the CLI, or starts an agent) sees as HOME: it runs
+    before the per-test folders are set."""
+    return os.environ["HOME"]
+
+
+def test_a_module_fixture_has_isolated_folders_too(module_home: str, tmp_path_factory: pytest.TempPathFactory) -> None:
+    assert os.path.realpath(module_home) != os.path.realpath(REAL_HOME)
+    assert os.path.realpath(module_home).startswith(os.path.realpath(tmp_path_factory.getbasetemp()))

@@ -49,6 +49,7 @@ LAYERS: Layers = (
             "acp_session._version",
             "acp_session.update_kinds",
             "acp_session._turn_state",
+            "acp_session._counted_log",
             "acp_session.schema",
         ),
     ),
@@ -133,6 +134,7 @@ CONFORMANCE_LAYERS: Layers = (
             "acp_conformance.runner",
             "acp_conformance.runner.outcomes",
             "acp_conformance.runner.frames",
+            "acp_conformance.runner.excerpt",
             "acp_conformance.runner.wire",
             "acp_conformance.runner.client_calls",
             "acp_conformance.runner.probe",
@@ -148,6 +150,7 @@ CONFORMANCE_LAYERS: Layers = (
             "acp_conformance.runner.tiers",
             "acp_conformance.runner.kit",
             "acp_conformance.runner.baseline",
+            "acp_conformance.runner.selection",
         ),
     ),
     # The checks, by protocol version and rule area, and the remote transports' own.
@@ -162,6 +165,7 @@ CONFORMANCE_LAYERS: Layers = (
             "acp_conformance.runner.run",
             "acp_conformance.runner.remote_run",
             "acp_conformance.runner.verdict",
+            "acp_conformance.runner.text",
             "acp_conformance.runner.report",
             "acp_conformance.runner.html_report",
         ),
@@ -613,7 +617,7 @@ def type_graph() -> dict[str, set[str]]:
 # is broken with a small Protocol or a lower module holding the shared types, or added here with its line there.
 KNOWN_TYPE_CIRCLES: frozenset[frozenset[str]] = frozenset(
     {
-        frozenset({"acp_session.cli.app", "acp_session.cli.daily"}),
+        frozenset({"acp_session.cli.app", "acp_session.cli.asking", "acp_session.cli.daily"}),
         frozenset(
             {
                 "acp_session.conversation.state",

@@ -74,16 +74,23 @@ class ProgressBar:
         self.out.flush()
 
 
-def add_registry_options(parser: argparse.ArgumentParser) -> None:
-    """``--registry`` and ``--preview``, for every command that starts an agent."""
+def add_registry_options(parser: argparse.ArgumentParser, *, by_agent: bool = True) -> None:
+    """``--registry`` and ``--preview``, for every command that starts an agent (``by_agent``: they go with its
+    ``--agent ID``) and for ``agents`` itself."""
     parser.add_argument(
         "--registry",
         metavar="FILE|URL",
         default=None,
-        help="the ACP agent registry for --agent ID (default: $ACP_SESSION_REGISTRY, else the official one, "
-        "cached for a day; 'bundled': the snapshot in the package)",
+        help=f"the ACP agent registry{' for --agent ID' if by_agent else ''} (default: $ACP_SESSION_REGISTRY, else "
+        "the official one, cached for a day; 'bundled': the snapshot in the package)",
     )
-    parser.add_argument("--preview", action="store_true", help="--agent ID: the agent's preview (pre-release) channel")
+    parser.add_argument(
+        "--preview",
+        action="store_true",
+        help="--agent ID: the agent's preview (pre-release) channel"
+        if by_agent
+        else "install: the agent's preview (pre-release) channel",
+    )
 
 
 def agent_from_args(args: argparse.Namespace) -> AgentCommand | None:
@@ -245,9 +252,9 @@ def _parser() -> argparse.ArgumentParser:
         description="The agents of the ACP agent registry: list them, show one, install one. Start one with "
         "`acp-session chat --agent ID` (aliases: " + ", ".join(f"{a}={t}" for a, t in ALIASES.items()) + ").",
     )
-    parser.add_argument("--json", action="store_true", help="one JSON object per agent")
+    parser.add_argument("--json", action="store_true", help="list, info: one JSON object per agent")
     parser.add_argument("--refresh", action="store_true", help="fetch the registry now instead of the day's copy")
-    add_registry_options(parser)
+    add_registry_options(parser, by_agent=False)
     sub = parser.add_subparsers(dest="action", metavar="ACTION")
     sub.add_parser("list", help="every agent (the default)")
     info = sub.add_parser("info", help="one agent: its distributions, the command it runs with here, login kinds")

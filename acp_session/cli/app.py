@@ -18,7 +18,7 @@ from acp_session import __version__
 from acp_session.client import ClientBuilder, ClientConnection
 from acp_session.codec import to_builtins
 from acp_session.conversation import ChatDone, ChatError, Conversation
-from acp_session.errors import MethodNotFound
+from acp_session.errors import AcpError, MethodNotFound
 from acp_session.mcp.config import split_offered
 from acp_session.mcp.servers import McpServerConfig
 from acp_session.protocol.negotiate import DEFAULT_INITIALIZE_TIMEOUT
@@ -32,15 +32,17 @@ from acp_session.schema import (
 )
 
 from ..auth import AuthenticationRequired
+from .asking import ask_permission
 from .attach import attachment
 from .daily import profile_environment, run_own_command, show_policy_decision, turn_timer
 from .editor import EXIT_WORDS, EditorReader, editor_available, editor_wanted
-from .exits import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, exit_code
+from .exits import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_UNASKED, exit_code
 from .login import EXIT_AUTH, auth_message, auth_record
 from .markdown import markdown_available
 from .messages import Failure, describe, error_record, failure_lines, stderr_tail_of
 from .parser import history_file
-from .prompts import LineReader, choose_option, permission_question
+from .prompts import LineReader
+from .recap import continue_command
 from .recent import RecentSessions, state_dir
 from .record_file import open_record
 from .remote import connect_remote, describe_remote
@@ -50,7 +52,8 @@ from .render_quiet import QuietRenderer
 from .safe_text import terminal_safe
 from .screen import say
 from .session_options import OWN_COMMANDS, argument_completions
-from .status import StatusLine
+from .status import WORKING, StatusLine
+from .typing_echo import typing_hidden
 
 __all__ = ["ChatApp"]
 
@@ -109,6 +112,7 @@ class ChatApp:
         self.prompt_interrupted = False
         self.interrupted = False
         self.agent_gone: BaseException | None = None  # the connection closed while nothing was running
+        self.unasked = False  # a permission question of this turn could not be asked (no terminal)
         self._scope: anyio.CancelScope | None = None
         self._read_scope: anyio.CancelScope | None = None
         self._tg: TaskGroup | None = None
@@ -166,9 +170,14 @@ class ChatApp:
         data: bytes = await anyio.to_thread.run_sync(sys.stdin.buffer.read, abandon_on_cancel=True)
         return data.decode("utf-8", "replace")
 
+    def hint_first(self, key: str) -> bool:
+        """Whether this is the first time ``key`` comes up in this run (a hint is said once)."""
+        first = key not in self._hinted
+        self._hinted.add(key)
+        return first
+
     def hint_once(self, key: str, text: str) -> None:
-        if key not in self._hinted:
-            self._hinted.add(key)
+        if self.hint_first(key):
             self.renderer.info(text)
 
     def close(self) -> None:
@@ -361,27 +370,7 @@ class ChatApp:
     # -- permission ----------------------------------------------------------------------------------
 
     async def on_permission(self, request: RequestPermissionRequest) -> str | None:
-        options = list(request.options)
-        title = request.title if isinstance(request.title, str) else "permission"
-        described = [(o.option_id, o.name, str(o.kind)) for o in options]
-        if self.args.yes:
-            answer = choose_option(options, "allow_once") or choose_option(options, "allow_always")
-        else:
-            self.renderer.break_line()
-            self.status.stop()
-            bold = not self.json and color_enabled(self.question_out)
-            try:
-                answer = await permission_question(request, self.reader, self.question_out, bold=bold)
-            except anyio.get_cancelled_exc_class():
-                self.renderer.break_line()
-                self.question_out.write("(the question was withdrawn)\n")
-                self.question_out.flush()
-                raise
-            finally:
-                if self.active is not None:
-                    self.status.start(WORKING)
-        self.renderer.permission(title, described, answer)
-        return answer
+        return await ask_permission(self, request)  # cli/asking.py
 
     # -- turns ---------------------------------------------------------------------------------------
 
@@ -391,6 +380,7 @@ class ChatApp:
         state = conversation.state
         if isinstance(self.renderer, TerminalRenderer):
             self.renderer.terminals = state.terminals.get
+            self.renderer.client_terminal = lambda terminal_id: _runs_terminal(conversation, terminal_id)
         elif isinstance(self.renderer, JsonRenderer):
             self.renderer.context = lambda: state.usage
 
@@ -427,6 +417,7 @@ class ChatApp:
 
     async def turn(self, conversation: Conversation, prompt: str) -> int:
         self.cancel_requested = False
+        self.unasked = False
         self.active = conversation
         self.watch(conversation)
         self.recent.remember(conversation.session_id or "", self.args.agent_key, self.args.cwd, prompt)
@@ -449,48 +440,59 @@ class ChatApp:
             self._tg.start_soon(timed)
         try:
             turn = conversation.chat(self.prompt_blocks(conversation.connection, prompt))
-            async for event in turn:
-                if isinstance(event, (ChatDone, ChatError)):  # (the events carry no usage: shown at the end)
-                    self.status.stop()
-                    self._usage_changed(conversation, seen)
-                self.renderer.event(event)
-                if isinstance(event, ChatDone):
-                    code = exit_code(event.response.stop_reason)
-                elif isinstance(event, ChatError):
-                    code = EXIT_ERROR
-                    if isinstance(event.error, AuthenticationRequired):
-                        named = self.args.agent if getattr(self.args, "agent_command", None) else None
-                        say(auth_message(event.error, self.args.agent_argv, named))
-                        code = EXIT_AUTH
+            with typing_hidden():  # typed ahead: kept for the next prompt, never echoed into the reply
+                async for event in turn:
+                    if isinstance(event, (ChatDone, ChatError)):  # (the events carry no usage: shown at the end)
+                        self.status.stop()
+                        self._usage_changed(conversation, seen)
+                    self.renderer.event(event)
+                    if isinstance(event, ChatDone):
+                        code = exit_code(event.response.stop_reason)
+                    elif isinstance(event, ChatError):
+                        code = EXIT_ERROR
+                        if isinstance(event.error, AuthenticationRequired):
+                            named = self.args.agent if getattr(self.args, "agent_command", None) else None
+                            say(auth_message(event.error, self.args.agent_argv, named))
+                            code = EXIT_AUTH
         finally:
             timer.cancel()
             self.status.stop()
             self.active = None
-        return code
+        return EXIT_UNASKED if code == EXIT_OK and self.unasked else code
 
     def _prompt(self) -> str:
         """``> `` (bold on a colour terminal) where someone types."""
         return "\x1b[1m> \x1b[0m" if not self.json and color_enabled(sys.stderr) else "> "
 
     def continue_command(self) -> str:
-        """How to continue this chat later: ``acp-session chat -c`` with this run's agent and directory."""
-        words = ["acp-session", "chat", "-c"]
-        if self.args.agent is not None:
-            words += ["--agent", self.args.agent]
-        if self.args.cwd_given is not None:
-            words += ["--cwd", self.args.cwd_given]
-        return shlex.join(words)
+        """How to continue this chat later (cli/recap.py)."""
+        return continue_command(self.args)
 
     async def loop(
-        self, conversation: Conversation, prompt: str | None, *, from_stdin: bool = False, announce: bool = True
+        self,
+        conversation: Conversation,
+        prompt: str | None,
+        *,
+        from_stdin: bool = False,
+        announce: bool = True,
+        replayed: bool = False,
     ) -> int:
         """One turn with ``prompt``; without one, all of stdin as one turn when it is piped (or ``from_stdin``:
-        ``chat -``), else prompts read at the terminal until ``/exit``, Ctrl-D or the agent's end."""
+        ``chat -``), else prompts read at the terminal until ``/exit``, Ctrl-D or the agent's end. ``replayed``:
+        the history was shown (``resume``), which is all there is to do when stdin is piped and empty."""
         self.watch(conversation)
         if announce:
             self.announce(conversation)
         if prompt is None and (from_stdin or not self.interactive):
             prompt = (await self.read_stdin()).rstrip("\r\n")
+            if not prompt.strip() and replayed and not from_stdin:
+                if isinstance(self.renderer, JsonRenderer):
+                    self.renderer.emit({"event": "done"})
+                again = shlex.join(["acp-session", "resume", conversation.session_id or "ID", "PROMPT"])
+                self.renderer.info(
+                    f"acp-session: nothing to send (stdin is not a terminal and was empty); continue: {again}"
+                )
+                return EXIT_OK
             if not prompt.strip():
                 self.report(Failure("stdin was empty: there is no prompt to send", "EmptyPrompt"))
                 return EXIT_ERROR
@@ -528,7 +530,8 @@ class ChatApp:
             if text:
                 code = await self.turn(conversation, line if "\n" in text else text)
                 client = conversation.connection
-                if client.rpc.closed:  # the turn's error said what happened
+                if client.rpc.closed:  # the turn's error said what happened; how to come back, as at the prompt
+                    self.renderer.info(f"acp-session: start it again and continue with: {self.continue_command()}")
                     return EXIT_ERROR
 
     def _agent_gone(self) -> int:
@@ -541,11 +544,19 @@ class ChatApp:
         return EXIT_ERROR
 
 
-WORKING = "working\u2026 {s} s (Ctrl-C cancels)"
-
-
 def _reportable(exc: BaseException) -> bool:
     """Failures of the agent or of running it (not a bug of this CLI, which main() reports)."""
-    from acp_session.errors import AcpError
-
     return isinstance(exc, (AcpError, OSError, UnicodeError))
+
+
+def _runs_terminal(conversation: Conversation, terminal_id: str) -> bool:
+    """Whether ``terminal_id`` may be one the client ran for the agent (protocol v1's ``terminal/create``, with
+    ``--allow-terminal``): such a terminal is never said to be unavailable, even once the agent released it."""
+    try:
+        connection = conversation.session.connection
+    except AcpError:  # not attached to a session (any more)
+        return False
+    provider = connection.terminals
+    return provider is not None and (
+        connection.protocol_version == 1 or terminal_id in getattr(provider, "terminal_ids", ())
+    )

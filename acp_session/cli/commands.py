@@ -7,7 +7,6 @@ import os
 import shlex
 import sys
 from collections.abc import Sequence
-from datetime import datetime
 from typing import Any
 
 import anyio
@@ -15,18 +14,19 @@ import anyio
 from acp_session.client import ClientConnection
 from acp_session.client_errors import CapabilityNotSupported
 from acp_session.conversation import Conversation
-from acp_session.errors import AcpError
+from acp_session.errors import AcpError, RequestTimeout
 
 from .app import ChatApp
 from .daily import new_session_options, open_named, wrap_up_opening
 from .exits import EXIT_ERROR, EXIT_OK, EXIT_USAGE
-from .login import EXIT_AUTH, pick_method
+from .login import DEFAULT_LOGIN_TIMEOUT, EXIT_AUTH, pick_method
 from .messages import Failure
 from .named_sessions import NamedSessions
+from .recap import recap_lines
 from .render_json import JsonRenderer
 from .safe_text import terminal_safe
 from .screen import say
-from .session_info import session_info
+from .session_info import local_time, session_info
 
 __all__ = ["chat", "local_time", "login", "resume", "sessions"]
 
@@ -61,7 +61,8 @@ async def chat(app: ChatApp) -> int:
             args.session_id = session_id
             conversation = await Conversation.resume(client, session_id, args.cwd, mcp_servers=app.mcp_servers(client))
             if not app.json:
-                app.renderer.info(f"continuing session {session_id}")
+                for line in recap_lines(conversation.history(), session_id):  # where you were (cli/recap.py)
+                    app.renderer.info(line)
         else:
             options = new_session_options(app, client)  # --system-prompt
             if isinstance(options, Failure):
@@ -137,7 +138,8 @@ async def resume(app: ChatApp) -> int:
         if ready is not conversation:
             conversation = ready
             app.announce(conversation)
-        code = await app.loop(conversation, _prompt_text(args.prompt), from_stdin=args.prompt == ["-"], announce=False)
+        prompt = _prompt_text(args.prompt)
+        code = await app.loop(conversation, prompt, from_stdin=args.prompt == ["-"], announce=False, replayed=True)
         await _close(conversation)
         return code
 
@@ -176,12 +178,28 @@ async def login(app: ChatApp) -> int:
         if not method.is_protocol_login:
             fail(f"no way to run a {method.kind!r} login ({method.method_id})", "UnsupportedLogin")
             return EXIT_ERROR
-        await client.authenticate(method.method_id)
+        limit = getattr(args, "login_timeout", DEFAULT_LOGIN_TIMEOUT) or None
+        name = terminal_safe(method.name)
+        app.renderer.info(
+            f"acp-session: waiting for the agent to finish the login ({name}); {_until(limit, 'login-timeout')}"
+        )
+        try:
+            await client.authenticate(method.method_id, timeout=limit)
+        except RequestTimeout:
+            fail(
+                f"the agent did not finish the login within {limit:g} s (--login-timeout SECONDS to wait longer)",
+                "LoginTimeout",
+            )
+            return EXIT_ERROR
         _emit(app, {"event": "login", "method_id": method.method_id, "kind": method.kind, "command": None})
         if not app.json:
             app.renderer.info(f"logged in ({method.name})")
         return EXIT_OK
 
+    url = getattr(args, "url", None)
+    if url:  # a remote agent may take its time to answer, or never: say what is awaited, and until when
+        limit = getattr(args, "init_timeout", None) or None
+        app.renderer.info(f"acp-session: connecting to the agent at {argv[0]}; {_until(limit, 'init-timeout')}")
     code = await app.run(body)
     if terminal and code == EXIT_OK:
         app.renderer.info(f"running: {shlex.join(terminal[0])}")
@@ -193,6 +211,11 @@ async def login(app: ChatApp) -> int:
     if code == EXIT_OK:
         _emit(app, {"event": "done"})
     return code
+
+
+def _until(limit: float | None, option: str) -> str:
+    """When a wait of ``login`` ends, for the line it shows before a wait that may be long."""
+    return f"giving up after {limit:g} s (--{option})" if limit else f"no time limit (--{option} 0)"
 
 
 def _emit(app: ChatApp, record: dict[str, Any]) -> None:
@@ -216,15 +239,17 @@ async def sessions(app: ChatApp) -> int:
         if not rows:
             say(f"no sessions{'' if args.all else ' in ' + args.cwd}", sys.stdout)
             return EXIT_OK
-        table = [("ID", "UPDATED", "DIRECTORY", "TITLE")]
+        names = NamedSessions()
+        table = [("ID", "NAME", "UPDATED", "DIRECTORY", "TITLE")]
         for info in rows:
             title = info.title if isinstance(info.title, str) and info.title else app.recent.title(info.session_id)
             session_id, cwd = terminal_safe(str(info.session_id)), terminal_safe(str(info.cwd))
-            table.append((session_id, terminal_safe(local_time(info.updated_at)), cwd, one_line(title or "-")))
-        widths = [max(len(row[i]) for row in table) for i in range(3)]
+            named = one_line(", ".join(names.names_of(info.session_id, args.agent_key)), 30) or "-"
+            table.append((session_id, named, terminal_safe(local_time(info.updated_at)), cwd, one_line(title or "-")))
+        widths = [max(len(row[i]) for row in table) for i in range(4)]
         for row in table:
             line = "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False))
-            say(line + "  " + row[3], sys.stdout)
+            say(line + "  " + row[4], sys.stdout)
         return EXIT_OK
 
     return await app.run(body)
@@ -234,19 +259,6 @@ def one_line(text: str, limit: int = 60) -> str:
     """A title on one line of the table: whitespace runs as one space, control characters dropped, cut short."""
     text = " ".join(terminal_safe(text).split())
     return text if len(text) <= limit else text[: limit - 1] + "\u2026"
-
-
-def local_time(stamp: Any) -> str:
-    """An ISO 8601 time as ``YYYY-MM-DD HH:MM`` in local time; ``-`` when there is none."""
-    if not isinstance(stamp, str) or not stamp:
-        return "-"
-    try:
-        moment = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
-    except ValueError:
-        return stamp
-    if moment.tzinfo is not None:
-        moment = moment.astimezone()
-    return moment.strftime("%Y-%m-%d %H:%M")
 
 
 def _session_json(info: Any, first_prompt: str | None) -> dict[str, Any]:

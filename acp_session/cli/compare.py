@@ -19,6 +19,7 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -32,6 +33,7 @@ from acp_session.registry import RegistryError
 
 from .agents import agent_from_args
 from .config_file import ConfigError, load_config, profile_of
+from .daily import policy_reason
 from .exits import EXIT_ERROR, EXIT_OK, EXIT_USAGE
 from .messages import describe
 from .options import _Rule, policy_from
@@ -152,11 +154,15 @@ def _resolve(spec: str, config: dict[str, Any]) -> Any:
     return argv
 
 
-async def _run_one(run: AgentRun, prompt: str, policy: PermissionPolicy, timeout: float) -> None:
+async def _run_one(
+    run: AgentRun, prompt: str, policy: PermissionPolicy, timeout: float, *, defaulted: bool = False
+) -> None:
     from acp_session.conversation import TurnTimeout
 
     def decided(request: Any, decision: Any) -> None:
-        run.decisions.append({"title": request.title, "answer": decision.option_id, "decision": decision.action})
+        rule = policy_reason(decision.reason) + (", the default" if defaulted else "")
+        record = {"title": request.title, "answer": decision.option_id, "decision": decision.action, "policy": rule}
+        run.decisions.append(record)
 
     builder = ClientBuilder("acp-session", __version__).permission_policy(
         policy.with_root(run.workdir), on_decision=decided
@@ -201,10 +207,11 @@ def main(argv: list[str]) -> int:
     if not prompt:
         _fail("the prompt is empty")
     try:
-        policy = policy_from(args) or PermissionPolicy.deny_all()
+        given = policy_from(args)
         config = load_config()
     except (ValueError, ConfigError) as exc:
         _fail(str(exc))
+    policy = given or PermissionPolicy.deny_all()  # nobody is asked: without a policy, every request is refused
     runs = [AgentRun(label, spec) for label, spec in zip(_labels(args.agent), args.agent, strict=True)]
     for run in runs:
         try:
@@ -229,7 +236,7 @@ def main(argv: list[str]) -> int:
         async def everyone() -> None:
             async with anyio.create_task_group() as tg:
                 for run in runs:
-                    tg.start_soon(_run_one, run, prompt, policy, args.timeout)
+                    tg.start_soon(partial(_run_one, defaulted=given is None), run, prompt, policy, args.timeout)
 
         anyio.run(everyone)
         for run, copy in zip(runs, copies, strict=True):
@@ -259,8 +266,18 @@ def _one_line(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "\u2026"
 
 
+def _permissions_cell(decisions: list[dict[str, Any]]) -> str:
+    """``none``, or how many requests the policy allowed and refused: ``1 refused``, ``2 allowed, 1 refused``."""
+    if not decisions:
+        return "none"
+    allowed = sum(1 for d in decisions if d["decision"] == "allow")
+    refused = len(decisions) - allowed
+    return ", ".join(f"{n} {word}" for n, word in ((allowed, "allowed"), (refused, "refused")) if n)
+
+
 def print_summary(runs: list[AgentRun], *, kept: bool = False, width: int = 32) -> None:
-    """The table (one column per agent), then each agent's changed files and its whole reply."""
+    """The table (one column per agent), a note when the default policy refused a request, then each agent's
+    changed files, permission requests and its whole reply."""
     rows = [
         ("agent", [run.label for run in runs]),
         ("stop reason", [run.stop_reason or "-" for run in runs]),
@@ -268,6 +285,7 @@ def print_summary(runs: list[AgentRun], *, kept: bool = False, width: int = 32) 
         ("tokens", [f"{run.tokens:,}" if run.tokens is not None else "-" for run in runs]),
         ("tool calls", [str(len(run.tool_calls)) for run in runs]),
         ("files changed", [_files_cell(run.files) for run in runs]),
+        ("permissions", [_permissions_cell(run.decisions) for run in runs]),
         ("reply", [_one_line(run.reply, width) or "-" for run in runs]),
         ("error", [_one_line(run.error or "-", width) for run in runs]),
     ]
@@ -278,9 +296,19 @@ def print_summary(runs: list[AgentRun], *, kept: bool = False, width: int = 32) 
         screen.line(
             name.ljust(head) + "  " + "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip()
         )
+    if any(d["policy"].endswith(", the default") and d["decision"] == "deny" for run in runs for d in run.decisions):
+        screen.line()
+        screen.line(
+            "Nobody is asked during compare, and without a policy every permission request is refused: "
+            "--approve-all, --approve-reads or --allow KIND[:GLOB] let the agents do what they asked."
+        )
     for run in runs:
         screen.line()
         screen.line(f"--- {run.label}: {run.spec}" + (f" (kept in {run.workdir})" if kept else ""))
+        for decision in run.decisions:
+            answer = "allowed" if decision["decision"] == "allow" else "refused"
+            title = _one_line(str(decision["title"] or "permission"), 60)
+            screen.line(f"  [permission] {title}: {answer} ({decision['policy']})")
         for change in run.files:
             counts = "binary" if change.binary else f"+{change.added} -{change.removed}"
             screen.line(f"  {change.path} | {change.status} {counts}")

@@ -212,13 +212,20 @@ def apply_config_file(args: argparse.Namespace, parser: argparse.ArgumentParser,
         parser.error(str(exc))
     sources: dict[str, str] = {}
     for key, (value, source) in settings.items():
-        if _apply(args, parser, key, value):
+        if _apply(args, parser, key, value, source):
             sources[key] = source
     args.config_sources = sources
 
 
-def _apply(args: argparse.Namespace, parser: argparse.ArgumentParser, key: str, value: Any) -> bool:
-    """Set one file value on ``args`` unless the command line gave it; whether it was used."""
+def _table(source: str) -> str:
+    """``[defaults]`` or ``[agents.NAME]``: the table of the file a value came from."""
+    return source.rpartition(" ")[2]
+
+
+def _apply(args: argparse.Namespace, parser: argparse.ArgumentParser, key: str, value: Any, source: str = "") -> bool:
+    """Set one file value on ``args`` unless the command line gave it; whether it was used. The session options
+    (``model``, ``mode``, ``set``) go to ``args.file_settings``: (key, value, where, optional), set once the
+    session is open; those of ``[defaults]`` are optional, skipped for an agent that does not offer them."""
     if key == "agent":  # the profile's command or registry id, or default_agent
         args.agent = value
         return True
@@ -247,12 +254,20 @@ def _apply(args: argparse.Namespace, parser: argparse.ArgumentParser, key: str, 
             return False
         args.policy_rules = [*getattr(args, "policy_rules", []), *((key, rule) for rule in value)]
         return True
-    if key == "set":
+    if key in ("model", "mode", "set"):
         if not hasattr(args, "set_options"):
             return False
-        given = {text.partition("=")[0].strip() for text in args.set_options}
-        args.set_options += [f"{k}={_text(v)}" for k, v in value.items() if k not in given]
-        return True
+        table = _table(source)
+        if key == "set":
+            given = {text.partition("=")[0].strip() for text in args.set_options}
+            wanted = [(k, _text(v), f"config.toml {table} set") for k, v in value.items() if k not in given]
+        elif getattr(args, key) is None:
+            wanted = [(key, value, f"config.toml {table} {key}")]
+        else:
+            return False  # the command line gave it
+        optional = table == "[defaults]"
+        args.file_settings = [*getattr(args, "file_settings", []), *((*w, optional) for w in wanted)]
+        return bool(wanted)
     if not hasattr(args, dest) or getattr(args, dest) != parser.get_default(dest):
         return False  # not a flag of this command, or the command line gave it
     if key == "format" and getattr(args, "json", False):
@@ -276,13 +291,19 @@ def _fail(message: str) -> NoReturn:
 
 
 def main(argv: list[str]) -> int:
-    """``acp-session config show [--agent NAME] [--json]``."""
+    """``acp-session config [show] [--agent NAME] [--json]``, ``acp-session config path``."""
     parser = argparse.ArgumentParser(
         prog="acp-session config",
         description=f"The config file ({config_path()}): `show` prints the settings it gives a command, merged "
         "(a profile over [defaults]), and where each came from; flags on a command line win over both.",
     )
-    parser.add_argument("action", choices=("show", "path"), help="show: the merged settings; path: the file's path")
+    parser.add_argument(
+        "action",
+        nargs="?",
+        default="show",
+        choices=("show", "path"),
+        help="show (the default): the merged settings; path: the file's path",
+    )
     parser.add_argument("--agent", metavar="NAME", default=None, help="a profile (default: default_agent)")
     parser.add_argument("--json", action="store_true", help="one JSON object instead of lines")
     args = parser.parse_args(argv)

@@ -23,6 +23,7 @@ from acp_session.transport.environment import agent_environment
 from .exits import EXIT_ERROR, EXIT_USAGE
 from .messages import Failure, describe
 from .named_sessions import NamedSessions
+from .recap import recap_lines
 from .render_json import JsonRenderer
 from .session_options import OptionProblem, describe_options, parse_command, resolve_setting
 
@@ -111,7 +112,8 @@ async def open_named(app: ChatApp, client: ClientConnection) -> Conversation | i
         args.cwd = cwd
         conversation = await Conversation.resume(client, args.session_id, cwd, mcp_servers=app.mcp_servers(client))
         if not app.json and not app.quiet:
-            app.renderer.info(f"continuing session {args.session_name!r} ({args.session_id})")
+            for line in recap_lines(conversation.history(), args.session_id, args.session_name):  # cli/recap.py
+                app.renderer.info(line)
         return conversation
     if args.fork:
         app.report(Failure(f"--fork: there is no session named {args.session_name!r} to fork yet", "NoSessionToFork"))
@@ -157,14 +159,30 @@ async def _close_quietly(conversation: Conversation) -> None:
         await conversation.disconnect(timeout=3)
 
 
-async def apply_settings(app: ChatApp, conversation: Conversation, settings: list[tuple[str, str, str]]) -> int | None:
-    """Set each (key, value, flag) the agent offers; the first it does not is reported with what it offers
-    (exit code 2), an agent's refusal with its error (exit code 1)."""
-    for key, value, flag in settings:
+async def apply_settings(
+    app: ChatApp, conversation: Conversation, settings: list[tuple[str, str, str, bool]]
+) -> int | None:
+    """Set each (key, value, flag, optional) the agent offers; the first it does not is reported with what it
+    offers (exit code 2), an agent's refusal with its error (exit code 1). An optional one (the config file's
+    ``[defaults]``, meant for every agent) that the agent does not offer is skipped, with one dim note for all."""
+    skipped: list[str] = []
+    code = await _apply_each(app, conversation, settings, skipped)
+    if code is None and skipped:
+        app.renderer.info(f"acp-session: skipped what this agent does not offer: {'; '.join(skipped)}")
+    return code
+
+
+async def _apply_each(
+    app: ChatApp, conversation: Conversation, settings: list[tuple[str, str, str, bool]], skipped: list[str]
+) -> int | None:
+    for key, value, flag, optional in settings:
         try:
             setting = resolve_setting(conversation.state.config_options, key, value, flag)
             await conversation.session.set_config_option(setting.config_id, setting.value)
         except OptionProblem as exc:
+            if optional:
+                skipped.append(str(exc))
+                continue
             app.report(Failure(str(exc), "UnknownConfigOption"))
             return EXIT_USAGE
         except (AcpError, CapabilityNotSupported) as exc:
@@ -198,7 +216,7 @@ async def run_own_command(app: ChatApp, conversation: Conversation, text: str) -
             app.renderer.info(line)
         return True
     flag = f"/{command}" if command != "set" else "/set"
-    await apply_settings(app, conversation, [(key, value, flag)])
+    await apply_settings(app, conversation, [(key, value, flag, False)])
     return True
 
 

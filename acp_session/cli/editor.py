@@ -21,10 +21,23 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-__all__ = ["EXIT_WORDS", "EditorReader", "continues", "editor_available", "editor_wanted", "slash_completions"]
+import anyio
+
+__all__ = [
+    "EXIT_WORDS",
+    "WITHDRAW_GRACE",
+    "EditorReader",
+    "continues",
+    "editor_available",
+    "editor_wanted",
+    "slash_completions",
+]
 
 EXIT_WORDS = ("/exit", "/quit")
 """What ends the interactive loop (also Ctrl-D); never sent to the agent."""
+
+WITHDRAW_GRACE = 5.0
+"""Seconds a question waits, after Ctrl-C, to be withdrawn (the work cancelled) before it is asked again."""
 
 
 def editor_available() -> bool:
@@ -127,6 +140,9 @@ class EditorReader:
             except KeyboardInterrupt:
                 typed, self._typed = self._typed, ""
                 self.on_interrupt()
+                if not remember:  # a question: Ctrl-C cancels the work and so withdraws it; no prompt drawn again
+                    with anyio.move_on_after(WITHDRAW_GRACE):
+                        await anyio.sleep_forever()
                 continue
             except EOFError:
                 return None

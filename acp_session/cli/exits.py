@@ -10,6 +10,7 @@ __all__ = [
     "EXIT_INTERRUPTED",
     "EXIT_OK",
     "EXIT_OTHER",
+    "EXIT_UNASKED",
     "EXIT_USAGE",
     "exit_code",
 ]
@@ -27,6 +28,7 @@ EXIT_CODES: dict[str, int] = {
     "max_turn_requests": 6,
 }
 EXIT_OTHER = 7  # a stop reason this CLI does not know
+EXIT_UNASKED = 9  # a permission question nobody could answer (no terminal): answered cancelled, the turn ended well
 
 EXIT_HELP = """\
 exit codes:
@@ -39,6 +41,8 @@ exit codes:
   6    max_turn_requests
   7    any other stop reason
   8    the agent needs a login first (the message says how; see `acp-session login`)
+  9    the turn ended, but a permission question could not be asked (stdin is not a terminal and its input had
+       ended) and was answered cancelled: give a policy (--approve-all, --deny-all, --allow ...)
   130  interrupted (Ctrl-C twice)
 """
 

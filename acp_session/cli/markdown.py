@@ -5,6 +5,9 @@ emphasis, code blocks with syntax highlighting. The block still arriving is show
 redrawn as text comes in and replaced by its final rendering when the message ends (or anything else is
 printed). Without a terminal, with ``--json`` or ``NO_COLOR`` the CLI prints the text as it comes instead.
 
+A single line break stays a line break (an agent's lines, a poem, an address), as a chat shows them, instead of
+being joined into one paragraph line as CommonMark prints it.
+
 Links are shown as ``text (target)``, never as a terminal hyperlink (OSC 8) whose target cannot be seen; a link
 whose text is its target (``<https://...>``) is shown once, as plain text. The text arrives cleaned (``Screen``).
 """
@@ -15,7 +18,7 @@ import re
 import time
 from typing import Any, TextIO
 
-__all__ = ["MarkdownStream", "markdown_available", "split_blocks", "unlink_shown_targets"]
+__all__ = ["MarkdownStream", "keep_line_breaks", "markdown_available", "split_blocks", "unlink_shown_targets"]
 
 _FENCE = re.compile(r"^\s*(```|~~~)", re.MULTILINE)
 
@@ -65,6 +68,14 @@ def unlink_shown_targets(tokens: list[Any]) -> None:
         token.children = kept
 
 
+def keep_line_breaks(tokens: list[Any]) -> None:
+    """Make each soft line break (markdown-it tokens, in place) a hard one, so rich keeps the agent's lines."""
+    for token in tokens:
+        for child in token.children or ():
+            if child.type == "softbreak":
+                child.type = "hardbreak"
+
+
 class MarkdownStream:
     """One agent message being rendered; ``feed`` text as it arrives, ``end`` when something else comes."""
 
@@ -90,6 +101,7 @@ class MarkdownStream:
 
         document = Markdown(text, code_theme=self.code_theme, hyperlinks=False)  # no OSC 8: targets shown
         unlink_shown_targets(document.parsed)
+        keep_line_breaks(document.parsed)
         return document
 
     def _print_block(self, text: str) -> None:

@@ -3,7 +3,6 @@ when the agent failed (it usually says why there). The same facts go into ``--js
 
 from __future__ import annotations
 
-import signal
 from collections.abc import Sequence
 from typing import Any
 
@@ -21,6 +20,7 @@ from acp_session.errors import (
     ResourceNotFound,
     RpcError,
 )
+from acp_session.transport.exits import exit_words
 
 __all__ = ["STDERR_LINES", "Failure", "describe", "error_record", "failure_lines", "stderr_tail_of"]
 
@@ -43,23 +43,6 @@ class Failure(msgspec.Struct, frozen=True):
     stderr_tail: tuple[str, ...] = ()
     code: int | None = None
     exit_code: int | None = None
-
-
-def _signal_name(number: int) -> str:
-    try:
-        return signal.Signals(number).name
-    except ValueError:
-        return f"signal {number}"
-
-
-def _exit_words(exit_code: int | None) -> str:
-    if exit_code is None:
-        return "the connection to the agent closed"
-    if exit_code < 0:
-        return f"the agent was killed ({_signal_name(-exit_code)})"
-    if exit_code == 0:
-        return "the agent exited"
-    return f"the agent exited with code {exit_code}"
 
 
 def _data_details(data: Any) -> str:
@@ -100,6 +83,9 @@ def describe(exc: BaseException, *, session_id: str | None = None, stderr_tail: 
             why = f"the server refused it with HTTP {exc.status}"
         else:
             why = "the time allowed ran out" if exc.deadline_reached else f"{exc.attempts} attempts failed"
+            if exc.drops:
+                flaps = f"it kept dropping right after each reconnect ({exc.drops} times)"
+                why = flaps if not exc.deadline_reached else f"{flaps}, and {why}"
         return Failure(f"the connection to the agent was lost and could not be re-established ({why})", kind, tail)
     if isinstance(exc, SessionLost):
         return Failure(f"the agent no longer has session {exc.session_id} after reconnecting", kind, tail)
@@ -107,9 +93,9 @@ def describe(exc: BaseException, *, session_id: str | None = None, stderr_tail: 
         return Failure("the agent lost this turn's work while the connection was down (send it again)", kind, tail)
     if isinstance(exc, ConnectionClosed):
         return Failure(
-            f"{_exit_words(exc.exit_code)}; its last stderr lines may say why"
+            f"{exit_words(exc.exit_code)}; its last stderr lines may say why"
             if tail
-            else f"{_exit_words(exc.exit_code)}; run its command by hand to see why",
+            else f"{exit_words(exc.exit_code)}; run its command by hand to see why",
             kind,
             tail,
             exit_code=exc.exit_code,

@@ -26,8 +26,13 @@ class NamedSessions:
         """The session this agent's ``name`` stands for."""
         return next((row for row in self._load() if row.get("name") == name and row.get("agent") == agent), None)
 
-    def names_of(self, session_id: str) -> list[str]:
-        return [str(row.get("name")) for row in self._load() if row["session_id"] == session_id]
+    def names_of(self, session_id: str, agent: str | None = None) -> list[str]:
+        """The names given to ``session_id`` (of ``agent``: another agent's session may have the same id)."""
+        return [
+            str(row.get("name"))
+            for row in self._load()
+            if row["session_id"] == session_id and (agent is None or row.get("agent") == agent)
+        ]
 
     def remember(self, name: str, session_id: str, agent: str, cwd: str) -> None:
         row = {"name": name, "session_id": session_id, "agent": agent, "cwd": cwd, "created_at": time.time()}

@@ -39,13 +39,14 @@ class _Rule(argparse.Action):
         namespace.policy_rules = [*getattr(namespace, "policy_rules", []), (self.const, values)]
 
 
-def add_format_option(parser: argparse.ArgumentParser) -> None:
+def add_format_option(parser: argparse.ArgumentParser, *, turns: bool = True) -> None:
+    """``--format``; ``quiet`` (only a turn's final reply) only for the commands that run turns."""
     parser.add_argument(
         "--format",
-        choices=FORMATS,
+        choices=FORMATS if turns else FORMATS[:2],
         default=None,
-        help="text (the default), json (one JSON object per line: the same as --json) or quiet (only the final "
-        "reply on stdout, for scripts)",
+        help="text (the default), json (one JSON object per line: the same as --json)"
+        + (" or quiet (only the final reply on stdout, for scripts)" if turns else ""),
     )
 
 
@@ -132,17 +133,23 @@ def finish_daily_options(args: argparse.Namespace, parser: argparse.ArgumentPars
     args.quiet = fmt == "quiet"
     if not hasattr(args, "set_options"):
         return
-    settings: list[tuple[str, str, str]] = []
+    # (key, value, where it came from, optional): the command line's, else the config file's (config_file.py),
+    # whose [defaults] are optional: skipped for an agent that does not offer them.
+    settings: list[tuple[str, str, str, bool]] = []
+    from_file: list[tuple[str, str, str, bool]] = getattr(args, "file_settings", [])
     for flag, value in (("--model", args.model), ("--mode", args.mode)):
         if value is not None:
             if not value.strip():
                 parser.error(f"{flag} is empty")
-            settings.append((flag[2:], value.strip(), flag))
+            settings.append((flag[2:], value.strip(), flag, False))
+        else:
+            settings += [setting for setting in from_file if setting[2].endswith(f" {flag[2:]}")]
     for text in args.set_options:
         key, equals, value = text.partition("=")
         if not equals or not key.strip() or not value.strip():
             parser.error(f"--set {text!r}: expected KEY=VALUE")
-        settings.append((key.strip(), value.strip(), "--set"))
+        settings.append((key.strip(), value.strip(), "--set", False))
+    settings += [setting for setting in from_file if setting[2].endswith(" set")]
     args.settings = settings
     args.system_prompt_text = _system_prompt(args.system_prompt, parser)
     if args.fork and args.command == "chat" and not (args.continue_ or args.session_name):

@@ -20,6 +20,7 @@ from .agents import add_registry_options, agent_from_args
 from .attach import check_attachment
 from .config_file import apply_config_file
 from .exits import EXIT_ERROR, EXIT_HELP, EXIT_HELP_OTHER, EXIT_USAGE
+from .login import DEFAULT_LOGIN_TIMEOUT
 from .options import add_daily_options, add_format_option, finish_daily_options
 from .record_file import check_record
 from .remote import add_remote_options, check_remote_args
@@ -102,7 +103,9 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
     parser.add_argument("--version", action="version", version=f"acp-session {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    def common(p: argparse.ArgumentParser, *, chatty: bool = True) -> None:
+    def common(p: argparse.ArgumentParser, *, chatty: bool = True, cwd: bool = True) -> None:
+        """The options of every command that starts an agent; ``chatty``: those of a command that runs turns
+        (chat, resume), ``cwd``: one that works in a directory (not login)."""
         p.add_argument(
             "--agent",
             metavar="ID|COMMAND",
@@ -113,9 +116,10 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
         )
         add_registry_options(p)  # --registry, --preview (cli/agents.py)
         add_remote_options(p)  # --url, --header, --insecure, --ca-file (cli/remote.py)
-        p.add_argument("--cwd", metavar="DIR", default=None, help="the session's working directory (default: .)")
+        if cwd:
+            p.add_argument("--cwd", metavar="DIR", default=None, help="the session's working directory (default: .)")
         p.add_argument("--json", action="store_true", help="print one JSON object per line instead of text")
-        add_format_option(p)  # --format text|json|quiet (cli/options.py)
+        add_format_option(p, turns=chatty)  # --format text|json|quiet (cli/options.py)
         p.add_argument(
             "--init-timeout",
             metavar="SECONDS",
@@ -124,15 +128,16 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
             help="how long the agent may take to start and answer initialize "
             f"(default: {DEFAULT_INITIALIZE_TIMEOUT:g}; 0: no limit)",
         )
-        p.add_argument(
-            "--reconnect",
-            metavar="ATTEMPTS",
-            type=int,
-            default=None,
-            help="when the connection to the agent is lost, re-establish it (restarting an agent started here) up "
-            "to ATTEMPTS times and resume the session; a turn in flight goes on (default: off for an agent "
-            "started here; 0: off)",
-        )
+        if chatty:
+            p.add_argument(
+                "--reconnect",
+                metavar="ATTEMPTS",
+                type=int,
+                default=None,
+                help="when the connection to the agent is lost, re-establish it (restarting an agent started here) "
+                "up to ATTEMPTS times and resume the session; a turn in flight goes on (default: off for an agent "
+                "started here; 0: off)",
+            )
         p.add_argument(
             "--env",
             choices=("inherit", "minimal"),
@@ -269,7 +274,15 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     login.add_argument("method", nargs="?", metavar="METHOD", help="the login method's id (default: the only one)")
-    common(login, chatty=False)
+    login.add_argument(
+        "--login-timeout",
+        metavar="SECONDS",
+        type=_seconds,
+        default=DEFAULT_LOGIN_TIMEOUT,
+        help="how long the agent may take to finish a login over ACP, e.g. one done in a browser "
+        f"(default: {DEFAULT_LOGIN_TIMEOUT:g}; 0: no limit)",
+    )
+    common(login, chatty=False, cwd=False)
 
     sub.add_parser(  # acp-session agents ...: cli/agents.py (see its --help)
         "agents",
@@ -340,6 +353,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
             if args.action
             else f"unknown sessions action {args.target!r} (show or history)"
         )
+    if not hasattr(args, "cwd"):
+        args.cwd = None  # login: the agent's directory is this one
     if args.cwd is not None and not _is_utf8(args.cwd):
         command.error("--cwd is not valid UTF-8 (ACP sends paths as JSON text); use a directory with a UTF-8 name")
     if getattr(args, "prompt", None) and not all(_is_utf8(word) for word in args.prompt):

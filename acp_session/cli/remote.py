@@ -4,6 +4,7 @@ WebSocket) instead of starting one; its failures in plain words."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from typing import Any
 
 from acp_session.errors import ConnectionClosed, RemoteHttpError
@@ -68,21 +69,37 @@ def check_remote_args(args: argparse.Namespace) -> str | None:
 
 
 def connect_remote(builder: Any, args: argparse.Namespace, initialize_timeout: float | None) -> Any:
+    """``connect_url`` for ``--url``. ``--init-timeout`` bounds the dial too (as ``connect_timeout``, when it is
+    the shorter): over WebSocket the upgrade comes before ``initialize``, and a server that dribbles its ``101``
+    must not hold the command past the time the user allowed."""
+    from acp_session.transport.remote import DEFAULT_REMOTE_LIMITS
+
+    limits = DEFAULT_REMOTE_LIMITS
+    if initialize_timeout is not None and initialize_timeout < limits.connect_timeout:
+        limits = dataclasses.replace(limits, connect_timeout=initialize_timeout)
     return builder.connect_url(
         args.url,
         headers=args.headers,
         insecure=args.insecure,
         ca_file=args.ca_file,
         initialize_timeout=initialize_timeout,
+        limits=limits,
     )
 
 
 def describe_remote(exc: BaseException, url: str) -> Failure | None:
     """A remote connection's failure in plain words (None: not one of its own)."""
-    from acp_session.transport.remote import RemoteCertificateError, RemoteTransportError, redact_url
+    from acp_session.transport.remote import (
+        RemoteCertificateError,
+        RemoteExtraMissing,
+        RemoteTransportError,
+        redact_url,
+    )
 
     where = redact_url(url)
     kind = type(exc).__name__
+    if isinstance(exc, RemoteExtraMissing):  # this install's, not the agent's: it says what to install
+        return Failure(str(exc), kind)
     if isinstance(exc, RemoteHttpError) and exc.status in (401, 403):
         return Failure(
             f"the agent at {where} refused the credentials (HTTP {exc.status}); "

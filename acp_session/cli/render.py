@@ -203,8 +203,11 @@ class Renderer:
     def info(self, text: str) -> None:
         raise NotImplementedError
 
-    def permission(self, title: str, options: list[tuple[str, str, str]], answer: str | None) -> None:
-        """A permission question was answered (``options``: id, name, kind; ``answer``: an option id or None)."""
+    def permission(
+        self, title: str, options: list[tuple[str, str, str]], answer: str | None, *, reason: str | None = None
+    ) -> None:
+        """A permission question was answered (``options``: id, name, kind; ``answer``: an option id or None;
+        ``reason``: why it could not be asked, when it could not)."""
         raise NotImplementedError
 
     def usage(self, usage: ContextUsage) -> None:
@@ -250,6 +253,9 @@ class TerminalRenderer(Renderer):
         self._text_ended = False  # the last thing written was an agent message's text
         self.terminals: Callable[[str], Terminal | None] = lambda terminal_id: None
         """Looks a terminal up by id (set by the CLI to the session's), to show its output under its tool call."""
+        self.client_terminal: Callable[[str], bool] = lambda terminal_id: False
+        """Whether a terminal is one the client runs for the agent (protocol v1's ``terminal/create``): its output
+        is the agent's to report; it is not unavailable."""
 
     def _end_markdown(self) -> None:
         if self.screen.markdown_active:
@@ -384,12 +390,17 @@ class TerminalRenderer(Renderer):
             self._line("  " + line, style)
 
     def _tool_terminals(self, call: ToolCall) -> None:
-        """The output of the terminals a finished tool call shows, once each."""
+        """The output of the terminals a finished tool call shows, once each. A terminal the session never
+        reported (an agent naming one from before a resume, zed #64538) is said to be unavailable; the rest of
+        the call, and of the update, is shown as usual."""
         for terminal_id in call.terminal_ids:
             if terminal_id in self._terminals_shown:
                 continue
             terminal = self.terminals(terminal_id)
             if terminal is None:
+                if not self.client_terminal(terminal_id):
+                    self._terminals_shown.add(terminal_id)
+                    self._line(f"  (terminal {terminal_id} unavailable)", DIM)
                 continue
             self._terminals_shown.add(terminal_id)
             if terminal.command:
@@ -533,8 +544,13 @@ class TerminalRenderer(Renderer):
         color = self.color and color_enabled(err) if self.err is None else self.color
         Screen(err, color=color, before_write=self.before_output).line(Styled(text, (DIM,)))
 
-    def permission(self, title: str, options: list[tuple[str, str, str]], answer: str | None) -> None:
+    def permission(
+        self, title: str, options: list[tuple[str, str, str]], answer: str | None, *, reason: str | None = None
+    ) -> None:
         name = next((n for option_id, n, _ in options if option_id == answer), None)
+        if reason is not None:
+            self._line(f"[permission] {title}: cancelled (not asked: {reason})", YELLOW)
+            return
         self._line(f"[permission] {title}: {name or 'cancelled'}", DIM)
 
     def usage(self, usage: ContextUsage) -> None:

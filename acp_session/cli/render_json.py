@@ -177,12 +177,15 @@ class JsonRenderer(Renderer):
     def usage(self, usage: ContextUsage) -> None:
         self.emit({"event": "usage", **context_usage_json(usage)})
 
-    def permission(self, title: str, options: list[tuple[str, str, str]], answer: str | None) -> None:
-        self.emit(
-            {
-                "event": "permission",
-                "title": title,
-                "options": [{"id": i, "name": n, "kind": k} for i, n, k in options],
-                "answer": answer,
-            }
-        )
+    def permission(
+        self, title: str, options: list[tuple[str, str, str]], answer: str | None, *, reason: str | None = None
+    ) -> None:
+        record: dict[str, Any] = {
+            "event": "permission",
+            "title": title,
+            "options": [{"id": i, "name": n, "kind": k} for i, n, k in options],
+            "answer": answer,
+        }
+        if reason is not None:
+            record["reason"] = reason  # the question could not be asked: answered cancelled
+        self.emit(record)

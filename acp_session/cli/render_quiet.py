@@ -37,7 +37,9 @@ class QuietRenderer(Renderer):
     def info(self, text: str) -> None:
         """Progress and hints are left out."""
 
-    def permission(self, title: str, options: list[tuple[str, str, str]], answer: str | None) -> None:
+    def permission(
+        self, title: str, options: list[tuple[str, str, str]], answer: str | None, *, reason: str | None = None
+    ) -> None:
         """The answer is not the reply."""
 
     def usage(self, usage: ContextUsage) -> None:

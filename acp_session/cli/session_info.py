@@ -4,6 +4,7 @@ conversation, replayed by the agent through ``session/resume`` and rendered, or 
 from __future__ import annotations
 
 import sys
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from acp_session.client import ClientConnection
@@ -20,7 +21,21 @@ from .screen import Screen
 if TYPE_CHECKING:
     from .app import ChatApp
 
-__all__ = ["session_info"]
+__all__ = ["local_time", "session_info"]
+
+
+def local_time(stamp: Any) -> str:
+    """An ISO 8601 time as ``YYYY-MM-DD HH:MM`` in local time (as ``sessions`` lists it); ``-`` when there is none,
+    the text as it is when it is not such a time."""
+    if not isinstance(stamp, str) or not stamp:
+        return "-"
+    try:
+        moment = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    except ValueError:
+        return stamp
+    if moment.tzinfo is not None:
+        moment = moment.astimezone()
+    return moment.strftime("%Y-%m-%d %H:%M")
 
 
 async def _listed(client: ClientConnection, session_id: str) -> Any:
@@ -55,7 +70,7 @@ async def session_info(app: ChatApp, client: ClientConnection) -> int:
     record = {
         "event": "session_info",
         "session_id": session_id,
-        "names": names.names_of(session_id),
+        "names": names.names_of(session_id, args.agent_key),
         "cwd": cwd,
         "title": info.title if info is not None and isinstance(info.title, str) else None,
         "updated_at": info.updated_at if info is not None and isinstance(info.updated_at, str) else None,
@@ -68,7 +83,7 @@ async def session_info(app: ChatApp, client: ClientConnection) -> int:
         return EXIT_OK
     screen = Screen(sys.stdout)
     for key in ("session_id", "names", "agent", "cwd", "title", "updated_at", "first_prompt", "listed_by_agent"):
-        value = record[key]
+        value = local_time(record[key]) if key == "updated_at" else record[key]  # as `sessions` shows it
         shown = ", ".join(value) if isinstance(value, list) else "-" if value is None else str(value)
         screen.line(f"{key.replace('_', ' ')}: {shown or '-'}")
     return EXIT_OK

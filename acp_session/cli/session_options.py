@@ -71,7 +71,8 @@ def _find(options: Sequence[Any], key: str) -> SessionConfigSelect | SessionConf
 def resolve_setting(options: Sequence[Any], key: str, value: str, flag: str = "--set") -> Setting:
     """What to send for ``key`` = ``value``; ``OptionProblem`` when the agent offers no such option or value."""
     option = _find(options, key)
-    what = f"{flag} {value}" if flag in ("--model", "--mode", "/model", "/mode") else f"{flag} {key}={value}"
+    alone = flag in ("--model", "--mode", "/model", "/mode") or flag.endswith((" model", " mode"))  # config.toml
+    what = f"{flag} {value}" if alone else f"{flag} {key}={value}"
     if option is None:
         offered = ", ".join(option.config_id for option in _known(options)) or "none"
         hint = f"the agent offers no {key} choice" if key in ("model", "mode") else f"no config option {key!r}"

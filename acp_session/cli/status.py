@@ -12,7 +12,10 @@ import anyio
 
 from .screen import Screen
 
-__all__ = ["StatusLine"]
+__all__ = ["WORKING", "StatusLine"]
+
+WORKING = "working\u2026 {s} s (Ctrl-C cancels)"
+"""The status while a turn waits for the agent."""
 
 SPINNER = "\u280b\u2819\u2839\u2838\u283c\u2834\u2826\u2827\u2807\u280f"
 

@@ -94,7 +94,8 @@ def main(argv: Sequence[str]) -> int:
         failed = f"cannot read {source}" if exc.filename == str(source) else f"cannot write {out}"
         return _fail(f"{failed}: {exc.strerror or exc}", page.name, progress)
     except (msgspec.DecodeError, KeyError, TypeError) as exc:
-        return _fail(f"{source} is not a transcript (JSON lines with t, dir, msg): {exc}", page.name, progress)
+        detail = f"no {exc.args[0]!r} field" if isinstance(exc, KeyError) and exc.args else str(exc)
+        return _fail(f"{source} is not a transcript (JSON lines with t, dir, msg): {detail}", page.name, progress)
     except Exception as exc:  # a bug: one line, not a traceback (ACP_SESSION_DEBUG=1 shows it)
         if os.environ.get("ACP_SESSION_DEBUG"):
             raise
@@ -102,9 +103,20 @@ def main(argv: Sequence[str]) -> int:
         return _fail(problem, page.name, progress)
     progress.clear()
     print(out)
-    if args.open:
-        webbrowser.open(out.resolve().as_uri())
+    if args.open and not _opened(out):
+        print(
+            f"acp-session view: found no web browser to open {out} (set BROWSER, or open it yourself)", file=sys.stderr
+        )
+        return 1
     return 0
+
+
+def _opened(page: Path) -> bool:
+    """Open the page in the default web browser; False when there is none (no display, no browser found)."""
+    try:
+        return webbrowser.open(page.resolve().as_uri())
+    except webbrowser.Error:
+        return False
 
 
 def _umask() -> int:

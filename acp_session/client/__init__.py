@@ -8,6 +8,7 @@ call), the permission and elicitation answers (``_decisions``) and session openi
 
 from .builder import ClientBuilder, ElicitationMode
 from .connection import PROTOCOL_VERSION, ClientConnection, SystemPromptInput
+from .permission_answers import PermissionAnswer, PermissionHandler
 from .permission_policy import PermissionDecision, PermissionPolicy, PermissionRule, ToolFacts
 
 __all__ = [
@@ -15,7 +16,9 @@ __all__ = [
     "ClientBuilder",
     "ClientConnection",
     "ElicitationMode",
+    "PermissionAnswer",
     "PermissionDecision",
+    "PermissionHandler",
     "PermissionPolicy",
     "PermissionRule",
     "SystemPromptInput",

@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import anyio
 import msgspec
 
-from ..interactions import Interaction, InteractionRegistry, call_handler
+from .._counted_log import CountedLog
+from ..interactions import Interaction, InteractionRegistry, ReaderMark, call_handler, readers_caught_up
 from ..rpc import Connection
 from ..schema.types import (
-    CancelledPermissionOutcome,
     CommandPermissionSubject,
     CreateElicitationRequest,
     CreateElicitationResponse,
@@ -28,11 +28,12 @@ from ..schema.types import (
     RequestPermissionRequest,
     RequestPermissionResponse,
     SelectedPermissionOutcome,
-    ToolCallPermissionSubject,
 )
 from ..session import (
     SessionTrack,
 )
+from .permission_answers import CANCELLED_PERMISSION as _CANCELLED_PERMISSION
+from .permission_answers import permission_response
 from .permission_policy import PermissionDecision, ToolFacts
 
 if TYPE_CHECKING:
@@ -40,7 +41,6 @@ if TYPE_CHECKING:
 
 _log = logging.getLogger("acp_session.client")
 T = TypeVar("T")
-_CANCELLED_PERMISSION = RequestPermissionResponse(outcome=CancelledPermissionOutcome())
 
 
 class Decisions:
@@ -52,37 +52,48 @@ class Decisions:
         builder: BuilderSettings,
         interactions: InteractionRegistry,
         session_tracks: Mapping[str, SessionTrack],
+        reader_marks: Callable[[str | None], list[ReaderMark]] = lambda session_id: [],
     ) -> None:
         self.rpc = rpc
         self.builder = builder
         self.interactions = interactions
         self.session_tracks = session_tracks
+        self.reader_marks = reader_marks
+        """Where the readers of a session's events stand (``UpdateRouting.reader_marks``): a request's handler is
+        called once they took the events that came before it (``readers_caught_up``), so it is asked in wire
+        order with them."""
 
     async def decide_permission(self, request: RequestPermissionRequest) -> RequestPermissionResponse:
         subject = request.subject
-        tool_call_id: str | None = None
+        tool_call_id = request.tool_call_id
         terminal_id: str | None = None
-        if isinstance(subject, ToolCallPermissionSubject):
-            tool_call_id = subject.tool_call.tool_call_id
-        elif isinstance(subject, CommandPermissionSubject):
-            tool_call_id = subject.tool_call_id if isinstance(subject.tool_call_id, str) else None
-            terminal_id = subject.terminal_id if isinstance(subject.terminal_id, str) else None
+        if isinstance(subject, CommandPermissionSubject) and isinstance(subject.terminal_id, str):
+            terminal_id = subject.terminal_id
         policy = self.builder._policy
         if policy is not None:
             decision = policy.decide(request, self._known_facts(request.session_id, tool_call_id))
             if decision.action != "ask":
+                if self.builder._policy_listener is not None:  # told in wire order too
+                    await readers_caught_up(self.reader_marks(request.session_id))
                 return self._by_policy(request, decision, tool_call_id, terminal_id)
         fn = self.builder._permission
         if fn is None:
-            _log.warning("no permission handler: answering %r with the cancelled outcome", request.title)
+            self.rpc.peer_log.warning(
+                "permission requests without a handler",
+                "no permission handler: answering %r with the cancelled outcome",
+                request.title[:200],
+                logger=_log,
+            )
             return _CANCELLED_PERMISSION
         item = Interaction("permission", request.session_id, tool_call_id, terminal_id, request)
+        marks = self.reader_marks(request.session_id)  # where the readers stand as the request comes
 
         async def decide(params: RequestPermissionRequest) -> RequestPermissionResponse:
-            return _permission_response(await call_handler(fn, params))
+            await readers_caught_up(marks)
+            return permission_response(await call_handler(fn, params))
 
         answer = await self._decide(item, decide, lambda: _CANCELLED_PERMISSION)
-        return _offered_only(request, answer)
+        return _offered_only(request, answer, self.rpc.peer_log)
 
     def _known_facts(self, session_id: str, tool_call_id: str | None) -> ToolFacts | None:
         """What the tool call's earlier updates on this connection said (its kind and paths)."""
@@ -111,7 +122,11 @@ class Decisions:
             try:
                 listener(request, dataclasses.replace(decision, option_id=sent))
             except Exception:
-                _log.exception("the permission policy's on_decision listener failed")
+                self.rpc.peer_log.exception(
+                    "failures of the on_decision listener",
+                    "the permission policy's on_decision listener failed",
+                    logger=_log,
+                )
         return answer
 
     async def _decide(self, item: Interaction, fn: Callable[[Any], Any], cancelled: Callable[[], T]) -> T:
@@ -124,7 +139,12 @@ class Decisions:
         try:
             answer: T = await self.interactions.run(item, fn, cancelled)
         except Exception:
-            _log.exception("the %s handler failed; answering with the cancelled outcome", item.kind)
+            self.rpc.peer_log.exception(
+                f"failures of the {item.kind} handler",
+                "the %s handler failed; answering with the cancelled outcome",
+                item.kind,
+                logger=_log,
+            )
             return cancelled()
         if self._declines(item, receipt) or anyio.current_effective_deadline() == -math.inf:
             return cancelled()  # cancelled (or withdrawn) while the handler was deciding
@@ -172,20 +192,14 @@ class Decisions:
         session_id = request.session_id if isinstance(request.session_id, str) else None
         tool_call_id = request.tool_call_id if isinstance(request.tool_call_id, str) else None
         item = Interaction("elicitation", session_id, tool_call_id, None, request)
-        answer: CreateElicitationResponse = await self._decide(item, fn, ElicitationCancelAction)
-        return answer
+        marks = self.reader_marks(session_id)  # where the readers stand as the request comes
 
+        async def decide(params: Any) -> Any:
+            await readers_caught_up(marks)
+            return await call_handler(fn, params)
 
-def _permission_response(answer: Any) -> RequestPermissionResponse:
-    if isinstance(answer, RequestPermissionResponse):
+        answer: CreateElicitationResponse = await self._decide(item, decide, ElicitationCancelAction)
         return answer
-    if isinstance(answer, (SelectedPermissionOutcome, CancelledPermissionOutcome)):
-        return RequestPermissionResponse(outcome=answer)
-    if isinstance(answer, str):
-        return RequestPermissionResponse(outcome=SelectedPermissionOutcome(option_id=answer))
-    if answer is None:
-        return _CANCELLED_PERMISSION
-    raise TypeError(f"a permission handler returned {type(answer).__name__}")
 
 
 class _InteractionPeek(msgspec.Struct):
@@ -199,16 +213,20 @@ class _InteractionPeek(msgspec.Struct):
 _PEEK_INTERACTION = msgspec.json.Decoder(_InteractionPeek)
 
 
-def _offered_only(request: RequestPermissionRequest, response: RequestPermissionResponse) -> RequestPermissionResponse:
+def _offered_only(
+    request: RequestPermissionRequest, response: RequestPermissionResponse, log: CountedLog
+) -> RequestPermissionResponse:
     """A selected option the agent never offered is not an approval: it becomes cancelled (and is logged)."""
     outcome = response.outcome
     if isinstance(outcome, SelectedPermissionOutcome):
         offered = {option.option_id for option in request.options}
         if outcome.option_id not in offered:
-            _log.warning(
+            log.warning(
+                "answers with an option the agent did not offer",
                 "the permission handler chose %r, which the agent did not offer (%s): answering cancelled",
                 outcome.option_id,
                 ", ".join(sorted(offered)) or "no options",
+                logger=_log,
             )
             return _CANCELLED_PERMISSION
     return response

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import anyio
 from anyio.abc import TaskGroup
 
+from .._counted_log import CountedLog
 from ..auth import AuthenticationRequired, LoginMethod, login_methods
 from ..client_errors import CapabilityNotSupported
 from ..errors import AcpError, AuthRequired, ConnectionClosed
@@ -83,12 +84,14 @@ class ConnectionHub(UpdateRouting):
         self.limits = builder._limits
         self.subagent_tracks = SubagentTracks(self.session_tracks, self.limits.subagents)
         """The child sessions tracked, within ``Limits.subagents`` (its ``folded`` and ``refused`` counts)."""
+        self.subagent_tracks.unfollow = self._unfollow_child
         self.opening = 0  # session/new requests in flight: unknown sessions' early updates are kept
         self._provisional = 0  # tracks made for unknown sessions while a session/new was in flight
         self.unknown_session_updates = 0
         """Updates for sessions this connection never opened or resumed: counted, handed only to
         ``on_session_update``, never tracked (an agent naming endless session ids cannot grow this connection)."""
         self._update_inflight = 0
+        self._updates_queued = self._updates_handled = 0
         self._updates_idle = anyio.Event()
         self._updates_idle.set()
         self._update_is_async = inspect.iscoroutinefunction(builder._update)
@@ -100,7 +103,7 @@ class ConnectionHub(UpdateRouting):
         self.auth_state: mu.AuthStatusUpdateNotification | None = None
         """The agent's latest auth state (Preview), from ``auth/status_update`` and ``auth/status`` answers."""
         self.builtin: BuiltinServers | None = None  # the client's tools as MCP servers (v2; first session)
-        self.decisions = Decisions(rpc, builder, self.interactions, self.session_tracks)
+        self.decisions = Decisions(rpc, builder, self.interactions, self.session_tracks, self.reader_marks)
         self.decide_permission: Callable[[RequestPermissionRequest], Coroutine[Any, Any, RequestPermissionResponse]]
         self.decide_permission = self.decisions.decide_permission
         self.decide_elicitation = self.decisions.decide_elicitation
@@ -302,10 +305,12 @@ class ConnectionHub(UpdateRouting):
         try:
             outcome = self.receive_update(note)
         except Exception:
-            _log.exception("session update listener failed")
+            self._update_failed("listener")
             return
         if outcome is not None and inspect.isawaitable(outcome):
-            self._tg.start_soon(_await, outcome)  # the application's update queue is full: deliver it later
+            self._tg.start_soon(
+                _await, outcome, self.rpc.peer_log
+            )  # the application's update queue is full: deliver it later
 
     def file_written(self, session_id: str, path: str, content: str) -> None:
         """The client wrote a file for the agent (v1 ``fs/write_text_file``): tell the session's listeners."""
@@ -315,7 +320,7 @@ class ConnectionHub(UpdateRouting):
 
     def run_soon(self, fn: Callable[[Any], Any], arg: Any) -> None:
         """Run ``fn(arg)`` (sync or async) in this connection's task group; failures are logged."""
-        self._tg.start_soon(_call_logged, fn, arg)
+        self._tg.start_soon(_call_logged, fn, arg, self.rpc.peer_log)
 
     def start_soon(self, fn: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> None:
         """Start the task ``fn(*args)`` in this connection's task group, which it lives and fails with (a
@@ -421,6 +426,12 @@ class ConnectionHub(UpdateRouting):
     def resume_calls(self) -> None:
         self._ready.set()
 
+    def _unfollow_child(self, session_id: str) -> None:
+        """A child no longer tracked: a transport with a stream per session stops reading its stream."""
+        unfollow = getattr(self.rpc.transport, "unfollow_session", None)
+        if unfollow is not None:
+            unfollow(session_id)
+
     async def start_task(self, fn: Callable[..., Coroutine[Any, Any, Any]]) -> Any:
         """``TaskGroup.start`` in this connection's task group: ``fn`` runs there, its start value returned."""
         return await self._tg.start(fn)
@@ -459,17 +470,17 @@ class ConnectionHub(UpdateRouting):
         rpc.set_fallback_notification_handler(builder._fallback_notification)
 
 
-async def _await(outcome: Awaitable[Any]) -> None:
+async def _await(outcome: Awaitable[Any], log: CountedLog) -> None:
     try:
         await outcome
     except Exception:
-        _log.exception("session update handler failed")
+        log.exception("session update handler failures", "session update handler failed", logger=_log)
 
 
-async def _call_logged(fn: Callable[[Any], Any], arg: Any) -> None:
+async def _call_logged(fn: Callable[[Any], Any], arg: Any, log: CountedLog) -> None:
     try:
         outcome = fn(arg)
         if inspect.isawaitable(outcome):
             await outcome
     except Exception:
-        _log.exception("%r failed", fn)
+        log.exception("failures of callbacks run in the background", "%r failed", fn, logger=_log)

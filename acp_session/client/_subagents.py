@@ -34,6 +34,8 @@ class SubagentTracks:
         self.refused = 0
         """Announcements of new children not tracked because every kept child still ran."""
         self._warned = False
+        self.unfollow: Callable[[str], None] = lambda session_id: None
+        """Called with each child dropped (the hub stops reading its stream, on a transport that has one)."""
 
     def admit(self, parent: SessionTrack, child_id: str, make: Callable[[str], SessionTrack]) -> SessionTrack | None:
         """The track for a child ``parent`` announced for the first time, made by ``make``; None if refused."""
@@ -85,6 +87,7 @@ class SubagentTracks:
             self.kept.pop(dropped.session_id, None)
             self.finished.pop(dropped.session_id, None)
             self.folded += 1
+            self.unfollow(dropped.session_id)
             for child_id in dropped.subagents:
                 child = self.tracks.get(child_id)
                 if child is not None and child_id in self.kept and not child.listeners:

@@ -19,6 +19,7 @@ import anyio
 import msgspec
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
+from ..interactions import ReaderMark
 from ..rpc import Connection
 from ..schema import unstable as mu
 from ..schema.types import (
@@ -58,6 +59,8 @@ class UpdateRouting:
     unknown_session_updates: int
     _provisional: int
     _update_inflight: int
+    _updates_queued: int  # updates handed to the application's update queue so far
+    _updates_handled: int  # of them, those its handler finished
     _updates_idle: anyio.Event
     _update_is_async: bool
     _update_send: MemoryObjectSendStream[Any]
@@ -96,10 +99,15 @@ class UpdateRouting:
                 for listener in listeners:
                     listener(note)
             except Exception:
-                _log.exception("session update listener failed")
+                self._update_failed("listener")
         elif track.early is not None and len(track.early) < self.limits.early_updates:
             track.early.append(note)
         return self._to_application(note)
+
+    def _update_failed(self, what: str) -> None:
+        """A session update listener or the application's handler raised: the first traceback of each is logged,
+        the rest counted (``Connection.peer_log``), so an agent streaming what makes it fail writes no more."""
+        self.rpc.peer_log.exception(f"session update {what} failures", "session update %s failed", what, logger=_log)
 
     def _to_application(self, note: UpdateSessionNotification) -> Any:
         """Hand an update to the builder's ``on_session_update`` handler (every session's, in order)."""
@@ -180,7 +188,8 @@ class UpdateRouting:
         """A subagent (Preview): the parent announced a child session. Its track is made here (within
         ``Limits.subagents``: ``SubagentTracks``), so the child's own updates are tracked and handed to the
         parent's listeners (a ``Conversation`` folds them into the child's state); its ``capabilities`` say
-        whether the client may cancel it."""
+        whether the client may cancel it. A transport that reads each session on a stream of its own (HTTP) is
+        told to read the child's: only a tracked child gets one."""
         child_id = update.session_id
         child = self.session_tracks.get(child_id)
         if child is None:
@@ -189,6 +198,9 @@ class UpdateRouting:
             child = self.subagent_tracks.admit(parent, child_id, self.session_track)
             if child is None:
                 return  # refused: every kept child still runs
+        follow = getattr(self.rpc.transport, "follow_session", None)
+        if follow is not None:
+            follow(child_id)  # nothing when its stream is open already
         if child.parent is None and child_id != parent.session_id:
             child.parent = parent.session_id
         caps = update.capabilities
@@ -221,7 +233,7 @@ class UpdateRouting:
             try:
                 listeners[0].many(run)
             except Exception:
-                _log.exception("session update listener failed")
+                self._update_failed("listener")
             return
         if listeners:
             for note in run:
@@ -229,7 +241,7 @@ class UpdateRouting:
                     for listener in listeners:
                         listener(note)
                 except Exception:
-                    _log.exception("session update listener failed")
+                    self._update_failed("listener")
             return
         early = track.early
         if early is not None:
@@ -240,7 +252,7 @@ class UpdateRouting:
             try:
                 await waiting
             except Exception:
-                _log.exception("session update handler failed")
+                self._update_failed("handler")
 
     def _update_steps(
         self, notes: list[UpdateSessionNotification], direct: tuple[str, Callable[[Any], Any]] | None = None
@@ -259,13 +271,31 @@ class UpdateRouting:
                     if outcome is not None and inspect.isawaitable(outcome):
                         outcome = self._queue_update(outcome)
             except Exception:
-                _log.exception("session update handler failed")
+                self._update_failed("handler")
                 continue
             if outcome is not None:
                 yield outcome
 
+    def reader_marks(self, session_id: str | None) -> list[ReaderMark]:
+        """Where the readers of ``session_id``'s events stand now: its conversation's turns and streams (a parent's
+        for a subagent's request: the child's events reach it) and the application's async update handler. An
+        interactive request of the session waits for them before its handler (``interactions.readers_caught_up``)."""
+        marks: list[ReaderMark] = []
+        track = self.session_tracks.get(session_id) if session_id is not None else None
+        for _ in range(64):  # a cycle of parents an agent made up cannot loop
+            if track is None:
+                break
+            for readers in track.readers:
+                marks += readers()
+            track = self.session_tracks.get(track.parent) if track.parent is not None else None
+        target = self._updates_queued
+        if self._updates_handled < target:
+            marks.append(ReaderMark(lambda: self._updates_handled >= target, lambda: self._updates_handled))
+        return marks
+
     def _queue_update(self, item: Any) -> Any:
         self._update_inflight += 1
+        self._updates_queued += 1
         if self._updates_idle.is_set():
             self._updates_idle = anyio.Event()
         try:
@@ -282,9 +312,10 @@ class UpdateRouting:
                 try:
                     await (item if inspect.isawaitable(item) else fn(item))
                 except Exception:
-                    _log.exception("session/update handler failed")
+                    self._update_failed("handler")
                 finally:
                     self._update_inflight -= 1
+                    self._updates_handled += 1
                     if self._update_inflight == 0:
                         self._updates_idle.set()
 

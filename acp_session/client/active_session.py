@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 import msgspec
 
 from .._turn_state import OPEN_PROMPT_STATES
-from ..client_errors import CapabilityNotSupported, SessionClosed
+from ..client_errors import CapabilityNotSupported, SessionClosed, SessionLost
 from ..codec import decoder
 from ..errors import AcpError, ResourceNotFound
 from ..protocol.capabilities import REQUIRED_CAPABILITY
@@ -175,6 +175,8 @@ class ActiveSession:
 
     def _check_open(self) -> SessionTrack:
         track = self._conn.session_tracks.get(self._session_id) or self.track
+        if track.lost is not None:  # the agent no longer has it: not its -32002 for each call from now on
+            raise SessionLost(self._session_id, track.lost.cause)
         if track.closed:
             raise SessionClosed(self._session_id)
         return track

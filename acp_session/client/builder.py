@@ -10,7 +10,7 @@ import dataclasses
 import logging
 import os
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
-from contextlib import AbstractAsyncContextManager, AbstractContextManager, asynccontextmanager, nullcontext
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
@@ -33,13 +33,10 @@ from ..schema.types import (
     ElicitationFormCapabilities,
     ElicitationUrlCapabilities,
     Implementation,
-    RequestPermissionRequest,
     TerminalAuthCapabilities,
     UpdateSessionNotification,
 )
-from ..session import (
-    DEFAULT_LIMITS,
-)
+from ..session import DEFAULT_LIMITS
 from ..transport import AgentProcess, FrameTransport, Transport, stdio_agent
 from ..transport.environment import EnvPolicy, agent_environment
 
@@ -55,8 +52,10 @@ if TYPE_CHECKING:
     from ..transport.remote import RemoteDialer
 from ._settings import Fallback, Handler, PolicyListener
 from .connection import ClientConnection, ext_name, hub_of
+from .permission_answers import PermissionHandler
 from .permission_policy import PermissionPolicy
 from .reconnect import Dialer, Reconnector, ReconnectPolicy, RedialByDefault, policy_for, recording
+from .spawning import resolve_command
 
 __all__ = ["ClientBuilder", "ElicitationMode"]
 
@@ -109,14 +108,26 @@ class ClientBuilder:
         initialize_timeout: float = 30.0,
         idle_timeout: float | None = 30.0,
         probe_timeout: float = 10.0,
+        stable_after: float = 10.0,
     ) -> ClientBuilder:
         """Re-establish a connection whose transport dies (``ReconnectPolicy``; docs/conversation.md, "When the
         connection drops"): dial again (``spawn``: restart the agent with the same command, environment and cwd;
         a remote agent: the same URL, cookies and headers), ``initialize``, and resume every open conversation,
         whose turns in flight keep waiting. Off by default for subprocess agents, on for remote ones (whose dialer
-        says ``reconnect_by_default``); ``reconnect(False)`` turns it off for those too."""
+        says ``reconnect_by_default``); ``reconnect(False)`` turns it off for those too. The budget (``attempts``,
+        the growing back-off, ``deadline``) holds for a whole outage, which ends only once a connection has
+        stayed up ``stable_after`` seconds: a connection that keeps dropping right after each reconnect ends in
+        ``ReconnectFailed`` (``drops``)."""
         policy = ReconnectPolicy(
-            attempts, backoff, max_backoff, jitter, deadline, initialize_timeout, idle_timeout, probe_timeout
+            attempts,
+            backoff,
+            max_backoff,
+            jitter,
+            deadline,
+            initialize_timeout,
+            idle_timeout,
+            probe_timeout,
+            stable_after,
         )
         self._reconnect = policy if enabled else False
         return self
@@ -190,12 +201,16 @@ class ClientBuilder:
         meter_provider: MeterProvider | None = None,
         *,
         propagate: bool = True,
+        max_attribute_length: int = 1024,
+        titles: bool = True,
         enabled: bool = True,
     ) -> ClientBuilder:
         """Emit OpenTelemetry spans and metrics for this builder's connections (needs the ``otel`` extra; the
         providers default to the global ones). ``propagate`` puts the current trace context into each request's
-        ``_meta`` (``traceparent``, ``tracestate``). ``enabled=False`` turns it off again. What is emitted:
-        docs/observability.md. Without this call OpenTelemetry is never imported."""
+        ``_meta`` (``traceparent``, ``tracestate``). The agent's strings (names, titles, ids, error messages) go
+        into spans without what looks like a credential and cut to ``max_attribute_length`` characters;
+        ``titles=False`` leaves the tool call and permission titles out. ``enabled=False`` turns it off again.
+        What is emitted: docs/observability.md. Without this call OpenTelemetry is never imported."""
         if not enabled:
             self._instrumentation = None
             return self
@@ -205,7 +220,13 @@ class ClientBuilder:
             raise ImportError(
                 "ClientBuilder.instrument() needs opentelemetry-api: pip install 'acp-session[otel]'"
             ) from exc
-        self._instrumentation = Instrumentation(tracer_provider, meter_provider, propagate=propagate)
+        self._instrumentation = Instrumentation(
+            tracer_provider,
+            meter_provider,
+            propagate=propagate,
+            max_attribute_length=max_attribute_length,
+            titles=titles,
+        )
         return self
 
     def with_meta(self, meta: dict[str, Any] | None) -> ClientBuilder:
@@ -321,8 +342,8 @@ class ClientBuilder:
         self._update = fn
         return self
 
-    def on_request_permission(self, fn: Callable[[RequestPermissionRequest], Any]) -> ClientBuilder:
-        """Answer permission requests: return a ``RequestPermissionResponse``, an outcome or an option id.
+    def on_request_permission(self, fn: PermissionHandler) -> ClientBuilder:
+        """Answer permission requests: ``fn(request)``, plain or async, returns a ``PermissionAnswer`` (an option id).
 
         Without one, every request is answered with the cancelled outcome (never an approval).
         """
@@ -541,18 +562,7 @@ class ClientBuilder:
         ``"minimal"`` (PATH, HOME, user, locale, terminal, temp dir, and the variables named in ``pass_env``;
         see ``acp_session.transport.environment``)."""
         base_env = env if env is not None else agent_environment(env_policy, pass_env)
-        if isinstance(argv, str):
-            from ..registry import resolve_agent
-
-            name = argv
-            argv = await anyio.to_thread.run_sync(lambda: resolve_agent(name, registry=registry, channel=channel))
-        in_use: AbstractContextManager[None] = nullcontext()
-        if not isinstance(argv, (str, Sequence)):  # an AgentCommand
-            base_env = argv.environment(base_env)
-            cwd = cwd if cwd is not None else argv.cwd
-            in_use = argv.in_use()  # a registry binary's folder: no install removes it while the agent runs
-            argv = argv.argv
-        command = list(argv)
+        command, cwd, base_env, in_use = await resolve_command(argv, cwd, base_env, registry, channel)
 
         def dial() -> AbstractAsyncContextManager[AgentProcess]:
             """The agent again, as first started (a reconnect policy restarts it with this)."""

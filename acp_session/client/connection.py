@@ -330,10 +330,11 @@ class ClientConnection:
         ``terminal``, codex-acp's ``env_var``, ``_meta`` terminal commands), unknown ones kept."""
         return self._hub.login_methods
 
-    async def authenticate(self, method_id: str) -> LoginAuthResponse:
+    async def authenticate(self, method_id: str, *, timeout: float | None = None) -> LoginAuthResponse:
         """Log in with an advertised protocol-driven method: v2 ``auth/login``, v1 ``authenticate``
         (ACP2-029, ACP2-061). A terminal method is never sent (ACP1-014): run
-        ``LoginMethod.terminal_command(...)`` in a terminal instead."""
+        ``LoginMethod.terminal_command(...)`` in a terminal instead. ``timeout`` (seconds; None: none) ends the
+        wait with ``RequestTimeout``, the request withdrawn (a login may wait on the user, in a browser)."""
         methods = self.login_methods
         if not methods:
             raise CapabilityNotSupported("auth/login", "authMethods")
@@ -343,7 +344,8 @@ class ClientConnection:
         agent_shape = isinstance(method.raw, AuthMethodAgent)
         if not agent_shape and not (self.protocol_version == 1 and method.is_protocol_login):
             raise CapabilityNotSupported("auth/login", f"a protocol-driven login flow for {method_id!r}")
-        return await self._hub.call("auth/login", LoginAuthRequest(method_id=method_id), decoder(LoginAuthResponse))
+        request = LoginAuthRequest(method_id=method_id)
+        return await self._hub.call("auth/login", request, decoder(LoginAuthResponse), timeout)
 
     login = authenticate
 

@@ -195,6 +195,7 @@ async def _open_session(
     if not hub.opening:
         hub.drop_provisional(keep=response.session_id)
     track = hub.session_track(response.session_id)
+    track.lost = None  # a new session: an agent restarted since may reuse a lost session's id
     if listener is not None:
         track.listen(listener)
     track.early = None
@@ -238,6 +239,7 @@ async def open_resumed_session(
     dirs = params.additional_directories or []
     bind(session_id, params.cwd, dirs)
     track.closed = False
+    track.lost = None  # the agent has it (again)
     if isinstance(response.config_options, list):
         track.config_options = list(response.config_options)
     hub.protocol.session_opened(session_id, params.cwd, dirs)

@@ -36,6 +36,7 @@ from ..protocol.negotiate import negotiate
 from ..rpc import Connection
 from ..transport.base import FrameTransport, Transport
 from .opening import open_resumed_session
+from .outage import OutageTracker
 
 if TYPE_CHECKING:
     from ..session import SessionTrack, TrackedPrompt
@@ -94,11 +95,15 @@ PROBE_METHOD = "_acp_session/ping"
 class ReconnectPolicy:
     """How a connection whose transport died is re-established (``ClientBuilder.reconnect``).
 
-    ``attempts`` dials at most; before attempt n+1 it waits ``backoff * 2**(n-1)`` seconds (at most
-    ``max_backoff``), each wait varied by up to ``jitter`` of itself either way so clients cut off together do not
-    come back together; ``deadline`` bounds the whole recovery from the drop (seconds). ``initialize_timeout``
-    bounds each attempt's ``initialize``. ``idle_timeout`` (None: off) and ``probe_timeout`` are the liveness
-    check while a turn runs (see the module docstring).
+    The budget is per *outage*: from a drop until a connection it brought back has stayed up ``stable_after``
+    seconds (``outage.py``), so a server that takes each reconnect and cuts it again at once cannot keep a turn
+    waiting. Within an outage: ``attempts`` failed dials in a row at most, and ``attempts`` reconnects at most
+    (the connection dropping again after the last ends it: ``ReconnectFailed.drops``); before dial n+1 it waits
+    ``backoff * 2**(n-1)`` seconds (at most ``max_backoff``), n counting every dial of the outage, so the waits
+    keep growing across a flapping connection's drops; each wait varied by up to ``jitter`` of itself either way
+    so clients cut off together do not come back together; ``deadline`` bounds the whole outage from its first
+    drop (seconds). ``initialize_timeout`` bounds each attempt's ``initialize``. ``idle_timeout`` (None: off)
+    and ``probe_timeout`` are the liveness check while a turn runs (see the module docstring).
     """
 
     attempts: int = 5
@@ -109,13 +114,14 @@ class ReconnectPolicy:
     initialize_timeout: float = 30.0
     idle_timeout: float | None = 30.0
     probe_timeout: float = 10.0
+    stable_after: float = 10.0
 
     def __post_init__(self) -> None:
         if self.attempts < 1:
             raise ValueError(f"attempts must be at least 1 (got {self.attempts})")
         if not 0 <= self.jitter <= 1:
             raise ValueError(f"jitter must be between 0 and 1 (got {self.jitter})")
-        for name in ("backoff", "max_backoff", "deadline", "initialize_timeout", "probe_timeout"):
+        for name in ("backoff", "max_backoff", "deadline", "initialize_timeout", "probe_timeout", "stable_after"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must not be negative")
         if self.idle_timeout is not None and self.idle_timeout <= 0:
@@ -230,7 +236,7 @@ class Reconnector:
         self.closing = False
         self._severed: set[int] = set()  # ids of connections the liveness check cut: their close is a drop
         self._runners: list[anyio.Event] = []
-        self._rng = random.Random()
+        self._outages = OutageTracker(policy)
         self.finished = anyio.Event()
         """Set when the connection is closed for good: closed locally, or the policy gave up."""
 
@@ -286,35 +292,43 @@ class Reconnector:
 
     async def _recover(self, error: BaseException) -> bool:
         policy = self.policy
-        started = anyio.current_time()
+        outages = self._outages
+        outage = outages.dropped(anyio.current_time())
         last: BaseException = error
-        attempt = 0
+        attempt = 0  # dials of this recovery (the events count them); the outage counts all of its own
         self.reconnecting = True
+        self.hub.pause_calls()  # the application's calls wait for the new transport, back-off included
         try:
-            with anyio.move_on_after(policy.deadline) as deadline:
-                while attempt < policy.attempts:
+            with anyio.move_on_after(max(0.0, outages.remaining(anyio.current_time()))) as deadline:
+                while attempt < policy.attempts and not outages.flapping():
+                    await anyio.sleep(outages.delay())  # none first; after a re-drop, the outage's back-off
                     attempt += 1
                     self._emit(Reconnecting(attempt, policy.attempts, last))
                     try:
-                        with self._attempt_span(attempt):  # OpenTelemetry, when instrumented (telemetry/)
+                        with self._attempt_span(outages.dialing()):  # OpenTelemetry, when instrumented
                             await self._attempt()
                     except (AcpError, OSError, anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
                         last = exc
                         _log.info("reconnect attempt %d of %d failed: %s", attempt, policy.attempts, exc)
                         if refused_for_good(exc) is not None:
                             break  # the same request gets the same answer: no back-off, no more attempts
-                        if attempt < policy.attempts:
-                            await anyio.sleep(policy.delay(attempt, self._rng))
                         continue
                     self.reconnects += 1
+                    outages.came_back(anyio.current_time())
                     self._emit(Reconnected(attempt))
                     return True
+            if outage.drops:
+                _log.warning(
+                    "the connection dropped again %d times soon after coming back: reconnecting is given up",
+                    outage.drops,
+                )
             failure = ReconnectFailed(
-                attempt,
-                anyio.current_time() - started,
+                outage.dials,
+                anyio.current_time() - outage.started,
                 last,
-                deadline_reached=deadline.cancelled_caught,
+                deadline_reached=deadline.cancelled_caught or outages.remaining(anyio.current_time()) <= 0,
                 status=refused_for_good(last),
+                drops=outage.drops,
             )
             self.failure = failure
             self._settle_orphans(failure, lambda session_id: False)

@@ -4,6 +4,7 @@ history over an ``ActiveSession``), its chat events, streams and prompt content 
 
 from acp_session.conversation import prompt_content
 from acp_session.conversation.chat_events import (
+    STOP_REASON_UNKNOWN,
     ChatDone,
     ChatError,
     ChatEvent,
@@ -49,6 +50,7 @@ from acp_session.conversation.events import (
     MessageChanged,
     NoticeReceived,
     PlanChanged,
+    ReplayCompleted,
     SessionInfoChanged,
     SessionMessageChanged,
     StateChanged,
@@ -82,6 +84,7 @@ from acp_session.conversation.turn import ChatTurn, TurnAlreadyConsumed
 __all__ = [
     "DEFAULT_MAX_HISTORY",
     "DEFAULT_STREAM_BUFFER",
+    "STOP_REASON_UNKNOWN",
     "ChatDone",
     "ChatError",
     "ChatEvent",
@@ -121,6 +124,7 @@ __all__ = [
     "Plan",
     "PlanChanged",
     "SessionInfo",
+    "ReplayCompleted",
     "SessionInfoChanged",
     "SessionMessageChanged",
     "SessionMessageEntry",

@@ -46,6 +46,13 @@ __all__ = [
 ]
 
 
+STOP_REASON_UNKNOWN = "_acpSession/unknown"
+"""The ``stop_reason`` of a protocol v1 turn that a reconnect cut and whose stop reason the agent did not tell again
+(v1 carries it only in the ``session/prompt`` answer, lost with the old connection): the turn ended, how is not
+known. An implementation-specific value (the schema reserves stop reasons beginning with ``_`` for those), never
+sent to an agent."""
+
+
 class ChatResponse(msgspec.Struct, kw_only=True):
     """Everything one turn produced. ``steps`` are the history entities the turn touched, in order."""
 

@@ -29,7 +29,7 @@ import anyio
 from acp_session.client.connection import hub_of
 from acp_session.client.opening import open_forked_session, open_new_session, open_resumed_session
 from acp_session.client_errors import CapabilityNotSupported, SessionClosed
-from acp_session.conversation.chat_events import ChatFile, ChatResponse
+from acp_session.conversation.chat_events import ChatResponse
 from acp_session.conversation.entities import Message
 from acp_session.conversation.events import MessageChanged, StateEvent
 from acp_session.conversation.recovery import ReconnectRecovery
@@ -102,7 +102,7 @@ class Conversation(ConversationView, ReconnectRecovery):
         self._last_response: ChatResponse | None = None
         self._idle = anyio.Event()
         self._idle.set()
-        self._closed: ConnectionClosed | None = None
+        self._closed: AcpError | None = None  # why no more turns: the connection closed, the session was lost
         self._scope: anyio.CancelScope | None = None
         self._streams: _Hub | None = None  # feeds the open receive_steps() / receive_chunks() streams
         self._owned: ClientConnection | None = None  # the connection Conversation.spawn made for this conversation
@@ -314,6 +314,7 @@ class Conversation(ConversationView, ReconnectRecovery):
         remove_updates = track.unlisten_fn(self._listener)
         track.option_listeners.append(self._on_options_answer)
         track.file_listeners.append(self._on_file_written)
+        track.readers.append(self._reader_marks)  # a permission question waits for them (interactions.py)
 
         def detach() -> None:
             remove_updates()
@@ -321,6 +322,8 @@ class Conversation(ConversationView, ReconnectRecovery):
                 track.option_listeners.remove(self._on_options_answer)
             with suppress(ValueError):
                 track.file_listeners.remove(self._on_file_written)
+            with suppress(ValueError):
+                track.readers.remove(self._reader_marks)
 
         self._detach = detach
         self._closed = None
@@ -479,7 +482,7 @@ class Conversation(ConversationView, ReconnectRecovery):
         """Cancel the session's foreground work; this conversation's unfinished foreground tool calls are
         marked ``cancelled`` right away. Turns still end on the agent's idle (stop reason ``cancelled``)."""
         await self.session.cancel_active_work()
-        ids = [tid for turn in self._active for tid in turn.open_tool_calls if tid not in self._background]
+        ids = self._foreground_tool_calls()
         events = self.state.mark_cancelled(ids)
         self._emit(events)
         for event in events:
@@ -489,15 +492,6 @@ class Conversation(ConversationView, ReconnectRecovery):
         """A ``session/set_config_option`` answer is the complete option list: fold it like an update, so
         live state equals a replay of the same wire (``load_transcript``)."""
         self._emit((self.state.apply_set_config_option_response(response),))
-
-    def _on_file_written(self, path: str, content: str) -> None:
-        """The client wrote a file for this session's agent (v1 ``fs/write_text_file``, the provider returned):
-        a ``ChatFile`` for the turn the session's work belongs to now (none while no turn of ours runs)."""
-        receiver = self._receiver
-        if receiver is None:
-            receiver = self._hold_for_answer()
-        if receiver is not None:
-            receiver.feed(ChatFile(path, content, source="fs_write"))
 
     def _emit(self, events: Iterable[StateEvent]) -> None:
         """Fold events that no update carried (local edits, answers) go to the streams too."""

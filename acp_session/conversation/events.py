@@ -33,6 +33,7 @@ __all__ = [
     "MessageChanged",
     "NoticeReceived",
     "PlanChanged",
+    "ReplayCompleted",
     "SessionInfoChanged",
     "SessionMessageChanged",
     "StateChanged",
@@ -141,6 +142,14 @@ class UnknownUpdate(StateEvent, frozen=True):
 
     entry: UnknownEntry
     created: bool
+
+
+class ReplayCompleted(StateEvent, frozen=True):
+    """The agent's ``replay_complete`` update (the v2 RFD "session-replay-complete", not in the pinned schema yet:
+    it arrives as an unknown update): the replay of a ``session/resume`` ends here rather than at the answer.
+    ``ended`` is False when no replay was under way (then it changes nothing). Never kept in history."""
+
+    ended: bool
 
 
 class SessionMessageChanged(StateEvent, frozen=True):

@@ -24,13 +24,19 @@ from acp_session.client.opening import open_resumed_session
 from acp_session.client.reconnect import ReconnectEvent, ReconnectGaveUp, Reconnecting
 from acp_session.client_errors import CapabilityNotSupported, SessionLost, TurnLost
 from acp_session.conversation.catch_up import Seen, missed
-from acp_session.conversation.chat_events import ChatReconnected, ChatReconnecting, ChatSessionLost
+from acp_session.conversation.chat_events import (
+    STOP_REASON_UNKNOWN,
+    ChatReconnected,
+    ChatReconnecting,
+    ChatSessionLost,
+)
 from acp_session.conversation.entities import Message, TimelineEntry, ToolCall
 from acp_session.conversation.events import StateChanged
 from acp_session.conversation.routing import TurnRouting
 from acp_session.conversation.streams import StreamReconnected
 from acp_session.conversation.turn import ChatTurn
 from acp_session.errors import ResourceNotFound
+from acp_session.protocol.base import LAST_STOP_REASON_META
 from acp_session.schema import ResumeSessionResponse, StateUpdate, UpdateSessionNotification
 from acp_session.session import BatchUpdateListener
 
@@ -54,6 +60,7 @@ class ReconnectRecovery(TurnRouting):
     _seen_at_drop: Seen | None = None  # and what the streams had been shown (catch_up.py)
     _attempt: int
     _streams: Any
+    _v1_cut = False  # the last recovery ended a v1 turn in flight (its stop reason: the load's, or unknown)
 
     def _bind(self, session: ActiveSession) -> None:
         raise NotImplementedError
@@ -124,7 +131,7 @@ class ReconnectRecovery(TurnRouting):
         hub = hub_of(connection)
         quiet = BatchUpdateListener(self._fold_quietly, self._fold_run_quietly)
         track = hub.session_track(session_id)
-        self.state.begin_resume(replay=True)
+        self.state.begin_resume(replay=True, drop_unreplayed=True)
         try:
             resumed, response = await open_resumed_session(
                 hub,
@@ -138,7 +145,7 @@ class ReconnectRecovery(TurnRouting):
         except (ResourceNotFound, CapabilityNotSupported) as exc:
             self.state.apply_resume_response(ResumeSessionResponse())
             track.unlisten_fn(quiet)()
-            lost = SessionLost(session_id, exc)
+            lost = track.lost = SessionLost(session_id, exc)  # every later call on the session raises it too
             self._session_lost(lost, connection)
             raise lost from exc
         except BaseException:
@@ -150,10 +157,12 @@ class ReconnectRecovery(TurnRouting):
         track.unlisten_fn(quiet)()
         resumed.add_update_listener(self._listener)  # in the same step: no live update is lost or seen twice
         self._bind(resumed)
-        if connection.protocol_version == 1 and not self.state.is_idle:
+        self._v1_cut = connection.protocol_version == 1 and not self.state.is_idle
+        if self._v1_cut:
             # A v1 turn is its prompt request, which died with the old transport: nothing runs on the new one.
-            # Its stop reason was only in that request's answer, which no v1 message carries again: unknown.
-            self.state.apply(StateUpdate(state="idle"))
+            # Its stop reason was only in that request's answer; the load's answer may say it again (an agent
+            # that kept the session across connections), else it is unknown, never None.
+            self.state.apply(StateUpdate(state="idle", stop_reason=_last_stop_reason(response)))
         self._catch_up_streams()
         self._settle_after_replay(session_id)
 
@@ -168,7 +177,8 @@ class ReconnectRecovery(TurnRouting):
 
     def _fold_quietly(self, note: UpdateSessionNotification) -> None:
         if note.session_id == self.state.session_id:
-            self.state.apply(note.update)
+            if getattr(self.state.apply(note.update), "created", False):
+                self._trim()  # the history bound holds during a replay as it does live
         elif self.state.descendant(note.session_id) is not None:
             self.state.apply_descendant(note.session_id, note.update)
 
@@ -183,6 +193,7 @@ class ReconnectRecovery(TurnRouting):
             reconnector.recoveries.pop(lost.session_id, None)
         for turn in self._unfinished():
             turn.report(ChatSessionLost(lost))
+        self._closed = lost  # chat() raises it from now on (until reconnect() or resume finds the session)
         self._fail_all(lost)
         if self._streams is not None:
             self._streams.end(lost)  # nothing more will come: the agent has no such session
@@ -201,7 +212,7 @@ class ReconnectRecovery(TurnRouting):
         # Prompts the agent inserted while we were away: its new user messages, in order, are theirs.
         spare = [ids[i] for i in places if i > floor and ids[i] not in claimed]
         idle = self.state.is_idle
-        finished: list[ChatTurn] = []
+        finished: list[tuple[ChatTurn, int]] = []
         for turn in turns:
             turn.report(ChatReconnected(self._attempt))
             message_id = turn.message_id
@@ -216,15 +227,26 @@ class ReconnectRecovery(TurnRouting):
             end = next((i for i in places if i > at), len(timeline))
             turn.catch_up(timeline[at:end], shown)
             if idle:
-                finished.append(turn)
+                finished.append((turn, at))
             else:
                 self._active.append(turn)
         state = self.state
         change = StateChanged("idle", "running", state.stop_reason, state.error, state.background, True)
-        for turn in finished:  # ended while the connection was down: the agent's idle state says how
-            self._last_response = turn.finish(change)
+        unknown = StateChanged("idle", "running", STOP_REASON_UNKNOWN, None, state.background, True)
+        final = places[-1] if places else -1
+        for turn, at in finished:  # ended while the connection was down: the agent's idle state says how
+            # v1: the load's stop reason is the session's last turn's; a cut turn before that one: unknown.
+            self._last_response = turn.finish(unknown if self._v1_cut and at != final else change)
         self._receiver = self._active[-1] if self._active else None
         self._update_idle()
+
+
+def _last_stop_reason(response: ResumeSessionResponse) -> str:
+    """The stop reason a v1 ``session/load`` answer gives for the session's last turn (``LAST_STOP_REASON_META``),
+    else ``STOP_REASON_UNKNOWN``."""
+    meta = response.meta
+    reason = meta.get(LAST_STOP_REASON_META) if isinstance(meta, dict) else None
+    return reason if isinstance(reason, str) and reason else STOP_REASON_UNKNOWN
 
 
 def _shown(timeline: Any) -> dict[int, Any]:

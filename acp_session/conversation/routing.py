@@ -17,7 +17,8 @@ from acp_session.conversation.entities import Message
 from acp_session.conversation.events import MessageChanged, StateChanged, StateEvent, ToolCallChanged
 from acp_session.conversation.state import SessionState
 from acp_session.conversation.turn import ChatTurn
-from acp_session.errors import AcpError, ConnectionClosed
+from acp_session.errors import AcpError
+from acp_session.interactions import ReaderMark
 from acp_session.schema import (
     BackgroundToolCall,
     ContentBlock,
@@ -67,9 +68,10 @@ class TurnRouting:
     _turns_total: int
     _last_response: ChatResponse | None
     _idle: anyio.Event
-    _closed: ConnectionClosed | None
+    _closed: AcpError | None
     _owned: ClientConnection | None
     _disconnected: bool
+    _streams: Any  # the open streams' hub (streams._Hub), or None
 
     def _route(self, event: StateEvent) -> None:
         kind = type(event)
@@ -245,6 +247,31 @@ class TurnRouting:
         if receiver is not None:
             receiver.feed(event)
 
+    def _foreground_tool_calls(self) -> list[str]:
+        """What a cancel marks ``cancelled``: the started turns' unfinished tool calls, and those reported in
+        held segments (a turn whose work came before its prompt's answer claimed it); background ones never."""
+        ids = [tid for turn in self._active for tid in turn.open_tool_calls]
+        for segment in self._segments:
+            ids += [e.tool_call.tool_call_id for e in segment.events if isinstance(e, ToolCallChanged)]
+        return [tid for tid in dict.fromkeys(ids) if tid not in self._background]
+
+    def _on_file_written(self, path: str, content: str) -> None:
+        """The client wrote a file for this session's agent (v1 ``fs/write_text_file``, the provider returned):
+        a ``ChatFile`` for the turn the session's work belongs to now (none while no turn of ours runs)."""
+        receiver = self._receiver
+        if receiver is None:
+            receiver = self._hold_for_answer()
+        if receiver is not None:
+            receiver.feed(ChatFile(path, content, source="fs_write"))
+
+    def _reader_marks(self) -> list[ReaderMark]:
+        """Where the readers of this conversation's events stand (its turns' iterators, its streams' consumers): the
+        session's interactive requests wait for them, so a handler is called in wire order with the events."""
+        turns = [*self._active, *(s.owner for s in self._segments if s.owner is not None), *self._awaiting]
+        marks = [mark for mark in map(ChatTurn.reader_mark, turns) if mark is not None]
+        streams = self._streams
+        return marks if streams is None else marks + streams.reader_marks()
+
     # ------------------------------------------------------------------ bookkeeping
 
     def _update_idle(self) -> None:
@@ -258,8 +285,10 @@ class TurnRouting:
             self._idle.set()
 
     def _trim(self) -> None:
+        """Keep the history within ``max_history_size``, a replay's as well (the state trims the timeline the
+        replay is building)."""
         limit = self.max_history_size
-        if not limit or self.state.resuming:
+        if not limit:
             return
         excess = len(self.state.timeline) - limit
         if excess > limit // 8:  # trim in batches; history() hides the slack

@@ -37,6 +37,7 @@ from acp_session.conversation.events import (
     CommandsChanged,
     ConfigOptionsChanged,
     NoticeReceived,
+    ReplayCompleted,
     SessionInfoChanged,
     StateChanged,
     StateEvent,
@@ -126,6 +127,8 @@ class SessionState(StateView, EntityRules):
         self._replay_seen: set[int] | None = None
         # The timeline as the replay rebuilds it: each entity where its first replayed update puts it.
         self._replay_order: list[TimelineEntry] = []
+        self._replay_unknowns: list[UnknownEntry] = []  # raw entries a replayed unknown update may match
+        self._replay_drops = False  # a replay_complete forgets what the replay never mentioned
 
     # ------------------------------------------------------------------ folding
 
@@ -188,15 +191,19 @@ class SessionState(StateView, EntityRules):
         self.session_id = response.session_id
         return self._initial_lists(response.config_options, response.available_commands, (0, 0))
 
-    def begin_resume(self, *, replay: bool) -> None:
+    def begin_resume(self, *, replay: bool, drop_unreplayed: bool = False) -> None:
         """Open the resume window (call just before sending ``session/resume``).
 
         With ``replay=True`` the agent re-sends history: entities that already exist are rebuilt
-        in place on their first replayed update, and new ones are slotted in replay order.
+        in place on their first replayed update, and new ones are slotted in replay order. The replay ends
+        at the agent's ``replay_complete`` update when it sends one (then ``drop_unreplayed`` says whether what it
+        never mentioned is forgotten, as ``apply_resume_response`` says), else at the answer.
         """
         self._resume_marks = (self._config_updates, self._command_updates)
         self._replay_seen = set() if replay else None
         self._replay_order = []
+        self._replay_unknowns = [entry for entry in self._timeline if type(entry) is UnknownEntry] if replay else []
+        self._replay_drops = drop_unreplayed
         for child in self._subagents.values():  # a subagent's history is replayed with its parent's
             child.state.begin_resume(replay=replay)
 
@@ -207,18 +214,11 @@ class SessionState(StateView, EntityRules):
         (a reconnect's replay, which is the agent's whole history): entities the replay never mentioned are
         forgotten, so the history equals the agent's (a restarted agent lost them, and may reuse their ids)."""
         marks = self._resume_marks or (self._config_updates, self._command_updates)
-        if drop_unreplayed and self._replay_seen is not None:
-            seen = self._replay_seen
-            self._forget([entry for entry in self._timeline if id(entry) not in seen])
-            self._timeline = [entry for entry in self._timeline if id(entry) in seen]
+        self._finish_replay(drop_unreplayed)  # unless a replay_complete ended it already
         for child in self._subagents.values():
             if child.state.resuming:
                 child.state.apply_resume_response(ResumeSessionResponse())
         self._resume_marks = None
-        if self._replay_seen is not None:
-            self._adopt_replay_order()
-        self._replay_seen = None
-        self._replay_order = []
         return self._initial_lists(response.config_options, response.available_commands, marks)
 
     def apply_set_config_option_response(self, response: SetSessionConfigOptionResponse) -> StateEvent:
@@ -243,10 +243,11 @@ class SessionState(StateView, EntityRules):
         """Forget the ``count`` oldest timeline entries (history trimming); returns what was dropped.
 
         Positions of the kept entries are renumbered. An update that later names a dropped entity
-        creates it afresh at the end. Not allowed inside a resume window.
+        creates it afresh at the end. Inside a replay the oldest are those of the timeline the replay builds
+        (its order first), so a replay is held to the same bound as live updates.
         """
-        if self._resume_marks is not None:
-            raise RuntimeError("cannot trim history during a resume")
+        if self._replay_seen is not None:
+            return self._drop_replayed(count)
         count = min(count, len(self._timeline))
         if count <= 0:
             return []
@@ -461,6 +462,10 @@ class SessionState(StateView, EntityRules):
         return NoticeReceived(update)
 
     def _on_unknown(self, update: UnknownSessionUpdate) -> StateEvent:
+        if update.tag == "replay_complete":  # the v2 RFD's end of a replay (not in the pinned schema yet)
+            ended = self._replay_seen is not None
+            self._finish_replay(self._replay_drops)
+            return ReplayCompleted(ended)
         if self._replay_seen is not None:
             matched = self._match_replayed_unknown(update)
             if matched is not None:
@@ -470,11 +475,14 @@ class SessionState(StateView, EntityRules):
         return UnknownUpdate(entry, True)
 
     def _match_replayed_unknown(self, update: UnknownSessionUpdate) -> UnknownEntry | None:
-        """The earliest existing raw entry equal to a replayed unknown update that the replay has not matched yet."""
+        """The earliest existing raw entry equal to a replayed unknown update that the replay has not matched yet
+        (only those the state held when the replay began are candidates: one pass over them, not the timeline)."""
         seen = self._replay_seen
         assert seen is not None
-        for entry in self._timeline:
-            if type(entry) is UnknownEntry and id(entry) not in seen and entry.raw == update:
+        candidates = self._replay_unknowns
+        for index, entry in enumerate(candidates):
+            if entry.raw == update and entry.position >= 0 and id(entry) not in seen:
+                del candidates[index]
                 seen.add(id(entry))
                 self._replay_order.append(entry)
                 return entry

@@ -24,6 +24,7 @@ from acp_session.conversation.entities import (
     TimelineEntry,
     TokenUsage,
     ToolCall,
+    UnknownEntry,
     join_chunks,
 )
 from acp_session.conversation.events import (
@@ -93,6 +94,11 @@ class EntityRules:
     _resume_marks: tuple[int, int] | None
     _replay_seen: set[int] | None
     _replay_order: list[TimelineEntry]
+    _replay_unknowns: list[UnknownEntry]
+    _replay_drops: bool
+
+    def _forget(self, dropped: list[TimelineEntry]) -> None:
+        raise NotImplementedError
 
     # ------------------------------------------------------------------ timeline helpers
 
@@ -134,6 +140,51 @@ class EntityRules:
         for index, entry in enumerate(timeline):
             entry.position = index
         self._timeline = timeline
+
+    def _finish_replay(self, drop_unreplayed: bool) -> None:
+        """The replay is over (its ``replay_complete`` update, or the resume's answer): the timeline takes its
+        order; ``drop_unreplayed`` (the replay is the agent's whole history) forgets what it never mentioned.
+        A subagent's history was replayed with this one: its replay is over too."""
+        seen = self._replay_seen
+        if seen is None:
+            return
+        if drop_unreplayed:
+            self._forget([entry for entry in self._timeline if id(entry) not in seen])
+            self._timeline = [entry for entry in self._timeline if id(entry) in seen]
+        self._adopt_replay_order()
+        self._replay_seen = None
+        self._replay_order = []
+        self._replay_unknowns = []
+        for child in self._subagents.values():
+            child.state._finish_replay(False)
+
+    def _drop_replayed(self, count: int) -> list[TimelineEntry]:
+        """``drop_oldest`` inside a replay: the oldest of the timeline the replay is building, which is the
+        replay's order followed by what it has not mentioned yet, so the history bound holds during a replay as it
+        does live (an endless replay cannot grow the state). What is dropped is forgotten as live trimming does:
+        a later update naming it creates it afresh."""
+        seen = self._replay_seen
+        assert seen is not None
+        count = min(count, len(self._timeline))
+        if count <= 0:
+            return []
+        order = self._replay_order
+        dropped = order[:count]
+        del order[:count]
+        gone = {id(entry) for entry in dropped}
+        if len(dropped) < count:
+            unmentioned = (entry for entry in self._timeline if id(entry) not in seen and id(entry) not in gone)
+            for entry in unmentioned:
+                dropped.append(entry)
+                gone.add(id(entry))
+                if len(dropped) == count:
+                    break
+        seen.difference_update(gone)  # an id() is reused once its entity is gone: never "seen" by mistake
+        timeline = self._timeline = [entry for entry in self._timeline if id(entry) not in gone]
+        for index, entry in enumerate(timeline):
+            entry.position = index
+        self._forget(dropped)
+        return dropped
 
     # ------------------------------------------------------------------ handlers
 
@@ -340,10 +391,6 @@ def _message_handlers(role_index: int) -> tuple[_Handler, _Handler]:
 
     return on_chunk, on_upsert
 
-
-_user_chunk, _user_upsert = _message_handlers(0)
-_agent_chunk, _agent_upsert = _message_handlers(1)
-_thought_chunk, _thought_upsert = _message_handlers(2)
 
 _user_chunk, _user_upsert = _message_handlers(0)
 _agent_chunk, _agent_upsert = _message_handlers(1)

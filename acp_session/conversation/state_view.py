@@ -90,9 +90,15 @@ class StateView:
         """Inside a resume window with replay: the updates folded now re-send the agent's history."""
         return self._replay_seen is not None
 
+    def history(self) -> list[TimelineEntry]:
+        """The history entities (messages, tool calls, plans, compactions, ...), oldest first: a copy, as
+        ``Conversation.history()`` and ``Subagent.history()`` give (docs/design.md, "history and timeline")."""
+        return list(self._timeline)
+
     @property
     def timeline(self) -> Sequence[TimelineEntry]:
-        """History entities in first-appearance order (live list: do not mutate)."""
+        """The same entities as ``history()``, without a copy: the live list the fold appends to (read it, do not
+        change it; it changes as updates arrive)."""
         return self._timeline
 
     def message(self, message_id: str, role: MessageRole = "agent") -> Message | None:

@@ -67,6 +67,7 @@ from acp_session.conversation.stream_items import (
     ToolCallChunk,
     entry_of,
 )
+from acp_session.interactions import ReaderMark
 from acp_session.schema import ContentBlock, TextContent
 from acp_session.transport.backend import Flag, current_backend
 
@@ -164,6 +165,9 @@ class _Stream(Generic[T]):
         self._failed = False  # "error" policy: it overflowed and receives nothing more
         self._ended = False
         self._error: BaseException | None = None
+        self._popped = 0  # buffered items taken out (``_reader_mark``)
+        self._done = 0  # of them, those wholly read: the consumer came back for more after them
+        self._asked = 0  # calls of __anext__
 
     def __repr__(self) -> str:
         state = "closed" if self._hub is None and not self._queue else "open"
@@ -222,8 +226,21 @@ class _Stream(Generic[T]):
     def __aiter__(self) -> _Stream[T]:
         return self
 
+    def _reader_mark(self) -> ReaderMark | None:
+        """Where this stream's consumer stands, for an interactive request that came now (``interactions.py``):
+        reached once it read every item buffered now and came back for more. None when nothing is left to read."""
+        target = self._popped + len(self._queue)
+        if self._done >= target:
+            return None
+        return ReaderMark(lambda: self._done >= target or (self.closed and not self._queue), self._moved)
+
+    def _moved(self) -> int:
+        return self._popped + self._asked
+
     async def __anext__(self) -> T | StreamOverflow | StreamReconnected:
         queue = self._queue
+        self._asked += 1
+        self._done = self._popped if self._expanding is None else self._popped - 1
         while True:
             expanding = self._expanding
             if expanding is not None:
@@ -231,6 +248,7 @@ class _Stream(Generic[T]):
                     return item
                 self._expanding = None
             if queue:
+                self._popped += 1
                 found = self._convert(queue.popleft())
                 if found is not None:
                     return found  # type: ignore[no-any-return]
@@ -248,6 +266,7 @@ class _Stream(Generic[T]):
             new_flag = self._new_flag
             if new_flag is None:  # the backend's flag class, looked up once (see ChatTurn._events)
                 new_flag = self._new_flag = current_backend().new_flag
+            self._done = self._popped  # all read: waiting for more
             wake = self._wake = new_flag()
             await wake.wait()
 
@@ -466,6 +485,11 @@ class _Hub:
                 found = ToolCallChunk(event.tool_call, index, caught_up)
                 for consumer in chunks:
                     consumer._put(found)
+
+    def reader_marks(self) -> list[ReaderMark]:
+        """Where each open stream's consumer stands (``_Stream._reader_mark``)."""
+        streams: tuple[_Stream[Any], ...] = (*self._steps, *self._chunks)
+        return [mark for mark in map(_Stream._reader_mark, streams) if mark is not None]
 
     def chunk_run(self, message: Message, blocks: list[ContentBlock]) -> None:
         """``Conversation._on_notes`` folded ``blocks`` into ``message`` as a run of chunks (one call per run)."""

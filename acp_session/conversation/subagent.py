@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -76,9 +76,9 @@ class Subagent:
         caps = self.capabilities
         return caps is not None and caps.cancel is not UNSET and caps.cancel is not None
 
-    @property
-    def history(self) -> Sequence[TimelineEntry]:
-        return self.state.timeline
+    def history(self) -> list[TimelineEntry]:
+        """The child's own history entities, oldest first (a copy: ``state.timeline`` is the live list)."""
+        return self.state.history()
 
     @property
     def usage(self) -> TokenUsage | None:

@@ -49,6 +49,7 @@ from acp_session.conversation.events import (
     SubagentEvent,
     ToolCallChanged,
 )
+from acp_session.interactions import ReaderMark
 from acp_session.protocol.base import V1_DIFF_META
 from acp_session.schema import TextContent
 from acp_session.transport.backend import Flag, Waiter, current_backend
@@ -108,7 +109,9 @@ class ChatTurn:
         self._waiter: Waiter | None = None  # the iterating reader's, when it waits on asyncio
         self._wake: Flag | None = None  # its flag, when it waits on another loop
         self._finished = anyio.Event()
-        self._delivered_end = False
+        self._delivered_end = False  # the iterator handed out ChatDone / ChatError: nothing more to take
+        self._yielded = 0  # events the iterator handed out
+        self._taken = 0  # of them, those its reader came back for more after (``reader_mark``)
         self._steps: dict[int, TimelineEntry] = {}
         self._last: Any = None
         self._tools: dict[str, ToolCall] = {}
@@ -393,6 +396,14 @@ class ChatTurn:
         self._push(ChatError(error, self._fill_response()))
         self._finished.set()
 
+    def reader_mark(self) -> ReaderMark | None:
+        """Where this turn's reader stands, for an interactive request that came now (``interactions.py``): reached
+        once it took every event queued now and came back for more. None when it has nothing left to take."""
+        target = self._yielded + len(self._queue)
+        if self._mode == "await" or self._delivered_end or self._taken >= target:
+            return None
+        return ReaderMark(lambda: self._taken >= target or self._delivered_end, lambda: self._yielded + self._taken)
+
     # ------------------------------------------------------------------ read by the application (async)
 
     async def result(self) -> ChatResponse:
@@ -428,13 +439,18 @@ class ChatTurn:
         while True:
             if queue:
                 item = queue.popleft()
+                self._yielded += 1
                 if type(item) is _Fragments:
                     parts = item.parts
                     yield item.cls(parts[0] if len(parts) == 1 else "".join(parts), item.message_id)
+                    self._taken += 1
                     continue
-                yield item
                 if type(item) is ChatDone or type(item) is ChatError:
+                    self._delivered_end = True
+                    yield item
                     return
+                yield item
+                self._taken += 1
                 continue
             if new_waiter is not None:
                 waiter = self._waiter = new_waiter()

@@ -15,7 +15,7 @@ from acp_session.conversation.chat_events import ChatMessage, ChatResponse
 from acp_session.conversation.entities import Compaction, Message, TimelineEntry, TokenUsage
 from acp_session.conversation.state import SessionState
 from acp_session.conversation.turn import ChatTurn
-from acp_session.errors import AcpError, ConnectionClosed
+from acp_session.errors import AcpError
 
 if TYPE_CHECKING:
     from acp_session.client import ClientConnection
@@ -55,7 +55,7 @@ class ConversationView:
     _turns_total: int
     _last_response: ChatResponse | None
     _idle: anyio.Event
-    _closed: ConnectionClosed | None
+    _closed: AcpError | None
     _owned: ClientConnection | None
     _disconnected: bool
 
@@ -88,7 +88,8 @@ class ConversationView:
         return owned is not None and self._session is not None and self._session.connection is owned
 
     def history(self) -> list[TimelineEntry]:
-        """The retained timeline (messages, tool calls, plans, compactions, unknown entries), oldest first."""
+        """The retained history entities (messages, tool calls, plans, compactions, unknown entries), oldest first:
+        a copy of the newest ``max_history_size`` of ``state.history()`` (``state.timeline`` is the live list)."""
         timeline = self.state.timeline
         limit = self.max_history_size
         if limit and len(timeline) > limit:
@@ -165,8 +166,8 @@ class ConversationView:
         """Return once the session is idle and none of this conversation's prompts is pending (at once if so).
 
         Raises ``ConnectionClosed`` if the connection is lost while waiting (or was lost before, unless this
-        conversation ``disconnect()``-ed), and ``IdleTimeout`` when ``timeout`` seconds pass first (nothing is
-        cancelled: the work goes on).
+        conversation ``disconnect()``-ed), ``SessionLost`` once the agent lost the session, and ``IdleTimeout``
+        when ``timeout`` seconds pass first (nothing is cancelled: the work goes on).
         """
         with anyio.move_on_after(timeout) as scope:
             while not self._idle.is_set():
@@ -177,8 +178,9 @@ class ConversationView:
         if closed is not None:
             raise closed
 
-    def _lost_connection(self) -> ConnectionClosed | None:
-        """Why the session's connection ended, unless this conversation left it (``disconnect()``).
+    def _lost_connection(self) -> AcpError | None:
+        """Why the session's connection ended (or the session was lost), unless this conversation left it
+        (``disconnect()``).
 
         Read from the connection itself, not only from ``_watch_connection``: the prompt answers that the end
         fails (and so the idle they make) are settled before that task runs, and a waiter woken by them may run

@@ -1,7 +1,9 @@
 """A recorded transcript (``acp_session.transcript``) as the items of a timeline: each turn, its streamed text and
-thoughts (consecutive chunks joined), tool calls with their duration, diffs and output, terminals, permission
-questions with the answer and the wait, plans, usage, notices, errors; every other message as a plain item.
-Each item names the indices of the wire messages it was made from, for the page's raw-wire pane.
+thoughts (consecutive chunks of one message joined), tool calls with their duration, output and diffs (apart, as
+patches, for the page to colour), terminals, permission questions with the answer and the wait, plans, usage,
+notices, compactions with their summary, errors; every other message as a plain item. What a ``session/resume``
+or ``session/load`` replayed is marked ``replayed`` (its request counts it), so the page can hide a history it
+already shows. Each item names the indices of the wire messages it was made from, for the page's raw-wire pane.
 
 Plain JSON values in, plain JSON values out: the page renders them as text only (``html``). Messages are fed one
 at a time (``TimelineBuilder.message``) as the transcript is read, and the items kept in an ``ItemStore``, so a
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import difflib
 import os
 from array import array
 from collections.abc import Iterator
@@ -22,7 +25,10 @@ from .item_store import LIVE_ITEMS, Item, ItemStore, append_text, encode
 
 __all__ = ["TimelineBuilder"]
 
-_SCRATCH = ("names", "start", "body", "chunks")
+_SCRATCH = ("names", "start", "body", "chunks", "diff_body", "diff_chunks")
+DIFF_TEXT_LIMIT = 1 << 20
+"""A diff given as old and new text (protocol version 1) is made into a patch when both together are at most this
+many characters (1 MiB); a larger one shows its new text."""
 _CHUNKS = {
     "agent_message_chunk": "text",
     "agent_message": "text",
@@ -51,6 +57,37 @@ def _text_of(value: Any) -> str:
     return _text_of(value.get("content"))
 
 
+def _patch_of(value: dict[str, Any]) -> str:
+    """A diff content item as a unified patch: the agent's own (``patch``), else made from its old and new text."""
+    patch = value.get("patch")
+    if isinstance(patch, dict) and isinstance(patch.get("text"), str):
+        return str(patch["text"])
+    path = str(value.get("path", ""))
+    old, new = value.get("oldText"), value.get("newText")
+    new_text = new if isinstance(new, str) else ""
+    old_text = old if isinstance(old, str) else ""
+    if len(old_text) + len(new_text) > DIFF_TEXT_LIMIT:
+        return f"{path}\n{new_text}"
+    lines = difflib.unified_diff(
+        old_text.splitlines(keepends=True),
+        new_text.splitlines(keepends=True),
+        "/dev/null" if old is None else path,
+        path,
+    )
+    return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+
+
+def _split_content(items: list[Any]) -> tuple[str, str]:
+    """A tool call's content as (its text, its diffs as patches)."""
+    text, diffs = [], []
+    for item in items:
+        if isinstance(item, dict) and item.get("type") == "diff":
+            diffs.append(_patch_of(item))
+        else:
+            text.append(_text_of(item) + "\n")
+    return "".join(text), "".join(diffs)
+
+
 def _obj(value: Any) -> dict[str, Any]:
     """A JSON object, or {} for anything else (an agent's message may have any shape)."""
     return value if isinstance(value, dict) else {}
@@ -76,6 +113,9 @@ class TimelineBuilder:
         self.tools: dict[str, int] = {}
         self.terminals: dict[str, int] = {}
         self.last: int | None = None  # the item streamed chunks may join
+        self.last_message: Any = None  # the messageId of its chunks: a chunk of another message starts an item
+        self.compactions: dict[str, int] = {}
+        self.replayed_items = 0  # how many items the replay in flight made
         self.agent: str = ""
         self.replaying: Any = None  # the id of a session/resume or session/load in flight
         self.current_turn: int | None = None  # its duration runs to the idle state (v2) or the answer (v1)
@@ -88,6 +128,7 @@ class TimelineBuilder:
         item: Item = {"kind": kind, "t": t, "turn": self.turn, "messages": array("q", [index]), **fields}
         if self.replaying is not None:
             item["replayed"] = True
+            self.replayed_items += 1
         self.last = None
         return self.store.add(item), item
 
@@ -96,6 +137,9 @@ class TimelineBuilder:
         for item in self.store.items():
             if item["kind"] == "tool":
                 item["text"] = str(item.get("chunks", "")) + str(item.get("body", ""))
+                diff = str(item.get("diff_chunks", "")) + str(item.get("diff_body", ""))
+                if diff:
+                    item["diff"] = diff
             for scratch in _SCRATCH:
                 item.pop(scratch, None)
             yield encode(item)
@@ -148,17 +192,19 @@ class TimelineBuilder:
         else:
             number, _ = self.add("request", entry.t, index, title=method, direction=entry.direction)
             if method in ("session/resume", "session/load") and entry.direction == "out":
-                self.tools, self.terminals = {}, {}
+                self.tools, self.terminals, self.compactions = {}, {}, {}
                 self.replaying = id  # what arrives until its answer is the session's history, replayed
+                self.replayed_items = 0
         answered_by = "in" if entry.direction == "out" else "out"
         self.requests[(answered_by, id)] = (number, entry.t)
 
     def response(self, index: int, entry: TranscriptEntry, msg: dict[str, Any]) -> None:
         found = self.requests.pop((entry.direction, msg.get("id")), None)
         number, started = found if found is not None else (None, entry.t)
-        if entry.direction == "in" and msg.get("id") == self.replaying:
+        replay_ended = entry.direction == "in" and msg.get("id") == self.replaying
+        if replay_ended:
             self.replaying = None
-            self.tools, self.terminals = {}, {}
+            self.tools, self.terminals, self.compactions = {}, {}, {}
         error = msg.get("error")
         if isinstance(error, dict):
             self.add("error", entry.t, index, title=f"error {error.get('code')}", text=str(error.get("message", "")))
@@ -168,6 +214,8 @@ class TimelineBuilder:
         item = self.item(number)
         item["messages"].append(index)
         item["duration"] = entry.t - started
+        if replay_ended:
+            item["replays"] = self.replayed_items  # the page hides or shows them together
         if item["kind"] == "permission":
             outcome = _obj(result.get("outcome"))
             chosen = outcome.get("optionId")
@@ -189,7 +237,8 @@ class TimelineBuilder:
         kind = _CHUNKS.get(tag)
         if kind is not None:
             text = _text_of(update.get("content"))
-            if self.last is not None and tag.endswith("_chunk"):
+            message_id = update.get("messageId")
+            if self.last is not None and tag.endswith("_chunk") and message_id == self.last_message:
                 last = self.item(self.last)
                 if last["kind"] == kind:
                     append_text(last, "text", text)
@@ -198,7 +247,7 @@ class TimelineBuilder:
             title = {"text": "Agent", "thought": "Thought", "user": "User"}[kind]
             number, _ = self.add(kind, t, index, title=title, text=text)
             if tag.endswith("_chunk"):
-                self.last = number
+                self.last, self.last_message = number, message_id
         elif tag in ("tool_call_update", "tool_call", "tool_call_content_chunk"):
             self.tool(index, t, tag, update)
         elif tag in ("terminal_update", "terminal_output_chunk"):
@@ -212,6 +261,8 @@ class TimelineBuilder:
             self.add("usage", t, index, title="Context", text=f"{update.get('used')} of {update.get('size')} tokens")
         elif tag == "state_update":
             self.state(index, t, update)
+        elif tag in ("compaction_update", "compaction_summary_chunk"):
+            self.compaction(index, t, tag, update)
         elif tag == "notice":
             title = f"Notice ({update.get('severity', '')}): {update.get('title', '')}"
             self.add("notice", t, index, title=title, text=str(update.get("description", "")))
@@ -233,13 +284,38 @@ class TimelineBuilder:
             if isinstance(update.get(field), str):
                 item[key] = update[field]
         if tag == "tool_call_content_chunk":
-            append_text(item, "chunks", _text_of(update.get("content")) + "\n")
-            item["text"] = None  # made from chunks and body at the end (``_finish``)
+            text, diff = _split_content([update.get("content")])
+            if text:
+                append_text(item, "chunks", text)
+            if diff:
+                append_text(item, "diff_chunks", diff)
+            item["text"] = None  # made from chunks and body at the end (``items``)
         elif isinstance(update.get("content"), list):  # an update's content replaces the previous one
-            item["body"] = "".join(_text_of(c) + "\n" for c in update["content"])
+            item["body"], item["diff_body"] = _split_content(update["content"])
             item["text"] = None
         if item.get("status") in ("completed", "failed", "cancelled"):
             item["duration"] = t - item["start"]
+
+    def compaction(self, index: int, t: float, tag: str, update: dict[str, Any]) -> None:
+        """One item per compaction: its status in the title, its summary as the text."""
+        compaction_id = str(update.get("compactionId", ""))
+        number = self.compactions.get(compaction_id)
+        if number is None:
+            self.compactions[compaction_id], item = self.add("compaction", t, index, title="", text="", start=t)
+        else:
+            item = self.item(number)
+            item["messages"].append(index)
+            self.last = None
+        if tag == "compaction_summary_chunk":
+            append_text(item, "text", _text_of(update.get("content")))
+        elif isinstance(update.get("status"), str):
+            item["status"] = update["status"]
+            if update["status"] in ("completed", "failed", "cancelled"):
+                item["duration"] = t - item["start"]
+            if isinstance(update.get("error"), str):
+                item["text"] = f"{item.get('text', '')}\n{update['error']}".strip()
+        titles = {"completed": "Context compacted", "failed": "Compaction failed", "cancelled": "Compaction cancelled"}
+        item["title"] = titles.get(str(item.get("status")), "Compacting the context")
 
     def terminal(self, index: int, t: float, update: dict[str, Any]) -> None:
         terminal_id = str(update.get("terminalId", ""))

@@ -56,6 +56,10 @@ word-break:break-word;font:12px/1.4 ui-monospace,monospace;max-height:320px;over
 .k-thought{border-left-color:#8250df}.k-tool{border-left-color:#bf8700}.k-terminal{border-left-color:#57606a}
 .k-permission{border-left-color:#cf222e}.k-plan{border-left-color:#0969da}.k-usage,.k-done{border-left-color:#6e7781}
 .k-error{border-left-color:#cf222e;background:#fff0f0}.k-notice{border-left-color:#9a6700}
+.k-compaction{border-left-color:#8c959f;background:#f6f8fa}.item.replayed{opacity:.75}
+pre.diff span{display:block}pre.diff .add{color:#116329;background:#e6ffec}
+pre.diff .del{color:#a40e26;background:#ffebe9}pre.diff .hunk{color:#0550ae;background:#ddf4ff}
+pre.diff .meta{font-weight:600}#replayed-box{font-weight:600}
 .hidden{display:none}#raw{position:sticky;top:96px;align-self:start;background:var(--card);
 border:1px solid var(--line);border-radius:4px;padding:8px;max-height:calc(100vh - 110px);overflow:auto}
 #raw h2{font-size:13px;margin:0 0 6px}#raw pre{margin:0 0 8px;white-space:pre-wrap;word-break:break-word;
@@ -66,7 +70,7 @@ SCRIPT = """
 "use strict";
 const data = JSON.parse(document.getElementById("data").textContent);
 const KINDS = ["turn","user","text","thought","tool","terminal","permission","plan","usage","done","notice",
-  "error","state","request","notification","update"];
+  "compaction","error","state","request","notification","update"];
 function el(tag, cls, text) {
   const node = document.createElement(tag);
   if (cls) node.className = cls;
@@ -90,6 +94,17 @@ for (const kind of present) {
     if (box.checked) shown.add(kind); else shown.delete(kind); apply(); });
   label.appendChild(box); label.appendChild(document.createTextNode(" " + kind)); filters.appendChild(label);
 }
+// A continued session (chat -c, resume) is replayed at the start of each run: shown once it is the only copy,
+// hidden when the page already has the turns it repeats.
+const firstReplay = data.items.findIndex((i) => i.replayed);
+let showReplayed = firstReplay < 0 || !data.items.slice(0, firstReplay).some((i) => i.kind === "turn");
+if (firstReplay >= 0) {
+  const label = el("label"); label.id = "replayed-box"; const box = el("input"); box.type = "checkbox";
+  box.id = "replayed"; box.checked = showReplayed;
+  box.addEventListener("change", () => { showReplayed = box.checked; apply(); });
+  label.appendChild(box); label.appendChild(document.createTextNode(" replayed history"));
+  filters.appendChild(label);
+}
 const count = el("span"); count.id = "count"; filters.appendChild(count);
 header.appendChild(filters);
 document.body.appendChild(header);
@@ -112,6 +127,7 @@ data.items.forEach((item, index) => {
     extra.push(item.kind === "permission" ? "waited " + secs(item.wait) : secs(item.duration));
   }
   if (item.kind === "permission") extra.push("answer: " + (item.answer || "none"));
+  if (item.replays) extra.push("replayed " + item.replays + " items");
   if (extra.filter(Boolean).length) head.appendChild(el("span", "extra", extra.filter(Boolean).join(" \\u00b7 ")));
   head.appendChild(el("span", "when", "+" + secs(item.t - data.started)));
   row.appendChild(head);
@@ -119,9 +135,22 @@ data.items.forEach((item, index) => {
     row.appendChild(el("div", "extra", "options: " + item.options.join(", ")));
   }
   if (item.text) row.appendChild(el("pre", "", item.text));
+  if (item.diff) row.appendChild(diffView(item.diff));
   row.addEventListener("click", () => select(row, item));
   list.appendChild(row); rows.push([row, item, row.textContent.toLowerCase()]);
 });
+function diffView(text) {
+  const pre = el("pre", "diff");
+  for (const line of text.replace(/\\n$/, "").split("\\n")) {
+    let cls = "";
+    if (/^(diff |--- |\\+\\+\\+ |index |new file|deleted file|rename |similarity )/.test(line)) cls = "meta";
+    else if (line.startsWith("@@")) cls = "hunk";
+    else if (line.startsWith("+")) cls = "add";
+    else if (line.startsWith("-")) cls = "del";
+    pre.appendChild(el("span", cls, line || " "));
+  }
+  return pre;
+}
 let selected = null;
 function select(row, item) {
   if (selected) selected.classList.remove("selected");
@@ -138,7 +167,7 @@ function select(row, item) {
 function apply() {
   const needle = search.value.trim().toLowerCase(); let visible = 0;
   for (const [row, item, text] of rows) {
-    const show = shown.has(item.kind) && (!needle || text.includes(needle));
+    const show = shown.has(item.kind) && (showReplayed || !item.replayed) && (!needle || text.includes(needle));
     row.classList.toggle("hidden", !show); if (show) visible++;
   }
   count.textContent = visible + " of " + rows.length + " items";
@@ -211,11 +240,14 @@ def _messages(
     with open(path, "rb") as source:
         total = os.fstat(source.fileno()).st_size
         done = reported = index = 0
-        for line in source:
+        for number, line in enumerate(source, 1):
             done += len(line)
             if not line.strip():
                 continue
-            row = _rows.decode(line)
+            try:
+                row = _rows.decode(line)
+            except msgspec.DecodeError as exc:
+                raise msgspec.DecodeError(f"line {number}: {exc}") from None
             if started is None:
                 started = row.t
             message = msgspec.json.decode(row.msg)

@@ -31,7 +31,14 @@ from .routes import ClientOffer, Route, Target, install_routes
 if TYPE_CHECKING:
     from ..providers import FileSystemProvider, TerminalProvider
 
-__all__ = ["AUTH_STATUS_ROUTES", "V1_DIFF_META", "ClientSide", "PromptExchange", "ProtocolAdapter"]
+__all__ = [
+    "AUTH_STATUS_ROUTES",
+    "LAST_STOP_REASON_META",
+    "V1_DIFF_META",
+    "ClientSide",
+    "PromptExchange",
+    "ProtocolAdapter",
+]
 
 T = TypeVar("T")
 
@@ -39,6 +46,12 @@ V1_DIFF_META = "acpSession/v1Diff"
 """``_meta`` key under which a diff converted from v1 keeps the original ``path`` / ``oldText`` / ``newText``
 (v1's ``newText`` is the file's whole new text, which ``ChatFile`` reports). Here, not in ``protocol/v1/``, so
 that the conversation layer reads it without loading the v1 adapter."""
+
+LAST_STOP_REASON_META = "acpSession/lastStopReason"
+"""``_meta`` key of a v1 ``session/load`` answer: the stop reason of the session's last turn, which had ended when
+the answer was sent. v1 tells a turn's stop reason only in its ``session/prompt`` answer, which is lost with the
+connection that asked; an agent that keeps its sessions across connections (``acp-reference-agent --listen``)
+says it here, so a turn cut by a reconnect ends with it (``conversation/recovery.py``)."""
 
 
 class ClientSide(Protocol):

@@ -6,22 +6,25 @@ update. Real agents do send ``"used": null`` (claude-agent-acp 0.23.1 sums token
 report, and JavaScript writes the resulting NaN as ``null``). Without this, the update failed to decode and
 the connection counted and logged it as a frame that breaks the protocol (``-32602``).
 
-The update says nothing the model can hold (``ContextUsage.used`` is a count), so it is dropped with one log
-line; the next usage update with numbers replaces it anyway, and ``cost`` is cumulative. Anything else wrong
-with the frame is still the ordinary decode error.
+The update says nothing the model can hold (``ContextUsage.used`` is a count), so it is dropped: the decoder
+returns a ``SkippedUsage``, which the adapter logs through its connection's ``peer_log`` (one line, then
+counted) and drops; the next usage update with numbers replaces it anyway, and ``cost`` is cumulative.
+Anything else wrong with the frame is still the ordinary decode error.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, cast
 
 import msgspec
 
+from .._counted_log import CountedLog
 from ..codec import TypedDecoder
 
-__all__ = ["skip_unknown_usage"]
+__all__ = ["SkippedUsage", "skip_unknown_usage"]
 
 _log = logging.getLogger("acp_session.protocol")
 _plain = msgspec.json.Decoder()
@@ -41,9 +44,26 @@ def _unknown_counts(data: bytes | memoryview) -> tuple[dict[str, Any], list[str]
     return (params, unknown) if unknown else None
 
 
+@dataclass(frozen=True)
+class SkippedUsage:
+    """What ``skip_unknown_usage`` decodes a usage update without its counts to: the handler logs it and skips."""
+
+    session_id: Any
+    unknown: tuple[str, ...]
+
+    def report(self, log: CountedLog) -> None:
+        log.info(
+            "usage updates without their counts",
+            "skipped a usage_update with %s null or missing (session %s): the agent did not know the count",
+            " and ".join(self.unknown),
+            self.session_id,
+            logger=_log,
+        )
+
+
 def skip_unknown_usage(decode: Callable[[bytes | memoryview], Any]) -> Callable[[bytes | memoryview], Any]:
-    """``decode`` for ``session/update`` params, returning None for a usage update whose ``used`` or ``size``
-    is null or missing (and that is otherwise well formed); the route's handler skips None.
+    """``decode`` for ``session/update`` params, returning a ``SkippedUsage`` for a usage update whose ``used``
+    or ``size`` is null or missing (and that is otherwise well formed); the route's handler skips it.
 
     The result publishes ``decode``'s ``msgspec_decoder`` (a ``TypedDecoder``): a frame its strict pass accepts
     is decoded unchanged, so the one-pass fast path of the rpc layer stays as it was."""
@@ -59,12 +79,7 @@ def skip_unknown_usage(decode: Callable[[bytes | memoryview], Any]) -> Callable[
             # Only the missing counts may be wrong: with numbers in their place the update must decode.
             update = {**params["update"], **dict.fromkeys(unknown, 0)}
             decode(msgspec.json.encode({**params, "update": update}))
-        _log.info(
-            "skipped a usage_update with %s null or missing (session %s): the agent did not know the count",
-            " and ".join(unknown),
-            params.get("sessionId"),
-        )
-        return None
+        return SkippedUsage(params.get("sessionId"), tuple(unknown))
 
     published = getattr(decode, "msgspec_decoder", None)
     if published is not None:

@@ -18,7 +18,7 @@ from ..schema.types import (
 )
 from .base import AUTH_STATUS_ROUTES, ClientSide, PromptExchange, ProtocolAdapter
 from .routes import Route, Target
-from .usage_quirk import skip_unknown_usage
+from .usage_quirk import SkippedUsage, skip_unknown_usage
 
 __all__ = ["V2Protocol"]
 
@@ -82,9 +82,12 @@ class V2Protocol(ProtocolAdapter):
         self._client = client
         super().install(client)
 
-    def _on_update(self, note: mu.UpdateSessionNotification | None) -> Any:
+    def _on_update(self, note: mu.UpdateSessionNotification | SkippedUsage) -> Any:
         """One update for the client. A run of updates decoded in one pass goes to ``receive_updates`` directly:
-        only a frame that failed that pass comes here, so only here can it be None (usage_quirk.py)."""
-        if note is None or self._client is None:
+        only a frame that failed that pass comes here, so only here can it be skipped (usage_quirk.py)."""
+        if isinstance(note, SkippedUsage):
+            note.report(self.rpc.peer_log)
+            return None
+        if self._client is None:
             return None
         return self._client.receive_update(note)

@@ -10,6 +10,7 @@ import logging
 import os
 from collections.abc import Sequence
 
+from acp_session._counted_log import CountedLog
 from acp_session.errors import InvalidParams, ResourceNotFound
 
 __all__ = ["SessionRoots", "inside", "resolve_requested", "resolve_root", "root_of", "unknown_session"]
@@ -25,18 +26,26 @@ def resolve_root(path: str | os.PathLike[str]) -> str:
     return os.path.realpath(text)
 
 
-def resolve_requested(path: str, field: str = "path") -> str:
+def resolve_requested(path: str, field: str, log: CountedLog) -> str:
     """The resolved form of a path the agent asked for; -32602 if resolving it fails.
 
     ``os.path.realpath`` raises when the disk changes under it (a symlink swapped for a file between its
     ``lstat`` and ``readlink``: EINVAL) or a link cannot be read (``/proc/PID/exe`` of a zombie). That is the
-    agent's request racing or probing the disk, not a client fault: one log line, never a traceback.
+    agent's request racing or probing the disk, not a client fault: one log line (then counted, in ``log``,
+    the provider's), never a traceback.
     """
     try:
         return os.path.realpath(path)
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
-        _log.warning("refused %s %r: it could not be resolved (%s)", field, path, reason)
+        log.warning(
+            f"refused {field}s that could not be resolved",
+            "refused %s %r: it could not be resolved (%s)",
+            field,
+            path,
+            reason,
+            logger=_log,
+        )
         raise InvalidParams(
             message=f"{path} could not be resolved (it changed while it was being checked, or a link in it "
             f"cannot be read: {reason})",
@@ -62,6 +71,8 @@ class SessionRoots:
 
     def __init__(self, roots: Sequence[str | os.PathLike[str]]) -> None:
         self.shared: tuple[str, ...] = tuple(resolve_root(root) for root in roots)
+        self.log = CountedLog(_log, "the agent")
+        """The provider's refusals that can come once per request (``resolve_requested``), counted."""
         self._sessions: dict[str, tuple[str, tuple[str, ...]]] = {}
 
     def open(self, session_id: str, cwd: str, additional_directories: Sequence[str]) -> None:

@@ -18,6 +18,7 @@ from typing import NoReturn, Protocol, runtime_checkable
 
 import anyio.to_thread
 
+from acp_session._counted_log import CountedLog
 from acp_session.errors import InternalError, InvalidParams, MethodNotFound, ResourceNotFound
 from acp_session.rpc.budget import answer_bound, reserve_answer
 from acp_session.schema import v1
@@ -82,7 +83,7 @@ class LocalFileSystem:
         For providers built on this one (e.g. serving unsaved editor buffers); it looks at the disk to resolve
         symlinks, so it blocks briefly.
         """
-        root, parts = _locate(_absolute(path), self._sessions.roots(session_id))
+        root, parts = _locate(_absolute(path), self._sessions.roots(session_id), self._sessions.log)
         return os.path.join(root, *parts)
 
     async def read_text_file(self, request: v1.ReadTextFileRequest) -> v1.ReadTextFileResponse:
@@ -92,7 +93,8 @@ class LocalFileSystem:
         path = _absolute(request.path)
         line = request.line if isinstance(request.line, int) else None
         limit = request.limit if isinstance(request.limit, int) else None
-        fd, size = await anyio.to_thread.run_sync(_open_regular, path, roots, self.max_read_bytes)
+        log = self._sessions.log
+        fd, size = await anyio.to_thread.run_sync(_open_regular, path, roots, self.max_read_bytes, log)
         try:
             # Room in the connection's answer budget first: many large reads at once go a few at a time.
             await reserve_answer(answer_bound(size))
@@ -112,7 +114,7 @@ class LocalFileSystem:
             raise InvalidParams(
                 message="content is not valid Unicode text (it holds a lone surrogate)", data={"path": path}
             ) from None
-        await anyio.to_thread.run_sync(_write_bytes, path, roots, data)
+        await anyio.to_thread.run_sync(_write_bytes, path, roots, data, self._sessions.log)
         return v1.WriteTextFileResponse()
 
 
@@ -163,9 +165,9 @@ def _absolute(path: str) -> str:
     return path
 
 
-def _locate(path: str, roots: Sequence[str]) -> tuple[str, list[str]]:
+def _locate(path: str, roots: Sequence[str], log: CountedLog) -> tuple[str, list[str]]:
     """The allowed root holding the resolved ``path`` and the components below it; -32602 if outside all roots."""
-    resolved = resolve_requested(path)
+    resolved = resolve_requested(path, "path", log)
     root = root_of(resolved, roots)
     if root is None:
         raise InvalidParams(message=f"{path} is outside the directories this session may access", data={"path": path})
@@ -227,9 +229,9 @@ def _read_text(fd: int, path: str, max_bytes: int, line: int | None, limit: int 
     return select_lines(text, line, limit)
 
 
-def _open_regular(path: str, roots: Sequence[str], limit: int) -> tuple[int, int]:
+def _open_regular(path: str, roots: Sequence[str], limit: int, log: CountedLog) -> tuple[int, int]:
     """A descriptor of the regular file at ``path`` (inside ``roots``, at most ``limit`` bytes) and its size."""
-    root, parts = _locate(path, roots)
+    root, parts = _locate(path, roots, log)
     try:
         parent = _open_parent(root, parts, create=False)
         try:
@@ -276,9 +278,9 @@ def _writable(name: str, parent: int) -> bool:
     return os.access(name, os.W_OK, dir_fd=parent, effective_ids=os.access in os.supports_effective_ids)
 
 
-def _write_bytes(path: str, roots: Sequence[str], data: bytes) -> None:
+def _write_bytes(path: str, roots: Sequence[str], data: bytes, log: CountedLog) -> None:
     """Write through a temporary file in the same directory, then rename it over the target (atomic)."""
-    root, parts = _locate(path, roots)
+    root, parts = _locate(path, roots, log)
     name = parts[-1]
     try:
         parent = _open_parent(root, parts, create=True)

@@ -366,7 +366,7 @@ class LocalTerminals:
         else:
             if "\0" in requested or not os.path.isabs(requested):
                 raise InvalidParams(message=f"cwd must be an absolute path: {requested!r}", data={"cwd": requested})
-            cwd = resolve_requested(requested, "cwd")
+            cwd = resolve_requested(requested, "cwd", self._sessions.log)
             if root_of(cwd, roots) is None:
                 raise InvalidParams(
                     message=f"cwd {requested} is outside the directories this session may access",

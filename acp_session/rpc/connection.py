@@ -28,8 +28,8 @@ import msgspec
 from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectSendStream
 
+from .._counted_log import CountedLog
 from ..errors import (
-    AcpError,
     ConnectionClosed,
     MessageTooLarge,
 )
@@ -132,8 +132,10 @@ class Connection(ReadSide):
         """Frames the reader task has read so far (a lone answer taken on the fast path aside): how a liveness check
         tells a silent peer from a busy one."""
         """Incoming frames that broke the rules so far (each was answered or dropped as the rules say)."""
-        self._reported_kinds: set[type[AcpError]] = set()
-        self._core: RpcCore[PendingRequest[Any]] = RpcCore()
+        self.peer_log = CountedLog(_log, self.peer_name)
+        """The peer's mistakes that can come once per message (bad frames, answers to unknown ids, failing
+        handlers): each kind logged once, then counted (``_counted_log``); the totals are logged at close."""
+        self._core: RpcCore[PendingRequest[Any]] = RpcCore(self.peer_log)
         self._outbox = Outbox(write_high_water)
         self._requests: dict[str, Handler] = {}
         self._notifications: dict[str, Handler] = {}

@@ -18,6 +18,7 @@ from typing import Any, Generic, TypeVar
 import msgspec
 from msgspec import UNSET, Raw
 
+from .._counted_log import CountedLog
 from ..errors import InternalError, InvalidRequest, InvalidResponse, ParseError, RpcError
 from ..transport.framing import Frame, InvalidUtf8Frame, LineBlock, OversizedFrame, split_block
 from .fastpath import PEEK_WINDOW, FastNotifications
@@ -187,7 +188,8 @@ class RpcCore(Generic[S]):
     once and ``$/cancel_request`` for an unknown or answered id is ignored (ACP2-002).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, log: CountedLog | None = None) -> None:
+        self.log = log or CountedLog(_log, "the peer")  # the peer's repeated mistakes (``Connection.peer_log``)
         self._next_id = 1
         self._pending: dict[RequestId, S] = {}
         self._in_flight: set[RequestId] = set()
@@ -516,10 +518,11 @@ class RpcCore(Generic[S]):
         try:
             target = cancel_params_decoder.decode(params).requestId
         except (msgspec.DecodeError, RecursionError):
-            _log.warning("ignoring %s with malformed params", CANCEL_REQUEST_METHOD)
+            self.log.warning("malformed cancel requests", "ignoring %s with malformed params", CANCEL_REQUEST_METHOD)
             return None
         if target not in self._in_flight:
-            _log.debug("ignoring %s for unknown or answered id %r", CANCEL_REQUEST_METHOD, target)
+            what = "ignoring %s for unknown or answered id %r"
+            self.log.debug("cancel requests for unknown or answered ids", what, CANCEL_REQUEST_METHOD, target)
             return None
         return CancelRequested(target)
 
@@ -530,7 +533,8 @@ class RpcCore(Generic[S]):
         has_error = raw_error is not UNSET
         if not (type(id) is int or type(id) is str):
             if id is None and raw_error is not UNSET and not has_result and env.jsonrpc == _V:
-                _log.warning("peer reported an error with id null: %s", bytes(raw_error)[:500])
+                error_text = bytes(memoryview(raw_error)[:500])
+                self.log.warning("errors with id null", "peer reported an error with id null: %s", error_text)
                 return None
             return ProtocolViolation("not a request, notification or response", self._invalid_null())
         if env.jsonrpc != _V or has_result == has_error:
@@ -544,7 +548,7 @@ class RpcCore(Generic[S]):
             error = RpcError.from_error(obj.code, obj.message, obj.data)
         slot = self._pending.pop(id, _MISSING)
         if slot is _MISSING:
-            _log.warning("dropping response for unknown request id %r", id)
+            self.log.warning("responses to unknown request ids", "dropping response for unknown request id %r", id)
             return None
         result = env.result
         return ResponseReceived(id, slot, None if result is UNSET else result, error)

@@ -161,7 +161,8 @@ class IncomingRequests:
         except RpcError as exc:
             reply = core.error_frame(id, exc)
         except Exception:
-            _log.exception("handler for %r (request id %r) failed", event.method, id)
+            kind = f"failures of the {event.method} request handler"  # a registered method: few kinds
+            core.log.exception(kind, "handler for %r (request id %r) failed", event.method, id)
             reply = core.error_frame(id, InternalError())
         finally:
             self.scopes.pop(id, None)

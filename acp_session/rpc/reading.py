@@ -17,6 +17,7 @@ from typing import Any
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
+from .._counted_log import CountedLog
 from ..errors import AcpError, ConnectionClosed, InvalidRequest, MessageTooLarge, ParseError
 from ..transport.base import FrameTransport
 from ..transport.framing import Frame, expand_blocks, lines_in
@@ -47,7 +48,7 @@ FrameErrorCallback = Callable[[AcpError], None]
 """Told about frames that broke the rules: ``MessageTooLarge``, ``ParseError``, ``InvalidRequest``, ...
 
 Without one, the first bad frame of each kind is logged as a warning naming the peer and quoting the start
-of the line; later ones are only counted (``Connection.bad_frames``) and logged at debug level."""
+of the line; later ones are only counted (``Connection.bad_frames``, ``Connection.peer_log``)."""
 
 _AWAIT = object()  # queue marker: the item is an awaitable left by a sync handler; finish it in order
 FAIR_SHARE_FRAMES = 1024
@@ -78,7 +79,7 @@ class ReadSide:
     _notifications: dict[str, Handler]
     _notify_send: MemoryObjectSendStream[tuple[Any, Any]] | None
     _outbox: Outbox
-    _reported_kinds: set[type[AcpError]]
+    peer_log: CountedLog
     _scopes: dict[RequestId, anyio.CancelScope]
     _yield_to_callers: Callable[[], Awaitable[None]]
 
@@ -161,7 +162,7 @@ class ReadSide:
         try:
             outcome = batch(list(map(_PARAMS_OF, event.messages)))
         except Exception:
-            _log.exception("batch notification handler for %r failed", event.method)
+            self._handler_failed(event.method, "batch notification handler for %r failed")
             return None
         return outcome if outcome is not None and inspect.isawaitable(outcome) else None
 
@@ -186,7 +187,7 @@ class ReadSide:
             try:
                 outcome = inline_fn(message.params)
             except Exception:
-                _log.exception("notification handler for %r failed", event.method)
+                self._handler_failed(event.method)
                 continue
             if outcome is not None and inspect.isawaitable(outcome):
                 await self._enqueue(_AWAIT, outcome)
@@ -273,6 +274,11 @@ class ReadSide:
         parse = event.problem in ("malformed JSON", "invalid UTF-8", TOO_DEEP)
         self._report(ParseError(message=event.problem) if parse else InvalidRequest(message=event.problem), frame)
 
+    def _handler_failed(self, method: str, msg: str = "notification handler for %r failed") -> None:
+        """A notification handler raised: the traceback of the first failure of each method's handler is logged,
+        later ones are counted (a peer repeating what makes it fail writes no more lines)."""
+        self.peer_log.exception(f"failures of the {method} notification handler", msg, method)
+
     def _report(self, error: AcpError, frame: bytes | None = None) -> None:
         """A bad frame: to ``on_frame_error``, else logged once per kind (then counted; see ``FrameErrorCallback``)."""
         self.bad_frames += 1
@@ -280,22 +286,13 @@ class ReadSide:
             try:
                 self.on_frame_error(error)
             except Exception:
-                _log.exception("on_frame_error callback failed")
+                self.peer_log.exception("failures of the on_frame_error callback", "on_frame_error callback failed")
             return
         kind = type(error)
-        if kind in self._reported_kinds:
-            _log.debug("bad frame from %s: %s", self.peer_name, error)
-            return
-        self._reported_kinds.add(kind)
         what = "a line that is not JSON-RPC" if kind is ParseError else "a frame that breaks the protocol"
-        line = "" if frame is None else f": {_excerpt(frame)}"
-        _log.warning(
-            "%s wrote %s (%s)%s; further ones of this kind are counted, not logged",
-            self.peer_name,
-            what,
-            error,
-            line,
-        )
+        counted = f"bad frames ({kind.__name__})"
+        line = "" if frame is None or counted in self.peer_log.counts else f": {_excerpt(frame)}"
+        self.peer_log.warning(counted, "%s wrote %s (%s)%s", self.peer_name, what, error, line)
 
     # -- notifications ---------------------------------------------------------------------------------
 
@@ -304,7 +301,9 @@ class ReadSide:
         if handler is None:
             fallback = self._fallback_notification
             if fallback is None:
-                _log.debug("no handler for notification %r; dropped", event.method)
+                self.peer_log.debug(
+                    "notifications without a handler", "no handler for notification %r; dropped", event.method
+                )
                 return
             item: Any = (event.method, event.params)
         elif self._backlog == 0 and not handler.is_async:
@@ -326,7 +325,7 @@ class ReadSide:
         try:
             outcome = handler.fn(params)
         except Exception:
-            _log.exception("notification handler for %r failed", event.method)
+            self._handler_failed(event.method)
             return None
         return outcome if outcome is not None and inspect.isawaitable(outcome) else None
 
@@ -351,7 +350,7 @@ class ReadSide:
                         try:
                             outcome = handler.fn(params)
                         except Exception:
-                            _log.exception("notification handler for %r failed", method)
+                            self._handler_failed(method)
                             continue
                         if outcome is not None and inspect.isawaitable(outcome):
                             await outcome
@@ -366,7 +365,7 @@ class ReadSide:
                         if inspect.isawaitable(outcome):
                             await outcome
                 except Exception:
-                    _log.exception("notification handler failed")
+                    self.peer_log.exception("failures of awaited notification handlers", "notification handler failed")
                 finally:
                     self._backlog -= 1
 
@@ -374,8 +373,7 @@ class ReadSide:
         if self._closed_error is not None:
             return
         self._closed_error = error
-        if self.on_frame_error is None and self.bad_frames > len(self._reported_kinds):
-            _log.info("%s wrote %d bad frames in all", self.peer_name, self.bad_frames)
+        self.peer_log.close()
         for handle in self._core.close():
             handle._resolve(None, error)
         self._closed.set()

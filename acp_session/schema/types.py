@@ -960,6 +960,23 @@ class RequestPermissionRequest(AcpStruct):
     subject: RequestPermissionSubject | UnsetType | None = UNSET
     meta: dict[str, Any] | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
 
+    @property
+    def tool_call(self) -> ToolCallUpdate | None:
+        """The tool call the request is about: the subject's when it is a tool call, else None."""
+        subject = self.subject
+        return subject.tool_call if isinstance(subject, ToolCallPermissionSubject) else None
+
+    @property
+    def tool_call_id(self) -> ToolCallId | None:
+        """The id of the tool call the request is about: a tool call subject's, or the one a command subject
+        names; None when the subject names none."""
+        subject = self.subject
+        if isinstance(subject, ToolCallPermissionSubject):
+            return subject.tool_call.tool_call_id
+        if isinstance(subject, CommandPermissionSubject) and isinstance(subject.tool_call_id, str):
+            return subject.tool_call_id
+        return None
+
 
 class RequestPermissionResponse(AcpStruct):
     """Result of `session/request_permission`."""

@@ -30,6 +30,7 @@ from ..schema.types import (
     ToolCallPermissionSubject,
 )
 from . import names
+from .bounds import DEFAULT_MAX_ATTRIBUTE_LENGTH, AttributeLimits, BoundedTracer
 from .context import with_trace_context
 from .incoming import incoming_parent, peek, text, traced_handling
 from .turns import TurnTrace, struct_tag
@@ -70,8 +71,12 @@ class Instrumentation:
         meter_provider: MeterProvider | None = None,
         *,
         propagate: bool = True,
+        max_attribute_length: int = DEFAULT_MAX_ATTRIBUTE_LENGTH,
+        titles: bool = True,
     ) -> None:
-        self.tracer = trace.get_tracer(SCOPE, __version__, tracer_provider)
+        self.limits = AttributeLimits(max_attribute_length, titles)
+        """How long the agent's strings may be in a span, and whether its titles go in (``bounds``)."""
+        self.tracer = BoundedTracer(trace.get_tracer(SCOPE, __version__, tracer_provider), self.limits)
         meter = metrics.get_meter(SCOPE, __version__, meter_provider)
         self.propagate = propagate
         """Whether outgoing requests carry the current trace context in ``_meta``."""
@@ -234,7 +239,7 @@ class ConnectionTelemetry:
         metric_attributes: dict[str, Any] = {names.OPERATION_NAME: names.INVOKE_AGENT}
         agent = self._agent_attributes().get(names.AGENT_NAME)
         if agent is not None:
-            metric_attributes[names.AGENT_NAME] = agent
+            metric_attributes[names.AGENT_NAME] = instrumentation.limits.text(agent)
         instrumentation.turn_duration.record(time.monotonic() - turn.started, metric_attributes)
         if turn.first_chunk is not None:
             instrumentation.first_chunk.record(turn.first_chunk, metric_attributes)

@@ -24,6 +24,7 @@ __all__ = [
     "FrameTransport",
     "FramedStream",
     "PeerExit",
+    "SessionStreams",
     "StreamTransport",
     "Transport",
 ]
@@ -85,6 +86,18 @@ class FrameTransport(Protocol):
     async def peer_exit(self) -> PeerExit:
         """As ``Transport.peer_exit``."""
         ...
+
+
+@runtime_checkable
+class SessionStreams(Protocol):
+    """A transport that reads each session's messages on a stream of its own (the HTTP profile), told by the
+    client which subagent (child) sessions to read: only those the client tracks, so an agent announcing children
+    without end cannot make it open a stream for each. Both calls return at once; the transport bounds how many
+    such streams are open (the rest wait) and ignores a session it already reads."""
+
+    def follow_session(self, session_id: str) -> None: ...
+
+    def unfollow_session(self, session_id: str) -> None: ...
 
 
 @runtime_checkable

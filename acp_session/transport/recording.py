@@ -110,6 +110,17 @@ class RecordingFrames:
     async def peer_exit(self) -> PeerExit:
         return await self.inner.peer_exit()
 
+    def follow_session(self, session_id: str) -> None:
+        """``SessionStreams``, passed on when the inner transport has it."""
+        follow = getattr(self.inner, "follow_session", None)
+        if follow is not None:
+            follow(session_id)
+
+    def unfollow_session(self, session_id: str) -> None:
+        unfollow = getattr(self.inner, "unfollow_session", None)
+        if unfollow is not None:
+            unfollow(session_id)
+
 
 class _NoStream:
     """The byte stream behind ``RecordingFrames``' line recorder: never read or written, closing does nothing."""

@@ -25,12 +25,14 @@ import anyio
 from anyio.abc import Process
 
 from .base import DEFAULT_RECEIVE_SIZE, FrameTransport, PeerExit
+from .exits import exit_words
 from .framing import DEFAULT_MAX_FRAME_SIZE
 from .lines import LineFrames
 from .pipe import PipeFrames, PipeReader, PipeWriter, open_pipe, open_stdin_pipe
 from .process_tree import GroupTree, ProcessTree, ReapedTree, group_running, open_tree
 
 __all__ = ["AgentProcess", "group_running", "stdio_agent"]  # group_running: for callers of its former home
+
 
 _log = logging.getLogger("acp_session.agent.stderr")
 _MAX_STDERR_LINE = 64 * 1024
@@ -131,18 +133,20 @@ class AgentProcess:
         await self.process.stdin.send(item)
 
     async def close_stdin(self) -> None:
-        """End the agent's input (close its stdin) and leave the rest to it: an agent should then exit by itself
-        (``wait`` tells when). ``aclose`` still ends it, and whatever it started, if it does not."""
-        if self._stdin is not None:
-            await self._stdin.aclose()
-        elif self.process.stdin is not None:
-            await self.process.stdin.aclose()
+        """Close the agent's stdin only (its end of input, as a client that is done does), leaving the agent to
+        exit on its own; ``aclose`` later does the rest."""
+        with anyio.CancelScope(shield=True):
+            if self._stdin is not None:
+                await self._stdin.aclose()
+            elif self.process.stdin is not None:
+                await self.process.stdin.aclose()
 
     async def peer_exit(self) -> PeerExit:
         with anyio.move_on_after(_EXIT_WAIT):
             await self.tree.wait()
             await self._stderr_done.wait()
-        return PeerExit(self.tree.returncode, self.stderr_tail)
+        code = self.tree.returncode
+        return PeerExit(code, self.stderr_tail, None if code is None else exit_words(code))
 
     async def aclose(self) -> None:
         """Close stdin, wait ``grace_period`` for a clean exit, then SIGTERM, wait ``terminate_timeout``, then SIGKILL.

@@ -59,7 +59,7 @@ def test_install_then_chat_with_a_registry_binary(tmp_path: Path) -> None:
     assert done["event"] == "done" and done["stop_reason"] == "end_turn"
     # The conformance checker takes the id too.
     checked = run(tmp_path, "conformance", "--agent", "local-agent", "--registry", registry, "--check", "framing")
-    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert checked.returncode == 4, checked.stdout + checked.stderr  # passed; one check is a partial verdict
     assert "framing" in checked.stdout
 
 

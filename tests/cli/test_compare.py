@@ -119,13 +119,35 @@ def test_nobody_is_asked_the_policy_answers_for_every_agent(tmp_path: Path) -> N
     refused = json.loads(compare(tmp_path, "--json", "--agent", REFERENCE, "--agent", SLOWER, "/edit ask").stdout)
     for run in refused["agents"]:  # no policy: refused
         assert run["files"] == [] and run["permissions"] == [
-            {"title": "Edit greeting.txt and notes.md?", "answer": "reject-once", "decision": "deny"}
+            {
+                "title": "Edit greeting.txt and notes.md?",
+                "answer": "reject-once",
+                "decision": "deny",
+                "policy": "--deny-all, the default",
+            }
         ]
     allowed = json.loads(
         compare(tmp_path, "--json", "--approve-all", "--agent", REFERENCE, "--agent", SLOWER, "/edit ask").stdout
     )
     assert [run["files"] for run in allowed["agents"]] == [EDITED, EDITED]
     assert [run["permissions"][0]["answer"] for run in allowed["agents"]] == ["allow-once", "allow-once"]
+    assert [run["permissions"][0]["policy"] for run in allowed["agents"]] == ["--approve-all", "--approve-all"]
+
+
+def test_the_table_says_what_the_default_policy_refused(tmp_path: Path) -> None:
+    """Not only --json: the table counts the requests each agent made and what became of them, a note says
+    that the default refused them and how to allow them, and each agent's section lists them."""
+    done = compare(tmp_path, "--agent", REFERENCE, "--agent", SLOWER, "/edit ask")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[6].split() == ["permissions", "1", "refused", "1", "refused"]
+    assert any("without a policy every permission request is refused" in line for line in lines)
+    assert lines.count("  [permission] Edit greeting.txt and notes.md?: refused (--deny-all, the default)") == 2
+    done = compare(tmp_path, "--approve-all", "--agent", REFERENCE, "--agent", SLOWER, "/edit ask")
+    lines = done.stdout.splitlines()
+    assert lines[6].split() == ["permissions", "1", "allowed", "1", "allowed"]
+    assert not any("without a policy" in line for line in lines)
+    assert "  [permission] Edit greeting.txt and notes.md?: allowed (--approve-all)" in lines
 
 
 def test_compare_needs_two_agents_and_a_prompt(tmp_path: Path) -> None:

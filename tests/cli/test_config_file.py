@@ -58,6 +58,26 @@ def test_defaults_apply_to_every_agent_and_flags_win(tmp_path: Path) -> None:
     assert records_of(run_cli(tmp_path, "chat", "--json", "hi").stdout)[-1]["event"] == "done"
 
 
+def test_defaults_an_agent_does_not_offer_are_skipped_and_flags_stay_strict(tmp_path: Path) -> None:
+    """``[defaults]`` is for every agent: a value this one does not offer is skipped with one note; the same on
+    the command line, or in the agent's own profile, is still an error (exit code 2)."""
+    write_config('[defaults]\nset = { thoughts = true, verbosity = "high" }\nmodel = "gpt-5"\n')
+    done = run_cli(tmp_path, "chat", "--json", "hi")  # the reference agent offers mode and thoughts
+    assert done.returncode == 0, done.stderr
+    records = records_of(done.stdout)
+    options = [(r["config_id"], r["value"], r["flag"]) for r in records if r["event"] == "config_option"]
+    assert options == [("thoughts", True, "config.toml [defaults] set")]
+    assert records[-1]["event"] == "done" and records[-1]["stop_reason"] == "end_turn"
+    [note] = [line for line in done.stderr.splitlines() if "skipped" in line]
+    assert "[defaults] model gpt-5" in note and "no config option 'verbosity'" in note
+    done = run_cli(tmp_path, "chat", "--set", "verbosity=high", "hi")
+    assert done.returncode == 2 and "--set verbosity=high: no config option 'verbosity'" in done.stderr
+    agent = shlex.join([sys.executable, "-m", "acp_conformance.agent"])
+    write_config(f'[agents.ref]\ncommand = {toml_string(agent)}\nmodel = "gpt-5"\n')
+    done = run_cli(tmp_path, "chat", "--agent", "ref", "hi")
+    assert done.returncode == 2 and "config.toml [agents.ref] model gpt-5: the agent offers no model" in done.stderr
+
+
 def test_a_profiles_env_and_mcp_servers_reach_the_agent(tmp_path: Path) -> None:
     agent = shlex.join([sys.executable, "-m", "acp_conformance.agent"])
     command = f"sh -c 'printf %s \"$PROFILE_VAR\" > seen.txt; exec {agent}'"

@@ -64,6 +64,21 @@ def test_chat_records_match_the_schema(tmp_path: Path, prompt: str) -> None:
     assert records[-1]["event"] == "done"
 
 
+def test_a_permission_that_cannot_be_asked_says_why_and_exits_9(tmp_path: Path) -> None:
+    result = run_cli(tmp_path, "chat", "--format", "json", "/permission")  # stdin: empty, not a terminal
+    assert result.returncode == 9, result.stderr
+    records = records_of(result.stdout)
+    [permission] = [r for r in records if r["event"] == "permission"]
+    assert permission["answer"] is None
+    assert permission["reason"] == "stdin is not a terminal and its input has ended"
+    assert records[-1]["event"] == "done" and records[-1]["stop_reason"] == "end_turn"
+    assert "nobody could answer" in result.stderr and "exit code 9" in result.stderr
+    answered = run_cli(tmp_path, "chat", "--json", "/permission", stdin="o\n")  # piped answers are answers
+    assert answered.returncode == 0, answered.stderr
+    [permission] = [r for r in records_of(answered.stdout) if r["event"] == "permission"]
+    assert permission["answer"] == "allow-once" and "reason" not in permission
+
+
 def test_tool_records_carry_only_what_changed(tmp_path: Path) -> None:
     records = records_of(run_cli(tmp_path, "chat", "--json", "/tool").stdout)
     tools = [r for r in records if r["event"].startswith("tool_")]

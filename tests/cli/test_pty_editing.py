@@ -40,7 +40,7 @@ def test_left_arrow_edits_the_line_and_ctrl_l_is_not_sent(tmp_path: Path) -> Non
     # The session's stored title is the line as edited, no escape sequence in it.
     listed = run_cli(tmp_path, "sessions")
     header, row = listed.stdout.splitlines()
-    assert header.split() == ["ID", "UPDATED", "DIRECTORY", "TITLE"], listed.stdout
+    assert header.split() == ["ID", "NAME", "UPDATED", "DIRECTORY", "TITLE"], listed.stdout
     assert row.split()[0] == "sess-1" and row.rstrip().endswith("aXbc"), listed.stdout
     assert "\x1b" not in listed.stdout
 
@@ -124,7 +124,7 @@ def test_prompt_and_progress_go_to_the_terminal_answers_to_stdout(tmp_path: Path
 
 def test_a_piped_prompt_and_its_question_go_to_stderr(tmp_path: Path) -> None:
     result = run_cli(tmp_path, "chat", stdin="/permission\n")
-    assert result.returncode == 0, result.stderr
+    assert result.returncode == 9, result.stderr  # the question could not be asked (docs/cli.md)
     # stdin was the prompt and has ended: the question is answered "cancelled", never an approval
     assert "[permission] Run `rm -rf build/`?: cancelled" in result.stdout
     for prompt_text in ("> ", "? Run", "answer ("):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -22,9 +23,15 @@ def test_readme_main_job_command_runs_the_cli(tmp_path: Path) -> None:
     assert command == (
         "python3 -m venv .venv && .venv/bin/pip install -q -e '.[cli]' && .venv/bin/acp-session chat \"hello\""
     ), "the README's main-job command changed: update this test's expectation"
-    # In place, as .ci/run runs the README's test command; the reference agent's store goes to tmp_path.
+    # In a copy of the package: in place, its `pip install` would reinstall the package into the venv that the
+    # suite's other (parallel) workers run from. The reference agent's store goes to tmp_path.
+    copy = tmp_path / "checkout"
+    for name in ("acp_session", "conformance"):
+        shutil.copytree(REPO / name, copy / name, ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(REPO / name, copy / name)
     result = subprocess.run(
-        command, shell=True, cwd=REPO, env=cli_env(tmp_path), capture_output=True, text=True, timeout=300
+        command, shell=True, cwd=copy, env=cli_env(tmp_path), capture_output=True, text=True, timeout=300
     )
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.splitlines()[-2:] == [

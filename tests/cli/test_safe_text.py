@@ -119,6 +119,15 @@ def test_markdown_links_show_their_target_and_write_no_hyperlink() -> None:
     assert plain == "the docs (https://evil.example/x), https://ok.example/ and https://a.b/"  # a shown target: once
 
 
+def test_markdown_keeps_single_line_breaks() -> None:
+    out = io.StringIO()
+    stream = MarkdownStream(out)
+    stream.feed("Roses are red,\nviolets are **blue**.\n\n- one\n  still one\n\n")  # whole blocks: printed once
+    stream.end()
+    lines = [line.rstrip() for line in re.sub(r"\x1b\[[\d;?]*[a-zA-Z]", "", out.getvalue()).splitlines()]
+    assert [line for line in lines if line] == ["Roses are red,", "violets are blue.", " \u2022 one", "   still one"]
+
+
 def test_the_renderers_agent_fields_are_cleaned() -> None:
     out = io.StringIO()
     renderer = TerminalRenderer(out, color=False, err=out)

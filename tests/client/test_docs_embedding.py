@@ -24,8 +24,8 @@ def test_the_editor_example_prints_what_the_doc_shows(tmp_path: Path) -> None:
     shown = re.search(r"It prints .*?```text\n(.*?)```", DOC, re.DOTALL)
     assert shown is not None
     expected = shown.group(1).splitlines()
-    # The tool call and the permission request travel separately: either may come first.
-    assert sorted(out[:2]) == sorted(expected[:2]) and out[2:] == expected[2:], out
+    # In wire order: the tool call, then the question about it (issue 52 item 10).
+    assert out == expected, out
 
 
 def test_every_logger_is_documented() -> None:

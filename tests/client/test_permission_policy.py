@@ -143,7 +143,7 @@ async def test_approve_reads_asks_about_a_command_and_approves_a_read(tmp_path: 
     builder.permission_policy(PermissionPolicy.approve_reads(), on_decision=lambda _r, d: heard.append(d))
     assert "not granted" in await _run(tmp_path, builder, "/permission")
     assert asked == ["Run `rm -rf build/`?"] and heard == []
-    assert "build/ was removed" in await _run(tmp_path, builder, "/permission read notes.txt")
+    assert "Done: read notes.txt." in await _run(tmp_path, builder, "/permission read notes.txt")
     assert [(d.reason, d.facts.paths) for d in heard] == [("rule allow read", (str(tmp_path / "notes.txt"),))]
 
 
@@ -153,6 +153,6 @@ async def test_a_path_rule_approves_edits_under_src_only(tmp_path: Path) -> None
     policy = PermissionPolicy.ask().with_rules(PermissionRule.parse("allow", "edit:src/**")).with_root(str(tmp_path))
     builder = ClientBuilder().on_request_permission(answering(asked, "reject-once"))
     builder.permission_policy(policy)
-    assert "build/ was removed" in await _run(tmp_path, builder, "/permission edit src/app.py")
+    assert "Done: edit src/app.py." in await _run(tmp_path, builder, "/permission edit src/app.py")
     assert "not granted" in await _run(tmp_path, builder, "/permission edit docs/app.md")
     assert asked == ["edit docs/app.md?"]

@@ -31,7 +31,9 @@ DEFECTS = {
     "empty-prompt": "client-schema",  # a prompt of no blocks (ACP2-085)
     "pending-not-cancelled": "client-cancels-pending-permission",  # answers a held request "reject", not cancelled
     "unknown-state-is-idle": "client-unknown-variants",  # takes a state it does not know for the turn's end
+    "no-initialize": "client-negotiation",  # opens with session/new, no handshake at all
 }
+
 KNOWN_UPDATES = {
     "agent_message_chunk", "user_message_chunk", "agent_thought_chunk", "tool_call", "tool_call_update",
     "plan", "available_commands_update", "current_mode_update", "state_update", "user_message", "agent_message",
@@ -130,6 +132,9 @@ class Client:
         return False
 
     def run(self) -> None:
+        if self.defect == "no-initialize":
+            self.wait_answer(self.request("session/new", {"cwd": os.getcwd(), "mcpServers": []}))
+            self.fail("session/new without initialize was refused")
         info = {"name": "broken-client", "version": "1.0"}
         init = self.request(
             "initialize", {"protocolVersion": 2, "info": info, "clientInfo": info, "capabilities": {},

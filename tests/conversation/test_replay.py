@@ -6,7 +6,7 @@ import base64
 from typing import Any
 
 from acp_session import codec
-from acp_session.conversation import Message, SessionState, UnknownEntry, UnknownUpdate
+from acp_session.conversation import Message, ReplayCompleted, SessionState, UnknownEntry, UnknownUpdate
 from acp_session.schema import ResumeSessionResponse
 
 from .wire import chunk, fold, state, text, tool, tool_chunk, unstable_update, update, upsert
@@ -119,3 +119,57 @@ def test_removed_and_recreated_plan_keeps_its_place_after_replayed_entries() -> 
     live = fold(updates)
     assert replay(fold(updates), updates) == live
     assert [type(entry).__name__ for entry in live.timeline] == ["Message", "Plan"]
+
+
+def bounded_replay(session: SessionState, updates: list[Any], limit: int) -> list[int]:
+    """A replay folded as a ``Conversation`` folds it: each created entity may trim the history to ``limit`` (in
+    batches of ``limit // 8``); the timeline's length after each update."""
+    session.begin_resume(replay=True)
+    lengths = []
+    for item in updates:
+        if getattr(session.apply(item), "created", False) and len(session.timeline) - limit > limit // 8:
+            session.drop_oldest(len(session.timeline) - limit)
+        lengths.append(len(session.timeline))
+    session.apply_resume_response(RESUMED)
+    return lengths
+
+
+def test_the_history_bound_holds_inside_a_replay() -> None:
+    """Issue 51, 7: trimming inside a replay drops the oldest of the timeline the replay builds (its own order
+    first), so a replay of 400 messages onto a state bounded to 40 never holds more than the bound and its slack,
+    and ends as the live fold of the same history, trimmed: the newest 40, the live entities rebuilt in place."""
+    history = [upsert(f"m{i}", [f"text {i}"]) for i in range(400)]
+    live = fold(history)
+    live.drop_oldest(360)
+    kept = list(live.timeline)
+    lengths = bounded_replay(live, history + history[-5:], 40)  # the last five replayed twice: merged by id
+    assert max(lengths) <= 40 + 40 // 8
+    assert [m.message_id for m in live.timeline if isinstance(m, Message)][-40:] == [f"m{i}" for i in range(360, 400)]
+    assert all(a is b for a, b in zip(live.timeline[-40:], kept, strict=True))  # the same entities, rebuilt
+    assert [m.text for m in live.timeline[-40:] if isinstance(m, Message)] == [f"text {i}" for i in range(360, 400)]
+
+
+def test_replay_complete_ends_the_replay_before_the_answer() -> None:
+    """The v2 RFD's ``replay_complete`` (an unknown variant in the pinned schema): the replay ends there, in
+    replay order and, with ``drop_unreplayed``, without what it never mentioned; updates after it are live (a
+    chunk appends to the rebuilt message, it does not rebuild it again). It is never kept in history."""
+    session = fold([upsert("a", ["old a"]), upsert("gone", ["lost"]), upsert("b", ["old b"])])
+    session.begin_resume(replay=True, drop_unreplayed=True)
+    for item in [upsert("b", ["new b"]), upsert("a", ["new a"])]:
+        session.apply(item)
+    assert session.replaying
+    event = session.apply(update({"sessionUpdate": "replay_complete"}))
+    assert isinstance(event, ReplayCompleted) and event.ended
+    assert not session.replaying and session.resuming  # the window stays open for the answer's lists
+    assert [m.message_id for m in session.timeline if isinstance(m, Message)] == ["b", "a"]
+    session.apply(chunk("a", " and more"))
+    session.apply_resume_response(RESUMED)
+    assert session.message("a").text == "new a and more"  # type: ignore[union-attr]
+    assert not any(isinstance(e, UnknownEntry) for e in session.timeline)
+
+
+def test_replay_complete_outside_a_replay_changes_nothing() -> None:
+    session = fold([upsert("a", ["x"])])
+    event = session.apply(update({"sessionUpdate": "replay_complete", "_meta": {"n": 1}}))
+    assert isinstance(event, ReplayCompleted) and not event.ended
+    assert [type(e) for e in session.timeline] == [Message]

@@ -47,7 +47,7 @@ def check_child_after_one_task(conversation: Conversation, child: Subagent) -> N
     # The parent's tool call links the child (its content names the child session).
     assert child.tool_call_id == child.meta["parentToolCallId"]
     assert conversation.state.subagents_of(child.tool_call_id) == [child]
-    history = list(child.history)
+    history = child.history()
     assert [type(entry) for entry in history] == [SessionMessageEntry, ToolCall, Message]
     task, call, reply = history
     assert isinstance(task, SessionMessageEntry) and task.text == "List the files of the workspace."
@@ -96,7 +96,7 @@ async def test_a_subagent_tree_with_history_state_usage_and_chat_events(tmp_path
         with anyio.fail_after(20):
             await conversation.chat_to_completion("/subagent")
         assert len(conversation.subagents) == 2
-        assert all(len(c.history) == 3 for c in conversation.subagents.values())
+        assert all(len(c.history()) == 3 for c in conversation.subagents.values())
 
 
 async def test_cancelling_a_child_that_advertises_it(tmp_path: Path) -> None:

@@ -1,10 +1,17 @@
-"""Agent-owned terminals: terminal_update patches, terminal_output_chunk appends bytes in order."""
+"""Agent-owned terminals: terminal_update patches, terminal_output_chunk appends bytes in order; an update naming a
+terminal the client does not know loses nothing else."""
 
 from __future__ import annotations
 
 import base64
+import sys
+from pathlib import Path
 
-from acp_session.conversation import SessionState, Terminal, TerminalChanged
+import anyio
+import pytest
+
+from acp_session import ClientBuilder, Conversation
+from acp_session.conversation import Plan, SessionState, Terminal, TerminalChanged
 from acp_session.schema import TerminalExitStatus
 
 from .wire import fold, update
@@ -102,3 +109,27 @@ def test_invalid_base64_chunk_contributes_nothing() -> None:
     session = fold([term(), out(b"ok")])
     session.apply(update({"sessionUpdate": "terminal_output_chunk", "terminalId": "term", "data": "!!not-base64"}))
     assert terminal_of(session).output_bytes == b"ok"
+
+
+STALE_TERMINAL_AGENT = Path(__file__).parent / "agents" / "stale_terminal_agent.py"
+
+
+@pytest.mark.anyio
+async def test_an_update_naming_an_unknown_terminal_folds_the_rest(tmp_path: Path) -> None:
+    """zed #64538: after a resume the agent names a terminal the client does not know (from the process before
+    the resume), in a tool call's content and in an output chunk. Nothing of those updates is lost: the reply,
+    the tool call's status and content, the plan and the turn's end all arrive; the terminal stays what the
+    state can say of it (the chunk's bytes, no command: ``state.terminals``), and the CLI says it is unavailable
+    (``tests/cli/test_unknown_terminal.py``)."""
+    with anyio.fail_after(30):
+        async with ClientBuilder("t", "1").spawn([sys.executable, str(STALE_TERMINAL_AGENT), "--chunk"]) as client:
+            conversation = await Conversation.resume(client, "s1", tmp_path)
+            assert [type(e).__name__ for e in conversation.history()] == ["Message", "ToolCall"]
+            response = await conversation.chat_to_completion("go")
+    assert response.stop_reason == "end_turn" and response.text == "reply after resume"
+    call = conversation.state.tool_calls["t0"]
+    assert call.status == "completed" and call.terminal_ids == ["t-old"] and call.text == "tests passed"
+    plan = conversation.history()[-1]
+    assert isinstance(plan, Plan) and [e.status for e in plan.entries] == ["completed"]
+    terminal = conversation.state.terminals["t-old"]
+    assert terminal.command is None and terminal.output_bytes == b"ok\n"

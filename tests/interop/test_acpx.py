@@ -127,8 +127,11 @@ def test_acpx_in_client_mode_matches_its_baseline(node: str) -> None:
     for check in UNCANCELLABLE:
         assert statuses[check] == "NOT_TESTED", (check, messages[check])
         assert "the client never sent session/cancel" in messages[check]
+    # acpx advertises fs and terminal: the agent's calls of them leave nothing to gate (never a vacuous PASS).
+    assert statuses["client-gates-capabilities"] == "NOT_TESTED"
+    assert "advertised fs.readTextFile, fs.writeTextFile and terminal" in messages["client-gates-capabilities"]
     assert {k for k, v in statuses.items() if v not in ("PASS", "NOT_TESTED")} == {"client-closes-sessions"}
-    assert {k for k, v in statuses.items() if v == "NOT_TESTED"} == UNCANCELLABLE
+    assert {k for k, v in statuses.items() if v == "NOT_TESTED"} == UNCANCELLABLE | {"client-gates-capabilities"}
     # MANDATORY checks that could not run decide the verdict (the tier model), as the baseline file records.
     assert report["verdict"]["verdict"] == "non_conformant"
     assert sorted(report["verdict"]["deciding"]) == sorted(UNCANCELLABLE)

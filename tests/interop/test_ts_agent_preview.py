@@ -44,7 +44,7 @@ async def test_preview_features_against_the_sdk_agent(node: str, tmp_path: Path)
         assert (
             child.tool_call_id is not None and conversation.state.tool_calls[child.tool_call_id].title == "Delegating"
         )
-        kinds = [type(entry) for entry in child.history]
+        kinds = [type(entry) for entry in child.history()]
         assert ToolCall in kinds and Message in kinds
         assert child.usage is not None and child.usage.total_tokens == 5
         assert [type(e) for e in events if isinstance(e, (ChatSubagentStart, ChatSubagentEnd))] == [

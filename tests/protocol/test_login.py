@@ -89,12 +89,14 @@ async def test_authenticate_refuses_terminal_and_unknown_methods(tmp_path: Path)
 
 def _cli(tmp_path: Path, *args: str, **script: Any) -> subprocess.CompletedProcess[str]:
     agent = shlex.join(v1_argv(tmp_path / "agent.log", **script))
+    where = [] if args[0] == "login" else ["--cwd", str(tmp_path)]  # login has no --cwd: the agent runs here
     return subprocess.run(
-        [sys.executable, "-m", "acp_session", *args, "--agent", agent, "--cwd", str(tmp_path)],
+        [sys.executable, "-m", "acp_session", *args, "--agent", agent, *where],
         capture_output=True,
         text=True,
         timeout=60,
         stdin=subprocess.DEVNULL,
+        cwd=tmp_path,
     )
 
 

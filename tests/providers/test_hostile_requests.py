@@ -26,6 +26,12 @@ pytestmark = pytest.mark.anyio
 NOBODY = 65534
 
 
+@pytest.mark.xfail(
+    sys.version_info >= (3, 13),
+    reason="from Python 3.13 os.path.realpath no longer raises for a link it cannot read: the path is refused as "
+    "outside the session's directories (still -32602), not as unresolvable",
+    strict=True,
+)
 async def test_a_path_that_cannot_be_resolved_is_invalid_params_with_one_log_line(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -92,6 +98,8 @@ def test_a_read_only_file_is_not_replaced_for_an_unprivileged_user(anyio_backend
     # in a fresh directory under /tmp: pytest's own temporary directories are closed to other users.
     if os.geteuid() != 0 or not _has("setpriv"):  # pragma: no cover - CI and this machine run as root
         pytest.skip("needs root to become another user (setpriv)")
+    if _as_nobody([sys.executable, "-c", "pass"]).returncode != 0:  # e.g. a Python whose libpython is under /root
+        pytest.skip(f"this Python ({sys.executable}) cannot be run by another user")
     place = Path(tempfile.mkdtemp(prefix="acp-unprivileged-"))
     try:
         _read_only_scenario(place, anyio_backend)
@@ -152,6 +160,11 @@ def _read_only_scenario(place: Path, backend: str) -> None:
     assert new_answer["result"] == {} and (project / "new.txt").read_text() == "allowed"
     assert (project / "new.txt").stat().st_uid == NOBODY
     assert not [name for name in os.listdir(project) if name.endswith(".acp-write.tmp")]
+
+
+def _as_nobody(argv: list[str]) -> subprocess.CompletedProcess[str]:
+    setpriv = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
+    return subprocess.run([*setpriv, *argv], capture_output=True, text=True, timeout=60, cwd="/")
 
 
 def _system_python() -> str:

@@ -75,3 +75,46 @@ def test_leaving_the_fast_path_mid_event_keeps_its_bytes() -> None:
     assert parser.feed(b"data: a\n\nevent: x\ndata: b") == [SseEvent(b"a")]  # LF only: the fast path
     assert parser.feed(b"\r\n\r\ndata: c\n\n") == [SseEvent(b"b", "x"), SseEvent(b"c")]  # a CR: the line parser
     assert parser.feed(b"data: d\n\n: keep-alive\n\ndata:e\n\n") == [SseEvent(b"d"), SseEvent(b"e")]
+
+
+@given(
+    st.lists(
+        st.lists(st.sampled_from([b"data: a", b"data:bb", b": ping", b"event: x", b"data", b"id: 1", b""]), max_size=4),
+        max_size=6,
+    ),
+    st.data(),
+)
+def test_lf_only_streams_cut_anywhere_give_the_same_events(blocks: list[list[bytes]], data: st.DataObject) -> None:
+    """The fast path holds an unfinished event in a buffer and searches only the new bytes (and the byte before
+    them): every cut, including one between the two LFs of a boundary, gives what the body in one piece gives."""
+    body = b"".join(b"\n".join(lines) + b"\n\n" for lines in blocks)
+    whole = SseParser(1024).feed(body)
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(body)), max_size=8)))
+    chunks = [body[a:b] for a, b in zip([0, *cuts], [*cuts, len(body)], strict=True)]
+    assert feed_all(SseParser(1024), chunks) == whole
+
+
+@pytest.mark.parametrize("chunk_size", [1, 7, 4096])
+@pytest.mark.parametrize("ending", [b"\n", b"\r\n"])
+def test_each_byte_is_scanned_a_bounded_number_of_times(chunk_size: int, ending: bytes) -> None:
+    """Issue 51, 6: a 24 MiB event cost 7-8 s of CPU, the held bytes joined with each chunk and all of them split
+    again. Now the bytes handed to the search and split primitives (``scanned``) stay a small multiple of the bytes
+    fed, however finely the event is cut (a count, not a time)."""
+    size = 4 * 2**20 if chunk_size == 4096 else 64 * 1024
+    body = b'data: {"text":"' + b"x" * size + b'"}' + ending + ending + b"data: next" + ending + ending
+    parser = SseParser(8 * 2**20)
+    events = [e for i in range(0, len(body), chunk_size) for e in parser.feed_data(body[i : i + chunk_size])]
+    assert [len(e) for e in events] == [size + 11, 4]
+    scanned = getattr(parser, "scanned", None)
+    assert scanned is not None and scanned <= 6 * len(body), (scanned, len(body))
+
+
+def test_an_lf_event_of_many_lines_is_bounded_by_its_data_not_its_bytes() -> None:
+    """Its data lines' prefixes do not count against ``max_event``: an event whose bytes exceed a line's limit but
+    whose data fits is delivered; one whose data does not fit still fails."""
+    lines = [b"data: " + b"z" * 90 for _ in range(10)]
+    body = b"\n".join(lines) + b"\n\n"
+    fits = len(b"\n".join(line[6:] for line in lines))
+    assert SseParser(fits, max_line=200).feed(body) == [SseEvent(b"\n".join(line[6:] for line in lines))]
+    with pytest.raises(SseLimitExceeded, match="an event"):
+        SseParser(fits - 1, max_line=200).feed(body)

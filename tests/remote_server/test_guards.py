@@ -1,7 +1,8 @@
 """The guards of ``acp-reference-agent --listen`` in front of every request, over raw httpx and httpx-ws on both
 server backends: the ``Origin`` check (403 before anything happens, for POST, GET, DELETE and the WebSocket
 upgrade; loopback and absent origins allowed on a loopback server; ``--allow-origin``), and ``--require-cookie``
-at the WebSocket upgrade (an affinity cookie the server never set gets the HTTP side's 400)."""
+at the WebSocket upgrade (an affinity cookie the server never set gets the HTTP side's 400). A refusal reads the
+request's body first, so the HTTP/1.1 connection stays usable for the client's next request (a raw socket)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ import anyio
 import httpx
 import pytest
 from httpx_ws import WebSocketUpgradeError, aconnect_ws
+
+from acp_conformance.agent.limits import DRAIN_LIMIT
 
 from .conftest import Server
 from .raw_client import RawAcp, initialize_params
@@ -157,3 +160,56 @@ async def test_require_cookie_refuses_an_upgrade_with_a_cookie_it_never_set(
     # Without --require-cookie any cookie is fine.
     lenient = start_server(backend=server_backend)
     assert (await _upgrade_status(lenient, {"cookie": "acp_affinity=forged"}))[0] == 101
+
+
+async def _read_response(stream: anyio.abc.SocketStream, buffer: bytearray) -> tuple[bytes, dict[str, str], bytes]:
+    """One HTTP/1.1 response from ``stream`` (status line, headers, a Content-Length body); ``buffer`` keeps what
+    was read beyond it."""
+    while b"\r\n\r\n" not in buffer:
+        buffer += await stream.receive()
+    head, _, rest = bytes(buffer).partition(b"\r\n\r\n")
+    status, *lines = head.decode("latin-1").split("\r\n")
+    headers = {name.lower(): value.strip() for name, _, value in (line.partition(":") for line in lines)}
+    length = int(headers.get("content-length", "0"))
+    while len(rest) < length:
+        rest += await stream.receive()
+    buffer[:] = rest[length:]
+    return status.encode(), headers, rest[:length]
+
+
+@BACKENDS
+async def test_a_refusal_reads_the_body_first_so_the_connection_serves_the_next_request(
+    start_server: Callable[..., Server], server_backend: str
+) -> None:
+    """A body that arrives after the headers (its own TCP segment, as httpx writes it): the 403 waits for it, and
+    the next request on the connection is answered. Answered before the body was read, hypercorn closed the
+    connection under the client, which had already sent its next request there (the flaky "Server disconnected
+    without sending a response" of the foreign-origin test)."""
+    server = start_server(backend=server_backend)
+    port = int(server.url.split(":")[2].split("/")[0])
+    body = json.dumps(_init()).encode()
+    head = (
+        f"POST /acp HTTP/1.1\r\nhost: 127.0.0.1\r\norigin: {FOREIGN}\r\ncontent-type: application/json\r\n"
+        f"content-length: {len(body)}\r\n\r\n"
+    ).encode()
+    buffer = bytearray()
+    with anyio.fail_after(30):
+        async with await anyio.connect_tcp("127.0.0.1", port) as stream:
+            await stream.send(head)
+            with anyio.move_on_after(0.5):  # a server that answers before the body comes has time to do so
+                buffer += await stream.receive()
+            await stream.send(body + b"GET /elsewhere HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n")
+            status, headers, text = await _read_response(stream, buffer)
+            assert status.startswith(b"HTTP/1.1 403") and b"is not allowed" in text
+            assert headers.get("connection") != "close"
+            status, _, text = await _read_response(stream, buffer)
+            assert status.startswith(b"HTTP/1.1 404") and text == b"Not Found: the ACP endpoint is /acp"
+        # A body too large to read on is not waited for: the refusal says the connection closes.
+        async with await anyio.connect_tcp("127.0.0.1", port) as stream:
+            huge = head.replace(f"content-length: {len(body)}".encode(), f"content-length: {DRAIN_LIMIT + 1}".encode())
+            await stream.send(huge)
+            status, headers, _ = await _read_response(stream, bytearray())
+            assert status.startswith(b"HTTP/1.1 403") and headers.get("connection") == "close"
+            with pytest.raises(anyio.EndOfStream):  # and the server closes it (the client waits for that)
+                while True:
+                    await stream.receive()

@@ -61,9 +61,10 @@ async def agents_record(server: Server, session_id: str, cwd: str, version: int 
 
 
 def stop_reason_after_a_cut(version: int) -> str | None:
-    """A cut turn that ended well: ``end_turn`` in v2 (its idle state update); unknown in v1, whose turn's end was
-    its prompt's answer, which died with the cut (``session/load`` tells no stop reason)."""
-    return "end_turn" if version == 2 else None
+    """A cut turn that ended well: ``end_turn`` in v2 (its idle state update) and in v1 too, where the turn's end
+    was its prompt's answer, which died with the cut: the reference agent's ``session/load`` answer says it again
+    (``_meta`` ``acpSession/lastStopReason``; issue 51)."""
+    return "end_turn"
 
 
 def reply_chunks(conversation: Conversation) -> int:

@@ -92,7 +92,7 @@ async def test_a_hundred_thousand_children_stay_within_the_bound(
         if finished:  # the newest are kept, each with its own history; the older ones are counted
             assert list(conversation.subagents) == children == [f"kid-{i}" for i in range(CHILDREN - limit, CHILDREN)]
             newest = conversation.subagents[f"kid-{CHILDREN - 1}"]
-            assert [m.text for m in newest.history if isinstance(m, Message)] == [f"child {CHILDREN - 1}"]
+            assert [m.text for m in newest.history() if isinstance(m, Message)] == [f"child {CHILDREN - 1}"]
             assert (folded.count, folded.refused) == (tracked.folded, tracked.refused) == (CHILDREN - limit, 0)
             assert not warnings
         else:  # every kept one still runs: the first are kept, later ones refused, with one warning

@@ -145,7 +145,6 @@ class V1Protocol(V1Incoming, ProtocolAdapter):
         self._client: ClientSide | None = None
         self.ignored_updates = 0
         """``session/update``s of a kind only protocol version 2 has, which a v1 agent sent and the adapter ignored."""
-        self._warned: set[str] = set()  # v2-only kinds already logged (a bounded set: the model's kinds)
 
     # -- what the agent offers -------------------------------------------------------------------------------
 
@@ -263,7 +262,8 @@ class V1Protocol(V1Incoming, ProtocolAdapter):
         def result(raw: bytes) -> m.ResumeSessionResponse:
             response = decode(raw)
             state = self._opened(session_id, response.modes, response.config_options, raw)
-            return m.ResumeSessionResponse(config_options=state.options())
+            # _meta kept: it may say how the last turn ended (LAST_STOP_REASON_META), which v1 says nowhere else
+            return m.ResumeSessionResponse(config_options=state.options(), meta=response.meta)
 
         return result
 

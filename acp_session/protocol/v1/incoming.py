@@ -15,10 +15,12 @@ import msgspec
 from msgspec import UNSET
 
 from ...codec import convert, to_builtins
+from ...rpc import Connection
 from ...schema import types as m
 from ...schema import unstable as mu
 from ...schema.v1 import types as v1
 from ..base import ClientSide
+from ..usage_quirk import SkippedUsage
 from . import convert as cv
 from .chunks import MODEL_CONTENT_CHUNKS, ChunkNotification
 from .sessions import V1Session
@@ -50,10 +52,10 @@ class V1Incoming:
     """The agent-to-client half of ``V1Protocol``."""
 
     ignored_updates: int
+    rpc: Connection
     _client: ClientSide | None
     _sessions: dict[str, V1Session]
     _unopened: dict[str, V1Session]
-    _warned: set[str]
 
     def _record_for_update(self, session_id: str) -> V1Session:
         """The record an update's session id names. An id the client never opened gets one of a bounded set,
@@ -104,7 +106,12 @@ class V1Incoming:
                     state.agent_options = list(model.config_options)
                     model = m.ConfigOptionUpdate(config_options=state.options(), meta=model.meta)
         except msgspec.ValidationError as exc:
-            _log.warning("v1 session/update dropped, it has no model form: %s", exc)
+            self.rpc.peer_log.warning(
+                "v1 updates without a model form",
+                "v1 session/update dropped, it has no model form: %s",
+                exc,
+                logger=_log,
+            )
             return None
         return m.UpdateSessionNotification(session_id=note.session_id, update=model, meta=note.meta)
 
@@ -116,13 +123,15 @@ class V1Incoming:
         if tag is None:
             return False
         self.ignored_updates += 1
-        if tag not in self._warned:
-            self._warned.add(tag)
-            _log.warning("a v1 agent sent the v2-only session/update %r; ignored (and any more of this kind)", tag)
+        log = self.rpc.peer_log  # a tag of the model's (V2_ONLY_UPDATES): the kinds stay few
+        log.warning(
+            f"v2-only updates {tag!r}", "a v1 agent sent the v2-only session/update %r; ignored", tag, logger=_log
+        )
         return True
 
-    def _on_update(self, note: v1.SessionNotification | None) -> Any:
-        if note is None:  # a usage update without its counts (usage_quirk.py)
+    def _on_update(self, note: v1.SessionNotification | SkippedUsage) -> Any:
+        if isinstance(note, SkippedUsage):  # a usage update without its counts (usage_quirk.py)
+            note.report(self.rpc.peer_log)
             return None
         model = self._to_model(note)
         if model is None or self._client is None:

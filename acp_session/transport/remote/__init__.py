@@ -7,7 +7,7 @@ nothing here imports them until a transport is opened, and then ``RemoteExtraMis
 """
 
 from ...errors import RemoteHttpError
-from .cookies import cookie_names, new_cookie_jar
+from .cookies import BoundedCookieJar, cookie_names, new_cookie_jar
 from .dialer import HttpVersion, Profile, RemoteDialer, resolve_ca_file
 from .errors import RemoteCertificateError, RemoteExtraMissing, RemoteProtocolError, RemoteTransportError
 from .headers import parse_header
@@ -16,6 +16,7 @@ from .redact import redact_url
 
 __all__ = [
     "DEFAULT_REMOTE_LIMITS",
+    "BoundedCookieJar",
     "HttpVersion",
     "Profile",
     "RemoteCertificateError",

@@ -3,6 +3,7 @@ and redirects kept to the server's own origin."""
 
 from __future__ import annotations
 
+import errno
 import ssl
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -17,7 +18,15 @@ if TYPE_CHECKING:
 
     from .dialer import RemoteDialer
 
-__all__ = ["RemoteClients", "describe", "import_httpx", "make_client", "read_bounded", "transport_error"]
+__all__ = [
+    "RemoteClients",
+    "describe",
+    "descriptors_exhausted",
+    "import_httpx",
+    "make_client",
+    "read_bounded",
+    "transport_error",
+]
 
 
 def import_httpx() -> Any:
@@ -134,7 +143,11 @@ async def read_bounded(response: httpx.Response, limit: int) -> tuple[bytes, boo
 
 def describe(error: BaseException) -> str:
     """The error's text, or its cause's (httpx's ``ConnectError`` often has none of its own: the TLS or socket
-    error under it says what happened)."""
+    error under it says what happened). Running out of file descriptors is named, wherever it is in the chain:
+    anyio's "All connection attempts failed" hides it as the cause of the cause."""
+    exhausted = descriptors_exhausted(error)
+    if exhausted is not None:
+        return exhausted
     seen: BaseException | None = error
     for _ in range(4):
         if seen is None:
@@ -144,6 +157,36 @@ def describe(error: BaseException) -> str:
             return text if seen is error else f"{type(error).__name__}: {text}"
         seen = seen.__cause__ or seen.__context__
     return type(error).__name__
+
+
+def descriptors_exhausted(error: BaseException) -> str | None:
+    """What to say when ``error`` (or an error under it: causes, contexts, an exception group's members) is EMFILE
+    or ENFILE, the process or the system out of file descriptors; None otherwise."""
+    stack: list[BaseException] = [error]
+    seen: set[int] = set()
+    while stack:
+        current = stack.pop()
+        if id(current) in seen or len(seen) > 32:
+            continue
+        seen.add(id(current))
+        if isinstance(current, OSError) and current.errno in (errno.EMFILE, errno.ENFILE):
+            name = "EMFILE" if current.errno == errno.EMFILE else "ENFILE"
+            whose = "this process" if name == "EMFILE" else "the system"
+            return f"too many open files ({name}: {whose} reached its limit of file descriptors{_nofile()})"
+        stack.extend(e for e in (current.__cause__, current.__context__) if e is not None)
+        members = getattr(current, "exceptions", None)  # an exception group (a backport's on Python 3.10)
+        if isinstance(members, (list, tuple)):
+            stack.extend(e for e in members if isinstance(e, BaseException))
+    return None
+
+
+def _nofile() -> str:
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - not on Windows
+        return ""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    return f", ulimit -n {soft}" if soft != resource.RLIM_INFINITY else ""
 
 
 def transport_error(error: BaseException, text: str) -> RemoteTransportError:

@@ -5,7 +5,9 @@ The rules (the RFD, and what the official TypeScript server does): ``initialize`
 ``Acp-Connection-Id`` and answered with 200, its answer in the body and the connection id in the header; the
 connection's stream is opened before anything else is sent; every other POST is answered with 202 and its
 answer comes on a stream. A session's stream is opened the first time the session is used (its id seen in an
-answer or in a message we send), before that message goes out, and again after it was lost. Losing the
+answer or in a message we send), before that message goes out, and again after it was lost. A subagent's
+stream is opened when the client says it follows that child (``follow_session``: it tracks the child), at most
+``max_subagent_streams`` at once, the others waiting in order. Losing the
 connection's stream ends the transport (every pending request fails; nothing is left half-dead). A 409 detaches
 only that session; 401, 403, 404, 410 and network errors end the transport; any other status fails only the
 request it carried (``RemoteHttpError``). Closing sends ``DELETE``.
@@ -51,7 +53,9 @@ _EVENTS = "text/event-stream"
 @asynccontextmanager
 async def open_http(dialer: RemoteDialer) -> AsyncIterator[HttpFrames]:
     http1, http2 = dialer.http_versions()
-    clients = RemoteClients(dialer, http1=http1, http2=http2, streams=dialer.limits.max_session_streams + 1)
+    limits = dialer.limits
+    streams = limits.max_session_streams + limits.max_subagent_streams + 1
+    clients = RemoteClients(dialer, http1=http1, http2=http2, streams=streams)
     async with clients.messages:
         # Entered by hand: a task group would wrap the caller's own exception in an ExceptionGroup.
         tg = anyio.create_task_group()
@@ -67,12 +71,14 @@ async def open_http(dialer: RemoteDialer) -> AsyncIterator[HttpFrames]:
 
 
 class _Stream:
-    """One GET event stream: the connection's (``session`` None) or a session's."""
+    """One GET event stream: the connection's (``session`` None) or a session's (``child``: a subagent's the client
+    follows, counted against ``max_subagent_streams``)."""
 
-    __slots__ = ("error", "ready", "scope", "session")
+    __slots__ = ("child", "error", "ready", "scope", "session")
 
-    def __init__(self, session: str | None) -> None:
+    def __init__(self, session: str | None, child: bool = False) -> None:
         self.session = session
+        self.child = child
         self.scope = anyio.CancelScope()
         self.ready = anyio.Event()  # set once the server answered the GET (``error`` says how)
         self.error: BaseException | None = None
@@ -92,8 +98,12 @@ class HttpFrames:
         self._routes = Routes()
         self._inbox = BatchInbox[Frame](dialer.limits.inbox_frames)
         self._streams: dict[str | None, _Stream] = {}
+        self._children_open = 0  # subagent streams whose task still runs (each holds a connection)
+        self._children_waiting: dict[str, None] = {}  # subagents followed past max_subagent_streams, in order
         self._send_lock = anyio.Lock()
         self.connection_id: str | None = None
+        self._initialized: anyio.Event | None = None  # set once the initialize POST (started) has ended
+        self._init_scope = anyio.CancelScope()
         self.failure: BaseException | None = None
         """Why the transport ended, when it was not closed by us (a typed ``RemoteTransportError`` or
         ``RemoteHttpError``)."""
@@ -119,6 +129,7 @@ class HttpFrames:
         if self._closed:
             return
         self._closed = True
+        self._init_scope.cancel()
         for stream in self._streams.values():
             stream.scope.cancel()
         self._inbox.close()
@@ -127,22 +138,54 @@ class HttpFrames:
             return
         with anyio.move_on_after(self._limits.close_timeout, shield=True):
             try:
-                response = await self._client.delete(self._url, headers={CONNECTION_ID: connection_id})
-                if response.status_code not in _OK and response.status_code != 404:
-                    _log.info("DELETE of the connection at %s answered %d", self.name, response.status_code)
+                # Its status only: the body (whatever a server puts there) is not read.
+                async with self._client.stream("DELETE", self._url, headers={CONNECTION_ID: connection_id}) as answer:
+                    status = answer.status_code
+                if status not in _OK and status != 404:
+                    _log.info("DELETE of the connection at %s answered %d", self.name, status)
             except Exception as exc:  # the server may be gone already; closing goes on
                 _log.debug("DELETE of the connection at %s failed: %s", self.name, self.dialer.redact(str(exc)))
 
     async def peer_exit(self) -> PeerExit:
         return PeerExit(reason=None if self.failure is None else str(self.failure))
 
+    # -- SessionStreams ------------------------------------------------------------------------------------
+
+    def follow_session(self, session_id: str) -> None:
+        """Read a subagent's stream (the client tracks it): now, or once fewer than ``max_subagent_streams`` are
+        open. Nothing for a session whose stream is open or waiting, or that is detached."""
+        if self._closed or self.failure is not None or self.connection_id is None:
+            return
+        if session_id in self._streams or session_id in self._children_waiting or session_id in self._routes.detached:
+            return
+        if self._children_open < self._limits.max_subagent_streams:
+            self._open(session_id, child=True)
+        elif len(self._children_waiting) < self._limits.max_session_streams:
+            self._children_waiting[session_id] = None
+        else:
+            _log.debug("subagent %s not followed: %d are waiting for a stream", session_id, len(self._children_waiting))
+
+    def unfollow_session(self, session_id: str) -> None:
+        """Stop reading a subagent's stream (the client no longer tracks it); its place goes to the next waiting."""
+        self._children_waiting.pop(session_id, None)
+        stream = self._streams.get(session_id)
+        if stream is not None and stream.child:
+            del self._streams[session_id]
+            stream.scope.cancel()
+
     # -- sending -------------------------------------------------------------------------------------------
 
     async def _send(self, frame: bytes) -> None:
         head = read_head(frame) or Head(msgspec.UNSET, None, None, None)
         if self.connection_id is None:
-            await self._initialize(frame, head)
-            return
+            if self._initialized is None:
+                self._start_initialize(frame, head)
+                return
+            if head.method == "$/cancel_request":
+                return  # initialize's own, given up on: no connection to address it to, and none will follow
+            await self._initialized.wait()  # what follows initialize goes out once the connection exists
+            if self.connection_id is None or self.failure is not None or self._closed:
+                raise anyio.BrokenResourceError
         self._routes.sending(head)
         session = self._routes.outgoing_session(head)
         if session is not None:
@@ -171,26 +214,48 @@ class HttpFrames:
         self._fail(error)  # the connection is gone, or a notification/answer was refused: nothing can report it
         raise anyio.BrokenResourceError
 
-    async def _initialize(self, frame: bytes, head: Head) -> None:
+    def _start_initialize(self, frame: bytes, head: Head) -> None:
+        """POST ``initialize`` in a task of its own: its answer is that POST's body, so the POST lasts as long as
+        the agent takes to answer, and the sender (the rpc layer's writer, or a caller writing its own request)
+        must not wait for it: the caller's own deadline (``initialize_timeout``) is what bounds the wait."""
         if head.method != "initialize" or not head.is_request:
             self._fail(RemoteProtocolError("the first message of a remote connection must be initialize"))
             raise anyio.BrokenResourceError
-        status, body, connection_id = await self._post_initialize(frame)
+        self._initialized = anyio.Event()
+        self._tg.start_soon(self._initialize, frame)
+
+    async def _initialize(self, frame: bytes) -> None:
+        """The ``initialize`` POST, then the connection's stream, then the answer to the rpc layer; a failure ends
+        the transport (``failure`` says why)."""
+        assert self._initialized is not None
+        try:
+            with self._init_scope:
+                await self._open_connection(frame)
+        except Exception as exc:  # in a task of the transport's: it ends the transport, never its task group
+            self._fail(self._network_error(exc, "initialize"))
+        finally:
+            self._initialized.set()
+
+    async def _open_connection(self, frame: bytes) -> None:
+        answered = await self._post_initialize(frame)
+        if answered is None:
+            return
+        status, body, connection_id = answered
         if status != 200:
             text = self._status_text(status, "initialize", body)
             self._fail(RemoteHttpError(-32603, text, self._error_data(status, body)))
-            raise anyio.BrokenResourceError
+            return
         if not connection_id:
             self._fail(RemoteProtocolError(f"the server at {self.name} answered initialize without {CONNECTION_ID}"))
-            raise anyio.BrokenResourceError
+            return
         self.connection_id = connection_id
         stream = self._open(None)  # the connection's stream is open before anything else is sent
         await stream.ready.wait()
-        if stream.error is not None:
-            raise anyio.BrokenResourceError  # _stream_ended recorded why
+        if stream.error is not None or self.failure is not None:
+            return  # _stream_ended recorded why
         await self._put(body)
 
-    async def _post_initialize(self, frame: bytes) -> tuple[int, bytes, str | None]:
+    async def _post_initialize(self, frame: bytes) -> tuple[int, bytes, str | None] | None:
         headers = {"Content-Type": _JSON, "Accept": f"{_JSON}, {_EVENTS}"}
         try:
             with anyio.fail_after(self._limits.response_timeout):
@@ -203,10 +268,10 @@ class HttpFrames:
                     await response.aclose()
         except Exception as exc:
             self._fail(self._network_error(exc, "initialize"))
-            raise anyio.BrokenResourceError from None
+            return None
         if more and response.status_code == 200:
             self._fail(RemoteProtocolError(f"the answer to initialize exceeds {self._limits.max_message} bytes"))
-            raise anyio.BrokenResourceError
+            return None
         return response.status_code, body, response.headers.get(CONNECTION_ID)
 
     async def _post(self, frame: bytes, headers: dict[str, str], *, what: str) -> tuple[int, bytes]:
@@ -236,6 +301,7 @@ class HttpFrames:
 
     async def _session_ready(self, session: str) -> bool:
         """Open ``session``'s stream if it is not open; False if the session is (now) detached."""
+        self._children_waiting.pop(session, None)  # a child the application uses now: opened at once
         for _ in range(2):  # a stream the server ended before it opened is tried once more
             if session in self._routes.detached:
                 return False
@@ -248,30 +314,48 @@ class HttpFrames:
         self._routes.detached[session] = {"transport": "http", "status": 0, "body": str(stream.error)}
         return False
 
-    def _open(self, session: str | None) -> _Stream:
+    def _open(self, session: str | None, *, child: bool = False) -> _Stream:
         existing = self._streams.get(session)
         if existing is not None:
             return existing
-        stream = _Stream(session)
+        stream = _Stream(session, child)
         if session is not None and len(self._streams) > self._limits.max_session_streams:
             stream.error = RemoteProtocolError(f"more than {self._limits.max_session_streams} session streams")
             self._routes.detached[session] = {"transport": "http", "status": 0, "body": str(stream.error)}
             stream.ready.set()
             return stream
         self._streams[session] = stream
+        if child:
+            self._children_open += 1
         self._tg.start_soon(self._read_stream, stream)
         return stream
 
     async def _read_stream(self, stream: _Stream) -> None:
         error: BaseException | None = None
-        with stream.scope:
-            try:
-                await self._stream_events(stream)
-            except Exception as exc:
-                error = exc
-        if not stream.scope.cancel_called:
-            await self._stream_ended(stream, error)
-        stream.ready.set()
+        try:
+            with stream.scope:
+                try:
+                    await self._stream_events(stream)
+                except Exception as exc:
+                    error = exc
+            if not stream.scope.cancel_called:
+                await self._stream_ended(stream, error)
+            stream.ready.set()
+        finally:
+            if stream.child:  # its connection is closed: the next waiting child's stream may open
+                self._children_open -= 1
+                self._next_child()
+
+    def _next_child(self) -> None:
+        waiting = self._children_waiting
+        while waiting and self._children_open < self._limits.max_subagent_streams:
+            if self._closed or self.failure is not None:
+                waiting.clear()
+                return
+            session = next(iter(waiting))
+            del waiting[session]
+            if session not in self._streams and session not in self._routes.detached:
+                self._open(session, child=True)
 
     async def _stream_events(self, stream: _Stream) -> None:
         httpx = self._httpx
@@ -329,11 +413,11 @@ class HttpFrames:
         head = read_head(data)
         if head is not None:
             self._routes.received(head, stream_session)
-            # A new session's stream opens now (its first use waits for it); so does a subagent's, announced on
-            # its parent's stream: the server sends the child's own updates on the child's stream only.
-            for new in (self._routes.new_session(head), head.child_session if stream_session else None):
-                if new is not None and new not in self._streams and new not in self._routes.detached:
-                    self._open(new)
+            # A new session's stream opens now (its first use waits for it). A subagent's opens when the client
+            # says it tracks the child (follow_session): an agent cannot make it open one for each it announces.
+            new = self._routes.new_session(head)
+            if new is not None and new not in self._streams and new not in self._routes.detached:
+                self._open(new)
         return data
 
     async def _stream_ended(self, stream: _Stream, error: BaseException | None) -> None:
@@ -423,6 +507,6 @@ def _phrase(status: int) -> str:
 
 def _routes_nothing(data: bytes) -> bool:
     """Whether a received message certainly means nothing to routing, without decoding it: only a message with
-    an ``id`` (a request or an answer) or a ``subagent_update`` does. Without a ``\\u`` escape, JSON can spell
-    that key and that value only literally, so their absence as bytes proves it (the streamed updates)."""
-    return b'"id"' not in data and b"subagent_update" not in data and b"\\u" not in data
+    an ``id`` (a request or an answer) does. Without a ``\\u`` escape, JSON can spell that key only literally, so
+    its absence as bytes proves it (the streamed updates)."""
+    return b'"id"' not in data and b"\\u" not in data

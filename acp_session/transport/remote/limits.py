@@ -22,7 +22,12 @@ class RemoteLimits:
     inbox_frames: int = 256
     """Messages received and not yet taken by the rpc layer; past it the streams stop reading (backpressure)."""
     max_session_streams: int = 1024
-    """Session-scoped event streams open at once on one HTTP connection."""
+    """Session-scoped event streams open at once on one HTTP connection (past it a session is detached)."""
+    max_subagent_streams: int = 64
+    """Subagent (child) sessions' event streams open at once on one HTTP connection, far below the common limit
+    of 1 024 descriptors a process: the client opens one only for a child it tracks (``Limits.subagents``), and
+    past this many the others wait, in order, until one closes (the server ends it, or the client stops tracking
+    that child). Their updates wait on the server meanwhile."""
     connect_timeout: float = 30.0
     """Seconds to connect (TCP, TLS, WebSocket upgrade)."""
     response_timeout: float = 60.0
@@ -34,7 +39,7 @@ class RemoteLimits:
     """Seconds the ``DELETE`` (or the WebSocket close) on closing may take."""
 
     def __post_init__(self) -> None:
-        if self.max_message < 1 or self.inbox_frames < 1 or self.max_session_streams < 1:
+        if min(self.max_message, self.inbox_frames, self.max_session_streams, self.max_subagent_streams) < 1:
             raise ValueError("remote limits must be positive")
 
 

@@ -33,12 +33,6 @@ class _Ref(msgspec.Struct):
 
 class _Params(msgspec.Struct):
     sessionId: Any = None
-    update: _Update | None = None
-
-
-class _Update(msgspec.Struct):
-    sessionUpdate: Any = None
-    sessionId: Any = None
 
 
 class _Head(msgspec.Struct):
@@ -60,7 +54,6 @@ class Head:
     method: str | None
     session: str | None  # params.sessionId
     result_session: str | None  # result.sessionId (an answer that names a session: session/new, fork...)
-    child_session: str | None = None  # a subagent_update's child session (its updates come on its own stream)
 
     @property
     def key(self) -> IdKey | None:
@@ -97,16 +90,12 @@ def read_head(frame: bytes) -> Head | None:
         return _read_loose(frame)
     except msgspec.DecodeError:
         return None
-    params, update = head.params, None if head.params is None else head.params.update
-    child = None
-    if update is not None and update.sessionUpdate == "subagent_update":
-        child = _text(update.sessionId)
+    params = head.params
     return Head(
         head.id,
         _text(head.method),
         None if params is None else _text(params.sessionId),
         None if head.result is None else _text(head.result.sessionId),
-        child,
     )
 
 

@@ -1,8 +1,9 @@
 """The WebSocket profile as a ``FrameTransport``: ``GET`` + ``Upgrade: websocket`` on the same endpoint, then one
 JSON-RPC message per text frame both ways (``initialize`` first). The 101 answer carries ``Acp-Connection-Id``.
 
-Built on ``httpx-ws`` (wsproto on anyio) over the connection's ``httpx`` client, so the upgrade carries the
-custom headers and the cookie jar, and wsproto frames what we send. Its session buffers a message's pieces
+The upgrade is a request of the connection's ``httpx`` client, so it carries the custom headers and the cookie
+jar, made here under one deadline (``connect_timeout``) for all of it; the socket it leaves is then run by an
+``httpx-ws`` session (wsproto on anyio), and wsproto frames what we send. That session buffers a message's pieces
 without bound, parses each received frame through wsproto's layers and hands messages over one task switch at a
 time, so a session class of ours reads instead (an override of httpx-ws internals, hence the pinned series): the
 server's frames parsed by our ``WsFrameReader`` (``wsframes.py``), straight into the transport's bounded inbox,
@@ -13,8 +14,10 @@ code and ends the transport with a typed error.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import logging
+import secrets
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
@@ -32,9 +35,11 @@ from .limits import MAX_ERROR_BODY
 from .wsframes import WsClose, WsFrameReader, WsPing, WsProtocolError
 
 if TYPE_CHECKING:
+    import httpx
+
     from .dialer import RemoteDialer
 
-__all__ = ["WebSocketFrames", "open_websocket"]
+__all__ = ["WebSocketFrames", "open_websocket", "upgrade_headers", "upgrade_websocket"]
 
 _log = logging.getLogger("acp_session.transport.remote")
 _READ_SIZE = 256 * 1024
@@ -55,58 +60,74 @@ async def open_websocket(dialer: RemoteDialer) -> AsyncIterator[WebSocketFrames]
     httpx_ws = _import_ws()
     inbox = BatchInbox[Item](dialer.limits.inbox_frames)
     session_class = _bounded_session_class(httpx_ws, dialer.limits.max_message, inbox)
-    client = make_client(dialer, http1=True, http2=False, streams=1)
-    refusal: list[bytes] = []
-
-    async def keep_refusal_body(response: Any) -> None:
-        # httpx-ws closes a refused upgrade's response before raising: its body (why the server refused) is read
-        # here, while it is still open.
-        if response.status_code != 101 and not response.is_redirect:
-            try:
-                refusal.append((await read_bounded(response, MAX_ERROR_BODY))[0])
-            except Exception:  # the status alone still says it
-                refusal.append(b"")
-
-    client.event_hooks["response"].append(keep_refusal_body)
-    async with client:
+    async with make_client(dialer, http1=True, http2=False, streams=1) as client:
+        response = await upgrade_websocket(dialer, client)
         try:
-            # Bounded by the client's connect and read timeouts (a scope here would not nest with its task group).
-            connecting = httpx_ws.aconnect_ws(
-                dialer.request_url,
-                client,
+            session = session_class(
+                response.extensions["network_stream"],
                 max_message_size_bytes=_READ_SIZE,
                 queue_size=dialer.limits.inbox_frames,
                 keepalive_ping_interval_seconds=None,
-                session_class=session_class,
+                response=response,
             )
-            ws = await connecting.__aenter__()
-        except httpx_ws.WebSocketUpgradeError as exc:
-            raise await _upgrade_error(dialer, exc.response, refusal[-1] if refusal else None) from None
-        except Exception as exc:
-            if isinstance(exc, RemoteTransportError):
-                raise
-            raise _connect_error(dialer, exc) from None
-        transport = WebSocketFrames(dialer, ws, inbox)
-        try:
-            yield transport
+            # Entered by hand: the caller's exception goes on as it is (passed into httpx-ws's task group, it
+            # would come out wrapped in an ExceptionGroup).
+            ws = await session.__aenter__()
+            transport = WebSocketFrames(dialer, ws, inbox)
+            try:
+                yield transport
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await transport.aclose()
+                try:  # not inside the shield: httpx-ws's task group was entered outside it
+                    await session.__aexit__(None, None, None)
+                except Exception as exc:  # the peer may be gone already
+                    _log.debug("closing the WebSocket to %s: %s", dialer.display_url, dialer.redact(str(exc)))
         finally:
-            # The caller's exception goes on as it is: passed into httpx-ws's task group, it would come out
-            # wrapped in an ExceptionGroup.
             with anyio.CancelScope(shield=True):
-                await transport.aclose()
-            try:  # not inside the shield: httpx-ws's task group was entered outside it
-                await connecting.__aexit__(None, None, None)
-            except Exception as exc:  # the peer may be gone already
-                _log.debug("closing the WebSocket to %s: %s", dialer.display_url, dialer.redact(str(exc)))
+                await response.aclose()
 
 
-async def _upgrade_error(dialer: RemoteDialer, response: Any, body: bytes | None) -> RemoteHttpError:
-    status = response.status_code
-    if body is None:
-        try:
-            body, _ = await read_bounded(response, MAX_ERROR_BODY)
-        except Exception:
-            body = b""
+def upgrade_headers() -> dict[str, str]:
+    """The headers of a WebSocket upgrade request (RFC 6455, 4.1)."""
+    key = base64.b64encode(secrets.token_bytes(16)).decode("ascii")
+    return {"Connection": "Upgrade", "Upgrade": "websocket", "Sec-WebSocket-Key": key, "Sec-WebSocket-Version": "13"}
+
+
+async def upgrade_websocket(dialer: RemoteDialer, client: httpx.AsyncClient) -> httpx.Response:
+    """The upgrade, all of it (TCP, TLS, the request, the ``101`` and every header after it) within the dialer's
+    ``connect_timeout``: a server that sends ``101`` and then one header byte a second is cut there, not after
+    the day h11's header limit allows. Returns the ``101`` response (its network stream is the socket); a
+    refusal is a ``RemoteHttpError`` with the status and the start of the body, anything else a
+    ``RemoteTransportError``. Done here rather than by httpx-ws so that one deadline covers it: a cancel scope
+    around httpx-ws's context would not nest with the task group it opens."""
+    limit = dialer.limits.connect_timeout
+    refused: tuple[int, bytes] | None = None
+    try:
+        with anyio.fail_after(limit):
+            request = client.build_request("GET", dialer.request_url, headers=upgrade_headers())
+            response = await client.send(request, stream=True)
+            if response.status_code == 101:
+                return response
+            try:
+                body, _ = await read_bounded(response, MAX_ERROR_BODY)
+            except Exception:  # the status alone still says it
+                body = b""
+            finally:
+                await response.aclose()
+            refused = response.status_code, body
+    except TimeoutError:
+        raise RemoteTransportError(
+            f"the WebSocket upgrade at {dialer.display_url} did not finish within {limit:g} s"
+        ) from None
+    except RemoteTransportError:
+        raise
+    except Exception as exc:
+        raise _connect_error(dialer, exc) from None
+    raise _upgrade_error(dialer, *refused)
+
+
+def _upgrade_error(dialer: RemoteDialer, status: int, body: bytes) -> RemoteHttpError:
     text = dialer.redact(body.decode("utf-8", "replace"))
     data = {"status": status, "body": text, "transport": "http"}
     brief = text[:200].strip()
@@ -115,7 +136,7 @@ async def _upgrade_error(dialer: RemoteDialer, response: Any, body: bytes | None
 
 
 def _connect_error(dialer: RemoteDialer, exc: BaseException) -> RemoteTransportError:
-    if isinstance(exc, TimeoutError):
+    if isinstance(exc, TimeoutError) or type(exc).__name__.endswith("Timeout"):  # httpx's own timeouts
         return RemoteTransportError(f"the WebSocket upgrade at {dialer.display_url} did not finish in time")
     text = dialer.redact(describe(exc))
     return transport_error(exc, f"connecting to {dialer.display_url} failed: {text}")

@@ -9,6 +9,8 @@ import logging
 import os
 import sys
 import textwrap
+from collections.abc import Callable
+from typing import Any
 
 import anyio
 
@@ -18,10 +20,13 @@ from acp_session.transport import Transport, stdio_server
 from . import AGENT_NAME, AGENT_VERSION
 from .batches import BatchingTransport
 from .faults import FaultyWire
+from .limits import DEFAULT_LIMITS, ServerLimits
 from .mutants import SERVER_MODES, WIRE_MODES
 from .remote_rules import REMOTE_BROKEN_MODES
 from .scenarios import SCENARIOS
 from .server import BROKEN_MODES, AgentOptions, ReferenceAgent
+from .v1_mutant_wire import MutantWire, mutant_wire
+from .v1_mutants import V1_BROKEN_MODES
 from .variants import VariantAgent
 
 __all__ = ["main", "serve"]
@@ -31,7 +36,8 @@ def _epilog() -> str:
     lines = ["scenarios (start the prompt text with /NAME; anything else gets a short offline reply):"]
     lines += [f"  /{name:<18} {description}" for name, (description, _) in SCENARIOS.items()]
     lines += ["", "broken variants (--broken MODE, repeatable; for testing conformance runners):"]
-    lines += [f"  {name:<19} {description}" for name, description in {**BROKEN_MODES, **REMOTE_BROKEN_MODES}.items()]
+    every = {**BROKEN_MODES, **REMOTE_BROKEN_MODES, **V1_BROKEN_MODES}
+    lines += [f"  {name:<19} {description}" for name, description in every.items()]
     lines += [
         "",
         "config options: mode (select: ask, code, review; default code), thoughts (boolean; default false).",
@@ -53,7 +59,7 @@ def _parser() -> argparse.ArgumentParser:
         "--broken",
         action="append",
         default=[],
-        choices=sorted({**BROKEN_MODES, **REMOTE_BROKEN_MODES}),
+        choices=sorted({**BROKEN_MODES, **REMOTE_BROKEN_MODES, **V1_BROKEN_MODES}),
         metavar="MODE",
         help="misbehave on purpose (see below)",
     )
@@ -120,8 +126,53 @@ def _parser() -> argparse.ArgumentParser:
         "repeatable; '*' for any). Requests with another Origin get 403; without one (non-browser clients) and, "
         "when listening on loopback, from loopback origins (localhost, 127.0.0.1, [::1], any port) are accepted",
     )
+    caps = DEFAULT_LIMITS
+    remote.add_argument(
+        "--max-connections",
+        type=_positive(int),
+        default=caps.max_connections,
+        metavar="N",
+        help=f"with --listen: live connections at most; one more initialize or upgrade gets 503 "
+        f"(default {caps.max_connections})",
+    )
+    remote.add_argument(
+        "--max-pending",
+        type=_positive(int),
+        default=caps.max_pending,
+        metavar="N",
+        help=f"with --listen: connections not started (initialized, stream not opened; upgraded, no initialize) at "
+        f"most; one more gets 503 (default {caps.max_pending})",
+    )
+    remote.add_argument(
+        "--pending-timeout",
+        type=_positive(float),
+        default=caps.pending_timeout,
+        metavar="SECONDS",
+        help=f"with --listen: a connection not started this long ends (default {caps.pending_timeout:g})",
+    )
+    remote.add_argument(
+        "--max-buffered-bytes",
+        type=_positive(int),
+        default=caps.max_buffered_bytes,
+        metavar="BYTES",
+        help="with --listen: bytes of client messages held at once (bodies being read, messages waiting for the "
+        f"agent); a POST that does not fit gets 503 (default {caps.max_buffered_bytes})",
+    )
     parser.add_argument("--log-level", default="WARNING", help="stderr log level (default WARNING)")
     return parser
+
+
+def _positive(kind: Callable[[str], float]) -> Callable[[str], Any]:
+    def parse(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        if not value > 0:
+            raise argparse.ArgumentTypeError(f"must be more than 0, not {text}")
+        return value
+
+    return parse
 
 
 def _listen(parser: argparse.ArgumentParser, args: argparse.Namespace, options: AgentOptions) -> None:
@@ -133,9 +184,17 @@ def _listen(parser: argparse.ArgumentParser, args: argparse.Namespace, options: 
         OriginPolicy.for_listening(host, args.allow_origin)  # each value checked before anything starts
     except ValueError as exc:
         parser.error(str(exc))
-    listen = ListenOptions(host, port, args.tls_cert, args.tls_key, args.require_cookie, tuple(args.allow_origin))
+    limits = ServerLimits(args.max_connections, args.max_pending, args.pending_timeout, args.max_buffered_bytes)
+    listen = ListenOptions(
+        host, port, args.tls_cert, args.tls_key, args.require_cookie, tuple(args.allow_origin), limits
+    )
     with contextlib.suppress(KeyboardInterrupt):
         anyio.run(serve_listening, options, listen, args.backend, backend=args.backend)
+
+
+def _caps_given(args: argparse.Namespace) -> bool:
+    given = ServerLimits(args.max_connections, args.max_pending, args.pending_timeout, args.max_buffered_bytes)
+    return given != DEFAULT_LIMITS
 
 
 async def serve(options: AgentOptions) -> None:
@@ -144,10 +203,17 @@ async def serve(options: AgentOptions) -> None:
         transport: Transport = stdio
         if options.broken & WIRE_MODES.keys():
             transport = FaultyWire(transport, options.broken)
-        async with Connection(BatchingTransport(transport, options.broken)) as conn:
+        # the v1 wire (the transport itself unless a broken v1 mode is on) is the connection's own: the v1 front
+        # queues messages through it
+        wire = mutant_wire(BatchingTransport(transport, options.broken), options.broken)
+        async with Connection(wire) as conn:
             variant = options.all_capabilities or options.broken & SERVER_MODES.keys()
-            (VariantAgent if variant else ReferenceAgent)(conn, tg, options)
+            agent = (VariantAgent if variant else ReferenceAgent)(conn, tg, options)
+            if isinstance(wire, MutantWire):
+                wire.active = lambda: agent.v1 is not None
             await conn.wait_closed()
+            if agent.v1 is not None and "v1-linger" in options.broken:
+                await anyio.sleep_forever()  # --broken v1-linger: stdin is closed, yet the agent stays
         if "ignore-stdin-eof" in options.broken:
             await anyio.sleep_forever()  # a broken variant: only a signal ends it
         tg.cancel_scope.cancel()
@@ -172,8 +238,8 @@ def main(argv: list[str] | None = None) -> None:
     if args.listen is not None:
         _listen(_parser(), args, options)
         return
-    if args.tls_cert or args.tls_key or args.require_cookie or args.allow_origin:
-        _parser().error("--tls-cert, --tls-key, --require-cookie and --allow-origin go with --listen")
+    if args.tls_cert or args.tls_key or args.require_cookie or args.allow_origin or _caps_given(args):
+        _parser().error("--tls-cert, --tls-key, --require-cookie, --allow-origin and the limits go with --listen")
     if "junk-stdout" in options.broken:
         os.write(sys.stdout.fileno(), b"reference agent starting up\n")  # not an ACP message: a framing error
     with contextlib.suppress(KeyboardInterrupt):

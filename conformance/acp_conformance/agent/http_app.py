@@ -4,8 +4,9 @@
 everything else 202), ``GET`` with ``Accept: text/event-stream`` opens the connection's SSE stream or, with
 ``Acp-Session-Id``, a session's, ``DELETE`` ends the connection, and ``GET`` + ``Upgrade: websocket`` is the same
 conversation over one socket. A request (the upgrade included) whose ``Origin`` is not allowed gets 403 before
-anything else (``origins``). The rules are in ``remote_rules``, a connection's state in ``remote_connection``;
-an ASGI server (hypercorn, see ``listen``) does the HTTP.
+anything else (``origins``). The rules are in ``remote_rules``, a connection's state in ``remote_connection``,
+the caps on what clients make the server hold in ``limits``; an ASGI server (hypercorn, see ``listen``) does the
+HTTP.
 """
 
 from __future__ import annotations
@@ -18,6 +19,9 @@ from typing import Any
 import anyio
 import msgspec
 
+from acp_session._counted_log import CountedLog
+
+from .limits import DEFAULT_LIMITS, RETRY_AFTER, ByteBudget, RequestBody, ServerLimits
 from .origins import OriginPolicy
 from .remote_connection import ConnectionOverflow, RemoteConnection, StreamBusy
 from .remote_rules import BadRequest, Inbound, check_get, check_post, check_post_headers, parse_post
@@ -36,8 +40,6 @@ COOKIE_REFUSAL = f"Missing or wrong {COOKIE_NAME} cookie (the server requires it
 """The 400's reason when ``--require-cookie`` refuses a request (over HTTP or at the WebSocket upgrade)."""
 KEEP_ALIVE_SECONDS = 15.0
 INITIALIZE_TIMEOUT = 30.0
-DRAIN_LIMIT = 64 * 1024 * 1024
-"""An oversized body is read on (and dropped) up to this many bytes before the 413 goes out."""
 ISSUED_COOKIES = 65536
 """Affinity cookies remembered (the newest), so ``--require-cookie`` can tell one this server set on a WebSocket
 upgrade."""
@@ -79,6 +81,8 @@ async def _respond(
     send: Send, status: int, body: bytes = b"", content_type: str = "text/plain; charset=utf-8", headers: Any = ()
 ) -> None:
     raw = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in headers]
+    if status == 503:
+        raw.append((b"retry-after", RETRY_AFTER.encode()))
     if body:
         raw.append((b"content-type", content_type.encode("latin-1")))
     raw.append((b"content-length", str(len(body)).encode()))
@@ -86,16 +90,33 @@ async def _respond(
     await send({"type": "http.response.body", "body": body})
 
 
+def _closing(scope: Scope, drained: bool) -> list[tuple[str, str]]:
+    """``Connection: close`` when the request's body was not read whole (HTTP/1.x: hypercorn closes it then)."""
+    return [] if drained or scope.get("http_version") not in ("1.0", "1.1") else [("connection", "close")]
+
+
+async def _refuse(scope: Scope, body: RequestBody, send: Send, refusal: BadRequest, headers: Any = ()) -> None:
+    """Answer a request with ``refusal`` once its body is read (``RequestBody``); ``Connection: close`` when the
+    body could not be (too large, or not sent), so the client does not send its next request there."""
+    headers = [*headers, *_closing(scope, await body.drain())]
+    if refusal.json_body is not None:
+        await _respond(send, refusal.status, refusal.json_body, "application/json", headers)
+    else:
+        await _respond(send, refusal.status, refusal.reason.encode(), headers=headers)
+
+
 async def refuse_upgrade(scope: Scope, receive: Receive, send: Send, status: int, reason: str) -> None:
     """Answer a WebSocket upgrade with an HTTP error instead of the 101 (the ASGI denial response, so the client
-    reads the status and ``reason``; a server without it answers 403 with no body)."""
+    reads the status and ``reason``; a server without it closes with 1008, or 1013 for a 503)."""
     if (await receive())["type"] != "websocket.connect":
         return
     if "websocket.http.response" not in scope.get("extensions", {}):
-        await send({"type": "websocket.close", "code": 1008})
+        await send({"type": "websocket.close", "code": 1013 if status == 503 else 1008})
         return
     body = reason.encode()
     headers = [(b"content-type", b"text/plain; charset=utf-8"), (b"content-length", str(len(body)).encode())]
+    if status == 503:
+        headers.append((b"retry-after", RETRY_AFTER.encode()))
     await send({"type": "websocket.http.response.start", "status": status, "headers": headers})
     await send({"type": "websocket.http.response.body", "body": body})
 
@@ -110,9 +131,17 @@ class AcpHttpApp:
         *,
         require_cookie: bool = False,
         origins: OriginPolicy | None = None,
+        limits: ServerLimits = DEFAULT_LIMITS,
     ) -> None:
         self.shared = shared
         self.options = options
+        self.limits = limits
+        self.budget = ByteBudget(limits.max_buffered_bytes)
+        """The bytes of client messages held (``ServerLimits.max_buffered_bytes``), shared by all connections."""
+        self.log = CountedLog(_log, "the clients")
+        """What clients can make the server log once per request (refusals, binary frames): counted per kind."""
+        self.pending_sockets = 0
+        """WebSockets upgraded that have not sent ``initialize`` yet (they count as live and not started)."""
         self.require_cookie = require_cookie
         self.origins = origins or OriginPolicy()
         """Who may call (``origins``); by default only clients that send no ``Origin`` (no browser page)."""
@@ -145,9 +174,33 @@ class AcpHttpApp:
         for origin in _origins(scope):
             if not self.origins.allows(origin):
                 shown = origin[:200].encode("ascii", "replace").decode()
-                _log.info("refused a request from Origin %r (not allowed)", shown)
+                self.log.info(
+                    "requests refused for their Origin", "refused a request from Origin %r (not allowed)", shown
+                )
                 return f"Forbidden: Origin {shown} is not allowed (--allow-origin {shown} would allow it)"
         return None
+
+    def capacity_refusal(self) -> str | None:
+        """Why one more connection would break a cap (the 503's body), or None when it may start."""
+        limits = self.limits
+        live = len(self.connections) + self.pending_sockets
+        if live >= limits.max_connections:
+            return (
+                f"Service Unavailable: the server has {live} connections, its limit (--max-connections "
+                f"{limits.max_connections}); retry later"
+            )
+        pending = self.pending_sockets + sum(1 for conn in self.connections.values() if not conn.started)
+        if pending >= limits.max_pending:
+            return (
+                f"Service Unavailable: {pending} connections have not started yet, the limit (--max-pending "
+                f"{limits.max_pending}; each has {limits.pending_timeout:g} s to open its stream); retry later"
+            )
+        return None
+
+    def new_connection(
+        self, websocket_sink: Callable[[list[bytes]], Awaitable[None]] | None = None
+    ) -> RemoteConnection:
+        return RemoteConnection(websocket_sink, self.options.broken, self.limits, self.budget)
 
     async def start_connection(self, conn: RemoteConnection) -> None:
         """Run ``conn``'s agent in the server's task group (it outlives the request that made it)."""
@@ -166,31 +219,28 @@ class AcpHttpApp:
             await self._lifespan(receive, send)
             return
         refused = self.origin_refusal(scope)
-        if refused is not None:  # before anything else: such a request must have no effect at all
-            if kind == "http":
-                await _respond(send, 403, refused.encode())
-            else:
-                await refuse_upgrade(scope, receive, send, 403, refused)
-            return
-        if scope.get("path") != ENDPOINT:
-            if kind == "http":
-                await _respond(send, 404, b"Not Found: the ACP endpoint is " + ENDPOINT.encode())
-            else:
-                await send({"type": "websocket.close", "code": 1008})
-            return
         if kind == "websocket":
-            if self.wrong_upgrade_cookie(_headers(scope)):
+            if refused is not None:  # before anything else: such a request must have no effect at all
+                await refuse_upgrade(scope, receive, send, 403, refused)
+            elif scope.get("path") != ENDPOINT:
+                await send({"type": "websocket.close", "code": 1008})
+            elif self.wrong_upgrade_cookie(_headers(scope)):
                 await refuse_upgrade(scope, receive, send, 400, COOKIE_REFUSAL)
-                return
-            await serve_websocket(self, scope, receive, send)
-            return
-        try:
-            await self._http(scope, receive, send)
-        except BadRequest as refusal:
-            if refusal.json_body is not None:
-                await _respond(send, refusal.status, refusal.json_body, "application/json")
+            elif (busy := self.capacity_refusal()) is not None:
+                self.log.info("upgrades refused at a cap", "refused a WebSocket upgrade: %s", busy)
+                await refuse_upgrade(scope, receive, send, 503, busy)
             else:
-                await _respond(send, refusal.status, refusal.reason.encode())
+                await serve_websocket(self, scope, receive, send)
+            return
+        body = RequestBody(receive, _headers(scope).get("content-length"))
+        try:
+            if refused is not None:
+                raise BadRequest(403, refused)
+            if scope.get("path") != ENDPOINT:
+                raise BadRequest(404, "Not Found: the ACP endpoint is " + ENDPOINT)
+            await self._http(scope, body, send)
+        except BadRequest as refusal:
+            await _refuse(scope, body, send, refusal)
 
     @staticmethod
     async def _lifespan(receive: Receive, send: Send) -> None:
@@ -202,21 +252,23 @@ class AcpHttpApp:
                 await send({"type": "lifespan.shutdown.complete"})
                 return
 
-    async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
+    async def _http(self, scope: Scope, body: RequestBody, send: Send) -> None:
         headers = _headers(scope)
         method = scope.get("method")
         if method == "POST":
-            await self._post(headers, receive, send)
+            await self._post(headers, body, send)
         elif method == "GET":
-            await self._get(headers, receive, send)
+            await self._get(headers, body, send)
         elif method == "DELETE":
             conn = self._connection(headers)
+            drained = await body.drain()
             conn.end()
             with anyio.move_on_after(5):
                 await conn.ended.wait()
-            await _respond(send, 202)
+            await _respond(send, 202, headers=_closing(scope, drained))
         else:
-            await _respond(send, 405, b"Method Not Allowed", headers=[("allow", "GET, POST, DELETE")])
+            allow = [("allow", "GET, POST, DELETE")]
+            await _refuse(scope, body, send, BadRequest(405, "Method Not Allowed"), allow)
 
     def _connection(self, headers: dict[str, str]) -> RemoteConnection:
         connection_id = headers.get("acp-connection-id")
@@ -231,65 +283,73 @@ class AcpHttpApp:
             raise BadRequest(400, COOKIE_REFUSAL)
         return conn
 
-    async def _read_body(self, headers: dict[str, str], receive: Receive) -> bytes:
-        """The POST body; a wrong media type (415) or an oversized body (413) is refused after reading it on, so
-        the client sees the answer rather than a reset, unless it goes past ``DRAIN_LIMIT``. (Answering before
+    async def _read_body(self, headers: dict[str, str], body: RequestBody) -> bytes:
+        """The POST body, held in the server's budget (the caller gives it back, or hands it to a connection);
+        a wrong media type (415), an oversized body (413) or one the budget has no room for (503) is refused
+        after reading it on (``_refuse``), so the client sees the answer rather than a reset. (Answering before
         the body is read also makes hypercorn close a TLS connection the client is still writing to, and log
         the SSL error as a traceback.)"""
-        length = headers.get("content-length")
-        declared = int(length) if length and length.isdigit() else None
-        refused: BadRequest | None = None
-        try:
-            check_post_headers(headers, None, lax=self.broken("lax-media-types"))  # 415 first
-        except BadRequest as refusal:
-            refused = refusal
-        if declared is not None and declared > DRAIN_LIMIT:  # too big to read on: refused at once
-            if refused is not None:
-                raise refused
-            check_post_headers(headers, declared, lax=True)  # the 413
+        check_post_headers(headers, None, lax=self.broken("lax-media-types"))  # 415 first
+        check_post_headers(headers, body.declared, lax=True)  # 413 for the declared size
+        held = body.declared or 0  # a declared body is let in whole or not at all
+        if not self.budget.take(held):
+            raise BadRequest(503, self._busy())
         chunks: list[bytes] = []
-        size = 0
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                raise BadRequest(400, "the client went away")
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if refused is None:
-                try:
-                    check_post_headers(headers, size, lax=True)
-                except BadRequest as refusal:
-                    refused = refusal
-            if refused is not None:
-                chunks = []
-                if size > DRAIN_LIMIT:
-                    raise refused
-            else:
-                chunks.append(chunk)
-            if not message.get("more_body", False):
-                if refused is not None:
-                    raise refused
-                return b"".join(chunks)
-
-    async def _post(self, headers: dict[str, str], receive: Receive, send: Send) -> None:
-        body = await self._read_body(headers, receive)
-        message = parse_post(headers, body)
-        if isinstance(message, Inbound):
-            await self._initialize(message, send)
-            return
-        conn = self._connection(headers)
-        routes = conn.routes.client_response_routes
-        inbound = check_post(headers, message, body, routes, check_session=not self.broken("no-session-check"))
         try:
-            await conn.feed(inbound)
-        except anyio.ClosedResourceError:
-            raise BadRequest(404, "Unknown Acp-Connection-Id (the connection ended)") from None
+            while not body.complete:
+                message = await body()
+                if body.disconnected:
+                    raise BadRequest(400, "the client went away")
+                chunks.append(message.get("body", b""))
+                check_post_headers(headers, body.read, lax=True)  # 413 for what came
+                if body.read > held:  # more than declared (or nothing was)
+                    if not self.budget.take(body.read - held):
+                        raise BadRequest(503, self._busy())
+                    held = body.read
+        except BaseException:
+            chunks.clear()  # the refusal's traceback keeps this frame while the rest of the body is read
+            self.budget.give_back(held)
+            raise
+        raw = b"".join(chunks)
+        self.budget.give_back(held - len(raw))
+        return raw
+
+    def _busy(self) -> str:
+        limit = self.limits.max_buffered_bytes
+        return (
+            f"Service Unavailable: the server holds {self.budget.used} bytes of client messages, its limit "
+            f"(--max-buffered-bytes {limit}); retry later"
+        )
+
+    async def _post(self, headers: dict[str, str], body: RequestBody, send: Send) -> None:
+        raw = await self._read_body(headers, body)
+        held = len(raw)  # in the budget until a connection takes the message
+        try:
+            message = parse_post(headers, raw)
+            if isinstance(message, Inbound):
+                refusal = self.capacity_refusal()
+                if refusal is not None:
+                    self.log.info("initializes refused at a cap", "refused an initialize: %s", refusal)
+                    raise BadRequest(503, refusal)
+                conn = self.new_connection()
+                await self.start_connection(conn)
+                await conn.feed(message)
+                held = 0
+                await self._answer_initialize(conn, send)
+                return
+            conn = self._connection(headers)
+            routes = conn.routes.client_response_routes
+            inbound = check_post(headers, message, raw, routes, check_session=not self.broken("no-session-check"))
+            try:
+                await conn.feed(inbound)
+            except anyio.ClosedResourceError:
+                raise BadRequest(404, "Unknown Acp-Connection-Id (the connection ended)") from None
+            held = 0
+        finally:
+            self.budget.give_back(held)
         await _respond(send, 202)
 
-    async def _initialize(self, inbound: Inbound, send: Send) -> None:
-        conn = RemoteConnection(broken=self.options.broken)
-        await self.start_connection(conn)
-        await conn.feed(inbound)
+    async def _answer_initialize(self, conn: RemoteConnection, send: Send) -> None:
         answer = None
         with anyio.move_on_after(INITIALIZE_TIMEOUT):
             answer = await conn.initial_answer()
@@ -299,7 +359,7 @@ class AcpHttpApp:
         extra = [("acp-connection-id", conn.connection_id), self.cookie_header(conn)]
         await _respond(send, 200, answer, "application/json", extra)
 
-    async def _get(self, headers: dict[str, str], receive: Receive, send: Send) -> None:
+    async def _get(self, headers: dict[str, str], receive: RequestBody, send: Send) -> None:
         _, session_id = check_get(headers, lax=self.broken("lax-media-types"))
         conn = self._connection(headers)
         try:

@@ -17,7 +17,9 @@ from typing import Any
 import anyio
 
 from .http_app import ENDPOINT, AcpHttpApp
+from .limits import DEFAULT_LIMITS, ServerLimits
 from .origins import OriginPolicy
+from .remote_rules import MAX_BODY_BYTES
 from .server import AgentOptions
 from .shared import SharedSessions
 
@@ -35,6 +37,8 @@ class ListenOptions:
     require_cookie: bool = False
     allow_origins: tuple[str, ...] = ()
     """``--allow-origin`` values (``*``: any), beside the loopback origins when ``host`` is loopback."""
+    limits: ServerLimits = DEFAULT_LIMITS
+    """``--max-connections``, ``--max-pending``, ``--pending-timeout``, ``--max-buffered-bytes``."""
 
 
 def parse_address(text: str) -> tuple[str, int]:
@@ -84,6 +88,8 @@ async def serve_listening(options: AgentOptions, listen: ListenOptions, backend:
     config.graceful_timeout = 1.0
     config.accesslog = None
     config.errorlog = _log
+    config.websocket_max_message_size = MAX_BODY_BYTES  # a larger message closes its socket (1009)
+    config.max_app_queue_size = 2  # what hypercorn reads ahead of the app, per request (a WebSocket: messages)
     if listen.tls_cert or listen.tls_key:
         if not (listen.tls_cert and listen.tls_key):
             raise SystemExit("acp-reference-agent: --tls-cert and --tls-key go together")
@@ -93,7 +99,7 @@ async def serve_listening(options: AgentOptions, listen: ListenOptions, backend:
     async with anyio.create_task_group() as tg:
         shared = SharedSessions(tg, options.store)
         origins = OriginPolicy.for_listening(listen.host, listen.allow_origins)
-        app = AcpHttpApp(shared, options, require_cookie=listen.require_cookie, origins=origins)
+        app = AcpHttpApp(shared, options, require_cookie=listen.require_cookie, origins=origins, limits=listen.limits)
         stopped = anyio.Event()
 
         async def run_server() -> None:

@@ -4,7 +4,8 @@ the initialize POST's body, the connection's SSE stream or a session's SSE strea
 
 A stream holds what its reader has not taken yet, so an answer written before the client opened the stream is
 not lost; the bytes a connection holds are bounded, and a client that lets them pile up past the bound loses the
-connection (the server's sessions go on; a resume finds them).
+connection (the server's sessions go on; a resume finds them). The client's messages waiting for the agent count in
+the server's ``ByteBudget`` until the agent takes them (``limits``).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from acp_session.rpc import Connection
 from acp_session.transport import PeerExit
 from acp_session.transport.framing import Frame
 
+from .limits import DEFAULT_LIMITS, ByteBudget, ServerLimits
 from .remote_rules import CONNECTION, INITIAL, Inbound, OutboundRoutes, Route
 from .server import AgentOptions, ReferenceAgent
 from .shared import SharedSessions
@@ -41,8 +43,6 @@ MAX_BUFFERED_BYTES = 32 * 1024 * 1024
 """Bytes one connection may hold for readers that have not taken them; past it the connection ends."""
 MAX_SESSION_STREAMS = 1024
 """Session streams one connection may have; a client that needs more loses the connection."""
-FIRST_READER_TIMEOUT = 60.0
-"""A connection whose SSE stream is not opened this long after initialize ends (an abandoned initialize)."""
 
 
 class StreamBusy(Exception):
@@ -102,18 +102,32 @@ class _Transport:
     """The ``FrameTransport`` under the rpc ``Connection``: frames in from the client, routed frames out."""
 
     def __init__(
-        self, inbound: MemoryObjectReceiveStream[bytes], sink: Callable[[list[bytes]], Awaitable[None]]
+        self,
+        inbound: MemoryObjectReceiveStream[bytes],
+        sink: Callable[[list[bytes]], Awaitable[None]],
+        budget: ByteBudget,
     ) -> None:
         self._inbound = inbound
         self._sink = sink
+        self._budget = budget
 
     async def receive_frames(self) -> list[Frame]:
-        frames: list[Frame] = [await self._inbound.receive()]
+        taken = [await self._inbound.receive()]
         while True:
             try:
-                frames.append(self._inbound.receive_nowait())
-            except anyio.WouldBlock:
+                taken.append(self._inbound.receive_nowait())
+            except (anyio.WouldBlock, anyio.EndOfStream):
+                self._budget.give_back(sum(map(len, taken)))  # the agent has them now
+                frames: list[Frame] = list(taken)
                 return frames
+
+    def give_back_queued(self) -> None:
+        """The messages the agent will never take (the connection ended) leave the budget."""
+        while True:
+            try:
+                self._budget.give_back(len(self._inbound.receive_nowait()))
+            except (anyio.WouldBlock, anyio.EndOfStream, anyio.ClosedResourceError):
+                return
 
     async def send_frames(self, frames: list[bytes]) -> None:
         await self._sink(frames)
@@ -132,6 +146,8 @@ class RemoteConnection:
         self,
         websocket_sink: Callable[[list[bytes]], Awaitable[None]] | None = None,
         broken: frozenset[str] = frozenset(),
+        limits: ServerLimits = DEFAULT_LIMITS,
+        budget: ByteBudget | None = None,
     ) -> None:
         self.connection_id = secrets.token_urlsafe(18)
         self.cookie = secrets.token_urlsafe(12)
@@ -148,7 +164,10 @@ class RemoteConnection:
         self.websocket = websocket_sink is not None
         send, receive = anyio.create_memory_object_stream[bytes](64)
         self._inbound_send: MemoryObjectSendStream[bytes] = send
-        self._transport = _Transport(receive, self._route if websocket_sink is None else websocket_sink)
+        self.pending_timeout = limits.pending_timeout
+        self.budget = budget or ByteBudget(limits.max_buffered_bytes)
+        """Where the client's messages are counted until the agent took them (the server's, shared)."""
+        self._transport = _Transport(receive, self._route if websocket_sink is None else websocket_sink, self.budget)
         self._scope: anyio.CancelScope | None = None
 
     # -- lifetime ----------------------------------------------------------------------------------------
@@ -168,7 +187,7 @@ class RemoteConnection:
                     agent = ReferenceAgent(rpc, shared.tg, options, shared=shared)
                     task_status.started()
                     if self._websocket_sink is None:
-                        with anyio.move_on_after(FIRST_READER_TIMEOUT) as wait:
+                        with anyio.move_on_after(self.pending_timeout) as wait:
                             await self.stream_opened.wait()
                         if wait.cancelled_caught:
                             _log.info("connection %s: no SSE stream was opened; ending it", self.connection_id)
@@ -177,8 +196,16 @@ class RemoteConnection:
         finally:
             if agent is not None:
                 shared.detach(agent)
+            self._inbound_send.close()  # a message fed from now on is refused, not left in the budget
             self._close_streams()
+            self._transport.give_back_queued()
             self.ended.set()
+
+    @property
+    def started(self) -> bool:
+        """Whether the client began to use the connection: a WebSocket has (its first message was
+        ``initialize``); over HTTP, once the connection's stream was opened."""
+        return self.websocket or self.stream_opened.is_set()
 
     def end(self) -> None:
         """End the connection now (its pending agent requests fail, which a resumed session asks again)."""
@@ -186,6 +213,7 @@ class RemoteConnection:
         if self._scope is not None:
             self._scope.cancel()
         self._close_streams()
+        self._transport.give_back_queued()
 
     def _close_streams(self) -> None:
         self.connection_stream.close()
@@ -196,7 +224,8 @@ class RemoteConnection:
     # -- client -> agent ---------------------------------------------------------------------------------
 
     async def feed(self, inbound: Inbound) -> None:
-        """Hand one POSTed (or WebSocket) message to the agent, after noting where its answer goes."""
+        """Hand one POSTed (or WebSocket) message to the agent, after noting where its answer goes; from then on
+        its bytes, held in the budget by the caller, are the connection's to give back."""
         self.routes.expect_answer(inbound)
         try:
             await self._inbound_send.send(inbound.raw)

@@ -19,6 +19,7 @@ import msgspec
 
 from acp_session.codec import convert, decoder, to_builtins
 from acp_session.errors import InternalError, InvalidParams, RpcError
+from acp_session.protocol.base import LAST_STOP_REASON_META
 from acp_session.rpc import PendingRequest
 from acp_session.schema import types as m
 from acp_session.schema import unstable as mu
@@ -36,6 +37,7 @@ from .config import MODE_VALUES
 from .scenarios import available_commands
 from .sessions import Session, SessionStore
 from .shared import ServingAgent, SharedSessions
+from .v1_mutants import V1_BROKEN_MODES, V1Mutants
 from .v1_wire import UpdateMapper, config_options, is_idle, modes
 from .v1_wire import available_commands as commands_update
 from .workspace import CommandResult, Workspace, WorkspaceError
@@ -74,6 +76,12 @@ class V2Agent(ServingAgent, Protocol):
     def check_path(self, path: str, what: str) -> None: ...
     def check_mcp(self, servers: Any) -> list[dict[str, Any]]: ...
     def mcp_transports(self) -> frozenset[str]: ...
+    # What the broken v1 modes (v1_mutants.py) wrap or ask.
+    def broken(self, mode: str) -> bool: ...
+    def cancel(self, note: Any) -> None: ...
+    async def close_session(self, request: Any) -> Any: ...
+    async def list_sessions(self, request: Any) -> Any: ...
+    async def delete_session(self, request: Any) -> Any: ...
 
 
 class ClientWorkspace(Workspace):
@@ -84,9 +92,13 @@ class ClientWorkspace(Workspace):
         self.session_id = session_id
         caps = front.client_capabilities
         fs = caps.fs if isinstance(caps.fs, v1.FileSystemCapabilities) else None
-        self.reads = fs is not None and fs.read_text_file is True
-        self.writes = fs is not None and fs.write_text_file is True
-        self.runs_commands = caps.terminal is True
+        forces = front.mutants.forces  # a broken mode may call what was not advertised
+        self.reads = (fs is not None and fs.read_text_file is True) or forces("fs")
+        self.writes = (fs is not None and fs.write_text_file is True) or forces("fs")
+        self.runs_commands = caps.terminal is True or forces("terminal")
+        elicitation = caps.elicitation if isinstance(caps.elicitation, v1.ElicitationCapabilities) else None
+        form = elicitation is not None and isinstance(elicitation.form, v1.ElicitationFormCapabilities)
+        self.elicits = form or forces("elicit")
 
     def _conn(self) -> Any:
         """The connection to ask: under --listen, the one serving the session now (a reconnect moves it)."""
@@ -105,6 +117,7 @@ class ClientWorkspace(Workspace):
     async def read_text(self, path: str) -> str | None:
         if not self.reads:
             return await super().read_text(path)
+        path = self.front.mutants.read_path(path)
         try:
             result = await self._conn().request("fs/read_text_file", {"sessionId": self.session_id, "path": path})
         except RpcError as exc:
@@ -122,6 +135,12 @@ class ClientWorkspace(Workspace):
             return
         await self._call("fs/write_text_file", {"path": path, "content": text})
 
+    async def elicit(self, message: str, schema: dict[str, Any]) -> dict[str, Any] | None:
+        if not self.elicits:  # a mode the client did not advertise is never requested (elicitation.mdx)
+            return None
+        result = await self._call("elicitation/create", {"mode": "form", "message": message, "requestedSchema": schema})
+        return result if isinstance(result, dict) else {}
+
     async def start_command(self, command: str, args: list[str], cwd: str) -> str:
         result = await self._call("terminal/create", {"command": command, "args": args, "cwd": cwd})
         terminal_id = result.get("terminalId") if isinstance(result, dict) else None
@@ -132,7 +151,9 @@ class ClientWorkspace(Workspace):
     async def finish_command(self, terminal_id: str) -> CommandResult:
         try:
             exit_status = await self._call("terminal/wait_for_exit", {"terminalId": terminal_id})
-            output = await self._call("terminal/output", {"terminalId": terminal_id})
+            output = await self._call(
+                "terminal/output", {"terminalId": self.front.mutants.output_terminal(terminal_id)}
+            )
         finally:
             with anyio.CancelScope(shield=True):
                 try:
@@ -155,6 +176,7 @@ class V1Front:
         self.client_capabilities = v1.ClientCapabilities()
         self.mappers: dict[str, UpdateMapper] = {}
         self.turn_ends: dict[str, Any] = {}  # session id -> the idle state update that ended its last turn
+        self.mutants = V1Mutants(self, frozenset(mode for mode in V1_BROKEN_MODES if agent.broken(mode)))
 
     # -- initialize --------------------------------------------------------------------------------------
 
@@ -169,7 +191,7 @@ class V1Front:
             self.client_capabilities = request.client_capabilities
         self._register()
         mcp = self.agent.mcp_transports()
-        return {
+        answer = {
             "protocolVersion": 1,
             "agentCapabilities": {
                 "loadSession": True,
@@ -186,6 +208,7 @@ class V1Front:
             "authMethods": [],
             "agentInfo": {"name": AGENT_NAME, "version": AGENT_VERSION, "title": "ACP reference agent"},
         }
+        return self.mutants.initialize(params, answer)
 
     def _register(self) -> None:
         on = self.conn.on_request
@@ -197,6 +220,7 @@ class V1Front:
         on("session/set_config_option", self.set_config_option, decoder(v1.SetSessionConfigOptionRequest))
         on("authenticate", self.authenticate, decoder(v1.AuthenticateRequest))
         # session/list, session/close, session/delete and session/cancel have the same shape in both versions.
+        self.mutants.install()
 
     # -- what the engine calls ---------------------------------------------------------------------------
 
@@ -206,8 +230,8 @@ class V1Front:
             session_caps = self.client_capabilities.session
             options = getattr(session_caps, "config_options", None)
             mapper = UpdateMapper(
-                boolean_options=_offered(getattr(options, "boolean", None)),
-                notices=_offered(getattr(session_caps, "notices", None)),
+                boolean_options=_offered(getattr(options, "boolean", None)) or self.mutants.boolean_options(),
+                notices=_offered(getattr(session_caps, "notices", None)) or self.mutants.notices(),
                 compaction=_offered(getattr(session_caps, "compaction", None)),
             )
             self.mappers[session_id] = mapper
@@ -217,6 +241,7 @@ class V1Front:
         if is_idle(update):
             self.turn_ends[session_id] = update
         for plain in self._mapper(session_id).map(update, replay=replay):
+            plain = self.mutants.update(plain)
             await self.conn.notify("session/update", {"sessionId": session_id, "update": plain})
 
     def request_permission(self, request: m.RequestPermissionRequest) -> PendingRequest[m.RequestPermissionResponse]:
@@ -227,6 +252,7 @@ class V1Front:
             call = to_builtins(subject.tool_call)
         call.setdefault("title", request.title)
         params = {"sessionId": request.session_id, "toolCall": call, "options": to_builtins(request.options)}
+        params = self.mutants.permission(params)
         return self.conn.request("session/request_permission", params, decode=decoder(m.RequestPermissionResponse))
 
     def workspace(self, session_id: str) -> Workspace:
@@ -242,10 +268,14 @@ class V1Front:
         """v1 has no commands in the session/new (or load) answer: an update says them, just before that answer
         (a client handles updates for the session it is opening: ACP2-031; nothing comes after the answer that a
         client waiting for a quiet session could take for a stray update)."""
-        update = commands_update(available_commands())
+        update = self.mutants.commands(commands_update(available_commands()))
         await self.conn.notify("session/update", {"sessionId": session_id, "update": update})
 
     async def new_session(self, request: v1.NewSessionRequest) -> dict[str, Any]:
+        earlier = self.mutants.check_new(request)
+        if earlier is not None:
+            await self._announce_commands(earlier["sessionId"])
+            return earlier
         plain: dict[str, Any] = {"cwd": request.cwd, "mcpServers": _mcp_servers(request.mcp_servers)}
         if isinstance(request.additional_directories, list):
             plain["additionalDirectories"] = request.additional_directories
@@ -253,9 +283,9 @@ class V1Front:
         session = self.agent.store.get(answer.session_id)
         assert session is not None
         await self._announce_commands(answer.session_id)
-        return {"sessionId": answer.session_id, **self._session_values(session)}
+        return self.mutants.new_session(request, {"sessionId": answer.session_id, **self._session_values(session)})
 
-    async def load_session(self, request: v1.LoadSessionRequest) -> dict[str, Any]:
+    async def load_session(self, request: v1.LoadSessionRequest) -> dict[str, Any] | None:
         """Open a known session again and replay its history, all before the answer (session-setup.mdx)."""
         session = self.agent.session_or_error(request.session_id, open_only=False)
         self.agent.check_path(request.cwd, "cwd")
@@ -271,8 +301,11 @@ class V1Front:
         mapper.reset()
         shared = self.agent.shared
         if shared is None:
-            await self._replay(session)
-            return self._session_values(session)
+            if self.mutants.replays():
+                await self._replay(session)
+            else:
+                self.mutants.replay_after(session.session_id, self._replayed(session))
+            return self.mutants.load_answer(self._loaded(session))
         # --listen: the session is taken over from whichever connection served it; live updates wait for the
         # replay (delivered once), then a permission request the turn waits for is asked here.
         shared.begin_resume(session.session_id, self.agent)
@@ -282,16 +315,35 @@ class V1Front:
             await shared.end_resume(session.session_id)
         if session.work_done is not None and not session.work_done.is_set():
             # v1 has no state updates: a turn's end is its prompt's answer, which died with the connection that
-            # asked. The load is answered when the running turn ends, so the client sees the whole turn.
+            # asked. The load is answered when the running turn ends, so the client sees the whole turn, and
+            # its answer says how the turn ended.
             await session.work_done.wait()
-        return self._session_values(session)
+        return self.mutants.load_answer(self._loaded(session))
+
+    def _loaded(self, session: Session) -> dict[str, Any]:
+        """The ``session/load`` answer: the session's values and, in ``_meta``, the stop reason of its last turn
+        when no turn runs (``LAST_STOP_REASON_META``: a client whose prompt was lost with its connection learns
+        there how its turn ended). v1 has no ``error`` stop reason (that prompt failed): not said."""
+        values = self._session_values(session)
+        idle = session.work_done is None or session.work_done.is_set()
+        if idle and session.last_stop_reason is not None and session.last_stop_reason != "error":
+            values["_meta"] = {LAST_STOP_REASON_META: session.last_stop_reason}
+        return values
 
     async def _replay(self, session: Session) -> None:
         for update in list(session.history):
             await self.send_update(session.session_id, update, replay=True)
         await self._announce_commands(session.session_id)
 
+    def _replayed(self, session: Session) -> list[dict[str, Any]]:
+        """The v1 updates ``_replay`` sends, unsent (for the broken mode that sends them after the answer)."""
+        mapper = self._mapper(session.session_id)
+        return [
+            self.mutants.update(plain) for update in list(session.history) for plain in mapper.map(update, replay=True)
+        ]
+
     async def resume_session(self, request: v1.ResumeSessionRequest) -> dict[str, Any]:
+        self.mutants.check_resume(request)
         plain: dict[str, Any] = {"sessionId": request.session_id, "cwd": request.cwd}
         if isinstance(request.mcp_servers, list):
             plain["mcpServers"] = _mcp_servers(request.mcp_servers)
@@ -300,10 +352,13 @@ class V1Front:
         await self.agent.resume_session(convert(plain, mu.ResumeSessionRequest))  # no replay: v1 resume has none
         session = self.agent.session_or_error(request.session_id)
         self._mapper(session.session_id).reset()
+        if self.mutants.resume_replays():
+            await self._replay(session)
         return self._session_values(session)
 
     async def set_mode(self, request: v1.SetSessionModeRequest) -> dict[str, Any]:
         session = self.agent.session_or_error(request.session_id)
+        self.mutants.set_mode()
         if request.mode_id not in MODE_VALUES:
             raise InvalidParams(data={"reason": f"unknown mode {request.mode_id!r}", "modeId": request.mode_id})
         session.config.mode = request.mode_id
@@ -332,7 +387,8 @@ class V1Front:
                 },
             )
         boolean = self._mapper(session.session_id).boolean_options
-        return {"configOptions": config_options(session.config, boolean=boolean)}
+        answer = {"configOptions": config_options(session.config, boolean=boolean)}
+        return self.mutants.config_answer(request.config_id, answer)
 
     async def authenticate(self, request: v1.AuthenticateRequest) -> dict[str, Any]:
         # No auth methods are advertised: nothing is needed, and no method id is known.
@@ -342,17 +398,19 @@ class V1Front:
 
     async def prompt(self, request: v1.PromptRequest) -> dict[str, Any]:
         """Insert the prompt as v2 does, then answer when its turn ends (v1's prompt spans the whole turn)."""
+        self.mutants.check_prompt(request)
         blocks = [to_builtins(block) for block in request.prompt]
         await self.agent.prompt(convert({"sessionId": request.session_id, "prompt": blocks}, m.PromptRequest))
         session = self.agent.session_or_error(request.session_id, open_only=False)
         self.turn_ends.pop(session.session_id, None)
+        await self.mutants.turn_started(session.session_id)
         done = session.work_done  # this turn's: set before prompt() returned, nothing ran in between
         if done is not None:
             await done.wait()
         end = self.turn_ends.pop(session.session_id, None)
         if end is None:  # the session was closed (or deleted) during the turn
-            return {"stopReason": "cancelled"}
+            return self.mutants.prompt_result(session.session_id, {"stopReason": "cancelled"})
         if end.stop_reason == "error":  # v1 has no error stop reason: the prompt fails instead
             error = end.error if isinstance(end.error, m.Error) else None
             raise InternalError(message=error.message if error is not None else "the turn failed")
-        return {"stopReason": end.stop_reason}
+        return self.mutants.prompt_result(session.session_id, {"stopReason": end.stop_reason})

@@ -3,6 +3,11 @@
 The 101 response carries ``Acp-Connection-Id`` and the affinity cookie; the first message must be an
 ``initialize`` request (else the socket is closed with 1002); every message is one text frame, and binary frames
 are ignored, as the RFD says. The socket closing ends the connection, never the server's sessions.
+
+The server's caps (``limits``) hold here too: an upgrade past ``--max-connections`` or ``--max-pending`` gets
+``503`` instead of the 101, a socket that sends no ``initialize`` within the pending timeout is closed with
+``1008``, and each message waits for room in the server's byte budget before the agent gets it (meanwhile the
+socket is not read).
 """
 
 from __future__ import annotations
@@ -13,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import msgspec
 
-from .remote_connection import RemoteConnection
 from .remote_rules import CONNECTION, INITIAL, Inbound
 
 if TYPE_CHECKING:
@@ -35,7 +39,7 @@ def _initialize_request(text: str) -> dict[str, Any] | None:
     return None
 
 
-async def _next_text(receive: Receive) -> str | None:
+async def _next_text(app: AcpHttpApp, receive: Receive) -> str | None:
     """The next text frame (binary frames skipped); None once the client is gone."""
     while True:
         event = await receive()
@@ -46,31 +50,73 @@ async def _next_text(receive: Receive) -> str | None:
         text = event.get("text")
         if text is not None:
             return str(text)
-        _log.info("ignoring a binary WebSocket frame (ACP messages are text frames)")
+        app.log.info("binary WebSocket frames", "ignoring a binary WebSocket frame (ACP messages are text frames)")
+
+
+async def _until_disconnect(receive: Receive) -> None:
+    """After the server's close frame, the client's (at most 2 s): returning from the app while hypercorn answers a
+    close the client sent at the same moment makes hypercorn on trio send two things at once, which ends the
+    whole server (``BusyResourceError``)."""
+    with anyio.move_on_after(2):
+        while (await receive())["type"] != "websocket.disconnect":
+            pass
+
+
+async def _send_close(send: Send, code: int, reason: str) -> None:
+    """Send the close frame; a client that hung up meanwhile is no error (hypercorn on trio then raises
+    ``BusyResourceError`` from its own socket shutdown, which runs beside this send)."""
+    try:
+        await send({"type": "websocket.close", "code": code, "reason": reason})
+    except Exception as exc:  # the socket is going away; there is nobody to tell
+        _log.debug("closing a WebSocket whose client is gone: %r", exc)
+
+
+async def _close(receive: Receive, send: Send, code: int, reason: str) -> None:
+    await _send_close(send, code, reason)
+    await _until_disconnect(receive)
+
+
+async def _first_message(app: AcpHttpApp, receive: Receive, send: Send, headers: Any) -> str | None:
+    """Accept the upgrade and wait for the first text frame; None (the socket closed) when none comes within the
+    pending timeout."""
+    await send({"type": "websocket.accept", "headers": headers})
+    timeout = app.limits.pending_timeout
+    with anyio.move_on_after(timeout):
+        return await _next_text(app, receive)
+    app.log.info("WebSockets closed for sending no initialize", "closing a WebSocket: no initialize in %g s", timeout)
+    await _close(receive, send, 1008, f"no initialize within {timeout:g} s (--pending-timeout)")
+    return None
 
 
 async def serve_websocket(app: AcpHttpApp, scope: Scope, receive: Receive, send: Send) -> None:
-    if (await receive())["type"] != "websocket.connect":
-        return
-    outgoing_send, outgoing = anyio.create_memory_object_stream[bytes](_OUTGOING_FRAMES)
+    """Serve one upgrade the caller let through the server's caps (``AcpHttpApp.capacity_refusal``): it counts
+    as not started from now (before anything is awaited, so no other upgrade passes the same check) until its
+    ``initialize`` came."""
+    app.pending_sockets += 1
+    try:
+        if (await receive())["type"] != "websocket.connect":
+            return
+        outgoing_send, outgoing = anyio.create_memory_object_stream[bytes](_OUTGOING_FRAMES)
 
-    async def to_socket(frames: list[bytes]) -> None:
-        for frame in frames:
-            await outgoing_send.send(frame)
+        async def to_socket(frames: list[bytes]) -> None:
+            for frame in frames:
+                await outgoing_send.send(frame)
 
-    conn = RemoteConnection(websocket_sink=to_socket, broken=app.options.broken)
+        conn = app.new_connection(to_socket)
+        headers = [(b"acp-connection-id", conn.connection_id.encode())]
+        headers += [(name.encode(), value.encode()) for name, value in [app.cookie_header(conn)]]
+        first = await _first_message(app, receive, send, headers)
+    finally:
+        app.pending_sockets -= 1
     binary = "binary-frames" in app.options.broken
-    headers = [(b"acp-connection-id", conn.connection_id.encode())]
-    headers += [(name.encode(), value.encode()) for name, value in [app.cookie_header(conn)]]
-    await send({"type": "websocket.accept", "headers": headers})
-    first = await _next_text(receive)
     if first is None:
         return
     initialize = _initialize_request(first)
     if initialize is None:
-        await send({"type": "websocket.close", "code": 1002, "reason": "the first message must be initialize"})
+        await _close(receive, send, 1002, "the first message must be initialize")
         return
     await app.start_connection(conn)
+    closed_here = False
     try:
         async with anyio.create_task_group() as tg:
 
@@ -83,24 +129,33 @@ async def serve_websocket(app: AcpHttpApp, scope: Scope, receive: Receive, send:
                             await send({"type": "websocket.send", "text": frame.decode("utf-8")})
 
             async def close_when_ended() -> None:
+                nonlocal closed_here
                 await conn.ended.wait()
                 tg.cancel_scope.cancel()
                 with anyio.CancelScope(shield=True), anyio.move_on_after(2):
-                    await send({"type": "websocket.close", "code": 1000, "reason": "the connection ended"})
+                    closed_here = True
+                    await _send_close(send, 1000, "the connection ended")
 
             tg.start_soon(pump)
             tg.start_soon(close_when_ended)
-            await conn.feed(Inbound(initialize, first.encode(), INITIAL))
-            while (text := await _next_text(receive)) is not None:
+            text: str | None = first
+            message: Any = initialize
+            route = INITIAL
+            while text is not None:
                 raw = text.encode()
+                await app.budget.take_when_free(len(raw))  # the connection gives it back once the agent took it
                 try:
-                    await conn.feed(Inbound({}, raw, CONNECTION))
+                    await conn.feed(Inbound(message, raw, route))
                 except anyio.ClosedResourceError:
+                    app.budget.give_back(len(raw))
                     break
                 if "close-socket" in app.options.broken and b'"session/close"' in raw:
                     await anyio.sleep(0.2)  # --broken close-socket: one session's close ends the socket
                     break
+                text, message, route = await _next_text(app, receive), {}, CONNECTION
             tg.cancel_scope.cancel()
+        if closed_here:
+            await _until_disconnect(receive)
     finally:
         conn.end()
         outgoing_send.close()

@@ -1,15 +1,16 @@
-"""Where a scenario reads and writes files and runs commands.
+"""Where a scenario reads and writes files, runs commands and asks the user.
 
 In v2 (and for a v1 client without the ``fs`` capability) the agent uses its own disk. A v1 client that
 advertises ``fs.readTextFile`` / ``fs.writeTextFile`` / ``terminal`` is asked instead (``fs/*``,
-``terminal/*``: v1_front.py), so an editor sees unsaved buffers and runs the command itself. Scenarios only
-see this interface.
+``terminal/*``: v1_front.py), so an editor sees unsaved buffers and runs the command itself; a v1 client that
+offers form elicitation is asked questions (``elicitation/create``). Scenarios only see this interface.
 """
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import Any
 
 import anyio
 
@@ -67,3 +68,8 @@ class Workspace:
     async def finish_command(self, terminal_id: str) -> CommandResult:
         """Wait for the command, read its output and release the terminal."""
         raise WorkspaceError("this client runs no terminals")
+
+    async def elicit(self, message: str, schema: dict[str, Any]) -> dict[str, Any] | None:
+        """Ask the user through the client (a form); its answer, or None when the client offers no form
+        elicitation (then the agent does not ask: elicitation.mdx)."""
+        return None

@@ -9,25 +9,25 @@ client is started in a fresh directory with ``ACP_CONFORMANCE_SCENARIO`` (the sc
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shlex
 import shutil
 import sys
 import tempfile
+import textwrap
 import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import anyio
 
-from ..runner.baseline import Baseline, BaselineError, load_baseline
-from ..runner.verdict import tally
-from .judge import CLIENT_CHECKS, NOT_TESTED, ClientCheck, Run, judge_runs
+from ..runner.baseline import BaselineError, load_baseline
+from ..runner.verdict import PARTIAL
+from .drivers import DRIVERS
+from .judge import CLIENT_CHECKS, Run, judge_runs, unchecked
+from .report import ClientReport, client_verdict, html, junit, table, to_json
 from .subject import run_subject
 
-__all__ = ["SCENARIOS", "ClientReport", "main", "run_client"]
+__all__ = ["EXIT_NOT_CHECKED", "EXIT_PARTIAL", "SCENARIOS", "ClientReport", "main", "run_client"]
 
 # Scenario -> the protocol versions the scripted agent plays it with, and what it does.
 SCENARIOS: dict[str, tuple[tuple[int, ...], str]] = {
@@ -43,16 +43,10 @@ SCENARIOS: dict[str, tuple[tuple[int, ...], str]] = {
     "agent-dies": ((1, 2), "the agent exits mid-turn; the client must end (any status), without a traceback"),
 }
 PROMPT = "Hello, scripted agent."
-_STATUS = {"pass": "PASS", "fail": "FAIL", "n/a": "SKIPPED", NOT_TESTED: "NOT_TESTED"}
 AGENT = [sys.executable, "-m", "acp_conformance.client_mode.agent"]
-
-
-@dataclass
-class ClientReport:
-    client: list[str]
-    runs: list[Run]
-    results: list[tuple[ClientCheck, str, str]]  # (check, status, message)
-    seconds: float
+EXIT_FAILED = 1
+EXIT_NOT_CHECKED = 3
+EXIT_PARTIAL = 4
 
 
 async def _one_run(client: list[str], scenario: str, version: int, root: str, limit: float) -> Run:
@@ -87,14 +81,10 @@ async def run_client(
     limit: float = 15.0,
     keep_logs: str | None = None,
 ) -> ClientReport:
-    """Run every (scenario, version) against ``client`` and judge the client from the runs."""
-    plan = [
-        (name, v)
-        for name, (vs, _) in SCENARIOS.items()
-        if not scenarios or name in scenarios
-        for v in vs
-        if v in versions
-    ]
+    """Run every (scenario, version) against ``client`` and judge the client from the runs. A choice of
+    ``scenarios`` or ``versions`` that leaves runs out is recorded (``not_played``): the verdict is partial."""
+    every = [(name, v) for name, (vs, _) in SCENARIOS.items() for v in vs]
+    plan = [(name, v) for name, v in every if (not scenarios or name in scenarios) and v in versions]
     started = time.monotonic()
     root = tempfile.mkdtemp(prefix="acp-conformance-client-")
     runs: list[Run] = []
@@ -116,117 +106,17 @@ async def run_client(
         shutil.rmtree(root, ignore_errors=True)
     order = {key: i for i, key in enumerate(plan)}
     runs.sort(key=lambda r: order[(r.scenario, r.version)])
-    return ClientReport(list(client), runs, judge_runs(runs), time.monotonic() - started)
-
-
-def verdict(report: ClientReport, baseline: Baseline | None) -> dict[str, Any]:
-    result = tally([(c.id, c.tier, _STATUS[status]) for c, status, _ in report.results], baseline)
-    deciding = result.failed + result.untested
-    outcome = result.baseline
-    return {
-        "verdict": "non_conformant" if deciding else "conformant",
-        "conformant": not deciding,
-        "deciding": deciding,
-        "tier_counts": result.counts,
-        "baseline": {"known": outcome.known, "new": outcome.new, "stale": outcome.stale, "unused": outcome.unused},
-    }
-
-
-def _failed_transcript(report: ClientReport, message: str) -> list[dict[str, Any]]:
-    run = next((r for r in report.runs if message.startswith(r.label)), None)
-    if run is None:
-        return []
-    return [
-        {"direction": "sent" if ln.direction == "in" else "received", "seconds": ln.t, "line": ln.raw[:4000]}
-        for ln in run.lines
-    ][-200:]
-
-
-def to_json(report: ClientReport, judged: dict[str, Any]) -> str:
-    checks = []
-    for c, status, message in report.results:
-        failed = status == "fail"
-        run = next((r for r in report.runs if message.startswith(r.label)), None) if failed else None
-        checks.append(
-            {
-                "id": c.id,
-                "title": c.title,
-                "tier": c.tier.value,
-                "status": _STATUS[status],
-                "rules": list(c.rules),
-                "message": message,
-                # The transcript is the client's side as the client sees it: "sent" by the client.
-                "transcript": _failed_transcript(report, message) if failed else None,
-                "stderrTail": (run.stderr_tail if run else []) if failed else None,
-            }
-        )
-    data = {
-        "reportFormat": 2,
-        "mode": "client",
-        "client": shlex.join(report.client),
-        "verdict": judged,
-        "seconds": round(report.seconds, 3),
-        "runs": [
-            {
-                "scenario": r.scenario,
-                "agentVersion": r.version,
-                "negotiated": r.negotiated,
-                "exitCode": r.exit_code,
-                "seconds": round(r.seconds, 3),
-            }
-            for r in report.runs
-        ],
-        "checks": checks,
-    }
-    return json.dumps(data, indent=2)
-
-
-def junit(report: ClientReport) -> str:
-    """JUnit XML, as agent mode writes it: a testcase per check, its tier as a property."""
-    from xml.etree import ElementTree
-
-    failures = sum(status == "fail" for _, status, _ in report.results)
-    skipped = sum(status not in ("pass", "fail") for _, status, _ in report.results)
-    suite = ElementTree.Element(
-        "testsuite",
-        name="acp-conformance client",
-        tests=str(len(report.results)),
-        failures=str(failures),
-        skipped=str(skipped),
-        time=f"{report.seconds:.3f}",
+    selection = [f"--scenario {name}" for name in scenarios or ()]
+    selection += [f"--protocol {v}" for v in versions] if set(versions) != {1, 2} else []
+    return ClientReport(
+        list(client),
+        runs,
+        judge_runs(runs),
+        time.monotonic() - started,
+        problem=unchecked(runs),
+        not_played=[f"{name}/v{v}" for name, v in every if (name, v) not in plan],
+        selection=" ".join(selection),
     )
-    properties = ElementTree.SubElement(suite, "properties")
-    ElementTree.SubElement(properties, "property", name="client", value=shlex.join(report.client))
-    for c, status, message in report.results:
-        case = ElementTree.SubElement(suite, "testcase", classname="acp-conformance.client", name=c.id)
-        case_properties = ElementTree.SubElement(case, "properties")
-        ElementTree.SubElement(case_properties, "property", name="tier", value=c.tier.value)
-        if status == "fail":
-            ElementTree.SubElement(case, "failure", message=message).text = f"{c.title}\nrules: {', '.join(c.rules)}"
-        elif status != "pass":
-            ElementTree.SubElement(case, "skipped", message=message)
-    return ElementTree.tostring(suite, encoding="unicode", xml_declaration=True)
-
-
-def table(report: ClientReport, judged: dict[str, Any]) -> str:
-    lines = [f"ACP client conformance: {shlex.join(report.client)}", ""]
-    for c, status, message in report.results:
-        mark = {"not tested": "UNTESTED"}.get(status, status.upper())
-        lines.append(f"  {mark:<8}  {c.id:<32} {c.tier.value[:4]}  {', '.join(c.rules)}")
-        if message and status != "pass":
-            lines.append(f"{'':8}{message}")
-    runs = ", ".join(f"{r.scenario}/v{r.version}:{r.exit_code}" for r in report.runs)
-    lines += ["", f"runs (scenario/agent version:exit status): {runs}", f"{report.seconds:.1f} s"]
-    lines.append(f"VERDICT: {judged['verdict'].upper()}")
-    base = judged["baseline"]
-    for label, key in (
-        ("known failures (baseline)", "known"),
-        ("NEW failures", "new"),
-        ("STALE baseline entries (now passing; remove them)", "stale"),
-    ):
-        if base[key]:
-            lines.append(f"  {label}: {', '.join(base[key])}")
-    return "\n".join(lines)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -237,7 +127,19 @@ def _parser() -> argparse.ArgumentParser:
         epilog="scenarios:\n"
         + "\n".join(f"  {n:<17} v{'/v'.join(map(str, vs))}  {t}" for n, (vs, t) in SCENARIOS.items())
         + "\n\nchecks:\n"
-        + "\n".join(f"  {c.id:<32} {c.tier.value:<10} {c.title}" for c in CLIENT_CHECKS),
+        + "\n".join(f"  {c.id:<34} {c.tier.value:<11} {c.title}" for c in CLIENT_CHECKS)
+        + "\n\nshipped drivers (the client command after --; docs/conformance.md has the driver contract):\n"
+        + "\n".join(
+            f"  python -m acp_conformance.client_mode.drivers.{name}\n      {text}" for name, text in DRIVERS.items()
+        )
+        + "\n\n"
+        + textwrap.fill(
+            "exit status: 0 conformant, 1 non-conformant or a stale baseline entry, 2 usage, 3 client not checked "
+            "(no run completed a handshake: it never started the scripted agent, or sent it no initialize), "
+            "4 partial (--scenario or --protocol left runs out; those played decide nothing against the client)",
+            100,
+            subsequent_indent="  ",
+        ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--scenario", action="append", default=[], choices=sorted(SCENARIOS))
@@ -246,6 +148,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--timeout", type=float, default=15.0, help="seconds one run of the client may take")
     parser.add_argument("--json", action="store_true", help="print the results as JSON instead of text")
     parser.add_argument("--junit", metavar="FILE", help="also write JUnit XML to FILE")
+    parser.add_argument("--html", metavar="FILE", help="also write the report as one self-contained web page to FILE")
     parser.add_argument("--logs", metavar="DIR", help="keep each run's log (every line both ways) in DIR")
     parser.add_argument("--baseline", metavar="FILE")
     parser.add_argument("--write-baseline", metavar="FILE")
@@ -277,17 +180,26 @@ def main(argv: list[str]) -> None:
             keep_logs=args.logs,
         )
     )
-    judged = verdict(report, baseline)
+    verdict = client_verdict(report, baseline)
     try:
-        print(to_json(report, judged) if args.json else table(report, judged), flush=True)
+        print(to_json(report, verdict) if args.json else table(report, verdict), flush=True)
     except BrokenPipeError:  # ``| head``: the reader has what it wanted; no traceback, the status still counts
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     if args.junit:
         Path(args.junit).write_text(junit(report), encoding="utf-8")
+    if args.html:
+        Path(args.html).write_text(html(report, verdict), encoding="utf-8")
     if args.write_baseline:
         from ..runner.baseline import write_baseline
 
         failures = {c.id: message for c, status, message in report.results if status == "fail"}
         write_baseline(args.write_baseline, failures, agent=shlex.join(client))
         sys.exit(0)
-    sys.exit(0 if judged["conformant"] and not judged["baseline"]["stale"] else 1)
+    failed = any(verdict.statuses[c] == "FAIL" for c in verdict.deciding)
+    if failed or verdict.baseline.stale:
+        sys.exit(EXIT_FAILED)
+    if verdict.conformant:
+        sys.exit(0)
+    if report.problem is not None:
+        sys.exit(EXIT_NOT_CHECKED)
+    sys.exit(EXIT_PARTIAL if verdict.verdict == PARTIAL else EXIT_FAILED)

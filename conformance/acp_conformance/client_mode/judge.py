@@ -14,7 +14,7 @@ from typing import Any
 from ..runner.tiers import Tier
 from .runs import Line, Run, versioned_problems
 
-__all__ = ["CLIENT_CHECKS", "NOT_TESTED", "ClientCheck", "Run", "judge_runs"]
+__all__ = ["CLIENT_CHECKS", "NOT_TESTED", "ClientCheck", "Run", "judge_runs", "unchecked"]
 
 
 Result = tuple[str, str]  # (status, message): "pass" / "fail" / "n/a" / "not tested"
@@ -214,13 +214,18 @@ def check_cancels_pending_permission(runs: list[Run]) -> Result:
 
 
 def check_gates_capabilities(runs: list[Run]) -> Result:
+    """An fs/* or terminal/* call the client did not advertise is answered with an error. The scripted agent
+    calls all three methods whatever the client advertised, so each one the client leaves out is exercised; a
+    client that advertises all three leaves nothing to gate: NOT_TESTED, never a PASS that observed nothing."""
     unreached = _unreached(runs, "client-methods")
     if unreached is not None:
         return unreached
     judged = False
+    why_not: str | None = None  # why no call exercised the gate, once a v1 run was seen
     for run in _judged(runs, "client-methods"):
         if run.negotiated != 1:
             continue
+        why_not = why_not or f"{run.label}: no call of a method the client did not advertise was answered"
         init = next(
             (line.message for line in run.client_messages() if (line.message or {}).get("method") == "initialize"), None
         )
@@ -236,19 +241,26 @@ def check_gates_capabilities(runs: list[Run]) -> Result:
             for line in run.client_messages()
             if line.message and "method" not in line.message
         }
+        if all(advertised.values()):
+            why_not = (
+                f"{run.label}: the client advertised fs.readTextFile, fs.writeTextFile and terminal, so the agent's "
+                "calls of them had nothing to gate (no call of a method it did not advertise)"
+            )
         for request_id, request in run.agent_requests().items():
             method = (request.message or {}).get("method")
             answer = answers.get(request_id)
-            if method not in advertised or answer is None:
-                continue
+            if method not in advertised or advertised[method] or answer is None:
+                continue  # only a call the client did not advertise, and answered, exercises the gate
             judged = True
-            if not advertised[method] and "error" not in answer:
+            if "error" not in answer:
                 return (
                     "fail",
                     f"{run.label}: answered {method} with a result, not an error, without advertising it: "
                     f"{json.dumps(answer)[:200]}",
                 )
-    return ("pass", "") if judged else ("n/a", "no protocol v1 client-methods run")
+    if judged:
+        return "pass", ""
+    return (NOT_TESTED, why_not) if why_not is not None else ("n/a", "no protocol v1 client-methods run")
 
 
 def _survives(scenario: str) -> Callable[[list[Run]], Result]:
@@ -284,13 +296,17 @@ def check_unknown_variants(runs: list[Run]) -> Result:
 
 
 def check_agent_dies(runs: list[Run]) -> Result:
+    if not any(run.scenario == "agent-dies" for run in runs):
+        return "n/a", "the agent-dies scenario did not run"
     mine = _judged(runs, "agent-dies")
+    if not mine:
+        return NOT_TESTED, "the client manages no plain turn at the versions this scenario ran with"
     for run in mine:
         if run.exit_code is None:
             return "fail", f"{run.label}: the client did not exit after its agent died mid-turn"
         if run.crashed():
             return "fail", f"{run.label}: a traceback on stderr: {' | '.join(run.stderr_tail[-3:])}"
-    return ("pass", "") if mine else ("n/a", "the agent-dies scenario did not run")
+    return "pass", ""
 
 
 def check_closes_sessions(runs: list[Run]) -> Result:
@@ -346,6 +362,7 @@ class ClientCheck:
     tier: Tier
     rules: tuple[str, ...]
     fn: Callable[[list[Run]], Result]
+    judges_unchecked: bool = False  # it judges what a client sent even when no run completed a handshake
 
 
 M, C, A = Tier.MANDATORY, Tier.CAPABILITY, Tier.ADVISORY
@@ -356,6 +373,7 @@ CLIENT_CHECKS: list[ClientCheck] = [
         M,
         ("schema:ClientRequest", "schema:ClientResponse", "schema:ClientNotification", "ACP2-085"),
         check_schema,
+        judges_unchecked=True,
     ),
     ClientCheck(
         "client-negotiation",
@@ -363,6 +381,7 @@ CLIENT_CHECKS: list[ClientCheck] = [
         M,
         ("initialization.mdx#version-negotiation",),
         check_negotiation,
+        judges_unchecked=True,
     ),
     ClientCheck(
         "client-prompt-turn",
@@ -441,6 +460,33 @@ CLIENT_CHECKS: list[ClientCheck] = [
 ]
 
 
+def unchecked(runs: list[Run]) -> str | None:
+    """Why the client could not be checked at all (None: it could): in no run did it complete a handshake, an
+    ``initialize`` the scripted agent answered. Agent mode's "not checked": the subject never got to the
+    protocol, so a check that passes would only say it did nothing wrong by doing nothing."""
+    if not runs or any(run.negotiated is not None for run in runs):
+        return None
+    first = runs[0]
+    if not any("started" in run.events for run in runs):
+        why = (
+            "the client never started the scripted agent, whose command is appended to the client's command line "
+            "(is it a driver that follows the driver contract? acp-conformance client --help lists the shipped ones)"
+        )
+    elif not any(run.client_messages() for run in runs):
+        why = "the client started the scripted agent but sent it nothing"
+    else:
+        why = "the client sent the scripted agent no initialize"
+    return f"{why}; {first.how_it_ended()}"
+
+
 def judge_runs(runs: list[Run]) -> list[tuple[ClientCheck, str, str]]:
-    """Every check's (check, status, message) over the runs."""
-    return [(c, *c.fn(runs)) for c in CLIENT_CHECKS]
+    """Every check's (check, status, message) over the runs. When no run completed a handshake (``unchecked``),
+    every check is NOT_TESTED with that reason, except a failure of one that judges what the client did send."""
+    problem = unchecked(runs)
+    results = [(c, *c.fn(runs)) for c in CLIENT_CHECKS]
+    if problem is None:
+        return results
+    return [
+        (c, status, message) if c.judges_unchecked and status == "fail" else (c, NOT_TESTED, f"not run: {problem}")
+        for c, status, message in results
+    ]

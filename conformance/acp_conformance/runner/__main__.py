@@ -2,11 +2,13 @@
 can observe; ``acp-conformance client -- <client command>``: check an ACP client (``acp_conformance.client_mode``).
 Exit status: 0 iff the verdict is conformant (and no baseline entry is stale), 1 non-conformant (a MANDATORY or
 CAPABILITY check failed, or a MANDATORY one could not run) or a stale baseline, 2 usage error, 3 the agent
-could not be checked (not started, or no shared protocol version), 8 the agent requires a login."""
+could not be checked (not started, or no shared protocol version), 4 partial (``--check``, ``--area`` or
+``--tier`` left checks out, and those that ran decide nothing against the agent), 8 the agent requires a login."""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import shlex
 import shutil
@@ -17,20 +19,29 @@ from typing import Any
 import anyio
 
 from acp_session.registry import RegistryError, named_agent
-from acp_session.transport.remote import RemoteDialer, parse_header, redact_url, resolve_ca_file
+from acp_session.transport.remote import (
+    RemoteDialer,
+    parse_header,
+    redact_url,
+    resolve_ca_file,
+)
 
 from .baseline import BaselineError, load_baseline, write_baseline
 from .checks_remote import REMOTE_CHECKS
-from .registry import CHECK_SETS, in_report_order
+from .registry import AREAS, CHECK_SETS, in_report_order
+from .remote_agent import RUNNER_LIMITS
 from .report import junit, table, to_json
 from .run import RunOptions, run
 from .scenarios import SCENARIO_HELP, ScenarioError, load_scenarios
-from .verdict import judge
+from .selection import area_option
+from .tiers import Tier
+from .verdict import PARTIAL, judge
 
 __all__ = ["main"]
 
 EXIT_FAILED = 1
 EXIT_NOT_STARTED = 3
+EXIT_PARTIAL = 4
 EXIT_LOGIN = 8
 CLEAN_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TERM", "USER", "TMPDIR", "SYSTEMROOT")
 
@@ -49,7 +60,8 @@ def _epilog() -> str:
     lines += [
         "",
         "exit status: 0 conformant, 1 non-conformant or a stale baseline entry, 2 usage, 3 agent not checked "
-        "(not started, no shared protocol version), 8 login required",
+        "(not started, no shared protocol version), 4 partial (--check, --area or --tier left checks out; those "
+        "run decide nothing against the agent), 8 login required",
         "",
         "client mode: acp-conformance client --help",
     ]
@@ -124,7 +136,30 @@ def _parser(prog: str = "acp-conformance", default_agent: str | None = None) -> 
     parser.add_argument("--json", action="store_true", help="print the results as JSON instead of text")
     parser.add_argument("--junit", metavar="FILE", help="also write JUnit XML to FILE")
     parser.add_argument("--html", metavar="FILE", help="also write the report as one self-contained web page to FILE")
-    parser.add_argument("--check", action="append", default=[], metavar="ID", help="run only this check (repeatable)")
+    parser.add_argument(
+        "--check",
+        action="append",
+        default=[],
+        metavar="ID",
+        help="run only this check (repeatable); a run of a subset ends with a partial verdict (exit 4 if it passes)",
+    )
+    parser.add_argument(
+        "--area",
+        action="append",
+        default=[],
+        choices=[area_option(a) for a in AREAS],
+        metavar="AREA",
+        help=f"run only the checks of this rule area (repeatable): {', '.join(area_option(a) for a in AREAS)}",
+    )
+    parser.add_argument(
+        "--tier",
+        action="append",
+        default=[],
+        type=str.upper,
+        choices=[t.value for t in Tier],
+        metavar="TIER",
+        help="run only the checks of this tier (repeatable): " + ", ".join(t.value for t in Tier),
+    )
     parser.add_argument("--jobs", type=int, default=4, help="agent processes checking in parallel (default 4)")
     parser.add_argument(
         "--timeout",
@@ -174,9 +209,13 @@ def _redacted(arg: str, previous: str | None) -> str:
     return arg
 
 
+SELECTING = ("--check", "--area", "--tier")
+_NOT_IN_RERUN = (*SELECTING, "--junit", "--html", "--write-baseline")  # options with a value a rerun drops
+
+
 def _base_command(argv: list[str]) -> list[str]:
-    """This invocation without --check/--json/--junit/--html: what the report prints to rerun one check (with
-    header values and URL credentials redacted)."""
+    """This invocation without --check/--area/--tier/--json/--junit/--html: what the report prints to rerun one
+    check (with header values and URL credentials redacted)."""
     base = ["acp-conformance"]
     skip = False
     for index, arg in enumerate(argv):
@@ -184,10 +223,12 @@ def _base_command(argv: list[str]) -> list[str]:
             skip = False
             continue
         arg = _redacted(arg, argv[index - 1] if index else None)
-        if arg in ("--check", "--junit", "--html", "--write-baseline") and index + 1 < len(argv):
+        if arg in _NOT_IN_RERUN and index + 1 < len(argv):
             skip = True
             continue
-        if arg.startswith(("--check=", "--junit=", "--html=", "--write-baseline=")) or arg == "--json":
+        if arg.startswith(tuple(f"{o}=" for o in _NOT_IN_RERUN)):
+            continue
+        if arg == "--json":
             continue
         base.append(arg)
     return base
@@ -212,7 +253,9 @@ def main(argv: list[str] | None = None, *, prog: str = "acp-conformance", defaul
         parser.error(f"unknown check(s): {', '.join(unknown)}")
     if args.url is not None:
         dialer = _dialer(args, parser)
-        _run_and_exit(args, arguments, RunOptions([dialer.display_url], **_common(args, parser), dialer=dialer))
+        # A remote agent has no process to start: --timeout bounds its initialize as any other answer.
+        options = RunOptions([dialer.display_url], **_common(args, parser), dialer=dialer, startup_timeout=args.timeout)
+        _run_and_exit(args, arguments, options)
         return
     if (args.header or args.insecure or args.ca_file) and args.url is None:
         parser.error("--header, --insecure and --ca-file go with --url")
@@ -248,6 +291,8 @@ def _common(args: argparse.Namespace, parser: argparse.ArgumentParser) -> dict[s
         "wait": args.timeout,
         "jobs": args.jobs,
         "only": args.check,
+        "areas": args.area,
+        "tiers": args.tier,
     }
 
 
@@ -261,6 +306,8 @@ def _dialer(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Remote
             headers=headers,
             insecure=args.insecure,
             ca_file=resolve_ca_file(args.ca_file, insecure=args.insecure),
+            # --timeout bounds each dial too (a WebSocket upgrade whose 101 dribbles), when it is the shorter.
+            limits=dataclasses.replace(RUNNER_LIMITS, connect_timeout=min(args.timeout, RUNNER_LIMITS.connect_timeout)),
         )
     except ValueError as exc:
         parser.error(str(exc))
@@ -299,6 +346,8 @@ def _run_and_exit(args: argparse.Namespace, arguments: list[str], options: RunOp
         sys.exit(EXIT_NOT_STARTED)
     if verdict.blocked_by_auth:
         sys.exit(EXIT_LOGIN)
+    if verdict.verdict == PARTIAL:
+        sys.exit(EXIT_PARTIAL)
     sys.exit(EXIT_FAILED)
 
 

@@ -15,7 +15,7 @@ from acp_session.schema import v1
 
 from .frames import Frame
 
-__all__ = ["V1_CLIENT_METHODS", "ClientCall", "client_call_problems"]
+__all__ = ["ELICITATION", "V1_CLIENT_METHODS", "ClientCall", "client_call_problems"]
 
 
 @dataclass
@@ -43,9 +43,20 @@ V1_CLIENT_METHODS: dict[str, tuple[Any, str, str]] = {
 }
 
 
+ELICITATION = "elicitation/create"
+"""The v1 client method an agent may call only when the client offered an elicitation mode (elicitation.mdx)."""
+_ELICITATION_REQUEST = decoder(v1.CreateElicitationRequest)
+
+
 def client_call_problems(method: str, params: dict[str, Any]) -> list[str]:
-    """What the v1 schema and docs object to in the params of an ``fs/*`` or ``terminal/*`` call."""
+    """What the v1 schema and docs object to in the params of an ``fs/*``, ``terminal/*`` or elicitation call."""
     problems: list[str] = []
+    if method == ELICITATION:
+        try:
+            _ELICITATION_REQUEST(msgspec.json.encode(params))
+        except msgspec.ValidationError as exc:
+            problems.append(f"schema:CreateElicitationRequest: {method} params do not match the v1 schema: {exc}")
+        return problems
     spec = V1_CLIENT_METHODS.get(method)
     if spec is None:
         return problems

@@ -126,19 +126,7 @@ _WHY_NOT: dict[int, dict[str, str]] = {
     },
     1: {
         **_SHARED,
-        "ACP-JSONRPC-003": _NOT_YET + " (the v2 set's cancel-request-ignored has no v1 twin)",
-        "ACP-JSONRPC-005": _NOT_YET,
-        "ACP-META-001": _NOT_YET + " (the v2 set's meta-accepted has no v1 twin)",
-        "ACP-CLIENTCAP-003": _NOT_YET,
-        "ACP-ADDDIRS-001": _NOT_YET,
-        "ACP-PROMPTCAP-001": _NOT_YET,
-        "ACP-PROMPTCAP-002": _NOT_YET,
-        "ACP-PROMPTCAP-003": _NOT_YET,
-        "ACP-AUTH-001": _NOT_YET,
         "ACP-AUTH-004": "not run: logout may revoke the operator's own credentials (the kit needs --allow-logout too)",
-        "ACP-AUTH-005": _NOT_YET,
-        "ACP-LOAD-003": _NOT_YET,
-        "ACP-DELETE-002": _NOT_YET,
     },
 }
 

@@ -11,11 +11,13 @@ AUTH_REQUIRED = -32000
 
 
 class Fail(Exception):
-    """A check failed; ``rule`` names the rule (ACP2-NNN, ACP1-NNN or a schema/docs reference) it violates."""
+    """A check failed; ``rule`` names the rule (ACP2-NNN, ACP1-NNN or a schema/docs reference) it violates;
+    ``offending``: the line the agent wrote that breaks it, when there is one (the reports highlight it)."""
 
-    def __init__(self, rule: str, message: str) -> None:
+    def __init__(self, rule: str, message: str, *, offending: bytes | str | None = None) -> None:
         super().__init__(f"{rule}: {message}")
         self.rule = rule
+        self.offending = offending
 
 
 class ErrorAnswer(Fail):

@@ -37,7 +37,7 @@ from acp_session.schema.types import (
 )
 from acp_session.transport import AgentProcess, stdio_agent
 
-from .client_calls import V1_CLIENT_METHODS, ClientCall, client_call_problems
+from .client_calls import ELICITATION, V1_CLIENT_METHODS, ClientCall, client_call_problems
 from .frames import OUTPUT_KINDS, Frame, Turn, WireLine
 from .outcomes import AUTH_REQUIRED, ErrorAnswer, Fail, LoginRequired, NotApplicable
 from .wire import Wire
@@ -65,11 +65,12 @@ RUNNER_INFO = ("acp-conformance", "0.2.0")
 _SESSION_OPENERS = frozenset({"session/new", "session/load", "session/resume"})
 
 
-def v1_offer(version: int, *, fs: bool, terminal: bool) -> dict[str, Any]:
+def v1_offer(version: int, *, fs: bool, terminal: bool, elicitation: bool = False) -> dict[str, Any]:
     """The ``initialize`` params: v2's ``info`` beside v1's ``clientInfo``/``clientCapabilities``, whatever the version.
 
     Both schemas allow unknown fields, so each version reads its own (as ``ClientBuilder`` offers); a v2-only
-    agent offered version 1 can then answer -32022 instead of refusing the shape.
+    agent offered version 1 can then answer -32022 instead of refusing the shape. ``elicitation``: v1's form
+    elicitation is offered too (only the v1 check of that gate does).
     """
     name, version_text = RUNNER_INFO
     v1_part = to_builtins(
@@ -85,6 +86,8 @@ def v1_offer(version: int, *, fs: bool, terminal: bool) -> dict[str, Any]:
         InitializeRequest(protocol_version=version, info=Implementation(name=name, version=version_text))
     )
     plain["clientCapabilities"] = v1_part["clientCapabilities"]
+    if elicitation:
+        plain["clientCapabilities"]["elicitation"] = {"form": {}}
     plain["clientInfo"] = v1_part["clientInfo"]
     return plain
 
@@ -105,10 +108,14 @@ class Probe(Wire):
         self.tg: TaskGroup | None = None
         self._opening: dict[int, tuple[str, dict[str, Any]]] = {}  # request id -> (method, params)
         self.sessions: dict[str, str] = {}  # session id -> cwd, of sessions opened on this connection
+        self.sent_methods: dict[int, str] = {}  # request id -> method, of every request sent (a response's method)
+        self.stderr_counter: StderrCounter | None = None  # counts the agent's stderr (a process of ours only)
+        self.memo: dict[str, Any] = {}  # exchanges several checks judge, run once per process (checks/v1/base.py)
 
     # -- the client's part -----------------------------------------------------------------------------
 
     def _requesting(self, request_id: int, method: str, params: Any) -> None:
+        self.sent_methods[request_id] = method
         if method in _SESSION_OPENERS:
             plain = to_builtins(params)
             self._opening[request_id] = (method, plain if isinstance(plain, dict) else {})
@@ -139,6 +146,9 @@ class Probe(Wire):
             return
         if method in V1_CLIENT_METHODS and self.version == 1 and self.tg is not None:
             self.tg.start_soon(self._client_call, frame)
+            return
+        if method == ELICITATION and self.version == 1:
+            await self._elicitation(frame)
             return
         await self.respond_error(frame.message["id"], -32601, f"Method not found: {method}")
 
@@ -176,6 +186,20 @@ class Probe(Wire):
         with contextlib.suppress(Fail):
             await self.respond(rid, result)
 
+    async def _elicitation(self, frame: Frame) -> None:
+        """v1 ``elicitation/create``: kept as a call (the gate's check judges it), declined when form elicitation
+        was offered, else -32601 (the client has no such method)."""
+        assert frame.message is not None
+        call = ClientCall(frame, ELICITATION, frame.params, client_call_problems(ELICITATION, frame.params))
+        call.advertised = "elicitation.form" in self.advertised
+        self.calls.append(call)
+        if call.advertised:
+            call.outcome = "ok"
+            await self.respond(frame.message["id"], {"action": "decline"})
+        else:
+            call.outcome = "error -32601"
+            await self.respond_error(frame.message["id"], -32601, f"Method not found: {ELICITATION} (not advertised)")
+
     async def _auto_answer(self, frame: Frame) -> None:
         assert frame.message is not None
         options = frame.params.get("options") or []
@@ -188,6 +212,11 @@ class Probe(Wire):
         await self.respond(frame.message["id"], RequestPermissionResponse(outcome=outcome))
 
     # -- ACP shortcuts ---------------------------------------------------------------------------------
+
+    @property
+    def stderr_bytes(self) -> int | None:
+        """Bytes the agent has written to stderr so far (None when it is not a process of ours: ``--url``)."""
+        return self.stderr_counter.bytes if self.stderr_counter is not None else None
 
     @property
     def capabilities(self) -> dict[str, Any]:
@@ -212,14 +241,17 @@ class Probe(Wire):
         session = self.capabilities.get("session" if self.version != 1 else "sessionCapabilities")
         return session.get(name) if isinstance(session, dict) else None
 
-    async def initialize(self, version: int = 2, *, fs: bool = True, terminal: bool = True) -> dict[str, Any]:
+    async def initialize(
+        self, version: int = 2, *, fs: bool = True, terminal: bool = True, elicitation: bool = False
+    ) -> dict[str, Any]:
         """Offer ``version`` (with v1's client capabilities beside v2's fields) and record the answer."""
-        self.advertised = ({"fs.readTextFile", "fs.writeTextFile"} if fs else set()) | (
-            {"terminal"} if terminal else set()
+        self.advertised = (
+            ({"fs.readTextFile", "fs.writeTextFile"} if fs else set())
+            | ({"terminal"} if terminal else set())
+            | ({"elicitation.form"} if elicitation else set())
         )
-        result = await self.call_ok(
-            "initialize", v1_offer(version, fs=fs, terminal=terminal), rule="initialization.mdx#initialization"
-        )
+        offer = v1_offer(version, fs=fs, terminal=terminal, elicitation=elicitation)
+        result = await self.call_ok("initialize", offer, rule="initialization.mdx#initialization")
         if not isinstance(result, dict):
             raise Fail("schema:InitializeResponse", f"initialize result is not an object: {result!r}")
         self.init_result = result
@@ -338,22 +370,34 @@ class Probe(Wire):
         return Turn(start, rid, response, await self.wait_idle(session_id, start, rule="ACP2-050", timeout=timeout))
 
 
+class StderrCounter:
+    """Counts the bytes of the agent's stderr lines as they are read."""
+
+    def __init__(self) -> None:
+        self.bytes = 0
+
+    def line(self, text: str) -> None:
+        self.bytes += len(text.encode("utf-8", "replace")) + 1
+
+
 @asynccontextmanager
 async def spawn_probe(
     argv: Sequence[str], *, timeout: float, env: Mapping[str, str] | None = None, startup_timeout: float = 20.0
 ) -> AsyncIterator[Probe]:
     """Start the agent, read its stdout into a ``Probe``, and shut it down (and its terminals) on exit."""
     async with AsyncExitStack() as stack:
+        counter = StderrCounter()
         agent = await stack.enter_async_context(
             stdio_agent(
                 list(argv),
                 env=dict(os.environ if env is None else env),
-                on_stderr=lambda line: None,
+                on_stderr=counter.line,
                 grace_period=0.5,
                 terminate_timeout=0.5,
             )
         )
         probe = await read_into_probe(stack, agent, timeout, startup_timeout)
+        probe.stderr_counter = counter
         try:
             yield probe
         finally:

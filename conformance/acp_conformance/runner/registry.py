@@ -64,6 +64,7 @@ class CheckContext:
     used: list[Scenario] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    transcript_from: int | None = None  # where a failure's wire excerpt starts, if before the check (a shared exchange)
 
     def scenario(self, name: str) -> Scenario:
         """The scenario ``name`` from the file (recorded as used), or ``NotApplicable`` saying how to provide it."""
@@ -74,9 +75,9 @@ class CheckContext:
             self.used.append(found)
         return found
 
-    async def initialize(self, *, fs: bool = True, terminal: bool = True) -> dict[str, Any]:
+    async def initialize(self, *, fs: bool = True, terminal: bool = True, elicitation: bool = False) -> dict[str, Any]:
         """For a check on a fresh agent process: initialize as the runner does (and log in with ``--auth``)."""
-        result = await self.probe.initialize(self.offer, fs=fs, terminal=terminal)
+        result = await self.probe.initialize(self.offer, fs=fs, terminal=terminal, elicitation=elicitation)
         if self.auth is not None:
             await self.probe.login(self.auth)
         return result
@@ -109,8 +110,8 @@ class Check:
     needs_session: bool = True  # opens a session (n/a when the agent requires a login we do not have)
     prompts: bool = True  # sends a prompt (n/a when the agent requires a login for prompts)
     fresh: bool = False  # needs an agent process of its own, not initialized (it sends its own initialize)
-    ends_agent: bool = False  # it ends the agent process itself: the agent exiting is its subject, no failure
     turns: int = 1  # scenario turns it runs (for its overall time limit)
+    ends_process: bool = False  # it ends its (fresh) agent process on purpose: an exit is not a failure
 
     def time_limit(self, wait: float, scenarios: Scenarios) -> float:
         """The overall limit: a safety net above the individual waits, which are what normally end a check."""
@@ -135,8 +136,8 @@ def check(
     needs_session: bool = True,
     prompts: bool = True,
     fresh: bool = False,
-    ends_agent: bool = False,
     turns: int = 1,
+    ends_process: bool = False,
 ) -> Callable[[CheckFn], CheckFn]:
     assert area in AREAS, area
 
@@ -155,8 +156,8 @@ def check(
                 needs_session=needs_session,
                 prompts=prompts and needs_session,
                 fresh=fresh,
-                ends_agent=ends_agent,
                 turns=turns,
+                ends_process=ends_process,
             )
         )
         return fn

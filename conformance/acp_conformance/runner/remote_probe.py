@@ -4,6 +4,10 @@
 (status codes, headers, which SSE stream carries what, frame opcodes) with httpx and httpx-ws, so a check can see
 each rule of the RFD "Streamable HTTP & WebSocket Transport" on the wire. A probe's client keeps the cookies the
 server sets and sends them back, as the RFD asks clients to.
+
+What a probe keeps is bounded, whatever the server sends: a response body up to ``MAX_REPLY`` bytes (the rest is
+not read), and of an event stream the first ``MAX_STREAM_MESSAGES`` notifications and as many messages with an
+id (answers, requests); the rest are counted (``EventStream.dropped``).
 """
 
 from __future__ import annotations
@@ -19,17 +23,23 @@ from typing import Any
 import anyio
 from anyio.abc import TaskGroup
 
+from acp_session.errors import RemoteHttpError
 from acp_session.transport.remote import RemoteDialer
 from acp_session.transport.remote.client import RemoteClients, make_client
 from acp_session.transport.remote.sse import SseParser
+from acp_session.transport.remote.websocket import upgrade_websocket
 
 from .probe import Fail, v1_offer
 
-__all__ = ["EventStream", "HttpProbe", "Reply", "initialize_params", "rpc"]
+__all__ = ["MAX_REPLY", "MAX_STREAM_MESSAGES", "EventStream", "HttpProbe", "Reply", "initialize_params", "rpc"]
 
 JSON = "application/json"
 EVENTS = "text/event-stream"
-_MAX_EVENT = 16 * 1024 * 1024
+_MAX_EVENT = 8 * 1024 * 1024
+MAX_REPLY = 8 * 1024 * 1024
+"""Bytes of a response body a probe reads; a longer one is cut there (``Reply.truncated``)."""
+MAX_STREAM_MESSAGES = 1000
+"""Notifications an event stream keeps, and messages with an id (answers, requests): a check needs a few."""
 
 
 def _cwd() -> str:
@@ -56,8 +66,12 @@ class Reply:
     headers: dict[str, str]
     body: bytes
     http_version: str = "HTTP/1.1"
+    truncated: bool = False
+    """The body went past ``MAX_REPLY``: only its start was read (and it is not JSON)."""
 
     def json(self) -> Any:
+        if self.truncated:
+            return None
         try:
             return json.loads(self.body)
         except ValueError:
@@ -73,10 +87,19 @@ class EventStream:
     ended: anyio.Event = field(default_factory=anyio.Event)
     changed: anyio.Event = field(default_factory=anyio.Event)
     scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
+    dropped: int = 0
+    """Messages past ``MAX_STREAM_MESSAGES`` of their kind: counted, not kept."""
+    _kept: dict[bool, int] = field(default_factory=lambda: {True: 0, False: 0})
 
     def _add(self, message: Any) -> None:
         if isinstance(message, dict):
-            self.messages.append(message)
+            has_id = "id" in message
+            if self._kept[has_id] < MAX_STREAM_MESSAGES:
+                self._kept[has_id] += 1
+                self.messages.append(message)
+            else:
+                self.dropped += 1
+                return
         self.changed.set()
         self.changed = anyio.Event()
 
@@ -90,7 +113,10 @@ class EventStream:
                 if self.ended.is_set():
                     break
                 await self.changed.wait()
-        raise Fail("ACP-HTTP", f"{what}: not seen on this stream within {timeout:g}s")
+        dropped = (
+            f" ({self.dropped} messages past the first {MAX_STREAM_MESSAGES} were not kept)" if self.dropped else ""
+        )
+        raise Fail("ACP-HTTP", f"{what}: not seen on this stream within {timeout:g}s{dropped}")
 
     def close(self) -> None:
         self.scope.cancel()
@@ -128,16 +154,26 @@ class HttpProbe:
 
     async def post(self, message: Any, headers: dict[str, str] | None = None, *, raw: bytes | None = None) -> Reply:
         body = raw if raw is not None else json.dumps(message).encode()
-        with anyio.fail_after(self.timeout):
-            response = await self.client.post(self.url, content=body, headers=headers or self.headers())
-        self._remember(response.headers)
-        return Reply(response.status_code, dict(response.headers), response.content, response.http_version)
+        return await self._exchange("POST", body, headers or self.headers())
 
     async def delete(self, headers: dict[str, str] | None = None) -> Reply:
+        return await self._exchange("DELETE", None, headers or self.headers())
+
+    async def _exchange(self, method: str, body: bytes | None, headers: dict[str, str]) -> Reply:
+        """One request and its answer, of which at most ``MAX_REPLY`` bytes are read."""
         with anyio.fail_after(self.timeout):
-            response = await self.client.delete(self.url, headers=headers or self.headers())
-        self._remember(response.headers)
-        return Reply(response.status_code, dict(response.headers), response.content)
+            async with self.client.stream(method, self.url, content=body, headers=headers) as response:
+                self._remember(response.headers)
+                chunks: list[bytes] = []
+                size = 0
+                async for chunk in response.aiter_bytes():
+                    chunks.append(chunk)
+                    size += len(chunk)
+                    if size > MAX_REPLY:
+                        break
+                content = b"".join(chunks)
+        kept, truncated = content[:MAX_REPLY], len(content) > MAX_REPLY
+        return Reply(response.status_code, dict(response.headers), kept, response.http_version, truncated)
 
     async def get_status(self, headers: dict[str, str]) -> int:
         """A GET's status alone (the stream, if one opens, is closed at once)."""
@@ -221,7 +257,7 @@ async def http_probe(dialer: RemoteDialer, timeout: float) -> AsyncIterator[Http
     http1, http2 = dialer.http_versions()
     async with AsyncExitStack() as stack:
         clients = RemoteClients(dialer, http1=http1, http2=http2, streams=8)
-        client = await stack.enter_async_context(clients.messages)
+        await stack.enter_async_context(clients.messages)
         # Entered by hand: a task group would wrap the check's own ``Fail`` in an ExceptionGroup.
         tg = anyio.create_task_group()
         await tg.__aenter__()
@@ -232,7 +268,7 @@ async def http_probe(dialer: RemoteDialer, timeout: float) -> AsyncIterator[Http
             with anyio.CancelScope(shield=True), anyio.move_on_after(2):
                 if probe.connection is not None:
                     with contextlib.suppress(Exception):  # the server may have ended it already
-                        await client.delete(probe.url, headers=probe.headers())
+                        await probe.delete()  # its answer read as any other (at most MAX_REPLY bytes)
             tg.cancel_scope.cancel()
             await tg.__aexit__(None, None, None)
 
@@ -243,15 +279,20 @@ async def ws_probe(dialer: RemoteDialer, timeout: float) -> AsyncIterator[tuple[
     import httpx_ws
 
     async with make_client(dialer, http1=True, http2=False, streams=1) as client:
-        # Bounded by the client's timeouts (a cancel scope here would not nest with httpx-ws's task group).
-        connecting: Any = httpx_ws.aconnect_ws(dialer.request_url, client, keepalive_ping_interval_seconds=None)
+        try:  # the whole upgrade within the dialer's connect_timeout (the transport's own upgrade)
+            response = await upgrade_websocket(dialer, client)
+        except RemoteHttpError as exc:
+            raise Fail("ACP-WS-001", f"the WebSocket upgrade was refused with HTTP {exc.status}") from None
         try:
-            ws = await connecting.__aenter__()
-        except httpx_ws.WebSocketUpgradeError as exc:
-            status = exc.response.status_code
-            raise Fail("ACP-WS-001", f"the WebSocket upgrade was refused with HTTP {status}") from None
-        try:
-            yield ws, ws.response
+            session = httpx_ws.AsyncWebSocketSession(
+                response.extensions["network_stream"], keepalive_ping_interval_seconds=None, response=response
+            )
+            ws = await session.__aenter__()
+            try:
+                yield ws, response
+            finally:
+                with contextlib.suppress(Exception):  # the peer may be gone already
+                    await session.__aexit__(None, None, None)
         finally:
-            with contextlib.suppress(Exception):  # the peer may be gone already
-                await connecting.__aexit__(None, None, None)
+            with anyio.CancelScope(shield=True):
+                await response.aclose()

@@ -12,14 +12,13 @@ from xml.etree import ElementTree
 from .kit import kit_rows
 from .registry import AREAS
 from .run import CheckResult, RunReport
+from .text import NOT_CHECKED_ROW, counts_line, status_word, tier_legend, verdict_lines, wrapped
 from .tiers import classify, rule_ids
 from .verdict import Verdict, judge
 
-__all__ = ["REPORT_FORMAT", "junit", "rerun_command", "summary", "table", "to_json", "verdict_lines"]
+__all__ = ["REPORT_FORMAT", "junit", "rerun_command", "rerun_helps", "summary", "table", "to_json", "verdict_lines"]
 
-REPORT_FORMAT = 2  # "reportFormat" of the JSON report (its schema: acp_conformance/runner/report.schema.json)
-
-MARK = {"pass": "PASS", "fail": "FAIL", "warn": "WARN", "n/a": "N/A"}
+REPORT_FORMAT = 3  # "reportFormat" of the JSON report (its schema: acp_conformance/runner/report.schema.json)
 
 
 def summary(results: Sequence[CheckResult]) -> dict[str, int]:
@@ -67,31 +66,15 @@ def _version(report: RunReport) -> int:
     return report.check_set
 
 
-def verdict_lines(verdict: Verdict) -> list[str]:
-    """The verdict, the counts per tier, and what the baseline made of the failures."""
-    lines = [f"VERDICT: {verdict.verdict.upper()}"]
-    if verdict.deciding:
-        lines += textwrap.wrap(
-            f"deciding: {', '.join(verdict.deciding)}", 118, initial_indent="  ", subsequent_indent="    "
-        )
-    for tier, counts in verdict.tier_counts.items():
-        if any(counts.values()):
-            text = ", ".join(f"{n} {status}" for status, n in counts.items() if n)
-            lines.append(f"  {tier:<13} {text}")
-    outcome = verdict.baseline
-    for label, ids in (
-        ("known failures (baseline)", outcome.known),
-        ("NEW failures (not in the baseline)", outcome.new),
-        ("STALE baseline entries (now passing; remove them)", outcome.stale),
-        ("baseline entries not run", outcome.unused),
-    ):
-        if ids:
-            lines.append(f"  {label}: {', '.join(ids)}")
-    return lines
+def rerun_helps(result: CheckResult, report: RunReport) -> bool:
+    """A rerun line is shown for a failure or a warning, when the run had other checks to leave out."""
+    return result.status in ("fail", "warn") and len(report.results) > 1
 
 
 def table(report: RunReport, base: Sequence[str] = (), verdict: Verdict | None = None) -> str:
-    """The text report: a header, the login notice if any, then the checks grouped by rule area."""
+    """The text report: a header, the login notice if any, then the checks grouped by rule area, in columns
+    (status, id, time, tier, rules) with each check's details below it; the counts and the verdict last."""
+    verdict = verdict if verdict is not None else judge(report)
     results = report.results
     check_set = f"v{report.version} check set" if report.version is not None else "no protocol version agreed"
     lines = [f"ACP conformance ({check_set}): {shlex.join(report.argv)}", _agent_line(report)]
@@ -105,41 +88,40 @@ def table(report: RunReport, base: Sequence[str] = (), verdict: Verdict | None =
     lines += _login_lines(report)
     if report.session_error is not None:
         blocked = [r.id for r in results if r.blocked == "session"]
-        lines += textwrap.wrap(
+        lines += wrapped(
             f"NO SESSION: session/new fails ({report.session_error}). "
             f"Not run without a session ({len(blocked)}): {', '.join(blocked)}.",
-            118,
-            initial_indent="  ",
-            subsequent_indent="    ",
-            break_on_hyphens=False,
+            "  ",
         )
-    width = max([len(r.id) for r in results] + [5])
-    indent = " " * (width + 17)
+    lines += tier_legend("agent")
+    words = {r.id: status_word(verdict.statuses[r.id], r.status == "warn") for r in results}
+    shown = [r for r in results if r.blocked is None]
+    mark_width = max([len(words[r.id]) for r in shown] + [4])
+    width = max([len(r.id) for r in shown] + [5])
+    indent = " " * (2 + mark_width + 2 + 2)
     for area in AREAS:
-        in_area = [r for r in results if r.area == area and r.blocked is None]
+        in_area = [r for r in shown if r.area == area]
         if not in_area:
             continue
         lines += ["", area.capitalize()]
         for r in in_area:
             rules = ", ".join(r.rules)
             tier = classify(_version(report), r.id).tier.value[:4]
-            lines.append(f"  {MARK[r.status]:<4}  {r.id:<{width}}  {r.seconds:6.2f}s  {tier}  {rules}")
-            details = [r.message] if r.message else []
+            row = f"  {words[r.id]:<{mark_width}}  {r.id:<{width}}  {r.seconds:6.2f}s  {tier}  "
+            lines += wrapped(rules, row, "") if rules else [row.rstrip()]  # long rule lists stay in their column
+            unchecked = report.problem is not None and r.message == f"not run: {report.problem}"
+            details = [NOT_CHECKED_ROW if unchecked else r.message] if r.message else []
             if r.scenarios:
                 details.append("scenario " + "; ".join(r.scenarios))
             for text in details:
-                lines += textwrap.wrap(
-                    text, 118, initial_indent=indent, subsequent_indent=indent + "  ", break_on_hyphens=False
-                )
-            if r.status in ("fail", "warn") and base:
+                lines += wrapped(text, indent)
+            if base and rerun_helps(r, report):
                 lines.append(f"{indent}rerun: {rerun_command(base, r.id)}")
-    counts = summary(results)
-    lines += [
-        "",
-        f"{counts['pass']} passed, {counts['fail']} failed, {counts['warn']} passed with warnings, "
-        f"{counts['n/a']} not applicable; {report.seconds:.1f} s, {report.processes} agent process(es)",
-    ]
-    lines += verdict_lines(verdict if verdict is not None else judge(report))
+    took = f"{report.seconds:.1f} s"
+    if not report.remote:  # --url: connections, not processes of the agent's
+        took += f", {report.processes} agent process{'es' if report.processes != 1 else ''}"
+    lines += ["", f"{counts_line(list(words.values()))}; {took}"]
+    lines += verdict_lines(verdict)
     return "\n".join(lines)
 
 
@@ -170,6 +152,7 @@ def _check_json(report: RunReport, r: CheckResult, verdict: Verdict, base: Seque
         "transcript": (
             [{"direction": w.direction, "seconds": w.seconds, "line": w.line} for w in r.transcript] if failed else None
         ),
+        "offendingLine": r.offending if failed else None,
         "stderrTail": list(r.stderr_tail) if failed else None,
     }
 
@@ -224,11 +207,15 @@ def to_json(report: RunReport, base: Sequence[str] = (), verdict: Verdict | None
         "summary": summary(report.results),
         "verdict": {
             "verdict": verdict.verdict,
-            "conformant": verdict.conformant,
+            "conformant": verdict.conformant_json,
             "blocked_by_auth": verdict.blocked_by_auth,
             "blocked_by_version_mismatch": verdict.blocked_by_version_mismatch,
             "deciding": verdict.deciding,
             "tier_counts": verdict.tier_counts,
+            "selection": verdict.coverage.selection or None,
+            "checks_run": verdict.coverage.run,
+            "checks_total": verdict.coverage.total,
+            "not_run": list(verdict.coverage.not_run),
         },
         "baseline": {
             "known": outcome.known,

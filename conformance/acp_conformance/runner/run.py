@@ -26,13 +26,17 @@ from acp_session.auth import login_methods
 from acp_session.transport.remote import RemoteDialer
 
 from .checks import CHECK_SETS
+from .checks_remote import remote_checks_for
+from .excerpt import transcript_for
 from .frames import WireLine
 from .outcomes import ErrorAnswer, Fail, LoginRequired, NotApplicable
 from .probe import Probe, spawn_probe
 from .registry import Check, CheckContext, in_report_order, missing_scenario
-from .remote_agent import connect_probe, unreachable
+from .remote_agent import connect_probe, connection_lost, unreachable
 from .remote_run import REMOTE_ONLY_OVER_STDIO, RemoteResult, remote_not_run, run_remote_checks
 from .scenarios import NO_SCENARIOS, REFERENCE_SCENARIOS, Scenarios, load_scenarios
+from .selection import Selection
+from .tiers import classify
 
 __all__ = ["STARTUP_TIMEOUT", "CheckResult", "LoginBlock", "RunOptions", "RunReport", "run", "run_checks"]
 
@@ -57,6 +61,7 @@ class CheckResult:
     notes: list[str] = field(default_factory=list)
     blocked: str | None = None  # "login" / "session": not run because the agent wants a login / opens no session
     transcript: list[WireLine] = field(default_factory=list)  # for a failure: the check's wire traffic
+    offending: int | None = None  # for a failure: the index in ``transcript`` of the line it is about
     stderr_tail: list[str] = field(default_factory=list)  # for a failure: the agent's last stderr lines
 
 
@@ -69,7 +74,9 @@ class RunOptions:
     scenarios: Scenarios | None = None  # None: the reference agent's own file for the reference agent, else none
     wait: float = 10.0  # seconds to wait for one answer, one turn, one cancellation
     jobs: int = 4
-    only: Sequence[str] = ()
+    only: Sequence[str] = ()  # --check: only these checks
+    areas: Sequence[str] = ()  # --area: only the checks of these rule areas
+    tiers: Sequence[str] = ()  # --tier: only the checks of these tiers
     startup_timeout: float = STARTUP_TIMEOUT
     dialer: RemoteDialer | None = None  # --url: a remote agent (``argv`` is then only what the report shows)
 
@@ -101,7 +108,10 @@ class RunReport:
     version_mismatch: bool = False  # the agent speaks no version the runner offered (or not --expect-version's)
     expected_version: int | None = None  # --expect-version
     seconds: float = 0.0
-    processes: int = 0
+    processes: int = 0  # agent processes started (with --url: connections opened)
+    remote: bool = False  # --url: a remote agent (no processes of its own)
+    selection: str = ""  # the options that chose a subset (--check, --area, --tier), as typed
+    not_selected: list[str] = field(default_factory=list)  # the check set's checks the selection left out
 
 
 class _Startup(Exception):
@@ -124,7 +134,8 @@ class _Run:
     def __init__(self, options: RunOptions, root: str) -> None:
         self.options = options
         self.root = root
-        self.report = RunReport(options.argv, [])
+        self.report = RunReport(options.argv, [], remote=options.dialer is not None)
+        self.chosen = Selection.of(options.only, options.areas, options.tiers)
         self.checks: list[Check] = []
         self.queue: list[Check] = []
         self.results: dict[str, CheckResult] = {}
@@ -176,20 +187,25 @@ class _Run:
             return None
         try:
             await probe.initialize(self.offer)
-        except Fail as exc:
+        except Fail as failed:
+            reason = connection_lost(probe.agent) or failed  # a remote connection's end says more than its EOF
             dialer = self.options.dialer
             # Over HTTP the initialize POST is what connects (a WebSocket connected above): no answer at all.
-            problem = unreachable(exc) if dialer is not None and dialer.profile == "http" else None
+            over_http = dialer is not None and dialer.profile == "http"
+            problem = unreachable(reason) if over_http else None
+            if problem is None and over_http and reason is failed and not probe.frames:
+                # Nothing came back, not even a status: each transport row would wait as long.
+                problem = f"the agent did not answer initialize within {options.startup_timeout:g}s"
             if problem is not None:
                 self.unreachable = True
                 self.fail_startup(problem)
                 return None
-            if isinstance(exc, ErrorAnswer) and exc.code == -32022:
+            if isinstance(reason, ErrorAnswer) and reason.code == -32022:
                 # The right answer from an agent without a version at or below the offer: nothing to check.
                 self.report.version_mismatch = True
-                self.fail_startup(f"the agent does not speak protocol version {self.offer} or older: {exc}")
+                self.fail_startup(f"the agent does not speak protocol version {self.offer} or older: {reason}")
                 return None
-            await self.fail_initialize(probe, exc)
+            await self.fail_initialize(probe, reason)
             return None
         except Exception as exc:  # the agent is gone
             await self.fail_initialize(probe, exc)
@@ -271,11 +287,15 @@ class _Run:
                 self.results[c.id] = self.result(c, "n/a", f"not run: {message}", 0.0)
 
     def select(self, version: int) -> None:
-        only = set(self.options.only)
+        """The checks of ``version``'s set that the selection chooses; the rest are recorded as not selected."""
         self.report.check_set = version
-        self.checks = [c for c in CHECK_SETS[version] if not only or c.id in only]
+        every = in_report_order(CHECK_SETS[version])
         if self.options.dialer is not None:
-            self.checks = [c for c in self.checks if c.id not in REMOTE_ONLY_OVER_STDIO]
+            every = [c for c in every if c.id not in REMOTE_ONLY_OVER_STDIO]
+        self.checks = [c for c in every if self.chosen.chooses(c.id, c.area, classify(version, c.id).tier.value)]
+        chosen = {c.id for c in self.checks}
+        self.report.selection = self.chosen.describe()
+        self.report.not_selected = [c.id for c in every if c.id not in chosen]
 
     # -- checks ------------------------------------------------------------------------------------------
 
@@ -330,13 +350,14 @@ class _Run:
         wire_start = len(probe.wire)
         started = time.monotonic()
         healthy = True
+        named: bytes | str | None = None  # the offending line, when the check names it
         try:
             with anyio.fail_after(limit):
                 note = await c.fn(ctx)
-                if probe.eof and not c.ends_agent:
+                if probe.eof and not c.ends_process:
                     raise Fail("transports.mdx#stdio", "the agent closed stdout (exited) during the check")
         except Fail as exc:
-            status, message, healthy = "fail", str(exc), False
+            status, message, healthy, named = "fail", str(exc), False, exc.offending
         except NotApplicable as exc:
             status, message = "n/a", str(exc)
         except LoginRequired as exc:
@@ -358,7 +379,10 @@ class _Run:
             healthy = False
         result = self.result(c, status, message, time.monotonic() - started, ctx)
         if status == "fail":
-            result.transcript = probe.wire[wire_start:][-TRANSCRIPT_LINES:]
+            excerpt_start = min(wire_start, ctx.transcript_from if ctx.transcript_from is not None else wire_start)
+            result.transcript, result.offending = transcript_for(
+                probe.wire, excerpt_start, TRANSCRIPT_LINES, message, named
+            )
             result.stderr_tail = list(probe.agent.stderr_tail)
         result.blocked = "login" if message.startswith(LOGIN_SKIP) else None
         return result, healthy
@@ -428,12 +452,17 @@ class _Run:
             for number in range(jobs):
                 tg.start_soon(self.worker, number)
         self.report.results = [self.results[c.id] for c in in_report_order(self.checks)]
-        if self.options.dialer is not None:
-            if self.unreachable:
+        dialer = self.options.dialer
+        if dialer is not None:
+            every = remote_checks_for(dialer.profile)
+            ids = [c.id for c in every if self.chosen.chooses(c.id, "transport", c.tier.value)]
+            self.report.not_selected += [c.id for c in every if c.id not in ids]
+            remote: list[RemoteResult] = []
+            if ids and self.unreachable:
                 assert self.report.problem is not None
-                remote: list[RemoteResult] = remote_not_run(self.options.dialer, self.report.problem, self.options.only)
-            else:
-                remote = await run_remote_checks(self.options.dialer, self.options.wait, self.options.only)
+                remote = remote_not_run(dialer, self.report.problem, ids)
+            elif ids:
+                remote = await run_remote_checks(dialer, self.options.wait, ids)
             self.report.results += [
                 CheckResult(
                     r.id, r.title, (r.rule,), r.status, r.message, r.seconds, "transport", [], r.warnings, r.notes

@@ -55,6 +55,8 @@ SCENARIO_HELP: dict[str, str] = {
     "terminal": "a turn that runs a command: an agent-owned terminal (v2 terminal_update) or the client's "
     "terminal/* methods (v1), which the runner answers in the sandbox",
     "plan": "a turn that reports a plan",
+    "elicitation": "a turn that asks the user a question through elicitation/create when the client offers form "
+    "elicitation (protocol v1)",
     "refusal": "a turn that ends with the refusal stop reason (optional)",
     "max_tokens": "a turn that ends with the max_tokens stop reason (optional)",
     "error": "a turn whose work fails: protocol v2 ends it with the error stop reason (optional)",

@@ -3,8 +3,11 @@
 Each check gets a status: PASS (warnings included), FAIL, SKIPPED (not applicable: the agent does not offer
 what it needs, no scenario triggers it) or NOT_TESTED (it could not run: the agent did not start, refused a
 session, or wanted a login). ``conformant`` means no MANDATORY failure or NOT_TESTED and no CAPABILITY
-failure (failures the baseline expects excepted), the agent could be checked at all, and neither a missing
-login nor a version the agent does not share blocked the run. ADVISORY and INFORMATIONAL results never decide.
+failure (failures the baseline expects excepted), the agent could be checked at all, neither a missing login
+nor a version the agent does not share blocked the run, and the run covered the whole check set. A run of a
+subset (``--check``, ``--area``, ``--tier``) that finds nothing deciding is ``partial``: what ran passes, the
+rest was not looked at, so the run says nothing about conformance. ADVISORY and INFORMATIONAL results never
+decide.
 """
 
 from __future__ import annotations
@@ -16,9 +19,10 @@ from .baseline import Baseline, BaselineOutcome, apply_baseline
 from .run import CheckResult, RunReport
 from .tiers import Tier, classify
 
-__all__ = ["CONFORMANT", "STATUSES", "Tally", "Verdict", "check_status", "judge", "tally"]
+__all__ = ["CONFORMANT", "PARTIAL", "STATUSES", "Coverage", "Tally", "Verdict", "check_status", "judge", "tally"]
 
 CONFORMANT = "conformant"
+PARTIAL = "partial"
 STATUSES = ("PASS", "FAIL", "SKIPPED", "NOT_TESTED")
 
 
@@ -32,19 +36,42 @@ def check_status(result: CheckResult, report: RunReport) -> str:
     return "SKIPPED"
 
 
+@dataclass(frozen=True)
+class Coverage:
+    """How much of the check set (or of client mode's runs) a run covered."""
+
+    run: int  # the checks (runs) it covered
+    not_run: tuple[str, ...] = ()  # what the selection left out
+    selection: str = ""  # the options that chose the subset, as typed
+
+    @property
+    def total(self) -> int:
+        return self.run + len(self.not_run)
+
+    @property
+    def partial(self) -> bool:
+        return bool(self.not_run)
+
+
 @dataclass
 class Verdict:
-    verdict: str  # conformant, non_conformant, blocked_by_auth, blocked_by_version_mismatch
+    verdict: str  # conformant, partial, non_conformant, blocked_by_auth, blocked_by_version_mismatch
     blocked_by_auth: bool
     blocked_by_version_mismatch: bool
     tier_counts: dict[str, dict[str, int]]
     statuses: dict[str, str]  # check id -> status
     deciding: list[str]  # the checks that make the run non-conformant (baselined failures excepted)
     baseline: BaselineOutcome = field(default_factory=BaselineOutcome)
+    coverage: Coverage = Coverage(0)
 
     @property
     def conformant(self) -> bool:
         return self.verdict == CONFORMANT
+
+    @property
+    def conformant_json(self) -> bool | None:
+        """``conformant`` as the JSON report gives it: null for a partial run (not judged either way)."""
+        return None if self.verdict == PARTIAL else self.conformant
 
 
 @dataclass
@@ -91,6 +118,9 @@ def judge(report: RunReport, baseline: Baseline | None = None) -> Verdict:
         name = "blocked_by_auth"
     elif untested or report.problem is not None:  # an agent that could not be checked is never conformant,
         name = "non_conformant"  # even when --check chose no MANDATORY row
+    elif report.not_selected:
+        name = PARTIAL
     else:
         name = CONFORMANT
-    return Verdict(name, auth, mismatch, result.counts, result.statuses, failed + untested, result.baseline)
+    coverage = Coverage(len(report.results), tuple(report.not_selected), report.selection)
+    return Verdict(name, auth, mismatch, result.counts, result.statuses, failed + untested, result.baseline, coverage)

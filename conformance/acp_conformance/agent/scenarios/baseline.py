@@ -237,12 +237,14 @@ async def permission(ctx: TurnContext) -> str | None:
         )
     else:
         await ctx.tool(tc, name="run_command", title="rm -rf build/", kind="execute", status="pending")
-    title = f"{kind} {target.strip()}?" if kind and target.strip() else "Run `rm -rf build/`?"
+    given = kind and target.strip()
+    title = f"{kind} {target.strip()}?" if given else "Run `rm -rf build/`?"
     if await _allowed(ctx, tc, title):
         await ctx.tool(tc, status="in_progress")
-        await ctx.emit(ToolCallContentChunk(tool_call_id=tc, content=Content(content=TextContent(text="removed"))))
+        done = "done" if given else "removed"
+        await ctx.emit(ToolCallContentChunk(tool_call_id=tc, content=Content(content=TextContent(text=done))))
         await ctx.tool(tc, status="completed")
-        await ctx.say("Done: build/ was removed.")
+        await ctx.say(f"Done: {kind} {target.strip()}." if given else "Done: build/ was removed.")
     else:
         await ctx.tool(tc, status="failed", content=[Content(content=TextContent(text="permission not granted"))])
         await ctx.say("Permission was not granted, so I did nothing.")

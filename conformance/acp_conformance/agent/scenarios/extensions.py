@@ -1,5 +1,6 @@
-"""The scenarios beyond the baseline protocol: ``/mcp`` (the session's MCP servers) and the Preview ones (turn
-usage, system prompts, auth pushes, subagents). Registered after the baseline's, in this order."""
+"""The scenarios beyond the baseline protocol: ``/mcp`` (the session's MCP servers), ``/elicit`` (a question to
+the user) and the Preview ones (turn usage, system prompts, auth pushes, subagents). Registered after the
+baseline's, in this order."""
 
 from __future__ import annotations
 
@@ -19,9 +20,10 @@ from acp_session.schema.types import (
 )
 
 from ..sessions import Session
+from ..workspace import WorkspaceError
 from .engine import TurnContext, TurnFailed, scenario
 
-__all__ = ["auth_change", "mcp", "subagent", "system", "turn_usage"]
+__all__ = ["auth_change", "elicit", "mcp", "subagent", "system", "turn_usage"]
 
 
 @scenario("mcp", "Use the session's MCP servers: list their tools; with SERVER TOOL [JSON-ARGS], call that tool")
@@ -81,6 +83,25 @@ async def mcp(ctx: TurnContext) -> str | None:
         )
         await ctx.tool(tc, status="failed" if result.is_error else "completed", raw_output=output)
         await ctx.say(f"{name}.{tool_name}: {' '.join(texts)}")
+    return "end_turn"
+
+
+@scenario("elicit", "Ask the user a question through the client's form elicitation (v1), when the client offers it")
+async def elicit(ctx: TurnContext) -> str | None:
+    schema = {
+        "type": "object",
+        "properties": {"name": {"type": "string", "title": "A name for this session"}},
+        "required": ["name"],
+    }
+    try:
+        answer = await ctx.workspace.elicit("What should I call this session?", schema)
+    except WorkspaceError as exc:
+        await ctx.say(f"Asking you failed: {exc}", words=False)
+        return "end_turn"
+    if answer is None:
+        await ctx.say("This client offers no form elicitation, so I did not ask.", words=False)
+    else:
+        await ctx.say(f"You answered the question with {answer.get('action')!r}.", words=False)
     return "end_turn"
 
 

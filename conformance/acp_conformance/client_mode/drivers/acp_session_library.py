@@ -5,6 +5,9 @@ editor's user always says yes; the ``cancel`` scenario shows whether an approval
 cancels the turn at the first agent text in the ``cancel`` and ``cancel-pending`` scenarios (in the latter it
 leaves permission requests unanswered, a user who has not decided yet), and disconnects (``session/close``) when
 the turn is over. Exit status 0 when the turn ended, 1 when the agent went away first.
+
+``--providers`` (before the agent's command) adds the library's providers, ``LocalFileSystem`` and
+``LocalTerminals``: the client then advertises v1's fs and terminal capabilities and serves those calls.
 """
 
 from __future__ import annotations
@@ -33,6 +36,9 @@ async def drive(agent: list[str]) -> int:
     scenario = SCENARIO
     prompt = os.environ.get("ACP_CONFORMANCE_PROMPT", "hello")
     builder = ClientBuilder("acp-session-conformance-driver", "1.0").on_request_permission(approve)
+    if agent[:1] == ["--providers"]:
+        agent = agent[1:]
+        builder = builder.with_file_system().with_terminals().tools_over_mcp(False)
     async with builder.spawn(agent) as client:
         conversation = await client.start_conversation(os.getcwd())
         cancelled = False

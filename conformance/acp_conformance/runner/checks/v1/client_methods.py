@@ -3,14 +3,14 @@ sandbox directory through the library's providers, judged for their shape and fo
 
 from __future__ import annotations
 
-from ...client_calls import ClientCall
-from ...outcomes import Fail, LoginRequired, NotApplicable
+from ...client_calls import ELICITATION, ClientCall
+from ...outcomes import AUTH_REQUIRED, Fail, LoginRequired, NotApplicable
 from ...probe import Probe
-from ...registry import CheckContext
+from ...registry import CheckContext, require
 from ..common import first_problem, write_readme
 from .base import V1
 
-__all__ = ["client_capabilities", "client_fs", "client_terminals"]
+__all__ = ["client_fs", "client_terminals", "elicitation_gated", "fs_gated", "terminal_gated"]
 
 
 def _calls(p: Probe, start: int, prefix: str) -> list[ClientCall]:
@@ -86,51 +86,112 @@ async def client_terminals(ctx: CheckContext) -> str | None:
     return ", ".join(f"{c.method} {c.outcome}" for c in calls)
 
 
-@V1(
-    "client-capabilities",
-    "without the fs and terminal capabilities the agent calls no fs/* or terminal/* method",
-    "client methods",
-    ("file-system.mdx#checking-support", "terminals.mdx#checking-support"),
-    optional_scenarios=("tool_call", "terminal"),
-    one_of_scenarios=True,
-    turns=2,
-)
-async def client_capabilities(ctx: CheckContext) -> str | None:
+async def _calls_in_turn(ctx: CheckContext, name: str, prefix: str) -> list[ClientCall]:
+    """Run scenario ``name`` in a new session of the check's current process: the agent's calls of ``prefix``.
+
+    The calls are the observation, even when the turn then fails (an agent whose unadvertised call was refused
+    may give up on the turn); a turn that fails without any such call fails as a refused prompt."""
     p = ctx.probe
-    names = [name for name in ("tool_call", "terminal") if name in ctx.scenarios]
-    write_readme(ctx.cwd)
-    # First with the capabilities (this process advertises them): which scenarios make such calls at all?
+    scenario = ctx.scenario(name)
     sid = await p.new_session(ctx.cwd)
-    calling: list[str] = []
-    for name in names:
-        scenario = ctx.scenario(name)
-        turn = await p.run_turn(sid, scenario.text(ctx.cwd), timeout=scenario.timeout)
-        if _calls(p, turn.start, ""):
-            calling.append(name)
-    if not calling:
-        raise NotApplicable(f"the {' and '.join(names)} scenario turns make no fs/* or terminal/* call at all")
-    # Then the same turns on an agent process told that the client has neither capability.
+    start = p.mark
+    rid = await p.prompt(sid, scenario.text(ctx.cwd))
+    answer = await p.response(rid, scenario.timeout, start)
+    calls = _calls(p, start, prefix)
+    if calls:
+        return calls
+    if answer is None:
+        raise Fail(
+            "prompt-turn.mdx#4-check-for-completion", f"no response to session/prompt within {scenario.timeout:g}s"
+        )
+    if answer.error_code == AUTH_REQUIRED:
+        raise LoginRequired("session/prompt", answer.error)
+    require(answer.error is None, "ACP1-012", f"the {scenario.describe()} prompt was rejected: {answer.error}")
+    return calls
+
+
+async def _gated(ctx: CheckContext, name: str, prefix: str, rule: str, **offer: bool) -> str:
+    """The scenario makes ``prefix`` calls on this process (which offers the capability); on another agent process
+    told the client does not have it, the same turn must make none."""
+    write_readme(ctx.cwd)
+    if not await _calls_in_turn(ctx, name, prefix):
+        raise NotApplicable(f"the {ctx.scenario(name).describe()} scenario makes no {prefix}* call even when offered")
     assert ctx.spawn is not None
+    p = ctx.probe
     failure: Exception | None = None  # raised outside the extra process's task group, so it is not wrapped
     async with ctx.spawn() as bare:
         ctx.probe = bare
         try:
-            await ctx.initialize(fs=False, terminal=False)
-            bare_sid = await bare.new_session(ctx.cwd)
-            for name in calling:
-                scenario = ctx.scenario(name)
-                turn = await bare.run_turn(bare_sid, scenario.text(ctx.cwd), timeout=scenario.timeout)
-                for call in _calls(bare, turn.start, ""):
-                    rule = "file-system.mdx" if call.method.startswith("fs/") else "terminals.mdx"
-                    message = f"{call.method} called although the client advertised no such capability ({name})"
-                    failure = Fail(f"{rule}#checking-support", message)
-                    break
-                if failure is not None:
-                    break
+            await ctx.initialize(**offer)
+            calls = await _calls_in_turn(ctx, name, prefix)
+            if calls:
+                failure = Fail(rule, f"{calls[0].method} called although the client advertised no such capability")
         except (Fail, NotApplicable, LoginRequired) as exc:
             failure = exc
         finally:
             ctx.probe = p
     if failure is not None:
         raise failure
-    return f"the {' and '.join(calling)} turns call no client method once the capabilities are off"
+    return f"the {name} turn calls no {prefix}* method once the capability is off"
+
+
+@V1(
+    "fs-gated",
+    "without the fs capability the agent calls no fs/* method",
+    "client methods",
+    ("file-system.mdx#checking-support",),
+    scenarios=("tool_call",),
+    turns=2,
+)
+async def fs_gated(ctx: CheckContext) -> str | None:
+    return await _gated(ctx, "tool_call", "fs/", "file-system.mdx#checking-support", fs=False)
+
+
+@V1(
+    "terminal-gated",
+    "without the terminal capability the agent calls no terminal/* method",
+    "client methods",
+    ("terminals.mdx#checking-support",),
+    scenarios=("terminal",),
+    turns=2,
+)
+async def terminal_gated(ctx: CheckContext) -> str | None:
+    return await _gated(ctx, "terminal", "terminal/", "terminals.mdx#checking-support", terminal=False)
+
+
+@V1(
+    "elicitation-gated",
+    "without an elicitation capability the agent does not call elicitation/create",
+    "client methods",
+    ("elicitation.mdx#checking-support", "schema:ClientCapabilities"),
+    scenarios=("elicitation",),
+    turns=2,
+)
+async def elicitation_gated(ctx: CheckContext) -> str | None:
+    rule = "elicitation.mdx#checking-support"
+    # The runner's processes offer no elicitation: the scenario's turn must not elicit here.
+    unasked = await _calls_in_turn(ctx, "elicitation", ELICITATION)
+    if unasked:
+        raise Fail(rule, f"{ELICITATION} called although the client advertised no elicitation mode")
+    # Was there anything to gate? The same turn on a process that offers form elicitation.
+    assert ctx.spawn is not None
+    p = ctx.probe
+    asked: list[ClientCall] = []
+    failure: Exception | None = None  # raised outside the extra process's task group, so it is not wrapped
+    async with ctx.spawn() as offered:
+        ctx.probe = offered
+        try:
+            await ctx.initialize(elicitation=True)
+            asked = await _calls_in_turn(ctx, "elicitation", ELICITATION)
+        except (Fail, NotApplicable, LoginRequired) as exc:
+            failure = exc
+        finally:
+            ctx.probe = p
+    if failure is not None:
+        raise failure
+    if not asked:
+        raise NotApplicable(
+            f"the {ctx.scenario('elicitation').describe()} scenario does not elicit even when form elicitation is "
+            "offered: nothing gated to observe"
+        )
+    return "the elicitation turn elicits only when the client offers it"

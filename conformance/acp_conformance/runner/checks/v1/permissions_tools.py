@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import msgspec
-
-from acp_session.codec import decoder
 from acp_session.schema import v1
 
 from ...frames import Frame
 from ...outcomes import Fail, NotApplicable
 from ...registry import CheckContext, require
 from ..common import allow_option, first_problem, wait_permission, write_readme
-from .base import V1, decode_problem, require_stop_reason, response_or_fail
+from .base import V1, decode_problem, require_stop_reason, response_or_fail, schema_problem
 
 __all__ = ["permission_request", "plan", "tool_call"]
 
@@ -37,10 +34,9 @@ async def permission_request(ctx: CheckContext) -> str | None:
     sid = await p.new_session(ctx.cwd)
     start, rid, ask = await wait_permission(ctx, scenario, sid)
     assert ask.message is not None
-    try:
-        decoder(v1.RequestPermissionRequest)(msgspec.json.encode(ask.params))
-    except msgspec.ValidationError as exc:
-        raise Fail("schema:RequestPermissionRequest", f"the request does not match the v1 schema: {exc}") from None
+    problem = schema_problem(v1.RequestPermissionRequest, ask.params)
+    if problem is not None:
+        raise Fail("schema:RequestPermissionRequest", f"the request does not match the v1 schema: {problem}")
     require(ask.params.get("sessionId") == sid, "schema:RequestPermissionRequest", "the request names another session")
     option = allow_option(ask)
     if option is None:

@@ -82,7 +82,8 @@ async def framing(ctx: CheckContext) -> str | None:
     for frame in frames:
         problem = f"oversized frame: {frame.problem}" if not frame.raw else _message_problem(frame.raw)
         if problem is not None:
-            raise Fail("transports.mdx#stdio", f"stdout line {frame.index + 1} is not an ACP message: {problem}")
+            what = f"stdout line {frame.index + 1} is not an ACP message: {problem}"
+            raise Fail("transports.mdx#stdio", what, offending=frame.raw)
     return f"{len(frames)} lines, all JSON-RPC messages"
 
 
@@ -98,7 +99,9 @@ async def stdout_utf8(ctx: CheckContext) -> str | None:
         try:
             frame.raw.decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise Fail("transports.mdx#stdio", f"stdout line {frame.index + 1} is not UTF-8: {exc}") from None
+            raise Fail(
+                "transports.mdx#stdio", f"stdout line {frame.index + 1} is not UTF-8: {exc}", offending=frame.raw
+            ) from None
     return None
 
 
@@ -126,6 +129,7 @@ async def one_line_messages(ctx: CheckContext) -> str | None:
                 "transports.mdx#stdio",
                 f"stdout lines {first.index + 1}-{frame.index + 1} are one message spread over {len(run)} lines: "
                 "messages are newline-delimited and contain no embedded newlines",
+                offending=first.raw,
             )
     return None
 
@@ -288,7 +292,7 @@ async def connection_survives(ctx: CheckContext) -> str | None:
     ("transports.mdx#stdio",),
     needs_session=False,
     fresh=True,
-    ends_agent=True,
+    ends_process=True,
 )
 async def stdin_eof_exit(ctx: CheckContext) -> str | None:
     p = ctx.probe
