@@ -13,13 +13,12 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..registry.lock import locked
+from ..registry.lock import locked, replace_file
 from .screen import say
 
 __all__ = ["LOCK_WAIT", "read_rows", "state_dir", "update_rows"]
@@ -99,17 +98,7 @@ def read_rows(path: Path) -> Rows:
 
 def _write(path: Path, rows: Rows) -> None:
     """Replace the file with ``rows`` through a temporary file of a unique name, synced before the rename."""
-    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as file:
-            file.write(json.dumps(rows, ensure_ascii=False).encode("utf-8"))
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(name, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(name)
-        raise
+    replace_file(path, json.dumps(rows, ensure_ascii=False).encode("utf-8"))
 
 
 def update_rows(path: Path, change: Callable[[Rows], Rows]) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 
 from ..codec import decoder
@@ -148,6 +149,9 @@ class ProtocolAdapter(ABC):
     """This version's incoming methods (``routes.Route``): ``install`` registers those the client's offer meets."""
     mcp_transports: frozenset[str] = frozenset()
     """The MCP server transports the agent advertised (``stdio``, ``http``, ``sse``, ``acp``; set at ``initialize``)."""
+    narrow_offer: bool = False
+    """The agent answered 1 to the v2 offer and refused the v1 offer sent after it (``negotiate.py``): it has seen
+    none of v1's file-system and terminal capabilities, so their methods are not served."""
 
     def __init__(self, rpc: Connection, initialize_response: InitializeResponse, record: mu.InitializeResponse) -> None:
         self.rpc = rpc
@@ -179,8 +183,11 @@ class ProtocolAdapter(ABC):
 
     def install(self, client: ClientSide) -> None:
         """Register this version's incoming methods on the rpc connection: the rows of ``routes`` whose
-        condition the client's offer meets."""
-        install_routes(self.rpc, self.routes, self, client, client.offer)
+        condition the client's offer meets (with ``narrow_offer``, none of the file-system and terminal ones)."""
+        offer = client.offer
+        if self.narrow_offer:
+            offer = replace(offer, file_system=False, read_files=False, write_files=False, terminals=False)
+        install_routes(self.rpc, self.routes, self, client, offer)
 
     def session_opened(self, session_id: str, cwd: str, additional_directories: Sequence[str]) -> None:  # noqa: B027
         """A session was created or resumed on this connection (its roots, for the client-side providers)."""

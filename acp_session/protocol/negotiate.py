@@ -1,12 +1,15 @@
 """``initialize``: offer the newest version we speak, read the answer's version first, pick the adapter.
 
 The version is read from the answer before anything else is decoded, so a v1 answer is never judged by
-the v2 shape (that used to fail with "missing required field `info`"). When v1 is allowed, the offer
-carries v1's ``clientCapabilities`` / ``clientInfo`` beside v2's ``capabilities`` / ``info``: both
-schemas allow unknown fields, and a v1 agent that answers 1 has then seen what this client offers
-(file system, terminals) without a second round trip. Those v1 fields are plain JSON (``v1_offer.py``): the v1
-adapter and the v1 types are imported only when an agent answers 1. An agent that rejects the offer with -32600 or
--32602 gets a second, plain v1 offer on the same connection.
+the v2 shape (that used to fail with "missing required field `info`"). Each offer has its version's shape and
+nothing else: the extensibility rules put custom data in ``_meta``, never at the root of a specified type, so a v2
+offer does not carry v1's ``clientCapabilities`` / ``clientInfo`` (it used to). A v1 agent that answers 1 to the v2
+offer has then not seen what this client offers in v1's terms (file system, terminals), so it is sent the v1
+offer on the same connection, in v1's shape, and its answer to that one is the connection's; an agent that
+refuses a second ``initialize`` keeps the first, and the client then serves none of the ``fs/*`` and
+``terminal/*`` methods it never heard of (``ProtocolAdapter.narrow_offer``). The v1 offer is plain JSON
+(``v1_offer.py``): the v1 adapter and the v1 types are imported only when an agent answers 1. An agent that
+rejects the v2 offer with -32600 or -32602 gets the v1 offer on the same connection too.
 
 The whole exchange has one time limit (``DEFAULT_INITIALIZE_TIMEOUT`` unless the caller sets one): an agent
 that never answers (a wrong command, a banner on stdout and then silence, a login prompt waiting on a
@@ -32,6 +35,7 @@ from ..errors import (
     InvalidRequest,
     InvalidResponse,
     RequestTimeout,
+    RpcError,
     UnsupportedProtocolVersion,
 )
 from ..rpc import Connection
@@ -77,18 +81,19 @@ class ClientOffering(Protocol):
     def offer(self) -> ClientOffer: ...
 
 
-def offer(builder: ClientOffering, version: int, versions: Sequence[int]) -> Any:
-    """The ``initialize`` params offering ``version`` (plain JSON, both shapes when v1 is allowed)."""
+def offer(builder: ClientOffering, version: int) -> Any:
+    """The ``initialize`` params offering ``version``, as plain JSON in that version's shape only."""
     capabilities = builder.capabilities()
     if version == 1:
         return v1_initialize_params(capabilities, builder.info, builder.offer())
-    v2_params = m.InitializeRequest(protocol_version=version, info=builder.info, capabilities=capabilities)
-    plain: dict[str, Any] = to_builtins(v2_params)
-    if 1 in versions:
-        v1_plain = v1_initialize_params(capabilities, builder.info, builder.offer())
-        plain.setdefault("clientCapabilities", v1_plain["clientCapabilities"])
-        plain.setdefault("clientInfo", v1_plain["clientInfo"])
-    return plain
+    return to_builtins(m.InitializeRequest(protocol_version=version, info=builder.info, capabilities=capabilities))
+
+
+def _answered_version(raw: bytes) -> Any:
+    try:
+        return _PEEK.decode(raw).protocolVersion
+    except msgspec.DecodeError:
+        return None  # adapter_for says what is wrong with it
 
 
 def _agent_name(peek: _Version) -> str:
@@ -135,21 +140,32 @@ async def negotiate(
 async def _negotiate(
     rpc: Connection, builder: ClientOffering, versions: Sequence[int], remaining: Callable[[], float | None]
 ) -> ProtocolAdapter:
-    newest = max(versions)
+    newest = offered = max(versions)
     try:
-        raw = await rpc.request("initialize", offer(builder, newest, versions), decode=bytes, timeout=remaining())
+        raw = await rpc.request("initialize", offer(builder, newest), decode=bytes, timeout=remaining())
     except UnsupportedProtocolVersion as exc:
         supported = _supported(exc.data)
         common = [v for v in supported if v in versions and v != newest]
         if not common:
             raise ProtocolVersionMismatch(newest, supported, exc.data) from exc
-        raw = await rpc.request("initialize", offer(builder, max(common), versions), decode=bytes, timeout=remaining())
+        offered = max(common)
+        raw = await rpc.request("initialize", offer(builder, offered), decode=bytes, timeout=remaining())
     except (InvalidRequest, InvalidParams):
         if newest == 1 or 1 not in versions:
             raise
         # Some v1-only agents reject a v2-shaped offer outright; offer v1 on the same connection.
-        raw = await rpc.request("initialize", offer(builder, 1, versions), decode=bytes, timeout=remaining())
-    return adapter_for(rpc, raw, newest, versions)
+        offered = 1
+        raw = await rpc.request("initialize", offer(builder, 1), decode=bytes, timeout=remaining())
+    narrow = False
+    if offered != 1 and 1 in versions and _answered_version(raw) == 1:
+        # A v1 agent answered the v2 offer, which has no place for v1's capabilities: tell it in v1's shape.
+        try:
+            raw = await rpc.request("initialize", offer(builder, 1), decode=bytes, timeout=remaining())
+        except RpcError:
+            narrow = True  # it refuses a second initialize: the first stands, and it knows none of v1's offer
+    adapter = adapter_for(rpc, raw, newest, versions)
+    adapter.narrow_offer = narrow
+    return adapter
 
 
 def _agent_name_of(agent: object) -> str | None:

@@ -1,8 +1,8 @@
 """What ``initialize`` offers a version 1 agent, as plain JSON built without the v1 types.
 
-The default offer carries v1's ``clientCapabilities`` / ``clientInfo`` beside v2's fields, so it is built for
-every connection; building it from the v1 schema types would load them (and the v1 adapter's routing table)
-for every v2 session too. The adapter is imported only when an agent answers 1 (``negotiate.adapter_for``).
+The v2 offer carries v2's fields only (``negotiate``); this one goes to an agent that answers 1 or refuses the v2
+offer, and ``ClientBuilder`` builds it too. Plain JSON keeps the v1 schema types (and the v1 adapter's routing
+table) out of every v2 session: the adapter is imported only when an agent answers 1 (``negotiate.adapter_for``).
 
 ``V1_ADVERTISED`` repeats the ``advertises`` / ``when`` pairs of ``V1Protocol.routes``, and
 ``V1_CAPABILITY_FIELDS`` / ``V1_IMPLEMENTATION_FIELDS`` the wire fields of the v1 types;

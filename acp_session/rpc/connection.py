@@ -172,6 +172,7 @@ class Connection(ReadSide):
         *,
         waits: bool = False,
         lossless: bool = False,
+        inline: bool = False,
     ) -> None:
         """Answer ``method`` with ``handler(decode(params))`` (sync or async), run in its own task.
 
@@ -181,9 +182,13 @@ class Connection(ReadSide):
         ``waits``: the handler only waits for something to happen (an exit), so it runs without taking one of
         the ``max_concurrent_requests`` slots (up to ``max_parked_requests`` of them). ``lossless``: a frame
         that decoded only after lone surrogate escapes were replaced is answered ``-32602`` instead of handled
-        (for a handler that must not act on altered text: writing a file).
+        (for a handler that must not act on altered text: writing a file). ``inline``: a plain (sync) handler the
+        reader runs itself, before it reads the next message, for a request whose effect the messages after it
+        depend on (an agent's ``initialize`` fixes the protocol version, and with it how a pipelined
+        ``session/new`` is read: the handlers it registers are the ones that message finds). It must not block;
+        it takes no slot and is not wrapped by ``incoming_request_hook``.
         """
-        self._requests[method] = Handler.of(handler, decode, waits=waits, lossless=lossless)
+        self._requests[method] = Handler.of(handler, decode, waits=waits, lossless=lossless, inline=inline)
 
     def on_notification(
         self,

@@ -125,6 +125,9 @@ class Handler:
     lossless: bool = False
     """A request handler that must see its params exactly as sent: a frame whose text had to be repaired
     (``repair.py``) gets ``-32602`` instead."""
+    inline: bool = False
+    """A sync request handler the reader runs itself, before it reads the next message (its effect, such as
+    handlers it registers, is seen by every message after it)."""
 
     @classmethod
     def of(
@@ -135,9 +138,13 @@ class Handler:
         *,
         waits: bool = False,
         lossless: bool = False,
+        inline: bool = False,
     ) -> Handler:
         is_async = inspect.iscoroutinefunction(fn)
-        return cls(fn, decode, is_async, accepts_buffer(decode), None if is_async else batch, waits, lossless)
+        if inline and is_async:
+            raise TypeError("an inline request handler must be a plain (sync) function: the reader runs it")
+        batch = None if is_async else batch
+        return cls(fn, decode, is_async, accepts_buffer(decode), batch, waits, lossless, inline)
 
     def decode_params(self, params: msgspec.Raw | None) -> Any:
         if params is None:

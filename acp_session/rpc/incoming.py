@@ -82,6 +82,9 @@ class IncomingRequests:
             return
         receipt = self.received
         self.received += 1
+        if handler is not None and handler.inline:
+            self._answer_inline(event, handler, receipt)
+            return
         if handler is not None and handler.waits and self._parked < self.max_parked:
             self._parked += 1
             self._launch(event, handler, receipt, slot=False, parked=True)
@@ -94,6 +97,22 @@ class IncomingRequests:
             self._slot_freed = anyio.Event()
             await self._slot_freed.wait()
         self.waiting.append((event, handler, receipt))
+
+    def _answer_inline(self, event: RequestReceived, handler: Handler, receipt: int) -> None:
+        """Run a sync handler here, in the reader, and queue its answer: nothing after the request is read (or
+        dispatched) before it has run (``on_request(inline=True)``)."""
+        token = RECEIPT.set(receipt)
+        try:
+            reply = self._core.result_frame(event.id, self._call_sync(event, handler))
+        except RpcError as exc:
+            reply = self._core.error_frame(event.id, exc)
+        except Exception:
+            _log.exception("handler for %r (request id %r) failed", event.method, event.id)
+            reply = self._core.error_frame(event.id, InternalError())
+        finally:
+            RECEIPT.reset(token)
+        if reply is not None:
+            self._outbox.put(reply)
 
     def _launch(
         self,
@@ -190,16 +209,21 @@ class IncomingRequests:
             params_json = b"null" if event.params is None else bytes(event.params)
             outcome = self.fallback(event.method, params_json)
         else:
-            if event.lossy and handler.lossless:
-                raise InvalidParams(
-                    message="a string in the params holds a lone UTF-16 surrogate escape (half of a character)",
-                    data={"path": "$", "reason": "lone surrogate escape"},
-                )
-            try:
-                params = handler.decode_params(event.params)
-            except DECODE_ERRORS as exc:
-                raise invalid_params(exc) from None
-            outcome = handler.fn(params)
+            outcome = self._call_sync(event, handler)
         if inspect.isawaitable(outcome):
             outcome = await outcome
         return outcome
+
+    @staticmethod
+    def _call_sync(event: RequestReceived, handler: Handler) -> Any:
+        """Decode the params and call the handler (what it returns may still have to be awaited)."""
+        if event.lossy and handler.lossless:
+            raise InvalidParams(
+                message="a string in the params holds a lone UTF-16 surrogate escape (half of a character)",
+                data={"path": "$", "reason": "lone surrogate escape"},
+            )
+        try:
+            params = handler.decode_params(event.params)
+        except DECODE_ERRORS as exc:
+            raise invalid_params(exc) from None
+        return handler.fn(params)

@@ -31,6 +31,8 @@ DEFECTS = {
     "empty-prompt": "client-schema",  # a prompt of no blocks (ACP2-085)
     "pending-not-cancelled": "client-cancels-pending-permission",  # answers a held request "reject", not cancelled
     "unknown-state-is-idle": "client-unknown-variants",  # takes a state it does not know for the turn's end
+    "v1-fields-in-offer": "client-offer-shape",  # v1's clientInfo and clientCapabilities beside a v2 offer
+    "ignores-policy": "client-permission-policy",  # approves every request whatever the policy it was given
     "no-initialize": "client-negotiation",  # opens with session/new, no handshake at all
 }
 
@@ -52,6 +54,7 @@ class Client:
         self.cancelled = False
         self.session: str | None = None
         self.pending: list[Any] = []  # permission requests held (cancel-pending: the user has not decided yet)
+        self.kinds: dict[Any, str] = {}  # tool call id -> kind, from the agent's updates
         threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self) -> None:
@@ -101,6 +104,8 @@ class Client:
         if method == "session/update":
             update = m["params"]["update"]
             kind = update.get("sessionUpdate")
+            if kind in ("tool_call", "tool_call_update") and "kind" in update:
+                self.kinds[update.get("toolCallId")] = update["kind"]
             if self.session is None and self.defect == "stalls-on-early-update":
                 self.fail("an update for a session not opened yet")
             if self.defect == "strict-decoder" and kind not in KNOWN_UPDATES:
@@ -121,6 +126,10 @@ class Client:
             return kind == "state_update" and update.get("state") == "idle"
         if method == "session/request_permission" and self.scenario == "cancel-pending" and not self.cancelled:
             self.pending.append(m["id"])
+        elif method == "session/request_permission" and self.scenario == "permission-policy":
+            approve = self.defect == "ignores-policy" or self.policy_allows(m["params"])
+            outcome = {"outcome": "selected", "optionId": "allow" if approve else "reject"}
+            self.send({"id": m["id"], "result": {"outcome": outcome}})
         elif method == "session/request_permission":
             approve = not self.cancelled or self.defect == "approve-after-cancel"
             outcome = {"outcome": "selected", "optionId": "allow"} if approve else {"outcome": "cancelled"}
@@ -131,15 +140,25 @@ class Client:
             self.send({"id": m["id"], "error": {"code": -32601, "message": f"unknown method {method}"}})
         return False
 
+    def policy_allows(self, params: dict[str, Any]) -> bool:
+        """The policy it is given (``allow=KIND deny=*`` words, first match) applied to the request's tool call."""
+        call = (params.get("subject") or {}).get("toolCall") or params.get("toolCall") or {}
+        kind = self.kinds.get(call.get("toolCallId"), call.get("kind"))
+        for word in os.environ.get("ACP_CONFORMANCE_PERMISSION_POLICY", "").split():
+            action, _, rule = word.partition("=")
+            if rule in ("*", kind):
+                return action == "allow"
+        return False
+
     def run(self) -> None:
         if self.defect == "no-initialize":
             self.wait_answer(self.request("session/new", {"cwd": os.getcwd(), "mcpServers": []}))
             self.fail("session/new without initialize was refused")
         info = {"name": "broken-client", "version": "1.0"}
-        init = self.request(
-            "initialize", {"protocolVersion": 2, "info": info, "clientInfo": info, "capabilities": {},
-                           "clientCapabilities": {}},
-        )  # fmt: skip
+        offer: dict[str, Any] = {"protocolVersion": 2, "info": info, "capabilities": {}}
+        if self.defect == "v1-fields-in-offer":
+            offer.update(clientInfo=info, clientCapabilities={})
+        init = self.request("initialize", offer)
         result = self.wait_answer(init)["result"]
         self.version = result["protocolVersion"]
         if self.defect == "strict-decoder":

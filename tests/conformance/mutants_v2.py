@@ -268,6 +268,10 @@ MUTANTS: dict[str, Mutant] = {
     "multiline-error-messages": M("ACP-ERROR-001", "error-messages"),
     # background work
     "background-omitted": M("background-work"),
+    # beyond the kit: refused means refused, and pipelined messages in the negotiated version
+    "act-after-reject": M("permission-refused"),
+    "edit-unasked": M("permission-asked", skips=("permission-refused",)),
+    "late-version": M("pipelined-session-new"),
 }
 
 

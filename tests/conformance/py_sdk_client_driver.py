@@ -5,7 +5,9 @@
 one prompt (``$ACP_CONFORMANCE_PROMPT``); in the ``cancel`` and ``cancel-pending`` scenarios ``session/cancel``
 at the first agent text. Every permission request is approved (the first allow option), as an editor whose user
 clicks "allow" would, except in ``cancel-pending``, where the handler waits (a user who has not decided);
-then ``session/close`` and exit 0. Nothing works around the SDK: its wire traffic is what the checks judge.
+then ``session/close`` and exit 0. Nothing works around the SDK: its wire traffic is what the checks judge. The
+SDK has no permission policy (the app's handler decides), so in ``permission-policy`` the driver exits 77 at once,
+as the driver contract says.
 """
 
 from __future__ import annotations
@@ -42,6 +44,8 @@ async def main() -> int:
     agent = sys.argv[1:]
     scenario = os.environ.get("ACP_CONFORMANCE_SCENARIO", "basic")
     text = os.environ.get("ACP_CONFORMANCE_PROMPT", "hello")
+    if scenario == "permission-policy":
+        return 77  # no policy to apply: the SDK hands every request to the app
     editor = Editor(scenario)
     async with acp.spawn_agent_process(editor, agent[0], *agent[1:]) as (conn, _process):
         await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)

@@ -118,7 +118,9 @@ def test_official_python_sdk_client_findings() -> None:
     assert '"outcome":"selected"' in failed["client-no-approval-after-cancel"]
     # A request still pending at session/cancel is left unanswered (the app's handler still waits).
     assert "the pending permission request was never answered" in failed["client-cancels-pending-permission"]
-    assert {r["negotiated"] for r in report["runs"]} == {1}  # it offers 1, also to the agent that speaks 2
+    # It offers 1, also to the agent that speaks 2 (in permission-policy the driver starts nothing: exit 77).
+    assert {r["negotiated"] for r in report["runs"] if r["scenario"] != "permission-policy"} == {1}
+    assert {r["exitCode"] for r in report["runs"] if r["scenario"] == "permission-policy"} == {77}
 
 
 def test_official_typescript_sdk_v2_client_findings(node: str) -> None:
@@ -135,8 +137,11 @@ def test_official_typescript_sdk_v2_client_findings(node: str) -> None:
     assert failed["client-no-approval-after-cancel"].startswith("cancel (agent v2): approved a permission")
     # At v2 it does the rest: every other check passes, except the v1-only one, which is not tested.
     statuses = {c["id"]: c["status"] for c in report["checks"] if c["id"] not in failed}
-    assert {k for k, v in statuses.items() if v != "PASS"} == {"client-gates-capabilities"}
+    assert {k for k, v in statuses.items() if v != "PASS"} == {"client-gates-capabilities", "client-permission-policy"}
     assert statuses["client-gates-capabilities"] == "NOT_TESTED"
+    # The SDK leaves permission requests to the app and has no policy to apply: its driver says so (exit 77).
+    assert statuses["client-permission-policy"] == "SKIPPED"
+    assert statuses["client-offer-shape"] == "PASS"  # a v2 offer in v2's shape alone
 
 
 def test_acp_session_conformance_client_is_client_mode() -> None:

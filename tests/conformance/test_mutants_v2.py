@@ -22,7 +22,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from acp_conformance.agent.mutants import V2_BROKEN_MODES
+from acp_conformance.agent.server import BROKEN_MODES
 from acp_conformance.runner.checks import CHECK_SETS
 from acp_conformance.runner.kit import kit_rows
 from acp_conformance.runner.report import requirement_statuses
@@ -38,7 +38,6 @@ WAIT = 3.0  # seconds for one answer: a broken variant's silence costs this, a h
 SCENARIO_TIMEOUT = 3.0
 AT_ONCE = 8  # runs at a time: they mostly wait, on their agents and on the broken variants' silences
 RULE = re.compile(r"^(ACP2-\d{3}|schema:[A-Za-z()\-0-9.]+|[a-z-]+\.mdx(#[a-z0-9-]+)?): ")
-FIRST_FIVE = {"never-idle", "no-message-id", "junk-stdout", "ignore-cancel", "boolean-capability"}  # before issue 50
 
 
 @pytest.fixture(scope="module")
@@ -129,7 +128,7 @@ async def test_each_broken_variant_fails_exactly_its_ids(zygote: str, anyio_back
 
 def test_every_v2_mode_check_and_mapped_kit_id_has_its_mutant() -> None:
     """Every v2 broken mode has a row; every v2 check and every kit id a v2 check judges is failed by one."""
-    assert set(MUTANTS) == set(V2_BROKEN_MODES) | FIRST_FIVE
+    assert set(MUTANTS) == set(BROKEN_MODES)
     failed = {target for mutant in MUTANTS.values() for target in mutant.fails}
     assert sorted({c.id for c in CHECK_SETS[2]} - failed) == []
     mapped = {row.id for row in kit_rows(2) if row.checks}

@@ -1,6 +1,7 @@
 """Mutation coverage of the v1 check set: every broken v1 mode of the reference agent (``--broken v1-...``, plus
-``junk-stdout``) turns the official kit id it breaks FAIL, fails exactly the checks v1_mutants.py names (each
-message starting with its rule), and moves nothing else, neither a check nor a kit id.
+``junk-stdout`` and the modes of the checks beyond the kit) turns the official kit id it breaks FAIL, fails
+exactly the checks v1_mutants.py names (each message starting with its rule), and moves nothing else, neither a
+check nor a kit id.
 
 Cheap by construction: the runner runs in process and modes whose checks do not overlap share one run (a
 mode's defect is confined to what it changes, so a run with several fails the union of their checks and
@@ -25,7 +26,7 @@ from acp_conformance.runner.tiers import CLASSIFICATIONS
 from acp_conformance.runner.verdict import judge
 
 from .doc_tables import documented
-from .v1_mutants import MUTANTS, UNREACHABLE, Mutant, mutation_table
+from .v1_mutants import BEYOND_KIT_MODES, MUTANTS, UNREACHABLE, Mutant, mutation_table
 
 AGENT = [sys.executable, "-m", "acp_conformance.agent", "--protocol-versions", "1"]
 DOC = Path(__file__).resolve().parents[2] / "docs" / "conformance.md"
@@ -109,7 +110,7 @@ def test_the_table_covers_every_mode_kit_id_and_check() -> None:
     a mode's kit ids are those of the checks it fails."""
     modes = [m.mode for m in MUTANTS]
     assert len(modes) == len(set(modes))
-    assert set(modes) == set(V1_BROKEN_MODES) | {"junk-stdout"}
+    assert set(modes) == set(V1_BROKEN_MODES) | set(BEYOND_KIT_MODES)
     failed_ids = {kit_id for m in MUTANTS for kit_id in m.kit}
     assert set(KIT[1]) == failed_ids | (set(UNREACHABLE) & set(KIT[1])), set(KIT[1]) - failed_ids
     assert not failed_ids & set(UNREACHABLE)

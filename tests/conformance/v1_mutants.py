@@ -12,7 +12,7 @@ from acp_conformance.runner.checks import CHECK_SETS
 from acp_conformance.runner.kit import KIT, kit_rows
 from acp_conformance.runner.tiers import CLASSIFICATIONS
 
-__all__ = ["MUTANTS", "UNREACHABLE", "Mutant", "mutation_table"]
+__all__ = ["BEYOND_KIT_MODES", "MUTANTS", "UNREACHABLE", "Mutant", "mutation_table"]
 
 
 @dataclass(frozen=True)
@@ -154,7 +154,13 @@ MUTANTS: tuple[Mutant, ...] = (
     ),
     Mutant("v1-embedded-refused", ("ACP-PROMPTCAP-003",), {"prompt-embedded": "schema:PromptCapabilities"}),
     Mutant("v1-bad-permission", (), {"permission-request": "schema:RequestPermissionRequest"}),
-    Mutant("v1-bad-tool-kind", (), {"tool-call": "schema:ToolKind"}),
+    Mutant(
+        "v1-bad-tool-kind",
+        (),
+        {"tool-call": "schema:ToolKind"},
+        moves={"permission-asked": "n/a"},
+        why="the edit tool call's kind is no longer edit, so permission-asked sees no acting tool call to judge",
+    ),
     Mutant("v1-bad-plan-priority", (), {"plan": "schema:PlanEntry"}),
     Mutant(
         "v1-cancel-as-error",
@@ -198,7 +204,9 @@ MUTANTS: tuple[Mutant, ...] = (
         {"close-busy": "session-setup.mdx#closing-active-sessions"},
         hook="cancelled prompt",
     ),
-    Mutant("v1-relative-fs-path", (), {"client-fs": "overview.mdx"}),
+    # A read with a relative path fails, so an edit (which reads each file before writing it) never writes: the
+    # modes that judge what the edit writes do not share its run.
+    Mutant("v1-relative-fs-path", (), {"client-fs": "overview.mdx"}, hook="fs reads"),
     Mutant("v1-foreign-terminal", (), {"client-terminals": "terminals.mdx"}),
     Mutant("v1-fs-unasked", ("ACP-CLIENTCAP-001",), {"fs-gated": "file-system.mdx#checking-support"}),
     Mutant("v1-terminal-unasked", ("ACP-CLIENTCAP-002",), {"terminal-gated": "terminals.mdx#checking-support"}),
@@ -223,7 +231,22 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("v1-multiline-errors", ("ACP-ERROR-001",), {"error-messages": "schema:Error"}),
     Mutant("v1-reject-meta", ("ACP-META-001",), {"meta-accepted": "extensibility.mdx#the-_meta-field"}),
     Mutant("v1-root-field", ("ACP-SCHEMA-002",), {"custom-root-fields": "extensibility.mdx#the-_meta-field"}),
+    # Beyond the kit (modes of both fronts, BEYOND_KIT_MODES): the checks of no kit id that the v1 set has too.
+    Mutant("act-after-reject", (), {"permission-refused": "tool-calls.mdx#permission-options"}, hook="fs reads"),
+    Mutant(
+        "edit-unasked",
+        (),
+        {"permission-asked": "tool-calls.mdx#requesting-permission"},
+        moves={"permission-refused": "n/a"},
+        why="an edit that never asks leaves permission-refused no request to refuse",
+        hook="fs reads",
+    ),
+    Mutant("late-version", (), {"pipelined-session-new": "extensibility.mdx"}),
 )
+
+BEYOND_KIT_MODES = ("junk-stdout", "act-after-reject", "edit-unasked", "late-version")
+"""Modes of the reference agent's ``BROKEN_MODES`` (both fronts, not ``v1-``) that the table holds too: the
+framing defect, and the defects of the checks beyond the kit (refused means refused, pipelined requests)."""
 
 _RECORD = "no mode can fail it: the check only records what the agent did (the kit never asserts it either)"
 UNREACHABLE: dict[str, str] = {

@@ -199,9 +199,9 @@ async def test_v1_subagents_only_when_asked_and_folded_the_same_way(tmp_path: Pa
             assert response.text == "Delegated."
             (subagent,) = conversation.subagents.values()
             assert subagent.session_id == "child-1" and subagent.title == "Helper" and subagent.cancellable
-    offer = sent(log)[0]["params"]
+    offer = sent(log)[1]["params"]  # the v1 offer, sent once the agent answered 1 to the v2 one
     assert offer["clientCapabilities"]["subagents"] == {}
     (tmp_path / "plain").mkdir()
     async with v1_agent(tmp_path / "plain") as (client, log2):
         pass
-    assert "subagents" not in sent(log2)[0]["params"]["clientCapabilities"]
+    assert "subagents" not in sent(log2)[1]["params"]["clientCapabilities"]

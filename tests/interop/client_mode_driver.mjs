@@ -7,7 +7,8 @@
 // send session/cancel at the first agent text. Every permission request is approved (the first allow option), as
 // an editor whose user clicks "allow" would, except in "cancel-pending", where it is held until the agent
 // withdraws it (the request's abort signal); then session/close and exit 0. Nothing here works around the SDK: what it does on the
-// wire is what the checks judge.
+// wire is what the checks judge. The SDK has no permission policy (the app's handler decides), so in
+// "permission-policy" the driver exits 77 at once, as the driver contract says.
 import { spawn } from "node:child_process";
 import { Readable, Writable } from "node:stream";
 import { client, ndJsonStream } from "@agentclientprotocol/sdk/experimental/v2";
@@ -15,6 +16,7 @@ import { client, ndJsonStream } from "@agentclientprotocol/sdk/experimental/v2";
 const [command, ...args] = process.argv.slice(2);
 const scenario = process.env.ACP_CONFORMANCE_SCENARIO ?? "basic";
 const text = process.env.ACP_CONFORMANCE_PROMPT ?? "hello";
+if (scenario === "permission-policy") process.exit(77); // no policy to apply: the app's handler decides
 
 const app = client({ name: "acp-conformance-ts-driver" }).onRequest("session/request_permission", async ({ params, signal }) => {
   if (scenario === "cancel-pending") {

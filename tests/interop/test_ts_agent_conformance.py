@@ -45,6 +45,8 @@ SCENARIO_CHECKS = {
     "close-held-prompts",
     "scenario-stop-reasons",
     "background-work",
+    "permission-refused",
+    "permission-asked",
 }
 # ts_agent.mjs has no plan, terminal or background-work behaviour.
 NO_BEHAVIOUR = {"plan", "plan-shape", "terminal", "terminal-output", "background-work"}

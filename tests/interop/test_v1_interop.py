@@ -154,7 +154,9 @@ async def test_ts_initialize_and_no_session_load(ts_v1_agent: list[str], tmp_pat
         async with spawned(ts_v1_agent, tmp_path) as (client, wire):
             assert client.protocol_version == 1
             offered = wire.sent("initialize")
-            assert [m["params"]["protocolVersion"] for m in offered] == [2]
+            # v2's offer in its own shape, then, once it answered 1, v1's (with the v1 capabilities), which it takes
+            assert [m["params"]["protocolVersion"] for m in offered] == [2, 1]
+            assert "clientCapabilities" not in offered[0]["params"] and "clientInfo" not in offered[0]["params"]
             assert client.supports("session/new") and client.supports("session/prompt")
             assert not client.supports("session/load") and not client.supports("session/resume")
             assert not client.supports("session/list")
@@ -378,8 +380,9 @@ async def test_py_fs_read_inside_and_refused_outside(tmp_path: Path) -> None:
         async with spawned(PY_AGENT, tmp_path, fs_builder(terminals=False)) as (client, wire):
             assert client.protocol_version == 1
             assert client.agent_info.name == "py-v1-agent"
-            offer = wire.sent("initialize")[0]["params"]
-            assert offer["protocolVersion"] == 2
+            first, offer = (m["params"] for m in wire.sent("initialize"))
+            assert first["protocolVersion"] == 2 and "clientCapabilities" not in first
+            assert offer["protocolVersion"] == 1  # the v1 offer after the agent answered 1: how it learns of fs
             caps = offer["clientCapabilities"]
             assert caps["fs"] == {"readTextFile": True, "writeTextFile": True}
             assert caps["terminal"] is False
@@ -455,7 +458,7 @@ async def test_py_terminal_run(tmp_path: Path) -> None:
     cwd.mkdir()
     with anyio.fail_after(TIMEOUT):
         async with spawned(PY_AGENT, tmp_path, fs_builder(files=False)) as (client, wire):
-            caps = wire.sent("initialize")[0]["params"]["clientCapabilities"]
+            caps = wire.sent("initialize")[1]["params"]["clientCapabilities"]  # the v1 offer that followed 2
             assert caps["terminal"] is True
             assert not any(caps.get("fs", {}).values())
             conversation = await client.start_conversation(str(cwd))
@@ -516,7 +519,7 @@ async def test_py_calls_without_providers_get_method_not_found(tmp_path: Path) -
         async with spawned(
             [*PY_AGENT, "--ignore-capabilities"], tmp_path, fs_builder(files=False, terminals=False)
         ) as (client, wire):
-            offer = wire.sent("initialize")[0]["params"]["clientCapabilities"]
+            offer = wire.sent("initialize")[1]["params"]["clientCapabilities"]  # the v1 offer that followed 2
             assert not any(offer.get("fs", {}).values()) and not offer.get("terminal", False)
             conversation = await client.start_conversation(str(cwd))
 

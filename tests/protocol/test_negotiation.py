@@ -11,6 +11,7 @@ import pytest
 from acp_session import ClientBuilder, ProtocolVersionMismatch
 from acp_session.errors import InvalidParams, InvalidResponse
 from acp_session.schema import AuthMethodAgent, AuthMethodTerminal
+from acp_session.schema import types as m
 from tests.protocol.support import sent, v1_agent
 
 pytestmark = pytest.mark.anyio
@@ -49,11 +50,53 @@ async def test_a_v1_answer_continues_in_v1_with_the_v1_fields_mapped(tmp_path: P
             assert isinstance(methods[1], AuthMethodTerminal) and methods[1].method_id == "tty"
             assert client.supports("session/list") and client.supports("session/close")
             assert not client.supports("session/delete")
-    offer = sent(log)[0]["params"]
-    # One offer that both versions can read: v2's fields plus v1's clientCapabilities / clientInfo.
-    assert offer["protocolVersion"] == 2
-    assert offer["info"]["name"] == "test-client" and offer["clientInfo"]["name"] == "test-client"
-    assert offer["clientCapabilities"] == {"fs": {}, "terminal": False}
+    first, second = (m["params"] for m in sent(log)[:2])
+    # The v2 offer in v2's shape alone (no v1 field at its root: extensibility.mdx), then, once the agent answered
+    # 1, the v1 offer in v1's shape, so it learns what this client offers in its own terms.
+    assert set(first) <= V2_INITIALIZE_FIELDS and first["protocolVersion"] == 2
+    assert first["info"]["name"] == "test-client"
+    assert second == {
+        "protocolVersion": 1,
+        "clientCapabilities": {"fs": {}, "terminal": False},
+        "clientInfo": {"name": "test-client", "version": "1.0"},
+    }
+
+
+V2_INITIALIZE_FIELDS = frozenset(f.encode_name for f in msgspec.structs.fields(m.InitializeRequest))
+
+
+async def test_a_v1_agent_gets_the_file_system_and_terminals_in_its_own_offer(tmp_path: Path) -> None:
+    """What a v1 agent learns of the client is the v1 offer's: a file-system provider and terminals are
+    advertised there, and the agent's calls are served."""
+    (tmp_path / "notes.txt").write_text("hello\n")
+    read = {"method": "fs/read_text_file", "params": {"sessionId": "s1", "path": str(tmp_path / "notes.txt")}}
+    builder = ClientBuilder("test-client", "1.0").with_file_system([tmp_path]).with_terminals()
+    with anyio.fail_after(10):
+        async with v1_agent(tmp_path, builder, prompts=[{"ask": read}]) as (client, log):
+            session = await client.new_session(str(tmp_path))
+            await session.send_prompt("read it").result()
+    messages = sent(log)
+    assert [m.get("method") for m in messages[:3]] == ["initialize", "initialize", "session/new"]
+    assert "clientCapabilities" not in messages[0]["params"]
+    caps = messages[1]["params"]["clientCapabilities"]
+    assert caps["fs"] == {"readTextFile": True, "writeTextFile": True} and caps["terminal"] is True
+    answer = next(m for m in messages if m.get("id") == "q1" and "method" not in m)
+    assert answer["result"] == {"content": "hello\n"}
+
+
+async def test_an_agent_refusing_a_second_initialize_keeps_the_first_and_is_served_no_fs(tmp_path: Path) -> None:
+    """An agent that may be initialized only once answered the v2 offer with 1: that answer stands, and since
+    the agent never saw the v1 offer's capabilities, the client does not serve fs/* (it answers -32601)."""
+    read = {"method": "fs/read_text_file", "params": {"sessionId": "s1", "path": str(tmp_path / "notes.txt")}}
+    builder = ClientBuilder("test-client", "1.0").with_file_system([tmp_path])
+    once = {"code": -32600, "message": "already initialized"}
+    with anyio.fail_after(10):
+        async with v1_agent(tmp_path, builder, reject_repeat=once, prompts=[{"ask": read}]) as (client, log):
+            assert client.protocol_version == 1 and client.agent_info.name == "v1-script"
+            session = await client.new_session(str(tmp_path))
+            await session.send_prompt("read it").result()
+    answer = next(m for m in sent(log) if m.get("id") == "q1" and "method" not in m)
+    assert answer["error"]["code"] == -32601
 
 
 async def test_an_agent_rejecting_the_v2_offer_gets_a_v1_offer_on_the_same_connection(tmp_path: Path) -> None:
@@ -166,13 +209,12 @@ def test_the_v1_offer_is_what_the_v1_types_and_routes_give(
     if extras:
         builder.on_elicitation(lambda request: None, modes=("form", "url")).with_meta({"x": 1})
         builder.with_terminal_auth()
-    plain = offer(builder, 1, (2, 1))
+    plain = offer(builder, 1)
     assert msgspec.to_builtins(msgspec.convert(plain, v1.InitializeRequest)) == plain
     assert plain == msgspec.to_builtins(builder.v1_initialize_request())
     caps = plain["clientCapabilities"]
     expected = advertised(V1Protocol.routes, builder.offer())
     assert caps["terminal"] == expected["terminal"]
     assert caps["fs"] == (expected["fs"] if files is not None else {})
-    both = offer(builder, 2, (2, 1))
-    assert (both["clientCapabilities"], both["clientInfo"]) == (caps, plain["clientInfo"])
-    assert "clientCapabilities" not in offer(builder, 2, (2,))
+    v2_offer = offer(builder, 2)  # v2's fields only, whatever versions the builder allows
+    assert set(v2_offer) <= V2_INITIALIZE_FIELDS and "clientCapabilities" not in v2_offer

@@ -108,8 +108,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     remote.add_argument("--tls-cert", metavar="FILE", help="with --listen: serve HTTPS (HTTP/2 by ALPN) with this cert")
     remote.add_argument("--tls-key", metavar="FILE", help="with --listen: the private key for --tls-cert")
-    remote.add_argument(
-        "--backend", choices=("asyncio", "trio"), default="asyncio", help="with --listen: the event loop (asyncio)"
+    parser.add_argument(
+        "--backend", choices=("asyncio", "trio"), default="asyncio", help="the event loop (default asyncio)"
     )
     remote.add_argument(
         "--require-cookie",
@@ -243,7 +243,7 @@ def main(argv: list[str] | None = None) -> None:
     if "junk-stdout" in options.broken:
         os.write(sys.stdout.fileno(), b"reference agent starting up\n")  # not an ACP message: a framing error
     with contextlib.suppress(KeyboardInterrupt):
-        anyio.run(serve, options)
+        anyio.run(serve, options, backend=args.backend)
 
 
 if __name__ == "__main__":

@@ -63,6 +63,7 @@ from acp_session.schema.unstable import McpAcpCapabilities, McpCapabilities
 
 from . import AGENT_NAME, AGENT_VERSION, PROTOCOL_VERSION, mcp_client, negotiation
 from .config import apply_config
+from .misbehave import rejection_as_approval
 from .mutants import V2_BROKEN_MODES
 from .preview_methods import PreviewMethods, now, preview_capabilities
 from .scenarios import SCENARIOS, TurnContext, TurnFailed, available_commands, offline_reply, parse_prompt
@@ -84,6 +85,9 @@ BROKEN_MODES: dict[str, str] = {
     "ignore-cancel": "ignore session/cancel notifications entirely",
     "boolean-capability": "advertise session.delete as true (v1's boolean encoding) instead of an object marker",
     **V2_BROKEN_MODES,
+    "act-after-reject": "take a permission refused with a reject option for an approval (/edit ask then writes)",
+    "edit-unasked": "/edit ask writes its files without asking for permission first",
+    "late-version": "fix the negotiated version only once initialize's task runs (a pipelined request gets v2's)",
 }
 PAGE_SIZE = 20
 VENDOR_MARKER = {"acp-reference-agent": {"scenarios": True}}  # capabilities._meta: prompts starting /NAME
@@ -135,7 +139,9 @@ class ReferenceAgent(PreviewMethods):
         self._emit = shared.send_update if shared is not None else self.send_update  # new sessions' emit_raw
         self.v1: V1Front | None = None  # set when the client negotiated protocol version 1
         on = conn.on_request
-        on("initialize", self.initialize)  # plain params: the version is read before the shape (negotiation.py)
+        # Plain params: the version is read before the shape (negotiation.py). Inline: the reader runs it before it
+        # reads the next message, so a request pipelined after it finds the negotiated version's handlers.
+        on("initialize", self.initialize, inline=not self.broken("late-version"))
         on("session/new", self.new_session, decoder(mu.NewSessionRequest))
         on("session/list", self.list_sessions, decoder(ListSessionsRequest))
         on("session/resume", self.resume_session, decoder(mu.ResumeSessionRequest))
@@ -216,7 +222,7 @@ class ReferenceAgent(PreviewMethods):
 
     # -- initialize ------------------------------------------------------------------------------------
 
-    async def initialize(self, params: Any) -> Any:
+    def initialize(self, params: Any) -> Any:
         # A remote (--listen) connection negotiates as stdio does: a v1 offer gets v1 and v1's method set.
         versions = self.options.versions
         if negotiation.chosen_version(params, versions) == 1:
@@ -447,6 +453,14 @@ class ReferenceAgent(PreviewMethods):
     async def _request_permission(
         self, session: Session, request: RequestPermissionRequest
     ) -> RequestPermissionResponse | None:
+        answer = await self._ask_and_wait(session, request)
+        if self.broken("act-after-reject") and answer is not None:
+            return rejection_as_approval(request, answer)
+        return answer
+
+    async def _ask_and_wait(
+        self, session: Session, request: RequestPermissionRequest
+    ) -> RequestPermissionResponse | None:
         if self.shared is not None:
             return await self.shared.request_permission(session, request)  # asked again after a reconnect
         pending = self.ask_permission(request)
@@ -498,6 +512,7 @@ class ReferenceAgent(PreviewMethods):
             notify=self.conn.notify,
             workspace=Workspace() if self.v1 is None else self.v1.workspace(session.session_id),
             protocol_version=1 if self.v1 is not None else PROTOCOL_VERSION,
+            broken=self.options.broken,
         )
         stop_reason: str | None = "end_turn"
         error = None

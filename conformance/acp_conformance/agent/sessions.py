@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import collections
-import contextlib
 import json
 import logging
 import os
-import tempfile
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ import anyio
 from msgspec import UNSET
 
 from acp_session.codec import decoder, to_builtins
+from acp_session.registry.lock import locked, replace_file
 from acp_session.rpc import PendingRequest
 from acp_session.schema import unstable as mu
 from acp_session.schema.types import (
@@ -30,9 +30,13 @@ from acp_session.schema.types import (
 
 from .config import ConfigValues
 
-__all__ = ["HeldPrompt", "Session", "SessionStore"]
+__all__ = ["LOCK_WAIT", "HeldPrompt", "Session", "SessionStore"]
 
 _log = logging.getLogger("acp_conformance.agent")
+
+LOCK_WAIT = 10.0
+"""Seconds a change of the store file waits for another agent process's change (each takes milliseconds)."""
+_LOCK_POLL = 0.002  # a change holds the lock for about a millisecond: try again soon
 
 Emit = Callable[[str, mu.SessionUpdate], Awaitable[None]]
 
@@ -106,8 +110,12 @@ class SessionStore:
     """All sessions this agent process knows: in memory, and with ``path`` also kept in a JSON file.
 
     The file holds each session's id, cwd, title, time, config and replayable history, so another agent
-    process started with the same file lists and resumes them (the ``acp-session`` CLI relies on this).
-    Saving re-reads the file and replaces only the sessions this process changed; writes are atomic.
+    process started with the same file lists and resumes them (the ``acp-session`` CLI relies on this). Any
+    number of agent processes may share one file: every change holds the file's lock (``FILE.lock`` beside it,
+    ``flock``, released when its holder dies) across its read and its write, a save replaces only the sessions
+    this process changed, and the new contents go to a temporary file of a unique name renamed over the old one
+    (``acp_session.registry.lock.replace_file``). A new session id is taken from the file's counter under the
+    lock and the counter written back at once, so two processes never hand out the same id.
     """
 
     def __init__(self, path: str | os.PathLike[str] | None = None, emit_raw: Emit | None = None) -> None:
@@ -118,7 +126,7 @@ class SessionStore:
         self._deleted: set[str] = set()
         if self.path is not None:
             data = self._read()
-            self._count = int(data.get("count", 0))
+            self._count = _count_of(data)
             for raw in data.get("sessions", []):
                 try:
                     session = self._load(raw)
@@ -128,15 +136,21 @@ class SessionStore:
                 self._sessions[session.session_id] = session
 
     def new_id(self) -> str:
-        if self.path is not None:
-            self._count = max(self._count, int(self._read().get("count", 0)))
-        self._count += 1
+        """A session id no process sharing the file has given out (``OSError`` when the file cannot be used)."""
+        if self.path is None:
+            self._count += 1
+            return f"sess-{self._count}"
+        with self._locked():
+            data = self._read()
+            self._count = max(self._count, _count_of(data)) + 1
+            data["count"] = self._count  # taken now: another process reads the new count
+            self._write(data)
         return f"sess-{self._count}"
 
     def add(self, session: Session) -> None:
         self._sessions[session.session_id] = session
         self._deleted.discard(session.session_id)
-        self.save()
+        self.save(session)
 
     def get(self, session_id: str) -> Session | None:
         return self._sessions.get(session_id)
@@ -152,6 +166,16 @@ class SessionStore:
 
     # -- the file ---------------------------------------------------------------------------------------
 
+    @contextmanager
+    def _locked(self) -> Iterator[None]:
+        """Hold the file's lock (``OSError`` when another process keeps it for ``LOCK_WAIT`` seconds)."""
+        assert self.path is not None
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with locked(self.path.with_name(self.path.name + ".lock"), wait=LOCK_WAIT, poll=_LOCK_POLL) as held:
+            if not held:
+                raise OSError(f"session store {self.path} stayed locked by another process for {LOCK_WAIT:g} s")
+            yield
+
     def _read(self) -> dict[str, Any]:
         assert self.path is not None
         try:
@@ -162,6 +186,12 @@ class SessionStore:
             _log.warning("session store %s is unreadable; starting empty", self.path)
             return {}
         return data if isinstance(data, dict) else {}
+
+    def _write(self, data: dict[str, Any]) -> None:
+        """Replace the file (the caller holds the lock); not synced to disk: the store is a convenience, and a
+        reader sees the old contents or the new ones either way."""
+        assert self.path is not None
+        replace_file(self.path, json.dumps(data).encode("utf-8"), sync=False)
 
     def _load(self, raw: dict[str, Any]) -> Session:
         assert self._emit_raw is not None
@@ -205,27 +235,26 @@ class SessionStore:
         }
 
     def save(self, *changed: Session) -> None:
-        """Write the file (no-op without ``path``): this process's sessions over what the file holds."""
+        """Write the ``changed`` sessions and this process's deletions over what the file holds (no-op without
+        ``path``), under its lock, so that what other processes saved meanwhile is kept."""
         if self.path is None:
             return
-        data = self._read()
-        stored = {str(raw.get("sessionId")): raw for raw in data.get("sessions", []) if isinstance(raw, dict)}
-        for session_id in self._deleted:
-            stored.pop(session_id, None)
-        for session in changed or tuple(self._sessions.values()):
-            if session.session_id in self._sessions:
-                stored[session.session_id] = self._dump(session)
-        payload = {"count": max(self._count, int(data.get("count", 0))), "sessions": list(stored.values())}
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".sessions-", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as out:
-                json.dump(payload, out)
-            os.replace(tmp, self.path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+        with self._locked():
+            data = self._read()
+            stored = {str(raw.get("sessionId")): raw for raw in data.get("sessions", []) if isinstance(raw, dict)}
+            for session_id in self._deleted:
+                stored.pop(session_id, None)
+            for session in changed:
+                if session.session_id in self._sessions:
+                    stored[session.session_id] = self._dump(session)
+            self._count = max(self._count, _count_of(data))
+            self._write({"count": self._count, "sessions": list(stored.values())})
+
+
+def _count_of(data: dict[str, Any]) -> int:
+    """The file's session counter (0 when it has none, or not a number)."""
+    count = data.get("count", 0)
+    return count if isinstance(count, int) and not isinstance(count, bool) and count >= 0 else 0
 
 
 _HISTORY = decoder(list[mu.SessionUpdate])

@@ -158,7 +158,9 @@ class Agent:
 
     def answer_other(self, message: dict[str, Any]) -> None:
         method = message.get("method")
-        if method == "session/close":
+        if method == "initialize" and "id" in message:
+            self.answer_initialize(message)  # a repeated initialize (a client offering v1 after 2) is answered too
+        elif method == "session/close":
             self.send({"id": message.get("id"), "result": {}})
             self.event("closed")
         elif method is not None and "id" in message:
@@ -282,6 +284,38 @@ class Agent:
             self.send({"method": "$/cancel_request", "params": {"requestId": request_id}})
         self.wait_for(response_to=request_id, timeout=2.0)
         self.end_turn("cancelled")
+
+    def turn_permission_policy(self) -> None:
+        """Ask about a read, an edit and a command, one after another; the driver answers by the policy in
+        ``ACP_CONFORMANCE_PERMISSION_POLICY`` (the judge compares each answer with it)."""
+        cwd = os.getcwd()
+        asks = [
+            ("call-read", "read", "Read README.md", os.path.join(cwd, "README.md")),
+            ("call-edit", "edit", "Edit out.txt", os.path.join(cwd, "out.txt")),
+            ("call-execute", "execute", "Run rm -rf build", None),
+        ]
+        options = [
+            {"optionId": "allow", "name": "Allow", "kind": "allow_once"},
+            {"optionId": "reject", "name": "Reject", "kind": "reject_once"},
+        ]
+        for call, kind, title, path in asks:
+            tool: dict[str, Any] = {"toolCallId": call, "title": title, "kind": kind, "status": "pending"}
+            if path is not None:
+                tool["locations"] = [{"path": path}]
+            self.notify_update({"sessionUpdate": "tool_call" if self.version == 1 else "tool_call_update", **tool})
+            if self.version >= 2:
+                params: dict[str, Any] = {
+                    "sessionId": SESSION_ID,
+                    "title": f"{title}?",
+                    "options": options,
+                    "subject": {"type": "tool_call", "toolCall": {"toolCallId": call}},
+                }
+            else:
+                params = {"sessionId": SESSION_ID, "toolCall": tool, "options": options}
+            asked = self.request("session/request_permission", params)
+            self.wait_for(response_to=f"agent-{asked}")
+        self.notify_update(self.chunk("Asked about a read, an edit and a command."))
+        self.end_turn()
 
     def turn_client_methods(self) -> None:
         cwd = os.getcwd()

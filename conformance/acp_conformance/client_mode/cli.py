@@ -24,6 +24,7 @@ from ..runner.baseline import BaselineError, load_baseline
 from ..runner.verdict import PARTIAL
 from .drivers import DRIVERS
 from .judge import CLIENT_CHECKS, Run, judge_runs, unchecked
+from .policy import POLICY, POLICY_VARIABLE
 from .report import ClientReport, client_verdict, html, junit, table, to_json
 from .subject import run_subject
 
@@ -41,6 +42,10 @@ SCENARIOS: dict[str, tuple[tuple[int, ...], str]] = {
     "cancel-pending": ((1, 2), "a permission request the driver leaves unanswered; it cancels at the agent's text"),
     "client-methods": ((1,), "the agent calls fs/read_text_file, fs/write_text_file and terminal/create"),
     "agent-dies": ((1, 2), "the agent exits mid-turn; the client must end (any status), without a traceback"),
+    "permission-policy": (
+        (1, 2),
+        "permission requests about a read, an edit and a command; the driver answers by the policy it is given",
+    ),
 }
 PROMPT = "Hello, scripted agent."
 AGENT = [sys.executable, "-m", "acp_conformance.client_mode.agent"]
@@ -57,6 +62,8 @@ async def _one_run(client: list[str], scenario: str, version: int, root: str, li
     log.touch()
     argv = [*client, *AGENT, "--scenario", scenario, "--version", str(version), "--log", str(log)]
     env = dict(os.environ, ACP_CONFORMANCE_SCENARIO=scenario, ACP_CONFORMANCE_PROMPT=PROMPT)
+    if scenario == "permission-policy":
+        env[POLICY_VARIABLE] = POLICY
     started = time.monotonic()
     try:
         ended = await run_subject(argv, sandbox, env, limit)

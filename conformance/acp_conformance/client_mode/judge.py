@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..runner.tiers import Tier
+from .judge_offer import check_offer_shape, check_permission_policy
 from .runs import Line, Run, versioned_problems
 
 __all__ = ["CLIENT_CHECKS", "NOT_TESTED", "ClientCheck", "Run", "judge_runs", "unchecked"]
@@ -226,9 +227,8 @@ def check_gates_capabilities(runs: list[Run]) -> Result:
         if run.negotiated != 1:
             continue
         why_not = why_not or f"{run.label}: no call of a method the client did not advertise was answered"
-        init = next(
-            (line.message for line in run.client_messages() if (line.message or {}).get("method") == "initialize"), None
-        )
+        inits = [line.message for line in run.client_messages() if (line.message or {}).get("method") == "initialize"]
+        init = inits[-1] if inits else None  # the one in effect: a client may offer v1 again after a v2 offer
         caps = ((init or {}).get("params") or {}).get("clientCapabilities") or {}
         fs = caps.get("fs") or {}
         advertised = {
@@ -456,6 +456,20 @@ CLIENT_CHECKS: list[ClientCheck] = [
         A,
         ("session-setup.mdx#closing-sessions", "ACP2-074"),
         check_closes_sessions,
+    ),
+    ClientCheck(
+        "client-offer-shape",
+        "initialize carries at its root only the offered version's fields (v1's none beside a v2 offer)",
+        M,
+        ("extensibility.mdx", "schema:InitializeRequest"),
+        check_offer_shape,
+    ),
+    ClientCheck(
+        "client-permission-policy",
+        "every permission request is answered as the policy the driver was given says",
+        C,
+        ("tool-calls.mdx#requesting-permission", "schema:RequestPermissionOutcome"),
+        check_permission_policy,
     ),
 ]
 

@@ -66,29 +66,29 @@ _SESSION_OPENERS = frozenset({"session/new", "session/load", "session/resume"})
 
 
 def v1_offer(version: int, *, fs: bool, terminal: bool, elicitation: bool = False) -> dict[str, Any]:
-    """The ``initialize`` params: v2's ``info`` beside v1's ``clientInfo``/``clientCapabilities``, whatever the version.
-
-    Both schemas allow unknown fields, so each version reads its own (as ``ClientBuilder`` offers); a v2-only
-    agent offered version 1 can then answer -32022 instead of refusing the shape. ``elicitation``: v1's form
-    elicitation is offered too (only the v1 check of that gate does).
-    """
+    """The ``initialize`` params offering ``version``, in that version's shape only: v2's ``info`` and
+    ``capabilities``, or v1's ``clientInfo`` and ``clientCapabilities`` (with the file system and terminals as
+    asked). Never both: the extensibility rules keep custom data out of the root of a specified type. A v1 agent
+    that answers 1 to the v2 offer gets the v1 offer next (``Probe.initialize``), as ``ClientBuilder`` does.
+    ``elicitation``: form elicitation is offered too (only the v1 check of that gate does)."""
     name, version_text = RUNNER_INFO
-    v1_part = to_builtins(
-        v1.InitializeRequest(
-            protocol_version=1,
-            client_capabilities=v1.ClientCapabilities(
-                fs=v1.FileSystemCapabilities(read_text_file=fs, write_text_file=fs), terminal=terminal
-            ),
-            client_info=v1.Implementation(name=name, version=version_text),
+    plain: dict[str, Any]
+    if version == 1:
+        plain = to_builtins(
+            v1.InitializeRequest(
+                protocol_version=1,
+                client_capabilities=v1.ClientCapabilities(
+                    fs=v1.FileSystemCapabilities(read_text_file=fs, write_text_file=fs), terminal=terminal
+                ),
+                client_info=v1.Implementation(name=name, version=version_text),
+            )
         )
-    )
-    plain: dict[str, Any] = to_builtins(
-        InitializeRequest(protocol_version=version, info=Implementation(name=name, version=version_text))
-    )
-    plain["clientCapabilities"] = v1_part["clientCapabilities"]
-    if elicitation:
-        plain["clientCapabilities"]["elicitation"] = {"form": {}}
-    plain["clientInfo"] = v1_part["clientInfo"]
+    else:
+        plain = to_builtins(
+            InitializeRequest(protocol_version=version, info=Implementation(name=name, version=version_text))
+        )
+    if elicitation:  # the same object in both versions, under each one's capabilities field
+        plain.setdefault("clientCapabilities" if version == 1 else "capabilities", {})["elicitation"] = {"form": {}}
     return plain
 
 
@@ -244,16 +244,33 @@ class Probe(Wire):
     async def initialize(
         self, version: int = 2, *, fs: bool = True, terminal: bool = True, elicitation: bool = False
     ) -> dict[str, Any]:
-        """Offer ``version`` (with v1's client capabilities beside v2's fields) and record the answer."""
+        """Offer ``version`` in its own shape and record the answer. An agent that answers 1 to a newer offer gets
+        the v1 offer next, with the file system and terminals (and elicitation) as asked (the v2 offer has no place
+        for fs and terminals); one that refuses a second ``initialize`` keeps its first answer and is taken to know
+        none of them."""
         self.advertised = (
             ({"fs.readTextFile", "fs.writeTextFile"} if fs else set())
             | ({"terminal"} if terminal else set())
             | ({"elicitation.form"} if elicitation else set())
         )
-        offer = v1_offer(version, fs=fs, terminal=terminal, elicitation=elicitation)
-        result = await self.call_ok("initialize", offer, rule="initialization.mdx#initialization")
+        result = await self._initialize_with(v1_offer(version, fs=fs, terminal=terminal, elicitation=elicitation))
+        if version != 1 and self.version == 1:
+            offer = v1_offer(1, fs=fs, terminal=terminal, elicitation=elicitation)
+            frame = await self.call("initialize", offer, rule="initialization.mdx")
+            if frame.error is None and isinstance(frame.result, dict):
+                result = self._answered(frame.result)
+                self.init_index = frame.index
+            else:
+                self.advertised = set()  # it never saw the v1 offer's capabilities
+        return result
+
+    async def _initialize_with(self, params: dict[str, Any]) -> dict[str, Any]:
+        result = await self.call_ok("initialize", params, rule="initialization.mdx#initialization")
         if not isinstance(result, dict):
             raise Fail("schema:InitializeResponse", f"initialize result is not an object: {result!r}")
+        return self._answered(result)
+
+    def _answered(self, result: dict[str, Any]) -> dict[str, Any]:
         self.init_result = result
         answered = result.get("protocolVersion")
         self.version = answered if isinstance(answered, int) and not isinstance(answered, bool) else None

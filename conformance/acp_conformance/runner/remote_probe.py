@@ -47,7 +47,7 @@ def _cwd() -> str:
 
 
 def initialize_params() -> dict[str, Any]:
-    """A v2 offer as the agent checks make it (``info`` beside v1's ``clientInfo``)."""
+    """A v2 offer as the agent checks make it (v2's shape only)."""
     return v1_offer(2, fs=False, terminal=False)
 
 

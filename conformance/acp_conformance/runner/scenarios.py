@@ -60,6 +60,8 @@ SCENARIO_HELP: dict[str, str] = {
     "refusal": "a turn that ends with the refusal stop reason (optional)",
     "max_tokens": "a turn that ends with the max_tokens stop reason (optional)",
     "error": "a turn whose work fails: protocol v2 ends it with the error stop reason (optional)",
+    "edit_permission": "a turn that asks for permission (with a reject option) before it writes a file in the "
+    "session's directory, and writes it only when allowed (optional: without it the permission scenario is used)",
 }
 
 # The reference agent's own file, used when the agent identifies as the reference agent and no file is given.

@@ -160,6 +160,10 @@ _V2: dict[str, Classification] = {
     "response-shape": Classification(M, ("ACP-JSONRPC-002",)),
     "error-messages": Classification(A, ("ACP-ERROR-001",)),
     "background-work": Classification(C, ()),
+    # Beyond the kit (refused means refused): no kit id judges what an agent does after a refusal.
+    "permission-refused": Classification(C, ()),
+    "permission-asked": Classification(A, ()),
+    "pipelined-session-new": Classification(A, ()),  # beyond the kit: the reference agent's own defect (issue 50)
 }
 
 # v1: the kit holds the v1 session baseline (ACP1-012) and cancellation MANDATORY. Each kit id maps to the one
@@ -233,6 +237,9 @@ _V1: dict[str, Classification] = {
     "record-invalid-request": Classification(INFO, ("ACP-INFO-INVALIDREQ-001",)),
     "record-unknown-session": Classification(INFO, ("ACP-INFO-UNKNOWNSESSION-001",)),
     "record-stderr": Classification(INFO, ("ACP-STDERR-001",)),
+    "permission-refused": Classification(C, ()),  # beyond the kit, as in v2
+    "permission-asked": Classification(A, ()),
+    "pipelined-session-new": Classification(A, ()),  # beyond the kit: the reference agent's own defect (issue 50)
 }
 
 CLASSIFICATIONS: dict[int, dict[str, Classification]] = {1: _V1, 2: _V2}

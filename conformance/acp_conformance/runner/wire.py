@@ -201,3 +201,20 @@ class Wire:
         start = self.mark
         rid = await self.request("_acp_conformance/barrier", {})
         await self.response(rid, timeout, start)
+
+    async def send_pipelined(self, *calls: tuple[str, Any]) -> list[int]:
+        """Send several requests ``(method, params)`` in one write, none waiting for an answer (a pipelining
+        client): their ids, in order."""
+        ids: list[int] = []
+        data = b""
+        for method, params in calls:
+            self._next_id += 1
+            self._requesting(self._next_id, method, params)
+            data += encode_frame(encode(RequestOut(jsonrpc="2.0", id=self._next_id, method=method, params=params)))
+            ids.append(self._next_id)
+        self.wire.append(WireLine.of("sent", anyio.current_time() - self.start, data))
+        try:
+            await self.agent.send(data)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+            raise Fail("transports.mdx#stdio", "the agent closed its stdin (it exited)") from None
+        return ids

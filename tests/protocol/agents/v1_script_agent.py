@@ -3,7 +3,8 @@
 argv: LOGFILE SCRIPT_JSON. Every line received is appended to LOGFILE. SCRIPT_JSON says how to answer:
 
 * ``initialize``: the result (default: a plain v1 answer); ``reject_v2``: answer a v2-shaped offer
-  (one with ``info``) with this error object instead;
+  (one with ``info``) with this error object instead; ``reject_repeat``: answer every ``initialize`` after
+  the first with this error object (an agent that may be initialized only once);
 * ``new``: extra fields of the ``session/new`` result (``modes``, ``models``, ``configOptions``);
 * ``load``: updates replayed before the ``session/load`` result (the result itself is ``{}``);
 * ``prompts``: a list, one per ``session/prompt`` in order: ``{"updates": [...], "result": {...}}`` or
@@ -70,7 +71,10 @@ def handle(msg):
     if method in SCRIPT.get("errors", {}):
         answer(rid, error=SCRIPT["errors"][method])
     elif method == "initialize":
-        if "info" in params and "reject_v2" in SCRIPT:
+        state["initialized"] = state.get("initialized", 0) + 1
+        if state["initialized"] > 1 and "reject_repeat" in SCRIPT:
+            answer(rid, error=SCRIPT["reject_repeat"])
+        elif "info" in params and "reject_v2" in SCRIPT:
             answer(rid, error=SCRIPT["reject_v2"])
         else:
             answer(rid, SCRIPT.get("initialize", DEFAULT_INIT))

@@ -142,7 +142,7 @@ async def edit(ctx: TurnContext) -> str | None:
     directory = os.path.join(ctx.session.cwd, EDIT_DIR)
     paths = [os.path.join(directory, name) for name, _, _ in EDITS]
     tc = ctx.session.next_id("tc")
-    ask = ctx.args.strip() == "ask"
+    ask = ctx.args.strip() == "ask" and "edit-unasked" not in ctx.broken  # --broken edit-unasked: never asks
     await ctx.tool(
         tc,
         name="edit_files",

@@ -72,6 +72,7 @@ class TurnContext:
     idle_meta: dict[str, Any] | None = None  # the _meta of that idle state_update
     workspace: Workspace = field(default_factory=Workspace)  # files and commands: local, or a v1 client's
     protocol_version: int = 2  # the negotiated version (the engine speaks the model; v1_front.py maps it)
+    broken: frozenset[str] = frozenset()  # the agent's --broken modes (a scenario that misbehaves on purpose)
 
     def diff(self, changes: list[Any], patch: str, files: list[tuple[str, str | None, str]]) -> Diff:
         """A diff of ``files`` (path, old text or None, new text); for v1 it also carries the texts, v1's shape."""

@@ -1,6 +1,7 @@
 """Initialization (v1): the ``initialize`` answer, version negotiation, the advertised auth methods and logging
 in. One observation per check: the answer's shape, its agentInfo, the answer to version 1 and to a version the
-agent cannot speak, which auth methods it offers unasked, their ids, a login that works, sessions without one."""
+agent cannot speak, which auth methods it offers unasked, their ids, a login that works, sessions without one, a
+``session/new`` pipelined behind ``initialize`` (answered in the negotiated version, if at all)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from acp_session.schema import v1
 from ...outcomes import AUTH_REQUIRED, Fail, NotApplicable
 from ...probe import v1_offer
 from ...registry import CheckContext, require
+from ..pipelining import pipelined_session_new as pipelined
 from .base import V1, schema_problem
 
 __all__ = [
@@ -18,6 +20,7 @@ __all__ = [
     "auth_methods",
     "initialize",
     "login_not_required",
+    "pipelined_session_new",
     "terminal_auth",
     "version_exact",
     "version_negotiation",
@@ -76,7 +79,8 @@ async def agent_info(ctx: CheckContext) -> str | None:
 )
 async def version_negotiation(ctx: CheckContext) -> str | None:
     p = ctx.probe
-    # v2's fields ride along (as the kit's probe does), so an agent that speaks v2 too does not refuse the shape.
+    # Offered in v2's shape (a version past 1), so an agent that speaks v2 too does not refuse the shape; a v1
+    # agent reads the protocolVersion and answers with its own.
     offer = v1_offer(UNSUPPORTED_VERSION, fs=True, terminal=True)
     frame = await p.call("initialize", offer, rule="initialization.mdx")
     version = frame.result.get("protocolVersion") if isinstance(frame.result, dict) else None
@@ -213,3 +217,22 @@ async def login_not_required(ctx: CheckContext) -> str | None:
         f"no auth method is advertised, yet session/new answers {AUTH_REQUIRED}: the client has no way to log in",
     )
     return None
+
+
+@V1(
+    "pipelined-session-new",
+    "a session/new sent in the same write as initialize is refused, or answered in the negotiated version",
+    "initialization",
+    ("initialization.mdx#version-negotiation", "schema:NewSessionResponse", "extensibility.mdx"),
+    prompts=False,
+    fresh=True,
+)
+async def pipelined_session_new(ctx: CheckContext) -> str | None:
+    version, what, problems = await pipelined(ctx.probe, 1, ctx.cwd, ctx.wait)
+    if version is None:
+        raise NotApplicable(f"offered 1 with a pipelined session/new: {what}")
+    if problems:
+        rule, _, message = problems[0].partition(": ")
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise Fail(rule, f"offered 1, a pipelined session/new: {message}{more}")
+    return f"offered 1: {what}"

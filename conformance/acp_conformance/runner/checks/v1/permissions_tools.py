@@ -8,9 +8,10 @@ from ...frames import Frame
 from ...outcomes import Fail, NotApplicable
 from ...registry import CheckContext, require
 from ..common import allow_option, first_problem, wait_permission, write_readme
+from ..refused import REFUSAL_SCENARIOS, refusal_scenario, refused_turn, unasked_actions
 from .base import V1, decode_problem, require_stop_reason, response_or_fail, schema_problem
 
-__all__ = ["permission_request", "plan", "tool_call"]
+__all__ = ["permission_asked", "permission_refused", "permission_request", "plan", "tool_call"]
 
 
 TOOL_KINDS = frozenset(
@@ -119,3 +120,37 @@ async def plan(ctx: CheckContext) -> str | None:
                 f"plan entry {entry!r}: priority and status must be the v1 schema's values",
             )
     return f"{len(updates)} plan update(s)"
+
+
+@V1(
+    "permission-refused",
+    "a refused permission is not acted on: the tool call does not complete, nothing is written or run",
+    "permissions and tools",
+    ("tool-calls.mdx#permission-options", "tool-calls.mdx#requesting-permission", "schema:ToolCallStatus"),
+    optional_scenarios=REFUSAL_SCENARIOS,
+    one_of_scenarios=True,
+)
+async def permission_refused(ctx: CheckContext) -> str | None:
+    scenario = refusal_scenario(ctx)
+    sid = await ctx.probe.new_session(ctx.cwd)
+    how, done = await refused_turn(ctx, scenario, sid)
+    require(not done, "tool-calls.mdx#permission-options", f"refused with {how}, then {'; '.join(done)}")
+    return f"refused with {how}: nothing was done"
+
+
+@V1(
+    "permission-asked",
+    "a tool call that edits, deletes, moves or executes asks for permission before it completes",
+    "permissions and tools",
+    ("tool-calls.mdx#requesting-permission",),
+    optional_scenarios=REFUSAL_SCENARIOS,
+    one_of_scenarios=True,
+)
+async def permission_asked(ctx: CheckContext) -> str | None:
+    scenario = refusal_scenario(ctx)
+    sid = await ctx.probe.new_session(ctx.cwd)
+    acting, unasked = await unasked_actions(ctx, scenario, sid)
+    if not acting:
+        raise NotApplicable(f"the {scenario.describe()} scenario completed no edit, delete, move or execute tool call")
+    require(not unasked, "tool-calls.mdx#requesting-permission", "; ".join(unasked))
+    return f"{acting} acting tool call(s), each asked about first"

@@ -19,6 +19,7 @@ from acp_session.schema.types import Implementation, InitializeRequest, Initiali
 from ...outcomes import AUTH_REQUIRED, Fail, NotApplicable
 from ...probe import v1_offer
 from ...registry import CheckContext, require
+from ..pipelining import pipelined_session_new as pipelined
 from .base import V2, strict
 
 __all__ = [
@@ -31,6 +32,7 @@ __all__ = [
     "initialize",
     "initialize_schema",
     "login_without_methods",
+    "pipelined_session_new",
     "protocol_version",
     "terminal_auth_gated",
     "terminal_auth_methods",
@@ -341,3 +343,31 @@ async def login_without_methods(ctx: CheckContext) -> str | None:
             "session/new answered -32000 (authentication required) but the agent advertises no way to log in",
         )
     return None
+
+
+@V2(
+    "pipelined-session-new",
+    "a session/new sent in the same write as initialize is refused, or answered in the negotiated version",
+    "initialization",
+    ("initialization.mdx#version-negotiation", "schema:NewSessionResponse", "extensibility.mdx"),
+    prompts=False,
+    fresh=True,
+)
+async def pipelined_session_new(ctx: CheckContext) -> str | None:
+    version, what, problems = await pipelined(ctx.probe, ctx.offer, ctx.cwd, ctx.wait)
+    if version is None:
+        raise NotApplicable(f"offered {ctx.offer} with a pipelined session/new: {what}")
+    notes = [f"offered {ctx.offer}: {what}"]
+    found = [(ctx.offer, problem) for problem in problems]
+    if ctx.spawn is not None and ctx.offer >= 2:
+        # An agent that speaks version 1 too: a v1 client pipelines the same way (another agent process).
+        async with ctx.spawn() as other:
+            older, said, wrong = await pipelined(other, 1, ctx.cwd, ctx.wait)
+        notes.append(f"offered 1: {said}" if older == 1 else "offered 1: the agent does not speak version 1")
+        found += [(1, problem) for problem in wrong] if older == 1 else []
+    if found:
+        offered, problem = found[0]
+        rule, _, message = problem.partition(": ")
+        more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+        raise Fail(rule, f"offered {offered}, a pipelined session/new: {message}{more}")
+    return "; ".join(notes)

@@ -25,12 +25,15 @@ from ..common import (
     tool_call_completed,
     wait_permission,
 )
+from ..refused import REFUSAL_SCENARIOS, refusal_scenario, refused_turn, unasked_actions
 from .base import V2
 
 __all__ = [
     "open_enums",
+    "permission_asked",
     "permission_custom_outcome",
     "permission_flow",
+    "permission_refused",
     "permission_request",
     "permission_requires_action",
     "plan",
@@ -427,3 +430,42 @@ async def terminal_output(ctx: CheckContext) -> str | None:
     if not count:
         raise NotApplicable("the terminal scenario reported no terminal output")
     return f"{count} output(s)"
+
+
+@V2(
+    "permission-refused",
+    "a refused permission is not acted on: the tool call does not complete, nothing is written or run",
+    "permissions and tools",
+    ("tool-calls.mdx#permission-options", "ACP2-086", "schema:ToolCallStatus"),
+    optional_scenarios=REFUSAL_SCENARIOS,
+    one_of_scenarios=True,
+    turns=2,
+)
+async def permission_refused(ctx: CheckContext) -> str | None:
+    scenario = refusal_scenario(ctx)
+    sid = await ctx.probe.new_session(ctx.cwd)
+    # A reject option, then the cancelled outcome (the client declined it, ACP2-086): neither may be acted on.
+    notes: list[str] = []
+    for cancelled, rule in ((False, "tool-calls.mdx#permission-options"), (True, "ACP2-086")):
+        how, done = await refused_turn(ctx, scenario, sid, cancelled=cancelled)
+        require(not done, rule, f"refused with {how}, then {'; '.join(done)}")
+        notes.append(how)
+    return "refused with " + ", then ".join(notes) + ": nothing was done"
+
+
+@V2(
+    "permission-asked",
+    "a tool call that edits, deletes, moves or executes asks for permission before it completes",
+    "permissions and tools",
+    ("tool-calls.mdx#requesting-permission",),
+    optional_scenarios=REFUSAL_SCENARIOS,
+    one_of_scenarios=True,
+)
+async def permission_asked(ctx: CheckContext) -> str | None:
+    scenario = refusal_scenario(ctx)
+    sid = await ctx.probe.new_session(ctx.cwd)
+    acting, unasked = await unasked_actions(ctx, scenario, sid)
+    if not acting:
+        raise NotApplicable(f"the {scenario.describe()} scenario completed no edit, delete, move or execute tool call")
+    require(not unasked, "tool-calls.mdx#requesting-permission", "; ".join(unasked))
+    return f"{acting} acting tool call(s), each asked about first"
