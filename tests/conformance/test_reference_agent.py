@@ -88,3 +88,22 @@ async def test_batches_are_taken_as_the_older_docs_describe() -> None:
         assert sorted(str(a["id"]) for a in answer) == ["None", "a", "b"]
         assert [a["error"]["code"] for a in answer if a["id"] is None] == [-32600]
         assert all(a["result"] == {"sessions": []} for a in answer if a["id"] is not None)
+
+
+@pytest.mark.anyio
+async def test_a_list_cursor_stays_valid_when_sessions_go_in_between() -> None:
+    """A cursor the agent gave out is still a cursor after sessions were deleted (as other clients of one --listen
+    server do all the time): past the end it gives an empty page, not -32602 'invalid cursor'."""
+    with tempfile.TemporaryDirectory() as cwd:
+        async with spawn_probe(AGENT, timeout=10) as probe:
+            await probe.initialize(2)
+            ids = [await probe.new_session(cwd) for _ in range(22)]
+            first = await probe.call_ok("session/list", {"cwd": cwd}, rule="session-list.mdx")
+            cursor = first["nextCursor"]
+            assert len(first["sessions"]) == 20 and cursor
+            for session_id in ids[:5]:
+                await probe.call_ok("session/delete", {"sessionId": session_id}, rule="session-delete.mdx")
+            rest = await probe.call_ok("session/list", {"cwd": cwd, "cursor": cursor}, rule="session-list.mdx")
+            assert rest["sessions"] == [] and "nextCursor" not in rest
+            bad = await probe.call("session/list", {"cwd": cwd, "cursor": "page:2"}, rule="session-list.mdx")
+            assert bad.error_code == -32602

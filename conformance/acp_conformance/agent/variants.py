@@ -70,8 +70,8 @@ class VariantAgent(ReferenceAgent):
 
     # -- --all-capabilities ----------------------------------------------------------------------------------
 
-    async def initialize(self, params: Any) -> Any:
-        answer = await super().initialize(params)
+    def initialize(self, params: Any) -> Any:  # inline, as the reference agent's (server.py): a plain function
+        answer = super().initialize(params)
         if self.v1 is not None or not self.options.all_capabilities:
             return answer
         plain: dict[str, Any] = answer if isinstance(answer, dict) else msgspec.to_builtins(answer)
