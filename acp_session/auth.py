@@ -40,7 +40,7 @@ class LoginMethod:
 
     @property
     def is_protocol_login(self) -> bool:
-        """Whether ``ClientConnection.authenticate`` can run it (a terminal login never is: ACP1-014)."""
+        """Whether ``ClientConnection.auth.login`` can run it (a terminal login never is: ACP1-014)."""
         return self.kind in ("agent", "env_var")
 
     def terminal_command(self, agent_argv: Sequence[str]) -> tuple[str, ...] | None:

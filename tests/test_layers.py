@@ -55,6 +55,10 @@ LAYERS: Layers = (
     ),
     # Bytes and frames; knows no JSON-RPC.
     ("transport", ("acp_session.transport",)),
+    # The server side of the remote transports: any ACP endpoint over Streamable HTTP and WebSocket (sans-IO rules,
+    # a connection's frames and streams, a thin ASGI app and hypercorn driver); knows no JSON-RPC peer, only where
+    # each message goes.
+    ("server", ("acp_session.server",)),
     # Agents by name: a registry id resolved to a command (argv, env) for this machine; knows no protocol.
     ("registry", ("acp_session.registry",)),
     # The JSON-RPC 2.0 peer; knows no ACP method and no generated type.
@@ -76,6 +80,9 @@ LAYERS: Layers = (
     ),
     # The folded state, chat events and turns; transcripts replay into a SessionState.
     ("conversation", ("acp_session.conversation", "acp_session.transcript", "acp_session.pages")),
+    # The host: an agent's sessions kept (and stored) while clients come and go, served to them; it drives the client
+    # and conversation layers and serves through acp_session.server, below it.
+    ("host", ("acp_session.host",)),
     # acp_session/__init__.py: the public facade over the client (the conversation layer is imported on use).
     ("package", (ROOT,)),
     # The command line.
@@ -98,7 +105,6 @@ CONFORMANCE_LAYERS: Layers = (
             "acp_conformance.agent.config",
             "acp_conformance.agent.workspace",
             "acp_conformance.agent.negotiation",
-            "acp_conformance.agent.origins",
             "acp_conformance.agent.v1_wire",
             "acp_conformance.agent.mcp_client",
             "acp_conformance.agent.sessions",
@@ -115,17 +121,8 @@ CONFORMANCE_LAYERS: Layers = (
     ("agent server", ("acp_conformance.agent.server",)),
     # The server with every optional capability, or with a defect in one handler (--broken).
     ("agent variants", ("acp_conformance.agent.variants",)),
-    # --listen: Streamable HTTP and WebSocket.
-    (
-        "agent remote",
-        (
-            "acp_conformance.agent.remote_rules",
-            "acp_conformance.agent.remote_connection",
-            "acp_conformance.agent.websocket",
-            "acp_conformance.agent.http_app",
-            "acp_conformance.agent.listen",
-        ),
-    ),
+    # --listen: the server's sessions on the library's server (acp_session.server), the remote --broken modes.
+    ("agent remote", ("acp_conformance.agent.remote_modes", "acp_conformance.agent.listen")),
     ("agent command line", ("acp_conformance.agent.__main__",)),
     # The runner's wire: an agent's lines recorded as frames, the client's part, the remote probes.
     (
@@ -650,7 +647,7 @@ KNOWN_TYPE_CIRCLES: frozenset[frozenset[str]] = frozenset(
                 "acp_session.conversation.view",
             }
         ),
-        frozenset({"acp_conformance.agent.http_app", "acp_conformance.agent.websocket"}),
+        frozenset({"acp_session.server.app", "acp_session.server.websocket"}),
     }
 )
 

@@ -236,7 +236,7 @@ class ChatApp:
         (``--json``: one ``mcp_servers`` record with what was sent and what was refused)."""
         protocol = client.protocol
         sent, refused = split_offered(getattr(self.args, "mcp_servers", []), protocol.mcp_transports, protocol.version)
-        builtin = client.tools_over_mcp_transport  # --allow-files / --allow-terminal for a v2 agent
+        builtin = client.tools.mcp_transport  # --allow-files / --allow-terminal for a v2 agent
         if self.json and (sent or refused or builtin):
             assert isinstance(self.renderer, JsonRenderer)
             record = {"event": "mcp_servers", "sent": to_builtins(sent), "refused": refused, "builtin": builtin}
@@ -406,7 +406,7 @@ class ChatApp:
         if not paths:
             return text
         self.args.attach = []
-        session = client.agent_capabilities.session
+        session = client.agent.capabilities.session
         caps = session.prompt if isinstance(session, SessionCapabilities) else None
         blocks: list[ContentBlock] = [TextContent(text=text)]
         for path in paths:
@@ -556,7 +556,7 @@ def _runs_terminal(conversation: Conversation, terminal_id: str) -> bool:
         connection = conversation.session.connection
     except AcpError:  # not attached to a session (any more)
         return False
-    provider = connection.terminals
+    provider = connection.tools.terminals
     return provider is not None and (
-        connection.protocol_version == 1 or terminal_id in getattr(provider, "terminal_ids", ())
+        connection.protocol.version == 1 or terminal_id in getattr(provider, "terminal_ids", ())
     )

@@ -157,7 +157,7 @@ async def login(app: ChatApp) -> int:
 
     async def body(client: ClientConnection) -> int:
         try:
-            method = pick_method(client.login_methods, args.method)
+            method = pick_method(client.auth.login_methods, args.method)
         except ValueError as exc:
             fail(str(exc), "UnknownLoginMethod")
             return EXIT_USAGE
@@ -184,7 +184,7 @@ async def login(app: ChatApp) -> int:
             f"acp-session: waiting for the agent to finish the login ({name}); {_until(limit, 'login-timeout')}"
         )
         try:
-            await client.authenticate(method.method_id, timeout=limit)
+            await client.auth.login(method.method_id, timeout=limit)
         except RequestTimeout:
             fail(
                 f"the agent did not finish the login within {limit:g} s (--login-timeout SECONDS to wait longer)",

@@ -92,7 +92,7 @@ def new_session_options(app: ChatApp, client: ClientConnection) -> dict[str, Any
     text = getattr(app.args, "system_prompt_text", None)
     if text is None:
         return {}
-    modes = client.system_prompt_modes
+    modes = client.agent.system_prompt_modes
     if "append" not in modes:
         offered = f" (it offers: {', '.join(sorted(modes))})" if modes else ""
         return Failure(f"--system-prompt: the agent takes no system prompt{offered}", "SystemPromptNotSupported")
@@ -135,7 +135,7 @@ async def wrap_up_opening(app: ChatApp, conversation: Conversation) -> Conversat
     args = app.args
     if getattr(args, "fork", False):
         client = conversation.session.connection
-        if not client.supports("session/fork"):
+        if not client.agent.supports("session/fork"):
             app.report(Failure("--fork: the agent cannot fork sessions (no session.fork)", "ForkNotSupported"))
             return EXIT_USAGE
         options = new_session_options(app, client)

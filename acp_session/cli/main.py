@@ -40,6 +40,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         from .config_file import main as config_main
 
         sys.exit(config_main(args_list[1:]))
+    if args_list and args_list[0] == "serve":  # cli/serve.py (the host; imported only when used)
+        from .serve import main as serve_main
+
+        sys.exit(serve_main(args_list[1:]))
     if args_list and args_list[0] == "compare":  # cli/compare.py (imported only when used)
         from .compare import main as compare_main
 

@@ -374,7 +374,7 @@ class ClientBuilder:
 
     def on_auth_status(self, fn: Callable[[mu.AuthStatusUpdateNotification], Any]) -> ClientBuilder:
         """Each auth state change the agent pushes (Preview ``auth/status_update``, also sent by agents as the
-        extension ``_auth/status_update``); ``ClientConnection.auth_state`` keeps the latest."""
+        extension ``_auth/status_update``); ``ClientConnection.auth.state`` keeps the latest."""
         self._auth_status = fn
         return self
 
@@ -432,7 +432,7 @@ class ClientBuilder:
             await tg.__aenter__()
             try:
                 client = ClientConnection(rpc, self, tg)
-                terminals = client.terminals if self._own_terminals else None
+                terminals = client.tools.terminals if self._own_terminals else None
                 if terminals is not None:
                     await terminals.__aenter__()  # type: ignore[attr-defined]
                     tg.start_soon(_end_terminals_on_close, rpc, terminals)

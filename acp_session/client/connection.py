@@ -7,73 +7,55 @@ sessions are opened by ``opening``; this class only delegates, so its members ar
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import suppress
 from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
 from anyio.abc import TaskGroup
 
-from ..auth import LoginMethod
 from ..client_errors import CapabilityNotSupported
 from ..codec import decoder
 from ..errors import ConnectionClosed, ResourceNotFound
 from ..interactions import InteractionRegistry
 from ..mcp.servers import McpServerConfig
 from ..protocol.base import ProtocolAdapter
-from ..protocol.capabilities import PREVIEW_METHODS, pushes_auth_status
+from ..protocol.capabilities import PREVIEW_METHODS
 from ..protocol.routes import ClientOffer
 from ..rpc import Connection, json_decode
 from ..schema import unstable as mu
 from ..schema.types import (
     AGENT_METHODS,
-    AgentCapabilities,
-    AuthMethod,
-    AuthMethodAgent,
     DeleteSessionRequest,
     DeleteSessionResponse,
-    Implementation,
     InitializeResponse,
     ListSessionsRequest,
     ListSessionsResponse,
-    LoginAuthRequest,
-    LoginAuthResponse,
-    LogoutAuthRequest,
-    LogoutAuthResponse,
     ReplayFrom,
     SessionInfo,
 )
-from ..session import (
-    SentRequest,
-)
+from ..session import SentRequest
+from ._hub import ConnectionHub
 from .active_session import ActiveSession
-from .reconnect import ReconnectEvent, ReconnectPolicy
+from .agent_view import AgentView
+from .authentication import Authentication
+from .client_tools import ClientTools
+from .model_providers import ModelProviders
+from .opening import SystemPromptInput, absolute, open_forked_session, open_new_session, open_resumed_session
+from .reconnection import Reconnection
 
 if TYPE_CHECKING:
     from ..conversation.conversation import Conversation
     from ..protocol.base import ClientSide
-    from ..providers import FileSystemProvider, TerminalProvider
     from ..session import Limits
     from .active_session import SessionLink
     from .builder import ClientBuilder
-
-from ._hub import ConnectionHub
-from .opening import (
-    SystemPromptInput,
-    absolute,
-    open_forked_session,
-    open_new_session,
-    open_resumed_session,
-    tools_over_mcp_transport,
-)
 
 __all__ = ["PROTOCOL_VERSION", "ClientConnection", "SystemPromptInput", "hub_of"]
 
 PROTOCOL_VERSION = 2
 """The newest protocol version this library speaks (and offers first); version 1 is spoken too."""
 _LIST = decoder(ListSessionsResponse)
-_AUTH_STATUS = decoder(mu.AuthStatusResponse)
-_PROVIDERS = decoder(mu.ListProvidersResponse)
 _DELETE = decoder(DeleteSessionResponse)
 
 ConversationOpener = Callable[..., Awaitable[Any]]
@@ -95,7 +77,8 @@ def set_conversation_opener(opener: ConversationOpener) -> None:
 
 
 class ClientConnection:
-    """An initialized connection to an agent: session lifecycle, auth and extension calls.
+    """An initialized connection to an agent: session lifecycle and extension calls, with each other concern
+    behind one attribute (``agent``, ``auth``, ``providers``, ``reconnection``, ``tools``).
 
     Whatever protocol version was agreed, everything here speaks the model (the v2 types); the
     ``protocol`` adapter maps it to the agent's wire. Made by ``ClientBuilder.connect`` / ``spawn``.
@@ -103,9 +86,14 @@ class ClientConnection:
 
     def __init__(self, rpc: Connection, builder: ClientBuilder, tg: TaskGroup) -> None:
         self._builder = builder
-        self._hub = ConnectionHub(self, rpc, builder, tg)
+        self._hub = hub = ConnectionHub(self, rpc, builder, tg)
+        self._agent = AgentView(hub)
+        self._auth = Authentication(hub)
+        self._providers = ModelProviders(hub)
+        self._reconnection = Reconnection(hub)
+        self._tools = ClientTools(hub)
 
-    # -- what the agent said -----------------------------------------------------------------------------
+    # -- what it is made of -------------------------------------------------------------------------------
 
     @property
     def rpc(self) -> Connection:
@@ -138,62 +126,33 @@ class ClientConnection:
         """The negotiated protocol version's adapter (``protocol.version``)."""
         return self._hub.protocol
 
-    @property
-    def initialize_response(self) -> InitializeResponse | None:
-        """The agent's ``initialize`` answer in the model's (v2) shape, whatever version was agreed."""
-        return self._hub.initialize_response
+    # -- each concern behind one attribute ------------------------------------------------------------------
 
     @property
-    def agent_info(self) -> Implementation:
-        return self._hub.agent_info
+    def agent(self) -> AgentView:
+        """What the agent said at ``initialize``: ``info``, ``capabilities``, ``capability_record``,
+        ``supports(method)``, ``require(method)``, ... (``acp_session.client.agent_view``)."""
+        return self._agent
 
     @property
-    def agent_capabilities(self) -> AgentCapabilities:
-        return self._hub.agent_capabilities
+    def auth(self) -> Authentication:
+        """Logging in and out, and the agent's auth state (``acp_session.client.authentication``)."""
+        return self._auth
 
     @property
-    def auth_methods(self) -> list[AuthMethod]:
-        return self._hub.auth_methods
+    def providers(self) -> ModelProviders:
+        """The agent's model providers, Preview ``providers/*`` (``acp_session.client.model_providers``)."""
+        return self._providers
 
     @property
-    def protocol_version(self) -> int:
-        """The protocol version agreed at ``initialize`` (1 or 2)."""
-        return self._hub.protocol.version
+    def reconnection(self) -> Reconnection:
+        """The reconnect policy in force, its count and events (``acp_session.client.reconnection``)."""
+        return self._reconnection
 
     @property
-    def capability_record(self) -> mu.InitializeResponse:
-        """The agent's whole ``initialize`` answer in the unstable schema's types, for both versions (a v1 answer
-        mapped): the Preview capabilities (``session.fork``, ``session.title``, ``session.systemPrompt``,
-        ``session.archive``, ``session.status``, ``auth.status``, ``providers``) are here, typed, where
-        ``initialize_response`` (the stable types) has no field for them."""
-        return self._hub.capability_record
-
-    def supports(self, method: str) -> bool:
-        """Whether the agent offers ``method`` (model method names, e.g. ``session/list``) in the agreed version,
-        read from the capability record: a baseline method when the agent offers sessions, any other only when
-        its capability was advertised (``session/fork`` with ``session.fork``, ``auth/status`` with
-        ``auth.status``, ...); extension methods (``_``-prefixed) are always allowed, unknown methods never."""
-        return self._hub.supports(method)
-
-    def require(self, method: str) -> None:
-        """Raise ``CapabilityNotSupported`` (naming the capability) unless the agent offers ``method``."""
-        self._hub.require(method)
-
-    @property
-    def system_prompt_modes(self) -> frozenset[str]:
-        """The ``systemPrompt`` modes (Preview) the agent accepts on new, resume and fork: empty, ``append``, or
-        ``append`` and ``override``."""
-        return self._hub.system_prompt_modes
-
-    @property
-    def file_system(self) -> FileSystemProvider | None:
-        """The provider answering v1 ``fs/*`` calls, if the builder set one."""
-        return self._hub.file_system
-
-    @property
-    def terminals(self) -> TerminalProvider | None:
-        """The provider answering v1 ``terminal/*`` calls, if the builder set one."""
-        return self._hub.terminals
+    def tools(self) -> ClientTools:
+        """The client's file system and terminals the agent calls, and how (``acp_session.client.client_tools``)."""
+        return self._tools
 
     @property
     def offer(self) -> ClientOffer:
@@ -201,25 +160,7 @@ class ClientConnection:
         protocol adapter's incoming routes are registered."""
         return self._hub.offer
 
-    # -- reconnecting ------------------------------------------------------------------------------------
-
-    @property
-    def reconnect_policy(self) -> ReconnectPolicy | None:
-        """The reconnect policy in force (``ClientBuilder.reconnect``), None when a drop ends the connection."""
-        reconnector = self._hub.reconnector
-        return None if reconnector is None else reconnector.policy
-
-    @property
-    def reconnects(self) -> int:
-        """How many times this connection came back after its transport died."""
-        reconnector = self._hub.reconnector
-        return 0 if reconnector is None else reconnector.reconnects
-
-    @property
-    def reconnecting(self) -> bool:
-        """True while a lost transport is being replaced (calls wait for it; ``rpc`` is the old one)."""
-        reconnector = self._hub.reconnector
-        return reconnector is not None and reconnector.reconnecting
+    # -- lifetime --------------------------------------------------------------------------------------------
 
     async def wait_closed(self) -> ConnectionClosed:
         """Wait until this connection is closed for good and return why: its transport's end, or with a reconnect
@@ -229,13 +170,6 @@ class ClientConnection:
             return await self._hub.rpc.wait_closed()
         await reconnector.finished.wait()
         return reconnector.failure or await self._hub.rpc.wait_closed()
-
-    def on_reconnect(self, fn: Callable[[ReconnectEvent], Any]) -> Callable[[], None]:
-        """Call ``fn`` with each ``Reconnecting``, ``Reconnected`` and ``ReconnectGaveUp`` event of this connection
-        (``acp_session.client.reconnect``); returns a function that removes it. Without a policy none comes."""
-        listeners = self._hub.reconnector.listeners if self._hub.reconnector is not None else []
-        listeners.append(fn)
-        return lambda: listeners.remove(fn) if fn in listeners else None
 
     async def initialize(self, *, timeout: float | None = None) -> InitializeResponse:
         """Repeat ``initialize`` (allowed only before any other request). A failed repeat keeps the previous one.
@@ -247,13 +181,13 @@ class ClientConnection:
     def request(self, method: str, params: Any = None, *, timeout: float | None = None) -> SentRequest[Any]:
         """Send an extension request (``_``-prefixed) or a schema method by name; the result is plain JSON
         for extensions and the generated type for schema methods. A method of the unstable schema only
-        (``session/fork``, ``auth/status``, ...) is sent when the agent advertised it (``supports``), else
+        (``session/fork``, ``auth/status``, ...) is sent when the agent advertised it (``agent.supports``), else
         ``CapabilityNotSupported``. ``timeout``: see ``SentRequest``."""
         if method == "initialize":
             raise ValueError("use ClientConnection.initialize()")
         spec = AGENT_METHODS.get(method)
         if spec is None and method in PREVIEW_METHODS:
-            self.require(method)  # an unstable method only when the agent advertised it
+            self._hub.require(method)  # an unstable method only when the agent advertised it
             spec = mu.AGENT_METHODS[method]
         decode = json_decode if spec is None else decoder(spec.result)
         if spec is None:
@@ -263,99 +197,6 @@ class ClientConnection:
     async def notify(self, method: str, params: Any = None) -> None:
         """Send an extension notification (``_``-prefixed)."""
         await self._hub.rpc_notify(ext_name(method), params)
-
-    # -- auth ------------------------------------------------------------------------------------------------
-
-    # -- auth ------------------------------------------------------------------------------------------------
-
-    @property
-    def pushes_auth_status(self) -> bool:
-        """Whether the agent says it pushes its auth state: ``auth.status`` (Preview), or the extension marker
-        ``authStatus`` in ``_meta`` that codex-acp and claude-agent-acp advertise."""
-        return pushes_auth_status(self._hub.capability_record)
-
-    @property
-    def auth_state(self) -> mu.AuthStatusUpdateNotification | None:
-        """The agent's latest auth state (Preview): from its ``auth/status_update`` notifications and
-        ``auth_status()`` answers; None until either arrived."""
-        return self._hub.auth_state
-
-    async def auth_status(self, *, timeout: float | None = None) -> mu.AuthStatusResponse:
-        """``auth/status`` (Preview, ``auth.status``): whether the user is logged in, with their accounts; the
-        answer also becomes ``auth_state``."""
-        self.require("auth/status")
-        response = await self._hub.call("auth/status", mu.AuthStatusRequest(), _AUTH_STATUS, timeout)
-        self._hub.auth_state = mu.AuthStatusUpdateNotification(
-            state=response.state, accounts=response.accounts, meta=response.meta
-        )
-        return response
-
-    # -- providers (Preview, ``providers``) ---------------------------------------------------------------
-
-    async def list_providers(self, *, timeout: float | None = None) -> list[mu.ProviderInfo]:
-        """``providers/list``: the model providers the agent can be pointed at, with their current settings."""
-        self.require("providers/list")
-        response = await self._hub.call("providers/list", mu.ListProvidersRequest(), _PROVIDERS, timeout)
-        return list(response.providers)
-
-    async def set_provider(
-        self,
-        provider_id: str,
-        api_type: str,
-        base_url: str,
-        *,
-        headers: Mapping[str, str] | None = None,
-        timeout: float | None = None,
-    ) -> None:
-        """``providers/set``: point a provider at ``base_url`` speaking ``api_type`` (``openai``, ``anthropic``,
-        ...), with extra request ``headers``."""
-        self.require("providers/set")
-        params = mu.SetProviderRequest(
-            provider_id=provider_id,
-            api_type=api_type,
-            base_url=base_url,
-            headers=dict(headers) if headers is not None else msgspec.UNSET,
-        )
-        await self._hub.call("providers/set", params, decoder(mu.SetProviderResponse), timeout)
-
-    async def disable_provider(self, provider_id: str, *, timeout: float | None = None) -> None:
-        """``providers/disable``: stop using a provider that is not required."""
-        self.require("providers/disable")
-        params = mu.DisableProviderRequest(provider_id=provider_id)
-        await self._hub.call("providers/disable", params, decoder(mu.DisableProviderResponse), timeout)
-
-    @property
-    def login_methods(self) -> list[LoginMethod]:
-        """The agent's auth methods as ``LoginMethod`` values: every shape of both versions (``agent``,
-        ``terminal``, codex-acp's ``env_var``, ``_meta`` terminal commands), unknown ones kept."""
-        return self._hub.login_methods
-
-    async def authenticate(self, method_id: str, *, timeout: float | None = None) -> LoginAuthResponse:
-        """Log in with an advertised protocol-driven method: v2 ``auth/login``, v1 ``authenticate``
-        (ACP2-029, ACP2-061). A terminal method is never sent (ACP1-014): run
-        ``LoginMethod.terminal_command(...)`` in a terminal instead. ``timeout`` (seconds; None: none) ends the
-        wait with ``RequestTimeout``, the request withdrawn (a login may wait on the user, in a browser)."""
-        methods = self.login_methods
-        if not methods:
-            raise CapabilityNotSupported("auth/login", "authMethods")
-        method = next((m for m in methods if m.method_id == method_id), None)
-        if method is None:
-            raise ValueError(f"auth method {method_id!r} was not advertised")
-        agent_shape = isinstance(method.raw, AuthMethodAgent)
-        if not agent_shape and not (self.protocol_version == 1 and method.is_protocol_login):
-            raise CapabilityNotSupported("auth/login", f"a protocol-driven login flow for {method_id!r}")
-        request = LoginAuthRequest(method_id=method_id)
-        return await self._hub.call("auth/login", request, decoder(LoginAuthResponse), timeout)
-
-    login = authenticate
-
-    async def logout(self) -> LogoutAuthResponse:
-        """``auth/logout``; only when the agent advertised auth methods (ACP2-062)."""
-        if not self.auth_methods:
-            raise CapabilityNotSupported("auth/logout", "authMethods")
-        return await self._hub.call("auth/logout", LogoutAuthRequest(), decoder(LogoutAuthResponse))
-
-    # -- sessions ----------------------------------------------------------------------------------------------
 
     # -- sessions ----------------------------------------------------------------------------------------------
 
@@ -442,13 +283,6 @@ class ClientConnection:
         )
         return session
 
-    @property
-    def tools_over_mcp_transport(self) -> str | None:
-        """How each session of this connection gets the client's file system and terminals as an MCP server:
-        ``"acp"`` (MCP-over-ACP), ``"stdio"`` (the relay), or None (protocol version 1, which calls the providers
-        directly; no provider; ``tools_over_mcp(False)``; or an agent that takes neither transport)."""
-        return tools_over_mcp_transport(self._hub)
-
     async def start_conversation(
         self,
         cwd: str | os.PathLike[str],
@@ -480,7 +314,7 @@ class ClientConnection:
         """Every session the agent lists, across all pages (a missing ``nextCursor`` ends the listing);
         ``timeout`` limits each page's request."""
         self._hub.session_caps("session/list")
-        if not self.supports("session/list"):
+        if not self._hub.supports("session/list"):
             raise CapabilityNotSupported("session/list", "sessionCapabilities.list")
         filter_cwd: Any = msgspec.UNSET if cwd is None else absolute(cwd, "cwd")
         cursor: Any = msgspec.UNSET

@@ -37,13 +37,13 @@ if TYPE_CHECKING:
 from functools import partial
 
 from ._hub import ConnectionHub
+from .client_tools import tools_offered
 
 __all__ = [
     "SystemPromptInput",
     "open_forked_session",
     "open_new_session",
     "open_resumed_session",
-    "tools_over_mcp_transport",
 ]
 
 SystemPromptInput = str | Sequence[ContentBlock] | mu.SystemPrompt
@@ -285,22 +285,6 @@ async def _with_builtin_tools(
         bind_server(session_id)
 
     return [*listed, config], bind
-
-
-def tools_offered(hub: ConnectionHub) -> bool:
-    """Whether the client's providers are offered to the agent as a built-in MCP server."""
-    has_provider = hub.file_system is not None or hub.terminals is not None
-    return hub.tools_over_mcp and has_provider and hub.protocol.version >= 2
-
-
-def tools_over_mcp_transport(hub: ConnectionHub) -> str | None:
-    """How each session of this connection gets the client's file system and terminals as an MCP server:
-    ``"acp"`` (MCP-over-ACP), ``"stdio"`` (the relay), or None (protocol version 1, which calls the providers
-    directly; no provider; ``tools_over_mcp(False)``; or an agent that takes neither transport)."""
-    if not tools_offered(hub):
-        return None
-    transports = hub.protocol.mcp_transports
-    return "acp" if "acp" in transports else "stdio" if "stdio" in transports else None
 
 
 def _builtin_session_closed(hub: ConnectionHub, session_id: str) -> None:

@@ -161,7 +161,7 @@ class Conversation(ConversationView, ReconnectRecovery):
         the two go their own ways. This conversation and its session are unchanged."""
         client = self.session.connection
         session_id = self.session.session_id
-        client.require("session/fork")
+        client.agent.require("session/fork")
         state = self.state.copy(None)
         state.max_subagents = client.limits.subagents
         conversation = Conversation(

@@ -157,7 +157,7 @@ class ReconnectRecovery(TurnRouting):
         track.unlisten_fn(quiet)()
         resumed.add_update_listener(self._listener)  # in the same step: no live update is lost or seen twice
         self._bind(resumed)
-        self._v1_cut = connection.protocol_version == 1 and not self.state.is_idle
+        self._v1_cut = connection.protocol.version == 1 and not self.state.is_idle
         if self._v1_cut:
             # A v1 turn is its prompt request, which died with the old transport: nothing runs on the new one.
             # Its stop reason was only in that request's answer; the load's answer may say it again (an agent

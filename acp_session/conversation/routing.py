@@ -8,15 +8,15 @@ held behind an unclaimed user message, the started turns, and each turn's end.
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import anyio
 
-from acp_session.conversation.chat_events import ChatFile, ChatResponse
+from acp_session.conversation.chat_events import ChatFile
 from acp_session.conversation.entities import Message
 from acp_session.conversation.events import MessageChanged, StateChanged, StateEvent, ToolCallChanged
-from acp_session.conversation.state import SessionState
 from acp_session.conversation.turn import ChatTurn
+from acp_session.conversation.view import ConversationFields
 from acp_session.errors import AcpError
 from acp_session.interactions import ReaderMark
 from acp_session.schema import (
@@ -25,8 +25,6 @@ from acp_session.schema import (
 )
 
 if TYPE_CHECKING:
-    from acp_session.client import ClientConnection
-    from acp_session.client.active_session import ActiveSession
     from acp_session.session import TrackedPrompt
 
 
@@ -53,25 +51,8 @@ class Segment:
         self.events.extend([MessageChanged(message, False, block) for block in blocks])
 
 
-class TurnRouting:
+class TurnRouting(ConversationFields):
     """The routing half of ``Conversation``."""
-
-    state: SessionState
-    max_history_size: int
-    _session: ActiveSession | None
-    _awaiting: list[ChatTurn]
-    _active: list[ChatTurn]
-    _segments: list[Segment]
-    _receiver: Any
-    _background: frozenset[str]
-    _times: dict[tuple[str, str], float]
-    _turns_total: int
-    _last_response: ChatResponse | None
-    _idle: anyio.Event
-    _closed: AcpError | None
-    _owned: ClientConnection | None
-    _disconnected: bool
-    _streams: Any  # the open streams' hub (streams._Hub), or None
 
     def _route(self, event: StateEvent) -> None:
         kind = type(event)

@@ -15,16 +15,12 @@ import msgspec
 from acp_session.conversation.content import copy_set_fields, meta_patched
 from acp_session.conversation.entities import (
     Compaction,
-    ContextUsage,
     Message,
     Plan,
-    SessionInfo,
     SessionMessageEntry,
     Terminal,
     TimelineEntry,
-    TokenUsage,
     ToolCall,
-    UnknownEntry,
     join_chunks,
 )
 from acp_session.conversation.events import (
@@ -36,15 +32,10 @@ from acp_session.conversation.events import (
     TerminalChanged,
     ToolCallChanged,
 )
-from acp_session.conversation.state_view import ROLES
-from acp_session.conversation.subagent import Subagent
+from acp_session.conversation.state_view import ROLES, StateFields
 from acp_session.schema import (
-    AvailableCommand,
-    BackgroundWork,
     CompactionSummaryChunk,
     CompactionUpdate,
-    Error,
-    SessionConfigOption,
     TerminalOutput,
     TerminalOutputChunk,
     TerminalUpdate,
@@ -60,42 +51,11 @@ UNSET = msgspec.UNSET
 __all__ = ["ENTITY_RULES", "MESSAGE_RULES", "EntityRules"]
 
 
-class EntityRules:
+class EntityRules(StateFields):
     """The patch rules of ``SessionState`` for entities other than messages and the session's own fields."""
 
-    session_id: str | None
-    _timeline: list[TimelineEntry]
+    # Named here again: this module's message handlers reach the store of the state they are given.
     _messages: tuple[dict[str, Message], dict[str, Message], dict[str, Message]]
-    _chunk_targets: tuple[Any, Any, dict[type, dict[str, Message]]] | None
-    _tool_calls: dict[str, ToolCall]
-    _terminals: dict[str, Terminal]
-    _plans: dict[str, Plan]
-    _compactions: dict[str, Compaction]
-    _session_messages: dict[str, SessionMessageEntry]
-    _subagents: dict[str, Subagent]
-    _root: SessionState
-    _descendants: dict[str, Subagent]
-    _links: dict[str, str]
-    _state: str
-    _state_reported: bool
-    _stop_reason: str | None
-    _error: Error | None
-    _background: list[BackgroundWork] | None
-    _state_meta: dict[str, Any] | None
-    _completions: int
-    _usage: ContextUsage | None
-    _turn_usage_total: TokenUsage | None
-    _last_turn_usage: TokenUsage | None
-    _config_options: list[SessionConfigOption]
-    _available_commands: list[AvailableCommand]
-    _config_updates: int
-    _command_updates: int
-    _session_info: SessionInfo
-    _resume_marks: tuple[int, int] | None
-    _replay_seen: set[int] | None
-    _replay_order: list[TimelineEntry]
-    _replay_unknowns: list[UnknownEntry]
-    _replay_drops: bool
 
     def _forget(self, dropped: list[TimelineEntry]) -> None:
         raise NotImplementedError

@@ -23,6 +23,7 @@ from acp_session.conversation.entities import (
     TimelineEntry,
     TokenUsage,
     ToolCall,
+    UnknownEntry,
 )
 from acp_session.conversation.subagent import FoldedSubagents, Subagent
 from acp_session.schema import (
@@ -36,7 +37,7 @@ from acp_session.session import current_of_category
 if TYPE_CHECKING:
     from acp_session.conversation.state import SessionState
 
-__all__ = ["KNOWN_STATES", "ROLES", "StateView"]
+__all__ = ["KNOWN_STATES", "ROLES", "StateFields", "StateView"]
 
 KNOWN_STATES = frozenset({"running", "idle", "requires_action"})
 """Foreground states with a specific presentation; anything else is shown as generic busy."""
@@ -44,8 +45,8 @@ ROLES: tuple[MessageRole, MessageRole, MessageRole] = ("user", "agent", "thought
 """The message roles, in the order of ``SessionState``'s message stores."""
 
 
-class StateView:
-    """What a folded session state reads like: every query of ``SessionState``."""
+class StateFields:
+    """Every attribute ``SessionState.__init__`` sets, named once for the type checker of both its halves."""
 
     session_id: str | None
     _timeline: list[TimelineEntry]
@@ -79,6 +80,12 @@ class StateView:
     _resume_marks: tuple[int, int] | None
     _replay_seen: set[int] | None
     _replay_order: list[TimelineEntry]
+    _replay_unknowns: list[UnknownEntry]
+    _replay_drops: bool
+
+
+class StateView(StateFields):
+    """What a folded session state reads like: every query of ``SessionState``."""
 
     @property
     def resuming(self) -> bool:

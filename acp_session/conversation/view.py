@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from acp_session.conversation.routing import Segment
 
 
-__all__ = ["ConversationView", "IdleTimeout", "TurnTimeout"]
+__all__ = ["ConversationFields", "ConversationView", "IdleTimeout", "TurnTimeout"]
 
 
 class IdleTimeout(AcpError, TimeoutError):
@@ -40,8 +40,8 @@ class TurnTimeout(AcpError, TimeoutError):
         self.turn = turn
 
 
-class ConversationView:
-    """The read side of ``Conversation``."""
+class ConversationFields:
+    """Every attribute ``Conversation.__init__`` sets, named once for the type checker of its halves."""
 
     state: SessionState
     max_history_size: int
@@ -58,6 +58,11 @@ class ConversationView:
     _closed: AcpError | None
     _owned: ClientConnection | None
     _disconnected: bool
+    _streams: Any  # the open streams' hub (streams._Hub), or None
+
+
+class ConversationView(ConversationFields):
+    """The read side of ``Conversation``."""
 
     @property
     def session(self) -> ActiveSession:

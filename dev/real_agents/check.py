@@ -167,9 +167,9 @@ def _short(exc: BaseException, limit: int = 240) -> str:
 
 
 def _describe_methods(client: ClientConnection) -> list[str]:
-    """Each advertised auth method as ``id (kind, detail)``, from ``ClientConnection.login_methods``."""
+    """Each advertised auth method as ``id (kind, detail)``, from ``ClientConnection.auth.login_methods``."""
     out: list[str] = []
-    for method in client.login_methods:
+    for method in client.auth.login_methods:
         detail = [method.kind]
         if method.env_vars:
             detail.append("vars " + " ".join(method.env_vars))
@@ -345,8 +345,8 @@ async def _connection(
 
 def _protocol(client: ClientConnection, report: AgentReport) -> None:
     try:
-        version = client.protocol_version
-        info = client.agent_info
+        version = client.protocol.version
+        info = client.agent.info
         who = f" ({info.name} {info.version})" if info.name != "unknown" else " (no agentInfo)"
         status = "pass" if version in (1, 2) else "fail"
         report.set("protocol", status, f"v{version}{who}")
@@ -357,7 +357,7 @@ def _protocol(client: ClientConnection, report: AgentReport) -> None:
 def _auth_methods(client: ClientConnection, report: AgentReport) -> None:
     try:
         described = _describe_methods(client)
-        sent = len(client.auth_methods)  # every method received, an unknown shape kept as received
+        sent = len(client.auth.methods)  # every method received, an unknown shape kept as received
     except Exception as exc:
         report.set("auth methods", "fail", _short(exc))
         return
@@ -406,7 +406,7 @@ async def _new_session(
                     continue
                 report.set("session/new", "fail", f"login required; logging in with {method} failed: {error}")
                 return
-            cell = _auth_cell(exc, [m.method_id for m in client.login_methods], "login required")
+            cell = _auth_cell(exc, [m.method_id for m in client.auth.login_methods], "login required")
             if passed and cell.status == "pass":
                 cell = Cell("fail", cell.text + f" (although {', '.join(passed)} was passed)")
             report.cells["session/new"] = cell
@@ -423,10 +423,10 @@ async def _new_session(
 
 
 async def _login(client: ClientConnection, method: str, limits: Limits) -> str | None:
-    """Log in with ``method`` (``ClientConnection.authenticate``); None when it worked."""
+    """Log in with ``method`` (``ClientConnection.auth.login``); None when it worked."""
     try:
         with anyio.fail_after(limits.request):
-            await client.authenticate(method)
+            await client.auth.login(method)
     except Exception as exc:
         return _short(exc)
     return None
@@ -496,7 +496,7 @@ async def _prompt(target: Target, passed: Sequence[str], report: AgentReport, ru
 async def _close_session(client: ClientConnection, run: _Run, limits: Limits) -> None:
     if run.conversation is None:
         return
-    how = "session/close" if client.supports("session/close") else "closed locally (no session/close)"
+    how = "session/close" if client.agent.supports("session/close") else "closed locally (no session/close)"
     try:
         with anyio.fail_after(limits.close):
             await run.conversation.session.close()

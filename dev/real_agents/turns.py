@@ -137,7 +137,7 @@ async def _open(client: ClientConnection, run: _Run) -> Conversation:
         methods = list(dict.fromkeys(run.target.login.values()))
         if not methods:
             raise
-        await client.authenticate(methods[0])
+        await client.auth.login(methods[0])
         return await client.start_conversation(run.cwd)
 
 
@@ -173,7 +173,7 @@ async def _check(report: TurnReport, name: str, fn: Callable[[], Any], limit: fl
 
 async def _first_process(run: _Run, report: TurnReport, limit: float) -> None:
     async with _builder(run, run.transcript).spawn(list(run.target.argv), env=run.env, cwd=str(run.cwd)) as client:
-        report.protocol = client.protocol_version
+        report.protocol = client.protocol.version
         conversation = await _open(client, run)
         run.session_id = conversation.session_id
         await _asking_mode(conversation, report)
@@ -262,7 +262,7 @@ async def _first_process(run: _Run, report: TurnReport, limit: float) -> None:
         await _check(report, "shell", shell, limit)
         await _check(report, "cancel", cancel, limit)
         await _check(report, "second turn", second, limit)
-        if client.protocol_version == 2:
+        if client.protocol.version == 2:
             _usage_cell(report, usage)
             await _check(report, "fork", lambda: _fork(client, conversation, run, report), limit)
             await _check(report, "title", lambda: _title(client, conversation, run, report), limit)
@@ -312,7 +312,7 @@ _PREVIEW = {"session/fork": "fork", "session/set_title": "title", "systemPrompt"
 
 def _supports_cell(client: ClientConnection, method: str, offered: bool) -> str | None:
     """None when ``supports(method)`` says what the agent advertised, else the mismatch."""
-    said = client.supports(method)
+    said = client.agent.supports(method)
     return None if said == offered else f"supports({method!r}) is {said}, the agent advertised {offered}"
 
 
@@ -400,7 +400,7 @@ async def _resume(run: _Run, report: TurnReport, limit: float) -> None:
         try:
             conversation = await Conversation.resume(client, run.session_id, run.cwd)
         except AuthRequired:
-            await client.authenticate(next(iter(run.target.login.values())))
+            await client.auth.login(next(iter(run.target.login.values())))
             conversation = await Conversation.resume(client, run.session_id, run.cwd)
         replayed = len(conversation.messages())
         response = await _turn(conversation, _prompt("text"), limit)

@@ -25,9 +25,9 @@ async def test_initialize_sends_version_info_and_derived_capabilities(tmp_path: 
             client,
             log,
         ):
-            assert client.agent_info.name == "scripted"
-            assert client.protocol_version == 2
-            assert [m.method_id for m in client.auth_methods] == ["a"]  # type: ignore[union-attr]
+            assert client.agent.info.name == "scripted"
+            assert client.protocol.version == 2
+            assert [m.method_id for m in client.auth.methods] == ["a"]  # type: ignore[union-attr]
     init = sent(log)[0]
     assert init["method"] == "initialize"
     assert init["params"]["protocolVersion"] == 2
@@ -68,10 +68,10 @@ async def test_error_32022_carries_supported_versions(tmp_path: Path) -> None:
 async def test_repeat_initialize_rules(tmp_path: Path) -> None:
     with anyio.fail_after(5):
         async with scripted(tmp_path, fail_repeat_init=True) as (client, log):
-            first = client.initialize_response
+            first = client.agent.initialize_response
             with pytest.raises(Exception, match="-32603"):
                 await client.initialize()  # a failed repeat keeps the previous exchange
-            assert client.initialize_response is first
+            assert client.agent.initialize_response is first
             await client.new_session("/tmp")
             with pytest.raises(Exception, match="before any other request"):
                 await client.initialize()
@@ -82,9 +82,9 @@ async def test_repeat_initialize_rules(tmp_path: Path) -> None:
 async def test_repeat_initialize_replaces_agent_info(tmp_path: Path) -> None:
     with anyio.fail_after(5):
         async with scripted(tmp_path) as (client, _):
-            assert client.agent_info.version == "0.1"
+            assert client.agent.info.version == "0.1"
             await client.initialize()
-            assert client.agent_info.version == "0.2"
+            assert client.agent.info.version == "0.2"
 
 
 async def test_login_and_logout_need_advertised_methods(tmp_path: Path) -> None:
@@ -92,9 +92,9 @@ async def test_login_and_logout_need_advertised_methods(tmp_path: Path) -> None:
     with anyio.fail_after(5):
         async with scripted(tmp_path) as (client, log):
             with pytest.raises(CapabilityNotSupported):
-                await client.login("a")
+                await client.auth.login("a")
             with pytest.raises(CapabilityNotSupported):
-                await client.logout()
+                await client.auth.logout()
         assert "auth/login" not in methods(log)
         auth = [
             {"type": "agent", "methodId": "a", "name": "A"},
@@ -102,11 +102,11 @@ async def test_login_and_logout_need_advertised_methods(tmp_path: Path) -> None:
         ]
         async with scripted(tmp_path, authMethods=auth) as (client, log):
             with pytest.raises(CapabilityNotSupported):
-                await client.login("t")
+                await client.auth.login("t")
             with pytest.raises(ValueError):
-                await client.login("nope")
-            await client.login("a")
-            await client.logout()
+                await client.auth.login("nope")
+            await client.auth.login("a")
+            await client.auth.logout()
     logins = [m for m in sent(log) if m.get("method") == "auth/login"]
     assert [m["params"]["methodId"] for m in logins] == ["a"]
     assert_valid(sent(log))

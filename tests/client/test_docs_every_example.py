@@ -23,6 +23,7 @@ RUN_BY = {
     "mcp.md": ("tests/mcp/test_docs_and_extra.py", {"builtin", "configs"}),
     "observability.md": ("tests/telemetry/test_docs_observability.py", {"traces"}),
     "remote.md": ("tests/remote/test_docs_remote.py", {"remote"}),
+    "serve.md": ("tests/server/test_docs_serve.py", {"serve", "host"}),
     "porting.md": ("tests/interop/test_docs_porting.py", {"sandbox", "persona", "websocket"}),
 }
 # Blocks that show a signature, not something to run (the doc's name, the block's first line).

@@ -68,29 +68,29 @@ async def test_state_and_usage_meta_stay_readable(tmp_path: Path) -> None:
 
 async def test_capability_record_and_supports_read_every_method(tmp_path: Path) -> None:
     async with ClientBuilder("t", "1").spawn(PREVIEW) as client:
-        record = client.capability_record
+        record = client.agent.capability_record
         assert isinstance(record, mu.InitializeResponse)
         caps = record.capabilities
         assert isinstance(caps, mu.AgentCapabilities) and isinstance(caps.session, mu.SessionCapabilities)
         assert isinstance(caps.session.fork, mu.SessionForkCapabilities)
-        assert client.system_prompt_modes == {"append", "override"}
+        assert client.agent.system_prompt_modes == {"append", "override"}
         for method in (*PREVIEW_METHODS, "session/new", "session/prompt", "session/delete"):
-            assert client.supports(method), method
-        assert not client.supports("auth/login")  # no auth methods advertised
-        assert not client.supports("no/such_method")
-        assert client.supports("_vendor/anything")
+            assert client.agent.supports(method), method
+        assert not client.agent.supports("auth/login")  # no auth methods advertised
+        assert not client.agent.supports("no/such_method")
+        assert client.agent.supports("_vendor/anything")
     async with ClientBuilder("t", "1").spawn(AGENT) as client:
         for method in PREVIEW_METHODS:
-            assert not client.supports(method), method
-        assert client.system_prompt_modes == frozenset()
+            assert not client.agent.supports(method), method
+        assert client.agent.system_prompt_modes == frozenset()
         with pytest.raises(CapabilityNotSupported, match=r"session\.fork"):
             await client.fork_session("sess-1", tmp_path)
         with pytest.raises(CapabilityNotSupported, match=r"session\.systemPrompt"):
             await client.new_session(tmp_path, system_prompt="Be brief.")
         with pytest.raises(CapabilityNotSupported, match=r"auth\.status"):
-            await client.auth_status()
+            await client.auth.status()
         with pytest.raises(CapabilityNotSupported, match="providers"):
-            await client.list_providers()
+            await client.providers.list()
         with pytest.raises(CapabilityNotSupported, match=r"session\.fork"):
             client.request("session/fork", {"sessionId": "sess-1", "cwd": str(tmp_path)})
         session = await client.new_session(tmp_path)
@@ -138,15 +138,15 @@ async def test_auth_status_and_its_notifications(tmp_path: Path) -> None:
     builder = ClientBuilder("t", "1").on_auth_status(changes.append)
     builder.on_ext_notification("_auth/status_update", raw.append)
     async with builder.spawn(PREVIEW) as client:
-        assert client.auth_state is None and client.pushes_auth_status
-        status = await client.auth_status()
+        assert client.auth.state is None and client.auth.pushes_status
+        status = await client.auth.status()
         assert status.state == "not_required"
-        assert client.auth_state is not None and client.auth_state.state == "not_required"
+        assert client.auth.state is not None and client.auth.state.state == "not_required"
         conversation = await client.start_conversation(tmp_path)
         with anyio.fail_after(20):
             await conversation.chat_to_completion("/auth-change")
         assert [c.state for c in changes] == ["unauthenticated", "authenticated"]
-        state = client.auth_state
+        state = client.auth.state
         assert state is not None and state.state == "authenticated"
         assert isinstance(state.accounts, list) and state.accounts[0].email == "user@example.invalid"
         assert state.accounts[0].label == "Reference user"
@@ -156,14 +156,14 @@ async def test_auth_status_and_its_notifications(tmp_path: Path) -> None:
 
 async def test_providers_list_set_disable(tmp_path: Path) -> None:
     async with ClientBuilder("t", "1").spawn(PREVIEW) as client:
-        providers = await client.list_providers()
+        providers = await client.providers.list()
         assert [p.provider_id for p in providers] == ["reference"] and providers[0].current is None
-        await client.set_provider("reference", "openai", "http://127.0.0.1:9/v1", headers={"x-test": "1"})
-        (provider,) = await client.list_providers()
+        await client.providers.set("reference", "openai", "http://127.0.0.1:9/v1", headers={"x-test": "1"})
+        (provider,) = await client.providers.list()
         assert isinstance(provider.current, mu.ProviderCurrentConfig)
         assert (provider.current.api_type, provider.current.base_url) == ("openai", "http://127.0.0.1:9/v1")
-        await client.disable_provider("reference")
-        (provider,) = await client.list_providers()
+        await client.providers.disable("reference")
+        (provider,) = await client.providers.list()
         assert provider.current is None
 
 
@@ -208,21 +208,21 @@ async def test_a_v1_agents_preview_capabilities_are_mapped_into_the_record(tmp_p
     }
     with anyio.fail_after(20):
         async with v1_agent(tmp_path, initialize=init, answers=answers) as (client, log):
-            assert client.protocol_version == 1
-            session = client.capability_record.capabilities
+            assert client.protocol.version == 1
+            session = client.agent.capability_record.capabilities
             assert isinstance(session, mu.AgentCapabilities) and isinstance(session.session, mu.SessionCapabilities)
             for method in ("session/fork", "session/set_title", "auth/status"):
-                assert client.supports(method), method
+                assert client.agent.supports(method), method
             for method in ("session/archive", "session/status", "providers/list"):
-                assert not client.supports(method), method
-            assert client.system_prompt_modes == {"append"}
+                assert not client.agent.supports(method), method
+            assert client.agent.system_prompt_modes == {"append"}
             with pytest.raises(CapabilityNotSupported, match=r"session\.systemPrompt\.mode\.override"):
                 await client.new_session(tmp_path, system_prompt="x", system_prompt_mode="override")
             parent = await client.new_session(tmp_path, system_prompt="Be brief.")
             fork = await client.fork_session(parent.session_id, tmp_path, system_prompt="Be brief.")
             assert fork.session_id == "forked"
             assert await fork.set_title("T") == "T"
-            assert (await client.auth_status()).state == "authenticated"
+            assert (await client.auth.status()).state == "authenticated"
     methods = {m.get("method"): m.get("params") for m in sent(log)}
     brief = {"mode": "append", "content": [{"type": "text", "text": "Be brief."}]}
     assert methods["session/new"]["systemPrompt"] == brief

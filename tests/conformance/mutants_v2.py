@@ -1,10 +1,10 @@
 """The v2 mutation table: for each broken variant of the reference agent (``acp-reference-agent --broken MODE``),
 the official kit's ids and the checks it must turn FAIL, and what else may move because of it.
 
-``test_mutants_v2_runs_*.py`` run every mode and hold it to its row; docs/conformance.md carries the table
-rendered by ``mutation_table`` (``python -m tests.conformance.mutants_v2`` prints it). A row fails more than one id only where
-the ids' texts overlap (one defect breaks both by nature) or the kit itself counts one observation twice; ``skips``
-are the ids whose observation needs what the mode breaks (they turn SKIPPED: nothing left to judge).
+``test_mutants_v2_runs_*.py`` run every mode and hold it to its row; docs/conformance.md carries the table rendered
+by ``mutation_table`` (``python -m tests.conformance.mutants_v2`` prints it). A row fails more than one id only
+where the ids' texts overlap (one defect breaks both by nature) or the kit itself counts one observation twice;
+``skips`` are the ids whose observation needs what the mode breaks (they turn SKIPPED: nothing left to judge).
 """
 
 from __future__ import annotations

@@ -40,7 +40,7 @@ async def test_offline_reply_through_the_client_layer() -> None:
 
     with tempfile.TemporaryDirectory() as cwd:
         async with ClientBuilder("test", "1").on_session_update(on_update).spawn(AGENT) as client:
-            assert client.agent_info.name == "acp-reference-agent"
+            assert client.agent.info.name == "acp-reference-agent"
             session = await client.new_session(cwd)
             accepted = await session.send_prompt("hello")
             assert accepted.message_id

@@ -157,7 +157,7 @@ async def test_version_negotiation_and_malformed_initialize() -> None:
 async def test_whole_v1_turns_through_the_library_client(tmp_path: Path) -> None:
     builder = ClientBuilder("test", "1").protocol_versions(1).with_file_system().with_terminals()
     async with builder.spawn(AGENT) as client:
-        assert client.protocol_version == 1
+        assert client.protocol.version == 1
         conversation = await client.start_conversation(str(tmp_path))
         response = await conversation.chat_to_completion("/tool", timeout=20)
         assert response.stop_reason == "end_turn" and response.text == "I changed one line in example.txt."

@@ -69,7 +69,7 @@ def assert_no_duplicates(conversation: Conversation) -> None:
 async def test_sigkill_mid_turn_restarts_resumes_and_the_next_turn_works(tmp_path: Path, version: int) -> None:
     events_seen: list[Any] = []
     async with quick(version).spawn(agent(tmp_path / "store.json")) as client:
-        client.on_reconnect(events_seen.append)
+        client.reconnection.on_event(events_seen.append)
         conversation = await client.start_conversation(str(tmp_path))
         first = await conversation.chat_to_completion("hello")
         assert first.stop_reason == "end_turn"
@@ -89,7 +89,7 @@ async def test_sigkill_mid_turn_restarts_resumes_and_the_next_turn_works(tmp_pat
         assert texts[-2:] == [("user", "again"), ("agent", "You said: again")]
         assert_no_duplicates(conversation)
         assert [type(e) for e in events_seen] == [Reconnecting, Reconnected]
-        assert client.reconnects == 1 and client.protocol_version == version
+        assert client.reconnection.count == 1 and client.protocol.version == version
 
 
 @VERSIONS
@@ -193,7 +193,7 @@ async def test_without_a_policy_a_killed_agent_still_ends_the_turn_with_connecti
     from acp_session.errors import ConnectionClosed
 
     async with ClientBuilder("no-reconnect", "1.0").spawn(agent(tmp_path / "store.json")) as client:
-        assert client.reconnect_policy is None  # off by default for a subprocess agent
+        assert client.reconnection.policy is None  # off by default for a subprocess agent
         conversation = await client.start_conversation(str(tmp_path))
         events = await kill_on_first_text(conversation, "/slow 60")
         assert isinstance(events[-1].error, ConnectionClosed)
@@ -211,7 +211,7 @@ async def test_a_bare_session_is_resumed_too_and_its_next_prompt_goes_to_the_new
         transport: Any = old.transport
         os.kill(int(transport.pid), signal.SIGKILL)
         with anyio.fail_after(30):
-            while client.reconnects < 1:
+            while client.reconnection.count < 1:
                 await anyio.sleep(0.02)
         assert client.rpc is not old and not client.rpc.closed
         assert client.session(session.session_id) == session

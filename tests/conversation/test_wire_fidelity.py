@@ -32,8 +32,8 @@ async def test_every_field_of_a_recorded_wire_survives_the_typed_decode(tmp_path
                 await conversation.chat_to_completion(f"/{name}")
             await conversation.session.set_title("Everything")
             await conversation.session.status()
-            await client.auth_status()
-            await client.list_providers()
+            await client.auth.status()
+            await client.providers.list()
             fork = await conversation.fork(tmp_path)
             await fork.chat_to_completion("/subagent")
     incoming = [e.message for e in read_transcript(path) if e.direction == "in" and isinstance(e.message, dict)]

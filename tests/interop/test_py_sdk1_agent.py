@@ -92,8 +92,8 @@ async def connected(
         builder = builder.with_file_system()
     opened = builder.spawn(peer) if isinstance(peer, list) else builder.connect_url(peer)
     async with opened as client:
-        assert client.protocol_version == version
-        assert (client.agent_info.name, client.agent_info.version) == ("py-sdk1-agent", "1.0.0rc3")
+        assert client.protocol.version == version
+        assert (client.agent.info.name, client.agent.info.version) == ("py-sdk1-agent", "1.0.0rc3")
         conversation = await client.start_conversation(str(tmp_path))
         yield client, conversation, wire
 

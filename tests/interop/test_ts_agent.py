@@ -77,8 +77,8 @@ def _allow(request: RequestPermissionRequest) -> str:
 
 async def test_initialize_and_session(node: str, tmp_path: Path) -> None:
     async with ts_agent(node, tmp_path) as (client, conversation, recorded):
-        assert client.protocol_version == 2
-        assert client.agent_info.name == "acp-interop-ts-agent"
+        assert client.protocol.version == 2
+        assert client.agent.info.name == "acp-interop-ts-agent"
         assert conversation.session_id == "ts-sess-1"
     (init,) = recorded.requests("initialize")
     assert init["params"]["protocolVersion"] == 2

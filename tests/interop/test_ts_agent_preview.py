@@ -25,8 +25,8 @@ async def test_preview_features_against_the_sdk_agent(node: str, tmp_path: Path)
     builder = ClientBuilder("acp-session-interop", "1.0").record_transcript(wire)
     async with builder.spawn([node, str(TS_AGENT), "--record", str(record)]) as client:
         for method in ("session/fork", "session/set_title"):
-            assert client.supports(method)
-        assert client.system_prompt_modes == {"append"}
+            assert client.agent.supports(method)
+        assert client.agent.system_prompt_modes == {"append"}
         with anyio.fail_after(30):
             conversation = await client.start_conversation(tmp_path, system_prompt="Answer briefly.")
             reply = await conversation.chat_to_completion("/system")

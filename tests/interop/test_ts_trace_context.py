@@ -58,7 +58,7 @@ async def test_a_v1_turn_against_the_ts_v1_agent_is_the_same_span_tree(ts_v1_age
     builder = traced_builder(telemetry, lambda request: "allow").record_transcript(transcript)
     with anyio.fail_after(60):
         async with builder.spawn(ts_v1_agent) as client:
-            assert client.protocol_version == 1
+            assert client.protocol.version == 1
             conversation = await client.start_conversation(str(tmp_path))
             reply = await conversation.chat_to_completion("Hello, agent")
             assert reply.stop_reason == "end_turn"

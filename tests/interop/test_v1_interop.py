@@ -152,14 +152,14 @@ async def test_ts_initialize_and_no_session_load(ts_v1_agent: list[str], tmp_pat
     baseline methods are all it has)."""
     with anyio.fail_after(TIMEOUT):
         async with spawned(ts_v1_agent, tmp_path) as (client, wire):
-            assert client.protocol_version == 1
+            assert client.protocol.version == 1
             offered = wire.sent("initialize")
             # v2's offer in its own shape, then, once it answered 1, v1's (with the v1 capabilities), which it takes
             assert [m["params"]["protocolVersion"] for m in offered] == [2, 1]
             assert "clientCapabilities" not in offered[0]["params"] and "clientInfo" not in offered[0]["params"]
-            assert client.supports("session/new") and client.supports("session/prompt")
-            assert not client.supports("session/load") and not client.supports("session/resume")
-            assert not client.supports("session/list")
+            assert client.agent.supports("session/new") and client.agent.supports("session/prompt")
+            assert not client.agent.supports("session/load") and not client.agent.supports("session/resume")
+            assert not client.agent.supports("session/list")
             with pytest.raises(CapabilityNotSupported):
                 await Conversation.resume(client, "0" * 32, str(tmp_path))
             assert wire.sent("session/load") == []
@@ -378,8 +378,8 @@ async def test_py_fs_read_inside_and_refused_outside(tmp_path: Path) -> None:
     secret.write_text("TOP-SECRET-VALUE")
     with anyio.fail_after(TIMEOUT):
         async with spawned(PY_AGENT, tmp_path, fs_builder(terminals=False)) as (client, wire):
-            assert client.protocol_version == 1
-            assert client.agent_info.name == "py-v1-agent"
+            assert client.protocol.version == 1
+            assert client.agent.info.name == "py-v1-agent"
             first, offer = (m["params"] for m in wire.sent("initialize"))
             assert first["protocolVersion"] == 2 and "clientCapabilities" not in first
             assert offer["protocolVersion"] == 1  # the v1 offer after the agent answered 1: how it learns of fs
@@ -490,8 +490,8 @@ async def test_with_terminals_connection_closes_cleanly(tmp_path: Path) -> None:
     built-in terminals are started and stopped with the connection)."""
     with anyio.fail_after(TIMEOUT):
         async with spawned(PY_AGENT, tmp_path, fs_builder(files=False)) as (client, _):
-            assert client.protocol_version == 1
-            assert client.terminals is not None
+            assert client.protocol.version == 1
+            assert client.tools.terminals is not None
 
 
 def test_no_fs_or_terminal_offered_without_providers() -> None:
@@ -661,7 +661,7 @@ async def test_py_session_load_replays_history(tmp_path: Path) -> None:
         assert before == ["user", "thought", "agent", "user", "tool:call-1", "agent"]
 
         async with spawned(argv, tmp_path, fs_builder(terminals=False), name="second") as (client, wire):
-            assert client.supports("session/load")
+            assert client.agent.supports("session/load")
             conversation = await Conversation.resume(client, session_id, str(cwd))
             assert conversation.session_id == session_id
             (load,) = wire.sent("session/load")

@@ -31,7 +31,7 @@ async def agent_env(tmp_path: Path, **spawn: object) -> dict[str, str]:
     script.write_text(AGENT)
     with anyio.fail_after(10):
         async with ClientBuilder().spawn([sys.executable, str(script)], **spawn) as client:  # type: ignore[arg-type]
-            meta = client.agent_info.meta
+            meta = client.agent.info.meta
     assert isinstance(meta, dict)
     return dict(meta["env"])
 

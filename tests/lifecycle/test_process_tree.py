@@ -49,7 +49,7 @@ async def test_a_native_child_that_survives_its_wrappers_sigterm_is_killed() -> 
     async with ClientBuilder().spawn(argv, **QUICK) as client:
         agent = agent_of(client)
         native = await pid_from_stderr(agent, "child")
-        assert client.agent_info.name == "tree"  # the native child answers
+        assert client.agent.info.name == "tree"  # the native child answers
     assert agent.returncode == -signal.SIGTERM
     assert not running(native)
     assert group_members(agent.pid) == []

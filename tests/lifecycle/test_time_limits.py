@@ -92,7 +92,7 @@ async def test_a_banner_before_the_protocol_is_reported_once_and_blocks_nothing(
     caplog.set_level(logging.WARNING, logger="acp_session.rpc")
     argv = slow_agent(stdout=["Slow Agent 1.0", "Tip: press Ctrl-C to quit", "ready."])
     async with ClientBuilder().spawn(argv, **QUICK) as client:
-        assert client.agent_info.name == "slow"
+        assert client.agent.info.name == "slow"
         session = await client.new_session(tmp_path)
         assert session.session_id == "s1"
         assert client.rpc.bad_frames == 3

@@ -36,7 +36,7 @@ REFUSAL = {"code": -32000, "message": "Authentication required", "data": {"reaso
 async def test_every_auth_shape_is_typed_and_none_is_lost(tmp_path: Path) -> None:
     with anyio.fail_after(10):
         async with v1_agent(tmp_path, initialize=INIT) as (client, _):
-            methods = {m.method_id: m for m in client.login_methods}
+            methods = {m.method_id: m for m in client.auth.login_methods}
     assert [m["id"] for m in METHODS] == list(methods)
     assert methods["agent-login"].kind == "agent" and methods["agent-login"].is_protocol_login
     assert methods["api-key"].kind == "env_var" and methods["api-key"].env_vars == ("X_KEY", "Y_KEY")
@@ -66,7 +66,7 @@ async def test_a_refused_prompt_fails_the_turn_with_authentication_required(tmp_
             with pytest.raises(AuthenticationRequired) as info:
                 await conversation.chat_to_completion("hi")
             assert info.value.method == "session/prompt"
-            await client.authenticate("agent-login")
+            await client.auth.login("agent-login")
             assert (await conversation.chat_to_completion("again")).text == "ok"
             with pytest.raises(AuthenticationRequired):
                 await conversation.session.send_prompt("raw")  # the raw handle says the same
@@ -80,10 +80,10 @@ async def test_authenticate_refuses_terminal_and_unknown_methods(tmp_path: Path)
         async with v1_agent(tmp_path, initialize=INIT) as (client, log):
             for method_id in ("tty", "sso"):
                 with pytest.raises(CapabilityNotSupported):
-                    await client.authenticate(method_id)
+                    await client.auth.login(method_id)
             with pytest.raises(ValueError, match="not advertised"):
-                await client.authenticate("nope")
-            await client.authenticate("api-key")
+                await client.auth.login("nope")
+            await client.auth.login("api-key")
     assert [m["params"]["methodId"] for m in sent(log) if m.get("method") == "authenticate"] == ["api-key"]
 
 

@@ -34,22 +34,22 @@ async def test_a_v1_answer_continues_in_v1_with_the_v1_fields_mapped(tmp_path: P
     }
     with anyio.fail_after(10):
         async with v1_agent(tmp_path, initialize=init) as (client, log):
-            assert client.protocol_version == 1
-            assert (client.agent_info.name, client.agent_info.version, client.agent_info.title) == (
+            assert client.protocol.version == 1
+            assert (client.agent.info.name, client.agent.info.version, client.agent.info.title) == (
                 "old-agent",
                 "0.9",
                 "Old Agent",
             )
-            session = client.agent_capabilities.session
+            session = client.agent.capabilities.session
             assert session is not None and session.prompt is not None and session.mcp is not None
             assert session.prompt.image is not None and session.prompt.embedded_context is not None
             assert session.prompt.audio in (None, msgspec.UNSET)
             assert session.mcp.http is not None and session.mcp.stdio is not None
-            methods = client.auth_methods
+            methods = client.auth.methods
             assert isinstance(methods[0], AuthMethodAgent) and methods[0].method_id == "login"
             assert isinstance(methods[1], AuthMethodTerminal) and methods[1].method_id == "tty"
-            assert client.supports("session/list") and client.supports("session/close")
-            assert not client.supports("session/delete")
+            assert client.agent.supports("session/list") and client.agent.supports("session/close")
+            assert not client.agent.supports("session/delete")
     first, second = (m["params"] for m in sent(log)[:2])
     # The v2 offer in v2's shape alone (no v1 field at its root: extensibility.mdx), then, once the agent answered
     # 1, the v1 offer in v1's shape, so it learns what this client offers in its own terms.
@@ -92,7 +92,7 @@ async def test_an_agent_refusing_a_second_initialize_keeps_the_first_and_is_serv
     once = {"code": -32600, "message": "already initialized"}
     with anyio.fail_after(10):
         async with v1_agent(tmp_path, builder, reject_repeat=once, prompts=[{"ask": read}]) as (client, log):
-            assert client.protocol_version == 1 and client.agent_info.name == "v1-script"
+            assert client.protocol.version == 1 and client.agent.info.name == "v1-script"
             session = await client.new_session(str(tmp_path))
             await session.send_prompt("read it").result()
     answer = next(m for m in sent(log) if m.get("id") == "q1" and "method" not in m)
@@ -103,7 +103,7 @@ async def test_an_agent_rejecting_the_v2_offer_gets_a_v1_offer_on_the_same_conne
     rejection = {"code": -32602, "message": "Invalid params"}
     with anyio.fail_after(10):
         async with v1_agent(tmp_path, reject_v2=rejection) as (client, log):
-            assert client.protocol_version == 1
+            assert client.protocol.version == 1
             await client.new_session(str(tmp_path))
     messages = sent(log)
     assert [m.get("method") for m in messages[:3]] == ["initialize", "initialize", "session/new"]
@@ -137,7 +137,7 @@ async def test_a_version_nobody_speaks_names_the_agent_and_both_sides(tmp_path: 
 async def test_pinning_version_1_offers_only_v1(tmp_path: Path) -> None:
     with anyio.fail_after(10):
         async with v1_agent(tmp_path, ClientBuilder("pinned", "2").protocol_versions(1)) as (client, log):
-            assert client.protocol_version == 1
+            assert client.protocol.version == 1
     offer = sent(log)[0]["params"]
     assert offer == {
         "protocolVersion": 1,

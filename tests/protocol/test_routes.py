@@ -123,7 +123,7 @@ async def connected(builder: ClientBuilder, version: int) -> AsyncIterator[tuple
     async with anyio.create_task_group() as tg:
         tg.start_soon(_agent, raw, version)
         async with builder.connect(ours) as client:
-            assert client.protocol_version == version
+            assert client.protocol.version == version
             yield client, raw
 
 

@@ -262,11 +262,11 @@ async def test_login_uses_authenticate_and_never_a_terminal_method(tmp_path: Pat
     }
     with anyio.fail_after(10):
         async with v1_agent(tmp_path, initialize=init) as (client, log):
-            await client.login("agent-login")
+            await client.auth.login("agent-login")
             with pytest.raises(CapabilityNotSupported):
-                await client.login("tty")
+                await client.auth.login("tty")
             with pytest.raises(CapabilityNotSupported, match=r"auth\.logout"):
-                await client.logout()
+                await client.auth.logout()
     auth = [m for m in sent(log) if m.get("method") == "authenticate"]
     assert [a["params"] for a in auth] == [{"methodId": "agent-login"}]
 

@@ -132,7 +132,7 @@ async def test_terminals_end_when_the_agent_dies_not_when_the_block_is_left(tmp_
             with pytest.raises(ConnectionClosed):
                 await run_steps(session, [{"exit": 3}])
             await wait_gone(pids)  # still inside the block: the connection's end was enough
-            assert client.terminals is not None and client.terminals.terminal_ids == ()  # type: ignore[attr-defined]
+            assert client.tools.terminals is not None and client.tools.terminals.terminal_ids == ()  # type: ignore[attr-defined]
     finally:
         kill_all(pids)
 

@@ -29,6 +29,6 @@ async def test_npx_entry_resolves_and_completes_initialize(tmp_path: Path) -> No
     registry = tmp_path / "registry.json"
     registry.write_text(json.dumps({"version": "1.0.0", "agents": [agent]}))
     async with ClientBuilder().spawn("pi-acp", registry=registry, initialize_timeout=120) as client:
-        info = client.agent_info
+        info = client.agent.info
         assert info.name == "pi-acp" and info.version == PINNED
-        assert client.login_methods  # it advertises its terminal login, as the registry requires
+        assert client.auth.login_methods  # it advertises its terminal login, as the registry requires

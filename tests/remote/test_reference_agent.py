@@ -55,7 +55,7 @@ def dialer(request: pytest.FixtureRequest, start_server: Start, tmp_path: Path, 
 async def test_turns(dialer: RemoteDialer, tmp_path: Path, version: int) -> None:
     builder = ClientBuilder("acp-session-remote", "1.0").protocol_versions(version).on_request_permission(allow)
     async with builder.connect_url(dialer) as client:
-        assert client.protocol_version == version
+        assert client.protocol.version == version
         conversation = await client.start_conversation(str(tmp_path))
         with anyio.fail_after(30):
             hello = await conversation.chat_to_completion("hello")
@@ -89,7 +89,7 @@ async def test_https_needs_the_ca(start_server: Start, tmp_path: Path) -> None:
     context = ssl.create_default_context()
     ca.configure_trust(context)
     async with ClientBuilder().connect_url(server.url, ssl_context=context) as client:  # HTTP/1.1 ("auto")
-        assert client.protocol_version == 2
+        assert client.protocol.version == 2
     from acp_session.transport.remote import RemoteCertificateError
 
     for url in (server.url, "wss" + server.url.removeprefix("https")):  # its own type: a caller can say what to do

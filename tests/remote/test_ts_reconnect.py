@@ -78,7 +78,7 @@ async def test_a_streamed_turn_cut_three_times_completes_with_exactly_the_agents
             with anyio.fail_after(90):
                 response = await turn
         assert (response.text, response.stop_reason) == (SLOW_TEXT, "end_turn")
-        assert client.reconnects == 3
+        assert client.reconnection.count == 3
         ids = Counter((m.role, m.message_id) for m in conversation.messages())
         assert [key for key, count in ids.items() if count > 1] == []
         with anyio.fail_after(20):
@@ -114,7 +114,7 @@ async def test_a_turn_that_ended_while_the_network_was_down_settles_from_the_rep
         assert events[-1].response.text == "".join(f"chunk {n}. " for n in range(1, 11))
         assert events[-1].response.stop_reason == "end_turn"
         assert any(e.replayed for e in events if isinstance(e, ChatText))  # what came while away is marked
-        assert client.reconnects == 1
+        assert client.reconnection.count == 1
 
 
 async def test_a_cut_while_a_permission_is_pending_asks_again_and_answers_once(
@@ -130,7 +130,7 @@ async def test_a_cut_while_a_permission_is_pending_asks_again_and_answers_once(
             assert (response.text, response.stop_reason) == ("Done.", "end_turn")
             assert len(user.asked) == 2 and user.asked[0] == user.asked[1]  # asked again, about the same thing
             assert [c.status for c in response.tool_calls] == ["completed"]
-            assert client.reconnects == 1
+            assert client.reconnection.count == 1
 
 
 async def test_a_restarted_server_ends_the_turn_with_session_lost(

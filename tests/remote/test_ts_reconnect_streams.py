@@ -71,7 +71,7 @@ async def test_streams_opened_before_a_turn_cut_three_times_get_exactly_the_uncu
                     assert (await conversation.chat(f"/slow {SLOW}")).text == SLOW_TEXT
 
         cut = await streamed(conversation, turn)
-        assert client.reconnects == 3
+        assert client.reconnection.count == 3
     assert chunk_content(whole.chunk_items)[0] == [("text", SLOW_TEXT)]
     assert_same_content(cut, whole, 3)
     assert any(getattr(c, "replayed", False) for c in cut.chunk_items)
@@ -93,7 +93,7 @@ async def test_a_turn_that_ended_while_the_network_was_down_reaches_the_streams_
                 await running
 
         cut = await streamed(conversation, turn)
-        assert client.reconnects == 1
+        assert client.reconnection.count == 1
     assert_same_content(cut, whole, 1)
 
 
@@ -112,6 +112,6 @@ async def test_a_tool_call_cut_while_its_permission_is_pending_reaches_the_strea
                     await conversation.chat("/permission")
 
             cut = await streamed(conversation, turn)
-            assert client.reconnects == 1 and len(user.asked) == 2
+            assert client.reconnection.count == 1 and len(user.asked) == 2
     assert_same_content(cut, whole, 1)
     assert [kind for kind, _ in chunk_content(cut.chunk_items)[0]].count("tool_call") == 1

@@ -55,8 +55,8 @@ async def test_whole_turn_streams_text(ts_server: TsServer, profile: str, tmp_pa
         )
     )
     async with connected(ts_server, profile, builder) as client:
-        assert client.protocol_version == 2
-        assert client.agent_info.name == "acp-remote-ts-server"
+        assert client.protocol.version == 2
+        assert client.agent.info.name == "acp-remote-ts-server"
         conversation = await client.start_conversation(str(tmp_path))
         with anyio.fail_after(20):
             events = [event async for event in conversation.chat("hello there")]
@@ -267,7 +267,7 @@ async def test_a_protocol_version_1_agent(node: str, profile: str, tmp_path: Pat
     server = start_ts_server(node, tmp_path, "--v1")
     try:
         async with connected(server, profile) as client:
-            assert client.protocol_version == 1
+            assert client.protocol.version == 1
             conversation = await client.start_conversation(str(tmp_path))
             with anyio.fail_after(20):
                 reply = await conversation.chat_to_completion("over the wire")

@@ -77,6 +77,6 @@ async def test_a_cut_v1_turn_ends_with_the_stop_reason_the_load_gives_or_a_typed
             conversation = await client.start_conversation("/")
             with anyio.fail_after(30):
                 response = await conversation.chat("tell me")
-            assert client.reconnects == 1
+            assert client.reconnection.count == 1
     assert response.text == "partial reply"
     assert response.stop_reason == stop_reason

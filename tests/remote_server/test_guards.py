@@ -15,7 +15,7 @@ import httpx
 import pytest
 from httpx_ws import WebSocketUpgradeError, aconnect_ws
 
-from acp_conformance.agent.limits import DRAIN_LIMIT
+from acp_session.server.limits import DRAIN_LIMIT
 
 from .conftest import Server
 from .raw_client import RawAcp, initialize_params

@@ -16,8 +16,8 @@ import httpx
 import pytest
 from httpx_ws import WebSocketDisconnect, WebSocketUpgradeError, aconnect_ws
 
-from acp_conformance.agent.limits import DEFAULT_LIMITS
-from acp_conformance.agent.remote_rules import MAX_BODY_BYTES
+from acp_session.server.limits import DEFAULT_LIMITS
+from acp_session.server.rules import MAX_BODY_BYTES
 
 from .conftest import Server
 from .raw_client import RawAcp, initialize_params

@@ -56,7 +56,7 @@ async def test_a_flapping_connection_ends_the_turn_with_reconnect_failed_within_
             if isinstance(event, Reconnected):
                 send.send_nowait(event)
 
-        client.on_reconnect(on_event)
+        client.reconnection.on_event(on_event)
         conversation = await client.start_conversation(str(tmp_path))
         async with anyio.create_task_group() as tg:
             tg.start_soon(flap, proxy, receive)
@@ -71,7 +71,7 @@ async def test_a_flapping_connection_ends_the_turn_with_reconnect_failed_within_
     error = failed.value
     assert error.flapping and error.drops == ATTEMPTS and not error.deadline_reached
     assert "flapping" in str(error)
-    assert client.reconnects == ATTEMPTS  # and no more: ~100 in 45 s before
+    assert client.reconnection.count == ATTEMPTS  # and no more: ~100 in 45 s before
     assert error.elapsed < 60
     # The back-off kept growing over the drops: the dial after the n-th re-drop waited the back-off of the n
     # dials before it (0.2, 0.4, 0.8 s here), after the 0.3 s the connection had stayed up.

@@ -96,7 +96,7 @@ async def test_a_streamed_turn_cut_three_times_completes_with_exactly_the_agents
     server = start_server()
     cwd = str(tmp_path)
     async with through_proxy(server, tmp_path, scheme, builder(version)) as (proxy, client, conversation):
-        assert client.protocol_version == version
+        assert client.protocol.version == version
         turn = conversation.chat(f"/slow {SLOW}")
         async with anyio.create_task_group() as tg:
             tg.start_soon(cut_three_times, proxy, lambda: reply_chunks(conversation))
@@ -106,7 +106,7 @@ async def test_a_streamed_turn_cut_three_times_completes_with_exactly_the_agents
         assert response.text == SLOW_TEXT
         # v1: the first reconnect's session/load is answered when the turn ends, so the later cuts fail attempts
         # of that same reconnect (each load replays from the start) rather than start reconnects of their own.
-        assert client.reconnects == (3 if version == 2 else 1)
+        assert client.reconnection.count == (3 if version == 2 else 1)
         assert_no_duplicates(conversation)
         assert (await conversation.chat_to_completion("after")).text == "You said: after"
         mine = [(m.role, m.text) for m in conversation.messages()]
@@ -152,7 +152,7 @@ async def test_a_cut_while_a_permission_is_pending_asks_again_and_answers_once(
             assert response.stop_reason == stop_reason_after_a_cut(version)
             assert len(user.asked) == 2 and user.asked[0] == user.asked[1]  # asked again, about the same thing
             assert [c.status for c in response.tool_calls] == ["completed"]
-            assert client.reconnects == 1
+            assert client.reconnection.count == 1
             assert_no_duplicates(conversation)
 
 
@@ -162,7 +162,7 @@ async def test_a_cut_during_initialize_is_one_failed_attempt(
 ) -> None:
     async with through_proxy(start_server(), tmp_path, scheme) as (proxy, client, conversation):
         attempts: list[int] = []
-        client.on_reconnect(lambda event: attempts.append(getattr(event, "attempt", 0)))
+        client.reconnection.on_event(lambda event: attempts.append(getattr(event, "attempt", 0)))
         turn = conversation.chat("/slow 15")
         with anyio.fail_after(30):
             while not reply_chunks(conversation):
@@ -173,7 +173,7 @@ async def test_a_cut_during_initialize_is_one_failed_attempt(
             response = await turn
         assert response.text == "".join(f"chunk {n}. " for n in range(1, 16))
         assert attempts[:3] == [1, 2, 2]  # attempt 1 failed at initialize, attempt 2 reconnected
-        assert client.reconnects == 1
+        assert client.reconnection.count == 1
 
 
 @pytest.mark.parametrize("version", VERSIONS)
@@ -236,7 +236,7 @@ async def test_a_redial_refused_with_403_gives_up_at_once_with_the_status(
         patient.connect_url(proxy.url(scheme), headers={"Origin": APP}) as client,
     ):
         events: list[Any] = []
-        client.on_reconnect(events.append)
+        client.reconnection.on_event(events.append)
         conversation = await client.start_conversation(str(tmp_path))
         turn = conversation.chat(f"/slow {SLOW}")
         await until_replying(conversation)
@@ -268,7 +268,7 @@ async def test_a_redial_refused_with_another_status_is_retried_until_the_attempt
         builder(attempts=3, backoff=0.05).connect_url(proxy.url("ws")) as client,
     ):
         events: list[Any] = []
-        client.on_reconnect(events.append)
+        client.reconnection.on_event(events.append)
         conversation = await client.start_conversation(str(tmp_path))
         turn = conversation.chat(f"/slow {SLOW}")
         await until_replying(conversation)
@@ -306,7 +306,7 @@ async def test_a_silent_connection_is_found_by_the_liveness_probe_and_replaced(
         with anyio.fail_after(60):
             response = await turn
         assert response.text == SLOW_TEXT
-        assert client.reconnects >= 1
+        assert client.reconnection.count >= 1
 
 
 async def test_remote_connections_reconnect_by_default_and_can_be_told_not_to(
@@ -314,9 +314,9 @@ async def test_remote_connections_reconnect_by_default_and_can_be_told_not_to(
 ) -> None:
     server = start_server()
     async with ClientBuilder().connect_url(server.url) as client:
-        assert client.reconnect_policy is not None
+        assert client.reconnection.policy is not None
     async with ClientBuilder().reconnect(False).connect_url(server.url) as client:
-        assert client.reconnect_policy is None
+        assert client.reconnection.policy is None
 
 
 @pytest.mark.parametrize("scheme", PROFILES)

@@ -71,9 +71,9 @@ async def test_streams_opened_before_a_turn_cut_three_times_get_exactly_the_uncu
 
         cut = await streamed(conversation, turn)
         # v1: one reconnect (its session/load is answered when the turn ends; the later cuts fail its attempts).
-        assert client.reconnects == (3 if version == 2 else 1)
+        assert client.reconnection.count == (3 if version == 2 else 1)
     assert chunk_content(whole.chunk_items)[0] == [("text", SLOW_TEXT)]
-    assert_same_content(cut, whole, version, client.reconnects)
+    assert_same_content(cut, whole, version, client.reconnection.count)
     # Some of the text was missed and caught up, some came live after the marker: both once.
     assert any(getattr(c, "replayed", False) for c in cut.chunk_items)
     assert [(e[0], e[1]) for e in step_content(cut)[0]] == [("message", "user"), ("message", "agent")]
@@ -97,7 +97,7 @@ async def test_a_turn_that_ended_while_the_network_was_down_reaches_the_streams_
                 await running
 
         cut = await streamed(conversation, turn)
-        assert client.reconnects == 1
+        assert client.reconnection.count == 1
     assert_same_content(cut, whole, 2, 1)
     # Everything after the marker was caught up, the turn's end included: nothing came live after it.
     after = cut.step_items[[type(i).__name__ for i in cut.step_items].index("StreamReconnected") + 1 :]
@@ -137,6 +137,6 @@ async def test_a_tool_call_cut_while_its_permission_is_pending_reaches_the_strea
                     await conversation.chat("/permission")
 
             cut = await streamed(conversation, turn)
-            assert client.reconnects == 1 and len(user.asked) == 2
+            assert client.reconnection.count == 1 and len(user.asked) == 2
     assert_same_content(cut, whole, version, 1)
     assert [kind for kind, _ in chunk_content(cut.chunk_items)[0]].count("tool_call") == 1

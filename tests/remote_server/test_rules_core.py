@@ -1,19 +1,24 @@
-"""The sans-IO core of ``--listen`` (``remote_rules``) and a connection's bounds (``remote_connection``), without
-a server: routes of outbound messages, the session-header rules, and what happens when a client does not read."""
+"""The sans-IO core of the library's server, which ``--listen`` runs on (``acp_session.server.rules``), and a
+connection's bounds (``acp_session.server.connection``), without a server: routes of outbound messages, the
+session-header rules, and what happens when a client does not read."""
 
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import sys
+from pathlib import Path
 
 import anyio
 import pytest
 
-from acp_conformance.agent import remote_connection
-from acp_conformance.agent.origins import OriginPolicy, normalize_origin
-from acp_conformance.agent.remote_connection import ConnectionOverflow, RemoteConnection, StreamBusy
-from acp_conformance.agent.remote_rules import CONNECTION, INITIAL, BadRequest, OutboundRoutes, check_post, parse_post
+from acp_session.server import connection as remote_connection
+from acp_session.server.connection import ConnectionOverflow, RemoteConnection, StreamBusy
+from acp_session.server.origins import OriginPolicy, normalize_origin
+from acp_session.server.rules import CONNECTION, INITIAL, BadRequest, OutboundRoutes, check_post, parse_post
+
+from .conftest import AGENT
 
 
 def _frame(message: dict[str, object]) -> bytes:
@@ -90,6 +95,34 @@ def test_a_bad_listen_address_is_a_usage_error() -> None:
         [sys.executable, "-m", "acp_conformance.agent", "--tls-cert", "x.pem"], capture_output=True, text=True
     )
     assert proc.returncode == 2 and "go with --listen" in proc.stderr
+
+
+def test_an_address_in_use_is_one_line_not_a_traceback() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        for backend in ("asyncio", "trio"):
+            argv = [*AGENT, "--listen", f"127.0.0.1:{port}", "--backend", backend]
+            proc = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+            assert proc.returncode == 1 and not proc.stdout, proc.stderr
+            assert f"cannot listen on 127.0.0.1:{port}" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_tls_files_that_cannot_be_used_are_a_usage_error(tmp_path: Path) -> None:
+    (tmp_path / "cert.pem").write_text("not a certificate\n")
+    for cert, key in (
+        (tmp_path / "missing.pem", tmp_path / "missing.pem"),
+        (tmp_path / "cert.pem", tmp_path / "cert.pem"),
+    ):
+        proc = subprocess.run(
+            [*AGENT, "--listen", "127.0.0.1:0", "--tls-cert", str(cert), "--tls-key", str(key)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert proc.returncode == 2 and not proc.stdout, proc.stderr
+        assert "the TLS certificate or key cannot be used" in proc.stderr and "Traceback" not in proc.stderr
 
 
 def test_origins_are_compared_normalized_and_loopback_ones_only_on_loopback() -> None:

@@ -121,7 +121,7 @@ async def test_agent_environment_is_exactly_what_the_caller_passes(tmp_path: Pat
     config = {"report_environ": True}
     only = {"ACP_ONLY_THIS": "1"}
     async with ClientBuilder().spawn(agent_argv("hostile_agent.py", tmp_path / "a.log", config), env=only) as client:
-        meta = client.initialize_response.meta  # type: ignore[union-attr]
+        meta = client.agent.initialize_response.meta  # type: ignore[union-attr]
     assert isinstance(meta, dict) and meta["environ"] == ["ACP_ONLY_THIS"]
 
 
@@ -131,7 +131,7 @@ async def test_default_environment_is_inherited(tmp_path: Path, monkeypatch: pyt
     monkeypatch.setenv("ACP_INHERITED_MARK", "1")
     config = {"report_environ": True}
     async with ClientBuilder().spawn(agent_argv("hostile_agent.py", tmp_path / "a.log", config)) as client:
-        meta = client.initialize_response.meta  # type: ignore[union-attr]
+        meta = client.agent.initialize_response.meta  # type: ignore[union-attr]
     assert isinstance(meta, dict) and "ACP_INHERITED_MARK" in meta["environ"] and "PATH" in meta["environ"]
 
 

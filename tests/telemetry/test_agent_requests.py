@@ -57,7 +57,7 @@ async def test_a_v1_agents_file_and_terminal_calls_are_spans_under_their_turns(t
     builder = traced(telemetry).protocol_versions(1).with_file_system().with_terminals()
     with anyio.fail_after(30):
         async with builder.spawn(REFERENCE) as client:
-            assert client.protocol_version == 1
+            assert client.protocol.version == 1
             conversation = await client.start_conversation(str(tmp_path))
             assert (await conversation.chat_to_completion("/tool")).stop_reason == "end_turn"
             reply = await conversation.chat_to_completion("/terminal")
@@ -248,7 +248,9 @@ async def test_after_a_reconnect_the_new_agents_requests_are_spans_too(tmp_path:
     reconnected = anyio.Event()
     with anyio.fail_after(60):
         async with builder.spawn(argv) as client:
-            client.on_reconnect(lambda event: reconnected.set() if type(event).__name__ == "Reconnected" else None)
+            client.reconnection.on_event(
+                lambda event: reconnected.set() if type(event).__name__ == "Reconnected" else None
+            )
             conversation = await client.start_conversation(str(tmp_path))
             await conversation.chat_to_completion("hello")
             transport: Any = conversation.session.connection.rpc.transport

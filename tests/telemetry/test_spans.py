@@ -228,7 +228,9 @@ async def test_a_real_reconnect_is_a_span_with_the_new_initialize_and_resume_und
     reconnected = anyio.Event()
     with anyio.fail_after(60):
         async with builder.spawn(argv) as client:
-            client.on_reconnect(lambda event: reconnected.set() if type(event).__name__ == "Reconnected" else None)
+            client.reconnection.on_event(
+                lambda event: reconnected.set() if type(event).__name__ == "Reconnected" else None
+            )
             conversation = await client.start_conversation(str(tmp_path))
             await conversation.chat_to_completion("hello")
             transport: Any = conversation.session.connection.rpc.transport

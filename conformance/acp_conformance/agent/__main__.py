@@ -15,14 +15,14 @@ from typing import Any
 import anyio
 
 from acp_session.rpc import Connection
+from acp_session.server import DEFAULT_LIMITS, ServerLimits
 from acp_session.transport import Transport, stdio_server
 
 from . import AGENT_NAME, AGENT_VERSION
 from .batches import BatchingTransport
 from .faults import FaultyWire
-from .limits import DEFAULT_LIMITS, ServerLimits
 from .mutants import SERVER_MODES, WIRE_MODES
-from .remote_rules import REMOTE_BROKEN_MODES
+from .remote_modes import REMOTE_BROKEN_MODES
 from .scenarios import SCENARIOS
 from .server import BROKEN_MODES, AgentOptions, ReferenceAgent
 from .v1_mutant_wire import MutantWire, mutant_wire
@@ -108,6 +108,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     remote.add_argument("--tls-cert", metavar="FILE", help="with --listen: serve HTTPS (HTTP/2 by ALPN) with this cert")
     remote.add_argument("--tls-key", metavar="FILE", help="with --listen: the private key for --tls-cert")
+    remote.add_argument(
+        "--token-file",
+        metavar="FILE",
+        help="with --listen: every request must carry 'Authorization: Bearer TOKEN', TOKEN being this file's text "
+        "(401 otherwise); the file must be readable by its owner only (chmod 600). Needed to listen beyond loopback",
+    )
     parser.add_argument(
         "--backend", choices=("asyncio", "trio"), default="asyncio", help="the event loop (default asyncio)"
     )
@@ -176,20 +182,37 @@ def _positive(kind: Callable[[str], float]) -> Callable[[str], Any]:
 
 
 def _listen(parser: argparse.ArgumentParser, args: argparse.Namespace, options: AgentOptions) -> None:
-    from .listen import ListenOptions, parse_address, serve_listening
-    from .origins import OriginPolicy
+    from acp_session.server import ServeExtraMissing, ServerConfigError, ServerOptions, parse_address, read_token_file
+
+    from .listen import serve_listening
+    from .remote_modes import hooks_for
 
     try:
+        limits = ServerLimits(args.max_connections, args.max_pending, args.pending_timeout, args.max_buffered_bytes)
         host, port = parse_address(args.listen)
-        OriginPolicy.for_listening(host, args.allow_origin)  # each value checked before anything starts
-    except ValueError as exc:
+        token = read_token_file(args.token_file) if args.token_file else None
+        listen = ServerOptions(
+            host,
+            port,
+            token=token,
+            tls_cert=args.tls_cert,
+            tls_key=args.tls_key,
+            allow_origins=tuple(args.allow_origin),
+            require_cookie=args.require_cookie,
+            limits=limits,
+            hooks=hooks_for(options.broken),
+        )
+    except ServerConfigError as exc:  # checked before anything starts, each with what to change
         parser.error(str(exc))
-    limits = ServerLimits(args.max_connections, args.max_pending, args.pending_timeout, args.max_buffered_bytes)
-    listen = ListenOptions(
-        host, port, args.tls_cert, args.tls_key, args.require_cookie, tuple(args.allow_origin), limits
-    )
-    with contextlib.suppress(KeyboardInterrupt):
-        anyio.run(serve_listening, options, listen, args.backend, backend=args.backend)
+    try:
+        with contextlib.suppress(KeyboardInterrupt):
+            anyio.run(serve_listening, options, listen, backend=args.backend)
+    except ServerConfigError as exc:  # found once the server starts: TLS files it cannot use
+        parser.error(str(exc))
+    except ServeExtraMissing as exc:
+        raise SystemExit(f"acp-reference-agent --listen: {exc}") from None
+    except OSError as exc:
+        raise SystemExit(f"acp-reference-agent: cannot listen on {args.listen}: {exc.strerror or exc}") from None
 
 
 def _caps_given(args: argparse.Namespace) -> bool:
@@ -238,8 +261,17 @@ def main(argv: list[str] | None = None) -> None:
     if args.listen is not None:
         _listen(_parser(), args, options)
         return
-    if args.tls_cert or args.tls_key or args.require_cookie or args.allow_origin or _caps_given(args):
-        _parser().error("--tls-cert, --tls-key, --require-cookie, --allow-origin and the limits go with --listen")
+    if (
+        args.tls_cert
+        or args.tls_key
+        or args.token_file
+        or args.require_cookie
+        or args.allow_origin
+        or _caps_given(args)
+    ):
+        _parser().error(
+            "--tls-cert, --tls-key, --token-file, --require-cookie, --allow-origin and the limits go with --listen"
+        )
     if "junk-stdout" in options.broken:
         os.write(sys.stdout.fileno(), b"reference agent starting up\n")  # not an ACP message: a framing error
     with contextlib.suppress(KeyboardInterrupt):

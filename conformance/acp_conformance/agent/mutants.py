@@ -1,7 +1,7 @@
 """The reference agent's broken variants for protocol v2 (``--broken MODE``): each breaks one rule a conformance
 check judges, so a runner's claims can be tested against an agent known to break exactly that rule.
 
-They act on stdio (the ``--listen`` server has its own, ``remote_rules.REMOTE_BROKEN_MODES``). Three kinds, by
+They act on stdio (the ``--listen`` server has its own, ``remote_modes.REMOTE_BROKEN_MODES``). Three kinds, by
 where the defect lives: on the wire (``faults``: a message changed, dropped, held back or
 added on its way), in the agent's handlers (``variants``), and in batch handling (``batches.BATCH_MODES``). The
 descriptions name the official kit's id (``ACP-...``) or the rule (``ACP2-NNN``) each one breaks.

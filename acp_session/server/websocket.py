@@ -2,12 +2,13 @@
 
 The 101 response carries ``Acp-Connection-Id`` and the affinity cookie; the first message must be an
 ``initialize`` request (else the socket is closed with 1002); every message is one text frame, and binary frames
-are ignored, as the RFD says. The socket closing ends the connection, never the server's sessions.
+are ignored, as the RFD says. The socket closing ends the connection (what the application keeps beyond it, its
+sessions, is its own).
 
 The server's caps (``limits``) hold here too: an upgrade past ``--max-connections`` or ``--max-pending`` gets
 ``503`` instead of the 101, a socket that sends no ``initialize`` within the pending timeout is closed with
-``1008``, and each message waits for room in the server's byte budget before the agent gets it (meanwhile the
-socket is not read).
+``1008``, and each message waits for room in the server's byte budget before the application gets it
+(meanwhile the socket is not read).
 """
 
 from __future__ import annotations
@@ -18,14 +19,14 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import msgspec
 
-from .remote_rules import CONNECTION, INITIAL, Inbound
+from .rules import CONNECTION, INITIAL, Inbound
 
 if TYPE_CHECKING:
-    from .http_app import AcpHttpApp, Receive, Scope, Send
+    from .app import AcpAsgiApp, Receive, Scope, Send
 
 __all__ = ["serve_websocket"]
 
-_log = logging.getLogger("acp_conformance.agent")
+_log = logging.getLogger("acp_session.server")
 _OUTGOING_FRAMES = 256  # frames the agent may queue ahead of a slow socket before its writer waits
 
 
@@ -39,7 +40,7 @@ def _initialize_request(text: str) -> dict[str, Any] | None:
     return None
 
 
-async def _next_text(app: AcpHttpApp, receive: Receive) -> str | None:
+async def _next_text(app: AcpAsgiApp, receive: Receive) -> str | None:
     """The next text frame (binary frames skipped); None once the client is gone."""
     while True:
         event = await receive()
@@ -76,7 +77,7 @@ async def _close(receive: Receive, send: Send, code: int, reason: str) -> None:
     await _until_disconnect(receive)
 
 
-async def _first_message(app: AcpHttpApp, receive: Receive, send: Send, headers: Any) -> str | None:
+async def _first_message(app: AcpAsgiApp, receive: Receive, send: Send, headers: Any) -> str | None:
     """Accept the upgrade and wait for the first text frame; None (the socket closed) when none comes within the
     pending timeout."""
     await send({"type": "websocket.accept", "headers": headers})
@@ -88,8 +89,8 @@ async def _first_message(app: AcpHttpApp, receive: Receive, send: Send, headers:
     return None
 
 
-async def serve_websocket(app: AcpHttpApp, scope: Scope, receive: Receive, send: Send) -> None:
-    """Serve one upgrade the caller let through the server's caps (``AcpHttpApp.capacity_refusal``): it counts
+async def serve_websocket(app: AcpAsgiApp, scope: Scope, receive: Receive, send: Send) -> None:
+    """Serve one upgrade the caller let through the server's caps (``AcpAsgiApp.capacity_refusal``): it counts
     as not started from now (before anything is awaited, so no other upgrade passes the same check) until its
     ``initialize`` came."""
     app.pending_sockets += 1
@@ -102,13 +103,13 @@ async def serve_websocket(app: AcpHttpApp, scope: Scope, receive: Receive, send:
             for frame in frames:
                 await outgoing_send.send(frame)
 
-        conn = app.new_connection(to_socket)
+        conn = app.new_connection(scope, to_socket)
         headers = [(b"acp-connection-id", conn.connection_id.encode())]
         headers += [(name.encode(), value.encode()) for name, value in [app.cookie_header(conn)]]
         first = await _first_message(app, receive, send, headers)
     finally:
         app.pending_sockets -= 1
-    binary = "binary-frames" in app.options.broken
+    hooks = app.hooks
     if first is None:
         return
     initialize = _initialize_request(first)
@@ -123,10 +124,11 @@ async def serve_websocket(app: AcpHttpApp, scope: Scope, receive: Receive, send:
             async def pump() -> None:
                 async with outgoing:
                     async for frame in outgoing:
-                        if binary:  # --broken binary-frames
-                            await send({"type": "websocket.send", "bytes": frame})
+                        message = hooks.websocket_message(frame)
+                        if isinstance(message, bytes):  # a test server's binary frames (ServerHooks)
+                            await send({"type": "websocket.send", "bytes": message})
                         else:
-                            await send({"type": "websocket.send", "text": frame.decode("utf-8")})
+                            await send({"type": "websocket.send", "text": message})
 
             async def close_when_ended() -> None:
                 nonlocal closed_here
@@ -149,9 +151,8 @@ async def serve_websocket(app: AcpHttpApp, scope: Scope, receive: Receive, send:
                 except anyio.ClosedResourceError:
                     app.budget.give_back(len(raw))
                     break
-                if "close-socket" in app.options.broken and b'"session/close"' in raw:
-                    await anyio.sleep(0.2)  # --broken close-socket: one session's close ends the socket
-                    break
+                if not await hooks.after_websocket_message(raw):
+                    break  # a test server that closes the socket here (ServerHooks)
                 text, message, route = await _next_text(app, receive), {}, CONNECTION
             tg.cancel_scope.cancel()
         if closed_here:

@@ -1,6 +1,6 @@
 """The remote transport's rules, sans-IO: which HTTP status a request earns and where each agent message goes.
 
-``http_app`` (the ASGI side) asks ``check_post`` / ``check_get`` what to answer and feeds every message the agent
+``app`` (the ASGI side) asks ``check_post`` / ``check_get`` what to answer and feeds every message the agent
 writes through an ``OutboundRoutes``, which says which stream carries it: the ``initialize`` POST's own response,
 the connection's SSE stream, or one session's SSE stream. The rules follow the spec repo's RFD "Streamable HTTP &
 WebSocket Transport" and what the official TypeScript SDK 2.4.0 server does (batches are 400 with -32600, a
@@ -18,7 +18,6 @@ from typing import Any
 import msgspec
 
 __all__ = [
-    "REMOTE_BROKEN_MODES",
     "CONNECTION",
     "INITIAL",
     "MAX_BODY_BYTES",
@@ -34,17 +33,6 @@ __all__ = [
     "id_key",
     "parse_post",
 ]
-
-REMOTE_BROKEN_MODES: dict[str, str] = {
-    "wrong-stream": "with --listen: answer session-scoped POSTs on the connection's stream, not the session's",
-    "drop-cookies": "with --listen: set the affinity cookie for another path, so no client can send it back",
-    "lax-media-types": "with --listen: take any Accept and Content-Type (no 406, no 415)",
-    "no-session-check": "with --listen: take session-scoped POSTs without (or with a wrong) Acp-Session-Id",
-    "keep-dropped": "with --listen: keep a connection whose event stream was dropped (its answers go nowhere)",
-    "binary-frames": "with --listen: send WebSocket messages as binary frames",
-    "close-socket": "with --listen: end the whole WebSocket when one session is closed",
-}
-"""``--broken`` modes of the remote server, each breaking one transport rule (for testing ``--url`` checks)."""
 
 MAX_BODY_BYTES = 16 * 1024 * 1024
 """A POST body over this is refused with 413 (the TypeScript SDK server's limit)."""
@@ -208,7 +196,7 @@ class OutboundRoutes:
     """
 
     def __init__(self, *, answers_on_connection: bool = False) -> None:
-        self.answers_on_connection = answers_on_connection  # --broken wrong-stream
+        self.answers_on_connection = answers_on_connection  # ServerHooks.answers_on_connection_stream
         self._answer_routes: dict[str, Route] = {}
         self.client_response_routes: dict[str, Route] = {}
 

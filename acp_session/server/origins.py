@@ -1,4 +1,5 @@
-"""Which browser origins may talk to ``acp-reference-agent --listen`` (``--allow-origin``).
+"""Which browser origins may talk to the server (``ServerOptions.allow_origins``, the command lines'
+``--allow-origin``).
 
 A browser sends ``Origin`` on cross-site requests and on every WebSocket upgrade, and it will send them to a
 loopback server too (a page of any site can try ``http://127.0.0.1:PORT/acp``, and DNS rebinding makes a foreign

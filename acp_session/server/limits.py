@@ -1,4 +1,4 @@
-"""What ``acp-reference-agent --listen`` holds for its clients, bounded (docs/reference-agent.md, "Limits").
+"""What the server holds for its clients, bounded (docs/serve.md, "Limits").
 
 A client, or many, must not make the server hold memory without end: live connections, connections that have
 not started (an ``initialize`` whose stream is never opened, a WebSocket that never sends ``initialize``) and
@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import anyio
+
+from .errors import ServerConfigError
 
 __all__ = [
     "DEFAULT_LIMITS",
@@ -35,7 +37,8 @@ RETRY_AFTER = "5"
 
 @dataclass(frozen=True)
 class ServerLimits:
-    """The caps of one ``--listen`` server (each a command-line option; all server-wide)."""
+    """The caps of one server, all server-wide (``ServerOptions.limits``; on the command lines, the options
+    ``--max-connections``, ``--max-pending``, ``--pending-timeout`` and ``--max-buffered-bytes``)."""
 
     max_connections: int = 256
     """Live connections (HTTP and WebSocket); one more ``initialize`` or upgrade gets ``503``."""
@@ -51,7 +54,7 @@ class ServerLimits:
 
     def __post_init__(self) -> None:
         if min(self.max_connections, self.max_pending, self.max_buffered_bytes) < 1 or self.pending_timeout <= 0:
-            raise ValueError("the --listen limits must be positive")
+            raise ServerConfigError("the server's limits must be positive")
 
 
 DEFAULT_LIMITS = ServerLimits()

@@ -1,12 +1,13 @@
-"""The reference agent as an ASGI app: ACP over Streamable HTTP and WebSocket on one endpoint, ``/acp``.
+"""Any ACP endpoint as an ASGI app: ACP over Streamable HTTP and WebSocket on one endpoint, ``/acp``.
 
 ``POST`` carries the client's messages (``initialize`` answered in the 200 body with ``Acp-Connection-Id``,
 everything else 202), ``GET`` with ``Accept: text/event-stream`` opens the connection's SSE stream or, with
 ``Acp-Session-Id``, a session's, ``DELETE`` ends the connection, and ``GET`` + ``Upgrade: websocket`` is the same
 conversation over one socket. A request (the upgrade included) whose ``Origin`` is not allowed gets 403 before
-anything else (``origins``). The rules are in ``remote_rules``, a connection's state in ``remote_connection``,
-the caps on what clients make the server hold in ``limits``; an ASGI server (hypercorn, see ``listen``) does the
-HTTP.
+anything else (``origins``), then one without the server's token 401 (``auth``). The rules are in ``rules``, a
+connection's state in ``connection``, the caps on what clients make the server hold in ``limits``; an ASGI server
+(hypercorn, see ``serve``) does the HTTP. Each connection is served by the application's handler, run in the
+server's task group.
 """
 
 from __future__ import annotations
@@ -18,20 +19,20 @@ from typing import Any
 
 import anyio
 import msgspec
+from anyio.abc import TaskGroup
 
-from acp_session._counted_log import CountedLog
-
+from .._counted_log import CountedLog
+from .auth import BearerToken
+from .connection import ConnectionHandler, ConnectionOverflow, RemoteConnection, StreamBusy
+from .hooks import ServerHooks
 from .limits import DEFAULT_LIMITS, RETRY_AFTER, ByteBudget, RequestBody, ServerLimits
 from .origins import OriginPolicy
-from .remote_connection import ConnectionOverflow, RemoteConnection, StreamBusy
-from .remote_rules import BadRequest, Inbound, check_get, check_post, check_post_headers, parse_post
-from .server import AgentOptions
-from .shared import SharedSessions
+from .rules import BadRequest, Inbound, check_get, check_post, check_post_headers, parse_post
 from .websocket import serve_websocket
 
-__all__ = ["COOKIE_NAME", "COOKIE_REFUSAL", "ENDPOINT", "AcpHttpApp", "refuse_upgrade"]
+__all__ = ["COOKIE_NAME", "COOKIE_REFUSAL", "ENDPOINT", "UNAUTHORIZED", "AcpAsgiApp", "refuse_upgrade"]
 
-_log = logging.getLogger("acp_conformance.agent")
+_log = logging.getLogger("acp_session.server")
 
 ENDPOINT = "/acp"
 COOKIE_NAME = "acp_affinity"
@@ -40,6 +41,8 @@ COOKIE_REFUSAL = f"Missing or wrong {COOKIE_NAME} cookie (the server requires it
 """The 400's reason when ``--require-cookie`` refuses a request (over HTTP or at the WebSocket upgrade)."""
 KEEP_ALIVE_SECONDS = 15.0
 INITIALIZE_TIMEOUT = 30.0
+UNAUTHORIZED = "Unauthorized: this server needs Authorization: Bearer <token>"
+"""The 401's body when a request lacks the server's token (or has another)."""
 ISSUED_COOKIES = 65536
 """Affinity cookies remembered (the newest), so ``--require-cookie`` can tell one this server set on a WebSocket
 upgrade."""
@@ -63,9 +66,21 @@ def sse_event(frame: bytes) -> bytes:
     return b"data: " + frame + b"\n\n"
 
 
+def _all(scope: Scope, name: bytes) -> list[bytes]:
+    """Every value of the header ``name`` (lower-case) in the request."""
+    return [value for key, value in scope.get("headers", []) if key.lower() == name]
+
+
 def _origins(scope: Scope) -> list[str]:
     """Every ``Origin`` header of the request (a browser sends one; a request with several is judged by each)."""
-    return [value.decode("latin-1") for name, value in scope.get("headers", []) if name.lower() == b"origin"]
+    return [value.decode("latin-1") for value in _all(scope, b"origin")]
+
+
+def _peer(scope: Scope) -> tuple[str, int] | None:
+    client = scope.get("client")
+    if isinstance(client, (list, tuple)) and len(client) == 2:
+        return str(client[0]), int(client[1])
+    return None
 
 
 def _cookies(headers: dict[str, str]) -> dict[str, str]:
@@ -81,8 +96,7 @@ async def _respond(
     send: Send, status: int, body: bytes = b"", content_type: str = "text/plain; charset=utf-8", headers: Any = ()
 ) -> None:
     raw = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in headers]
-    if status == 503:
-        raw.append((b"retry-after", RETRY_AFTER.encode()))
+    raw += _status_headers(status)
     if body:
         raw.append((b"content-type", content_type.encode("latin-1")))
     raw.append((b"content-length", str(len(body)).encode()))
@@ -105,6 +119,15 @@ async def _refuse(scope: Scope, body: RequestBody, send: Send, refusal: BadReque
         await _respond(send, refusal.status, refusal.reason.encode(), headers=headers)
 
 
+def _status_headers(status: int) -> list[tuple[bytes, bytes]]:
+    """What a refusal's status needs beside its body: when to retry (503), how to authenticate (401)."""
+    if status == 503:
+        return [(b"retry-after", RETRY_AFTER.encode())]
+    if status == 401:
+        return [(b"www-authenticate", b"Bearer")]
+    return []
+
+
 async def refuse_upgrade(scope: Scope, receive: Receive, send: Send, status: int, reason: str) -> None:
     """Answer a WebSocket upgrade with an HTTP error instead of the 101 (the ASGI denial response, so the client
     reads the status and ``reason``; a server without it closes with 1008, or 1013 for a 503)."""
@@ -115,26 +138,33 @@ async def refuse_upgrade(scope: Scope, receive: Receive, send: Send, status: int
         return
     body = reason.encode()
     headers = [(b"content-type", b"text/plain; charset=utf-8"), (b"content-length", str(len(body)).encode())]
-    if status == 503:
-        headers.append((b"retry-after", RETRY_AFTER.encode()))
+    headers += _status_headers(status)
     await send({"type": "websocket.http.response.start", "status": status, "headers": headers})
     await send({"type": "websocket.http.response.body", "body": body})
 
 
-class AcpHttpApp:
-    """The ASGI application: connections by id, all sharing the server's sessions (``SharedSessions``)."""
+class AcpAsgiApp:
+    """The ASGI application: connections by id, each served by ``handler`` in the task group ``tg`` (they
+    outlive the request that made them). ``serve``/``open_server`` make one from ``ServerOptions``; an
+    application that runs its own ASGI server can mount one itself (it must send the lifespan events, or none)."""
 
     def __init__(
         self,
-        shared: SharedSessions,
-        options: AgentOptions,
+        handler: ConnectionHandler,
+        tg: TaskGroup,
         *,
         require_cookie: bool = False,
         origins: OriginPolicy | None = None,
         limits: ServerLimits = DEFAULT_LIMITS,
+        token: BearerToken | None = None,
+        hooks: ServerHooks | None = None,
     ) -> None:
-        self.shared = shared
-        self.options = options
+        self.handler = handler
+        self.tg = tg
+        self.hooks = hooks or ServerHooks()
+        """Where a test server breaks a rule on purpose (``ServerHooks``); the default follows them all."""
+        self.token = token
+        """The bearer token every request must carry (None: no token needed)."""
         self.limits = limits
         self.budget = ByteBudget(limits.max_buffered_bytes)
         """The bytes of client messages held (``ServerLimits.max_buffered_bytes``), shared by all connections."""
@@ -149,15 +179,11 @@ class AcpHttpApp:
         self.issued_cookies: OrderedDict[str, None] = OrderedDict()
         """The affinity cookies set lately (``ISSUED_COOKIES`` at most), for ``wrong_upgrade_cookie``."""
 
-    def broken(self, mode: str) -> bool:
-        return mode in self.options.broken
-
     def cookie_header(self, conn: RemoteConnection) -> tuple[str, str]:
-        path = "/elsewhere" if self.broken("drop-cookies") else "/"
         self.issued_cookies[conn.cookie] = None
         while len(self.issued_cookies) > ISSUED_COOKIES:
             self.issued_cookies.popitem(last=False)
-        return ("set-cookie", f"{COOKIE_NAME}={conn.cookie}; Path={path}; HttpOnly; SameSite=Lax")
+        return ("set-cookie", self.hooks.affinity_cookie(COOKIE_NAME, conn.cookie))
 
     def wrong_upgrade_cookie(self, headers: dict[str, str]) -> bool:
         """``--require-cookie`` on a WebSocket upgrade, the one HTTP request of its connection: like an HTTP
@@ -180,6 +206,13 @@ class AcpHttpApp:
                 return f"Forbidden: Origin {shown} is not allowed (--allow-origin {shown} would allow it)"
         return None
 
+    def unauthorized(self, scope: Scope) -> bool:
+        """Whether the request lacks the server's token (counted in the log, the token never shown)."""
+        if self.token is None or self.token.allows(_all(scope, b"authorization")):
+            return False
+        self.log.info("requests refused without the token", "refused a request without the server's token (401)")
+        return True
+
     def capacity_refusal(self) -> str | None:
         """Why one more connection would break a cap (the 503's body), or None when it may start."""
         limits = self.limits
@@ -198,18 +231,27 @@ class AcpHttpApp:
         return None
 
     def new_connection(
-        self, websocket_sink: Callable[[list[bytes]], Awaitable[None]] | None = None
+        self, scope: Scope, websocket_sink: Callable[[list[bytes]], Awaitable[None]] | None = None
     ) -> RemoteConnection:
-        return RemoteConnection(websocket_sink, self.options.broken, self.limits, self.budget)
+        """A connection for the request ``scope`` opens (the ``initialize`` POST, or a WebSocket upgrade)."""
+        return RemoteConnection(
+            websocket_sink,
+            self.hooks,
+            self.limits,
+            self.budget,
+            peer=_peer(scope),
+            headers=_headers(scope),
+            log=self.log,
+        )
 
     async def start_connection(self, conn: RemoteConnection) -> None:
-        """Run ``conn``'s agent in the server's task group (it outlives the request that made it)."""
+        """Run the handler on ``conn`` in the server's task group (it outlives the request that made it)."""
         self.connections[conn.connection_id] = conn
-        await self.shared.tg.start(self._run, conn)
+        await self.tg.start(self._run, conn)
 
     async def _run(self, conn: RemoteConnection, *, task_status: anyio.abc.TaskStatus[None]) -> None:
         try:
-            await conn.run(self.shared, self.options, task_status=task_status)
+            await conn.run(self.handler, task_status=task_status)
         finally:
             self.connections.pop(conn.connection_id, None)
 
@@ -222,6 +264,8 @@ class AcpHttpApp:
         if kind == "websocket":
             if refused is not None:  # before anything else: such a request must have no effect at all
                 await refuse_upgrade(scope, receive, send, 403, refused)
+            elif self.unauthorized(scope):
+                await refuse_upgrade(scope, receive, send, 401, UNAUTHORIZED)
             elif scope.get("path") != ENDPOINT:
                 await send({"type": "websocket.close", "code": 1008})
             elif self.wrong_upgrade_cookie(_headers(scope)):
@@ -236,6 +280,8 @@ class AcpHttpApp:
         try:
             if refused is not None:
                 raise BadRequest(403, refused)
+            if self.unauthorized(scope):
+                raise BadRequest(401, UNAUTHORIZED)
             if scope.get("path") != ENDPOINT:
                 raise BadRequest(404, "Not Found: the ACP endpoint is " + ENDPOINT)
             await self._http(scope, body, send)
@@ -256,7 +302,7 @@ class AcpHttpApp:
         headers = _headers(scope)
         method = scope.get("method")
         if method == "POST":
-            await self._post(headers, body, send)
+            await self._post(scope, headers, body, send)
         elif method == "GET":
             await self._get(headers, body, send)
         elif method == "DELETE":
@@ -289,7 +335,7 @@ class AcpHttpApp:
         after reading it on (``_refuse``), so the client sees the answer rather than a reset. (Answering before
         the body is read also makes hypercorn close a TLS connection the client is still writing to, and log
         the SSL error as a traceback.)"""
-        check_post_headers(headers, None, lax=self.broken("lax-media-types"))  # 415 first
+        check_post_headers(headers, None, lax=not self.hooks.check_media_types)  # 415 first
         check_post_headers(headers, body.declared, lax=True)  # 413 for the declared size
         held = body.declared or 0  # a declared body is let in whole or not at all
         if not self.budget.take(held):
@@ -321,7 +367,7 @@ class AcpHttpApp:
             f"(--max-buffered-bytes {limit}); retry later"
         )
 
-    async def _post(self, headers: dict[str, str], body: RequestBody, send: Send) -> None:
+    async def _post(self, scope: Scope, headers: dict[str, str], body: RequestBody, send: Send) -> None:
         raw = await self._read_body(headers, body)
         held = len(raw)  # in the budget until a connection takes the message
         try:
@@ -331,7 +377,7 @@ class AcpHttpApp:
                 if refusal is not None:
                     self.log.info("initializes refused at a cap", "refused an initialize: %s", refusal)
                     raise BadRequest(503, refusal)
-                conn = self.new_connection()
+                conn = self.new_connection(scope)
                 await self.start_connection(conn)
                 await conn.feed(message)
                 held = 0
@@ -339,7 +385,7 @@ class AcpHttpApp:
                 return
             conn = self._connection(headers)
             routes = conn.routes.client_response_routes
-            inbound = check_post(headers, message, raw, routes, check_session=not self.broken("no-session-check"))
+            inbound = check_post(headers, message, raw, routes, check_session=self.hooks.check_session_ids)
             try:
                 await conn.feed(inbound)
             except anyio.ClosedResourceError:
@@ -360,7 +406,7 @@ class AcpHttpApp:
         await _respond(send, 200, answer, "application/json", extra)
 
     async def _get(self, headers: dict[str, str], receive: RequestBody, send: Send) -> None:
-        _, session_id = check_get(headers, lax=self.broken("lax-media-types"))
+        _, session_id = check_get(headers, lax=not self.hooks.check_media_types)
         conn = self._connection(headers)
         try:
             stream = conn.stream_for(session_id)
@@ -395,6 +441,6 @@ class AcpHttpApp:
                 tg.cancel_scope.cancel()
         finally:
             stream.release()
-            if session_id is None and not self.broken("keep-dropped"):
+            if session_id is None and self.hooks.end_when_stream_dropped:
                 # The connection stream is the client's lifeline: once it is gone, so is the connection.
                 conn.end()

@@ -1,11 +1,12 @@
-"""One remote ACP connection (an ``Acp-Connection-Id``): a ``ReferenceAgent`` on an rpc ``Connection`` over a
-frame transport that takes the client's messages from POSTs (or a WebSocket) and routes the agent's messages to
-the initialize POST's body, the connection's SSE stream or a session's SSE stream.
+"""One client connection (an ``Acp-Connection-Id``): the application's handler on a frame transport that takes
+the client's messages from POSTs (or a WebSocket) and routes the application's messages to the initialize POST's
+body, the connection's SSE stream or a session's SSE stream (``rules.OutboundRoutes``, by each message's
+``sessionId``; every connection routes its own, so one session may be served on several connections).
 
 A stream holds what its reader has not taken yet, so an answer written before the client opened the stream is
 not lost; the bytes a connection holds are bounded, and a client that lets them pile up past the bound loses the
-connection (the server's sessions go on; a resume finds them). The client's messages waiting for the agent count in
-the server's ``ByteBudget`` until the agent takes them (``limits``).
+connection. The client's messages waiting for the application count in the server's ``ByteBudget`` until the
+application takes them (``limits``).
 """
 
 from __future__ import annotations
@@ -13,31 +14,37 @@ from __future__ import annotations
 import collections
 import logging
 import secrets
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
+from types import MappingProxyType
+from typing import Literal
 
 import anyio
 from anyio.abc import TaskStatus
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from acp_session.rpc import Connection
-from acp_session.transport import PeerExit
-from acp_session.transport.framing import Frame
-
+from .._counted_log import CountedLog
+from ..transport.base import FrameTransport, PeerExit
+from ..transport.framing import Frame
+from .hooks import ServerHooks
 from .limits import DEFAULT_LIMITS, ByteBudget, ServerLimits
-from .remote_rules import CONNECTION, INITIAL, Inbound, OutboundRoutes, Route
-from .server import AgentOptions, ReferenceAgent
-from .shared import SharedSessions
+from .rules import CONNECTION, INITIAL, Inbound, OutboundRoutes, Route
 
 __all__ = [
     "MAX_BUFFERED_BYTES",
-    "ConnectionOverflow",
     "MAX_SESSION_STREAMS",
+    "ConnectionHandler",
+    "ConnectionOverflow",
+    "IncomingConnection",
     "OutboundStream",
+    "Profile",
     "RemoteConnection",
     "StreamBusy",
 ]
 
-_log = logging.getLogger("acp_conformance.agent")
+_log = logging.getLogger("acp_session.server")
+
+Profile = Literal["http", "websocket"]
+"""How a client is connected: Streamable HTTP (POSTs and SSE streams) or one WebSocket."""
 
 MAX_BUFFERED_BYTES = 32 * 1024 * 1024
 """Bytes one connection may hold for readers that have not taken them; past it the connection ends."""
@@ -99,14 +106,16 @@ class OutboundStream:
 
 
 class _Transport:
-    """The ``FrameTransport`` under the rpc ``Connection``: frames in from the client, routed frames out."""
+    """The ``FrameTransport`` the application reads and writes: frames in from the client, routed frames out."""
 
     def __init__(
         self,
+        owner: RemoteConnection,
         inbound: MemoryObjectReceiveStream[bytes],
         sink: Callable[[list[bytes]], Awaitable[None]],
         budget: ByteBudget,
     ) -> None:
+        self._owner = owner
         self._inbound = inbound
         self._sink = sink
         self._budget = budget
@@ -117,12 +126,12 @@ class _Transport:
             try:
                 taken.append(self._inbound.receive_nowait())
             except (anyio.WouldBlock, anyio.EndOfStream):
-                self._budget.give_back(sum(map(len, taken)))  # the agent has them now
+                self._budget.give_back(sum(map(len, taken)))  # the application has them now
                 frames: list[Frame] = list(taken)
                 return frames
 
     def give_back_queued(self) -> None:
-        """The messages the agent will never take (the connection ended) leave the budget."""
+        """The messages the application will never take (the connection ended) leave the budget."""
         while True:
             try:
                 self._budget.give_back(len(self._inbound.receive_nowait()))
@@ -130,6 +139,8 @@ class _Transport:
                 return
 
     async def send_frames(self, frames: list[bytes]) -> None:
+        if self._owner.ended.is_set():
+            raise anyio.BrokenResourceError  # nobody reads them any more
         await self._sink(frames)
 
     async def aclose(self) -> None:
@@ -139,67 +150,152 @@ class _Transport:
         return PeerExit()
 
 
+ConnectionHandler = Callable[["IncomingConnection"], Awaitable[None]]
+"""What serves one client connection: called once per connection, in the server's task group, with the
+connection; the connection ends when it returns (and it is cancelled when the connection ends first)."""
+
+
+class IncomingConnection:
+    """One client's connection, as the application's ``ConnectionHandler`` sees it: the messages (``transport``,
+    on which an ``acp_session.rpc.Connection`` runs), who the client is, and its end."""
+
+    def __init__(
+        self,
+        owner: RemoteConnection,
+        transport: FrameTransport,
+        peer: tuple[str, int] | None,
+        headers: Mapping[str, str],
+    ) -> None:
+        self._owner = owner
+        self.transport = transport
+        """The client's messages in, the application's out (a ``FrameTransport``; one JSON-RPC message per
+        frame). The server routes each outgoing message to the stream its ``sessionId`` names."""
+        self.connection_id = owner.connection_id
+        """The ``Acp-Connection-Id`` (random, unique per server run)."""
+        self.profile: Profile = "http" if owner.websocket_sink is None else "websocket"
+        self.peer = peer
+        """The client's address and port as the server saw them (None when the ASGI server did not say)."""
+        self.headers: Mapping[str, str] = MappingProxyType(
+            {name: value for name, value in headers.items() if name != "authorization"}
+        )
+        """The headers of the request that opened the connection (the ``initialize`` POST, or the WebSocket
+        upgrade), names lower-cased, a repeated header by its last value; ``Authorization`` left out (the token
+        is the server's)."""
+
+    def __repr__(self) -> str:
+        return f"IncomingConnection({self.connection_id!r}, profile={self.profile!r}, peer={self.peer!r})"
+
+    @property
+    def closed(self) -> bool:
+        """Whether the connection ended."""
+        return self._owner.ended.is_set()
+
+    def close(self) -> None:
+        """End the connection now: its streams end (a WebSocket is closed) and the handler is cancelled."""
+        self._owner.end()
+
+    def on_close(self, callback: Callable[[], None]) -> None:
+        """Call ``callback()`` once the connection has ended (at once if it has): after the handler finished or was
+        cancelled. An exception it raises is logged, not raised."""
+        if self.closed:
+            _call(callback)
+        else:
+            self._owner.close_callbacks.append(callback)
+
+    async def wait_closed(self) -> None:
+        """Return once the connection has ended."""
+        await self._owner.ended.wait()
+
+
+def _call(callback: Callable[[], None]) -> None:
+    try:
+        callback()
+    except Exception:
+        _log.exception("a close callback of a connection failed")
+
+
 class RemoteConnection:
-    """An ``Acp-Connection-Id``: the agent behind it, its streams, and how it ends."""
+    """An ``Acp-Connection-Id``: its handler, its streams, and how it ends."""
 
     def __init__(
         self,
         websocket_sink: Callable[[list[bytes]], Awaitable[None]] | None = None,
-        broken: frozenset[str] = frozenset(),
+        hooks: ServerHooks | None = None,
         limits: ServerLimits = DEFAULT_LIMITS,
         budget: ByteBudget | None = None,
+        *,
+        peer: tuple[str, int] | None = None,
+        headers: Mapping[str, str] | None = None,
+        log: CountedLog | None = None,
     ) -> None:
         self.connection_id = secrets.token_urlsafe(18)
+        self.log = log or CountedLog(_log, "the clients")
+        """Where what a client can cause once per connection is logged, counted per kind (the server's)."""
         self.cookie = secrets.token_urlsafe(12)
         """The affinity cookie's value for this connection (a load balancer would route on it)."""
-        self.routes = OutboundRoutes(answers_on_connection="wrong-stream" in broken)
+        hooks = hooks or ServerHooks()
+        self.routes = OutboundRoutes(answers_on_connection=hooks.answers_on_connection_stream)
         self.connection_stream = OutboundStream(self)
         self.session_streams: dict[str, OutboundStream] = {}
         self.buffered = 0
         self.stream_opened = anyio.Event()
         self.ended = anyio.Event()
+        self.close_callbacks: list[Callable[[], None]] = []
         self._initial: bytes | None = None
         self._initial_ready = anyio.Event()
-        self._websocket_sink = websocket_sink
+        self.websocket_sink = websocket_sink
         self.websocket = websocket_sink is not None
         send, receive = anyio.create_memory_object_stream[bytes](64)
         self._inbound_send: MemoryObjectSendStream[bytes] = send
         self.pending_timeout = limits.pending_timeout
         self.budget = budget or ByteBudget(limits.max_buffered_bytes)
-        """Where the client's messages are counted until the agent took them (the server's, shared)."""
-        self._transport = _Transport(receive, self._route if websocket_sink is None else websocket_sink, self.budget)
+        """Where the client's messages are counted until the application took them (the server's, shared)."""
+        self._transport = _Transport(
+            self, receive, self._route if websocket_sink is None else websocket_sink, self.budget
+        )
+        self.incoming = IncomingConnection(self, self._transport, peer, headers or {})
+        """What the handler gets."""
         self._scope: anyio.CancelScope | None = None
 
     # -- lifetime ----------------------------------------------------------------------------------------
 
     async def run(
-        self,
-        shared: SharedSessions,
-        options: AgentOptions,
-        *,
-        task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+        self, handler: ConnectionHandler, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED
     ) -> None:
-        """Serve the agent until the connection ends (DELETE, the client gone, an overflow); its sessions stay."""
-        agent: ReferenceAgent | None = None
+        """Run ``handler`` until the connection ends (DELETE, the client gone, an overflow, the handler returned);
+        an HTTP connection whose stream is not opened within the pending timeout ends then."""
         try:
             with anyio.CancelScope() as self._scope:
-                async with Connection(self._transport, peer_name=f"remote client {self.connection_id}") as rpc:
-                    agent = ReferenceAgent(rpc, shared.tg, options, shared=shared)
+                async with anyio.create_task_group() as tg:
+                    if not self.websocket:
+                        tg.start_soon(self._end_unless_started)
                     task_status.started()
-                    if self._websocket_sink is None:
-                        with anyio.move_on_after(self.pending_timeout) as wait:
-                            await self.stream_opened.wait()
-                        if wait.cancelled_caught:
-                            _log.info("connection %s: no SSE stream was opened; ending it", self.connection_id)
-                            return
-                    await rpc.wait_closed()
+                    try:
+                        await handler(self.incoming)
+                    except Exception:
+                        self.log.exception(
+                            "connection handlers that failed", "connection %s: its handler failed", self.connection_id
+                        )
+                    tg.cancel_scope.cancel()
         finally:
-            if agent is not None:
-                shared.detach(agent)
             self._inbound_send.close()  # a message fed from now on is refused, not left in the budget
             self._close_streams()
             self._transport.give_back_queued()
             self.ended.set()
+            callbacks, self.close_callbacks = self.close_callbacks, []
+            for callback in callbacks:
+                _call(callback)
+
+    async def _end_unless_started(self) -> None:
+        with anyio.move_on_after(self.pending_timeout):
+            await self.stream_opened.wait()
+            return
+        self.log.info(
+            "connections ended for opening no stream",
+            "connection %s: no SSE stream was opened; ending it",
+            self.connection_id,
+        )
+        self.end()
 
     @property
     def started(self) -> bool:
@@ -208,7 +304,7 @@ class RemoteConnection:
         return self.websocket or self.stream_opened.is_set()
 
     def end(self) -> None:
-        """End the connection now (its pending agent requests fail, which a resumed session asks again)."""
+        """End the connection now (the handler is cancelled; what it waits for from the client fails)."""
         self._inbound_send.close()
         if self._scope is not None:
             self._scope.cancel()
@@ -221,11 +317,11 @@ class RemoteConnection:
             stream.close()
         self._initial_ready.set()
 
-    # -- client -> agent ---------------------------------------------------------------------------------
+    # -- client -> application ---------------------------------------------------------------------------
 
     async def feed(self, inbound: Inbound) -> None:
-        """Hand one POSTed (or WebSocket) message to the agent, after noting where its answer goes; from then on
-        its bytes, held in the budget by the caller, are the connection's to give back."""
+        """Hand one POSTed (or WebSocket) message to the application, after noting where its answer goes; from
+        then on its bytes, held in the budget by the caller, are the connection's to give back."""
         self.routes.expect_answer(inbound)
         try:
             await self._inbound_send.send(inbound.raw)
@@ -237,7 +333,7 @@ class RemoteConnection:
         await self._initial_ready.wait()
         return self._initial
 
-    # -- agent -> client ---------------------------------------------------------------------------------
+    # -- application -> client ---------------------------------------------------------------------------
 
     def session_stream(self, session_id: str) -> OutboundStream:
         stream = self.session_streams.get(session_id)
@@ -264,7 +360,11 @@ class RemoteConnection:
             for frame in frames:
                 self._push(self.routes.route(frame), frame)
         except ConnectionOverflow:
-            _log.warning("connection %s: its client does not read its streams; ending it", self.connection_id)
+            self.log.warning(
+                "connections ended for not reading their streams",
+                "connection %s: its client does not read its streams; ending it",
+                self.connection_id,
+            )
             self.end()
             raise anyio.BrokenResourceError from None
 

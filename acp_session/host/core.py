@@ -1,0 +1,223 @@
+"""The host's session bookkeeping, sans I/O: what a session has said (its update log), who is attached, which
+permission requests wait and who answered them. The anyio drivers (``host.py``, ``front.py``) act on what these
+classes decide; the tests drive them directly.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Hashable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Generic, Literal, TypeVar
+
+from ..schema import unstable as mu
+from ..schema.types import SessionInfoUpdate, StateUpdate
+
+__all__ = [
+    "DEFAULT_MAX_LOG_BYTES",
+    "DEFAULT_MAX_LOG_ENTRIES",
+    "HostSession",
+    "PermissionAsk",
+    "TurnState",
+    "UpdateLog",
+]
+
+H = TypeVar("H")
+_STATE_UPDATES = (StateUpdate, mu.StateUpdate)
+_INFO_UPDATES = (SessionInfoUpdate, mu.SessionInfoUpdate)  # type: ignore[attr-defined]
+
+DEFAULT_MAX_LOG_ENTRIES = 50_000
+"""Updates a session keeps for replay (the oldest go first beyond it)."""
+DEFAULT_MAX_LOG_BYTES = 64 * 1024 * 1024
+"""Bytes of encoded updates a session keeps for replay (the oldest go first beyond it)."""
+
+TurnState = Literal["idle", "running", "requires_action"]
+_TURN_STATES: dict[str, TurnState] = {"idle": "idle", "running": "running", "requires_action": "requires_action"}
+
+
+class UpdateLog:
+    """A session's updates as the host sends them to clients (each the encoded ``session/update`` params),
+    numbered from 1 in arrival order. Bounded: beyond ``max_entries`` or ``max_bytes`` the oldest are dropped
+    (``dropped`` counts them), so a replay then starts later than the session did."""
+
+    def __init__(self, max_entries: int = DEFAULT_MAX_LOG_ENTRIES, max_bytes: int = DEFAULT_MAX_LOG_BYTES) -> None:
+        if max_entries < 1 or max_bytes < 1:
+            raise ValueError("an update log keeps at least one entry and one byte")
+        self.max_entries = max_entries
+        self.max_bytes = max_bytes
+        self._entries: deque[tuple[int, bytes]] = deque()
+        self._bytes = 0
+        self.last_seq = 0
+        """The number of the newest update (0: none yet)."""
+        self.dropped = 0
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    @property
+    def size(self) -> int:
+        """Bytes held."""
+        return self._bytes
+
+    @property
+    def first_seq(self) -> int:
+        """The number of the oldest update held (``last_seq + 1`` when none is)."""
+        return self._entries[0][0] if self._entries else self.last_seq + 1
+
+    def append(self, params: bytes, seq: int | None = None) -> int:
+        """Keep one update; returns its number. ``seq`` restores a stored update's number (it must grow)."""
+        if seq is None:
+            seq = self.last_seq + 1
+        elif seq <= self.last_seq:
+            raise ValueError(f"update number {seq} is not after {self.last_seq}")
+        self.last_seq = seq
+        self._entries.append((seq, params))
+        self._bytes += len(params)
+        while len(self._entries) > 1 and (len(self._entries) > self.max_entries or self._bytes > self.max_bytes):
+            _, gone = self._entries.popleft()
+            self._bytes -= len(gone)
+            self.dropped += 1
+        return seq
+
+    def after(self, seq: int, limit: int | None = None) -> list[tuple[int, bytes]]:
+        """The updates numbered above ``seq`` (at most ``limit``), oldest first."""
+        out: list[tuple[int, bytes]] = []
+        if not self._entries or seq >= self.last_seq:
+            return out
+        start = max(0, seq + 1 - self._entries[0][0])
+        for index in range(start, len(self._entries)):
+            out.append(self._entries[index])
+            if limit is not None and len(out) >= limit:
+                break
+        return out
+
+
+class PermissionAsk(Generic[H]):
+    """One permission request of the agent, asked of every client attached to its session: each client's
+    request is a handle ``H`` (the driver's pending request). The first answer wins; the others are withdrawn."""
+
+    def __init__(self, request: Any, asked_at: float | None = None) -> None:
+        self.request = request
+        self.asked_at = time.monotonic() if asked_at is None else asked_at
+        self._asked: dict[Hashable, H] = {}
+        self.answer: Any = None
+        self.answered_by: Hashable | None = None
+        """The client whose answer won, or ``"policy"`` when nobody answered in time."""
+        self.settled = False
+
+    def asked(self, client: Hashable) -> bool:
+        return client in self._asked
+
+    def ask(self, client: Hashable, handle: H) -> None:
+        """``client`` was asked (``handle``); a settled request is asked of nobody (the driver checks first)."""
+        if self.settled:
+            raise RuntimeError("the permission request is settled")
+        self._asked[client] = handle
+
+    @property
+    def clients(self) -> list[Hashable]:
+        return list(self._asked)
+
+    def settle(self, client: Hashable, answer: Any) -> list[H] | None:
+        """``client`` answered: when it is the first, the answer stands and the other clients' requests are
+        returned, to be withdrawn; None when another answer came first (this one changes nothing)."""
+        if self.settled:
+            return None
+        self.settled = True
+        self.answer = answer
+        self.answered_by = client
+        self._asked.pop(client, None)
+        others = list(self._asked.values())
+        self._asked.clear()
+        return others
+
+    def forget(self, client: Hashable) -> None:
+        """``client`` went away (or its request failed): it is not waited for any more."""
+        self._asked.pop(client, None)
+
+    def withdraw_all(self) -> list[H]:
+        """The request ended without a client's answer (the agent withdrew it, the policy answered): every
+        client's request, to be withdrawn."""
+        self.settled = True
+        others = list(self._asked.values())
+        self._asked.clear()
+        return others
+
+
+@dataclass
+class HostSession:
+    """A session as the host keeps it: the agent's session id (the id clients use too), its log, its turn state,
+    the clients attached and the permission requests waiting."""
+
+    session_id: str
+    cwd: str
+    agent: str
+    protocol_version: int = 2
+    title: str | None = None
+    additional_directories: list[str] = field(default_factory=list)
+    created_at: float = field(default_factory=time.time)
+    updated_at: float = field(default_factory=time.time)
+    resumable: bool = True
+    live: bool = True
+    """Whether the agent has the session now (False after a restart until it was resumed, or for good when the
+    agent could not resume it: then the session is read-only)."""
+    log: UpdateLog = field(default_factory=UpdateLog)
+    state: TurnState = "idle"
+    stop_reason: str | None = None
+    turns: int = 0
+    """Prompts sent to the agent and not answered yet."""
+    prompted_by: str | None = None
+    """The client that sent the latest prompt (for the operator's events)."""
+    attached: set[Hashable] = field(default_factory=set)
+    permissions: list[PermissionAsk[Any]] = field(default_factory=list)
+
+    def record(self, params: bytes, update: Any = None, *, seq: int | None = None) -> int:
+        """An update from the agent: logged (numbered), the turn state followed; ``update`` is the decoded
+        update when the caller has it (its ``session_update`` tag, ``state``, ``stop_reason``, ``title``); ``seq``
+        restores a stored update's number."""
+        seq = self.log.append(params, seq)
+        self.updated_at = time.time()
+        if isinstance(update, _STATE_UPDATES):
+            state = update.state
+            if state in _TURN_STATES:
+                self.state = _TURN_STATES[state]
+            stop = update.stop_reason
+            self.stop_reason = stop if isinstance(stop, str) else None
+        elif isinstance(update, _INFO_UPDATES) and isinstance(update.title, str):
+            self.title = update.title
+        return seq
+
+    def attach(self, client: Hashable) -> list[PermissionAsk[Any]]:
+        """``client`` attached: the permission requests still waiting, to be asked of it."""
+        self.attached.add(client)
+        return [ask for ask in self.permissions if not ask.settled and not ask.asked(client)]
+
+    def detach(self, client: Hashable) -> bool:
+        """``client`` went away; True when it was attached."""
+        for ask in self.permissions:
+            ask.forget(client)
+        if client in self.attached:
+            self.attached.discard(client)
+            return True
+        return False
+
+    def waiting(self, ask: PermissionAsk[Any]) -> None:
+        self.permissions.append(ask)
+
+    def done(self, ask: PermissionAsk[Any]) -> None:
+        if ask in self.permissions:
+            self.permissions.remove(ask)
+
+    def read_only_reason(self) -> str | None:
+        """Why prompts are refused, or None when the session takes them."""
+        if self.live:
+            return None
+        if not self.resumable:
+            return "the agent cannot resume this session after a restart of the host: its history is read-only"
+        return "the agent has not resumed this session yet"
+
+
+def ordered(sessions: Iterable[HostSession]) -> list[HostSession]:
+    """Newest updated first, as ``session/list`` shows them."""
+    return sorted(sessions, key=lambda s: s.updated_at, reverse=True)

@@ -1,0 +1,368 @@
+"""One client connection of a host: the host as an ACP agent (protocol version 2) on the connection's transport.
+
+Sessions are the host's (``host.Host``): ``session/new`` makes one on the agent, ``session/resume`` attaches this
+connection to one (the log replayed from the start, a snapshot of its turn state, then live), ``session/list``
+lists the host's. Each attached session is fed from its log by a task of this connection (``_feed``), so a
+client that reads slowly only falls behind in the log; a permission request is sent in the feed too, after the
+updates that came before it. Everything else session-scoped is forwarded to the agent through the library's
+client, for the sessions this connection is attached to.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Hashable
+from typing import TYPE_CHECKING, Any, Protocol
+
+import anyio
+import msgspec
+from anyio.abc import TaskGroup
+
+from .._version import __version__
+from ..codec import decoder
+from ..errors import (
+    ConnectionClosed,
+    InvalidParams,
+    MethodNotFound,
+    ResourceNotFound,
+    RpcError,
+    UnsupportedProtocolVersion,
+)
+from ..rpc import Connection, PendingRequest, json_decode
+from ..schema import unstable as mu
+from ..schema.types import (
+    AGENT_METHODS,
+    AgentCapabilities,
+    CancelSessionNotification,
+    CloseSessionRequest,
+    CloseSessionResponse,
+    DeleteSessionRequest,
+    DeleteSessionResponse,
+    InitializeRequest,
+    InitializeResponse,
+    ListSessionsRequest,
+    ListSessionsResponse,
+    NewSessionRequest,
+    PromptRequest,
+    ReplayFromStart,
+    RequestPermissionResponse,
+    ResumeSessionRequest,
+    ResumeSessionResponse,
+    SessionCapabilities,
+    SessionInfo,
+    StateUpdate,
+    UpdateSessionNotification,
+)
+from ..server import IncomingConnection
+from .core import HostSession, PermissionAsk, ordered
+
+if TYPE_CHECKING:
+    from ..client import ClientConnection
+    from .events import EventKind
+
+__all__ = ["HOST_META", "ClientFront", "ServingHost", "serve_client"]
+
+_log = logging.getLogger("acp_session.host")
+_PERMISSION = decoder(RequestPermissionResponse)
+_GONE = (ConnectionClosed, anyio.BrokenResourceError, anyio.ClosedResourceError)
+PAGE_SIZE = 100
+HOST_META = "acpSession/host"
+"""``_meta`` key of the host's ``initialize`` answer: ``{"version": ...}`` (a client may tell a host apart)."""
+_HANDLED = {
+    "initialize",
+    "session/new",
+    "session/list",
+    "session/resume",
+    "session/prompt",
+    "session/close",
+    "session/delete",
+}
+
+
+class ServingHost(Protocol):
+    """What a client connection needs of its host (``host.Host`` is one; a protocol keeps this module below it)."""
+
+    sessions: dict[str, HostSession]
+
+    @property
+    def client(self) -> ClientConnection: ...
+
+    def session(self, session_id: str) -> HostSession: ...
+
+    def emit(
+        self, kind: EventKind, session_id: str | None = None, client: str | None = None, **detail: Any
+    ) -> None: ...
+
+    def changed(self, session_id: str) -> anyio.Event: ...
+
+    def wake(self, session_id: str) -> None: ...
+
+    def register(self, key: Hashable, front: Any) -> None: ...
+
+    def unregister(self, key: Hashable) -> None: ...
+
+    async def new_session(self, params: Any) -> tuple[HostSession, Any]: ...
+
+    async def prompt(self, session: HostSession, params: Any, client: str) -> Any: ...
+
+    async def cancel(self, session: HostSession) -> None: ...
+
+    async def delete_session(self, session_id: str) -> None: ...
+
+    def answered(self, ask: PermissionAsk[Any], client: Hashable, answer: RequestPermissionResponse) -> None: ...
+
+
+async def serve_client(host: ServingHost, incoming: IncomingConnection) -> None:
+    """The ``ConnectionHandler``: serve one client until its connection ends; its sessions go on."""
+    key = incoming.connection_id
+    async with Connection(incoming.transport, peer_name=f"client {key}") as rpc, anyio.create_task_group() as tg:
+        front = ClientFront(host, rpc, incoming, tg)
+        host.register(key, front)
+        try:
+            await rpc.wait_closed()
+        finally:
+            tg.cancel_scope.cancel()
+            host.unregister(key)
+
+
+class ClientFront:
+    """The handlers of one client connection and the feeds of the sessions it is attached to."""
+
+    def __init__(self, host: ServingHost, rpc: Connection, incoming: IncomingConnection, tg: TaskGroup) -> None:
+        self.host = host
+        self.rpc = rpc
+        self.key = incoming.connection_id
+        self.profile = incoming.profile
+        self._tg = tg
+        self._feeds: dict[str, anyio.CancelScope] = {}
+        self._asks: dict[str, list[tuple[int, PermissionAsk[Any]]]] = {}
+        on = rpc.on_request
+        on("initialize", self.initialize, decoder(InitializeRequest))
+        on("session/new", self.new_session, decoder(NewSessionRequest))
+        on("session/list", self.list_sessions, decoder(ListSessionsRequest))
+        on("session/resume", self.resume_session, decoder(ResumeSessionRequest))
+        on("session/prompt", self.prompt, decoder(PromptRequest))
+        on("session/close", self.close_session, decoder(CloseSessionRequest))
+        on("session/delete", self.delete_session, decoder(DeleteSessionRequest))
+        rpc.on_notification("session/cancel", self.cancel, decoder(CancelSessionNotification))
+        for method, spec in {**mu.AGENT_METHODS, **AGENT_METHODS}.items():
+            if method not in _HANDLED:
+                on(method, self._forwarder(method), decoder(spec.params))
+        rpc.set_fallback_request_handler(self._extension)
+
+    # -- connection ------------------------------------------------------------------------------------
+
+    async def initialize(self, request: InitializeRequest) -> InitializeResponse:
+        if request.protocol_version < 2:
+            raise UnsupportedProtocolVersion(
+                message="Unsupported protocol version: this host serves protocol version 2",
+                data={"supported": [2], "requested": request.protocol_version},
+            )
+        agent = self.host.client.agent.initialize_response
+        assert agent is not None
+        caps = agent.capabilities if isinstance(agent.capabilities, AgentCapabilities) else AgentCapabilities()
+        session_caps = caps.session if isinstance(caps.session, SessionCapabilities) else SessionCapabilities()
+        # The host lists, resumes and closes sessions itself (the baseline methods); the rest is the agent's.
+        caps = msgspec.structs.replace(caps, session=session_caps)
+        return InitializeResponse(
+            protocol_version=2,
+            info=agent.info,
+            capabilities=caps,
+            auth_methods=agent.auth_methods,
+            meta={HOST_META: {"version": __version__}},
+        )
+
+    # -- sessions --------------------------------------------------------------------------------------
+
+    def _attached(self, session_id: str) -> HostSession:
+        session = self.host.session(session_id)
+        if self.key not in session.attached:
+            raise ResourceNotFound(
+                message="Session is not active on this connection (resume it first)",
+                data={"sessionId": session_id},
+            )
+        return session
+
+    async def new_session(self, params: NewSessionRequest) -> Any:
+        session, response = await self.host.new_session(params)
+        await self._attach(session, 0)
+        return response
+
+    async def list_sessions(self, params: ListSessionsRequest) -> ListSessionsResponse:
+        sessions = ordered(self.host.sessions.values())
+        if isinstance(params.cwd, str):
+            sessions = [s for s in sessions if s.cwd == params.cwd]
+        start = 0
+        if isinstance(params.cursor, str):
+            prefix, _, number = params.cursor.partition(":")
+            if prefix != "offset" or not number.isdigit() or int(number) > len(sessions):
+                raise InvalidParams(data={"reason": "invalid cursor"})
+            start = int(number)
+        page = sessions[start : start + PAGE_SIZE]
+        more = start + PAGE_SIZE < len(sessions)
+        return ListSessionsResponse(
+            sessions=[_info(s) for s in page],
+            next_cursor=f"offset:{start + PAGE_SIZE}" if more else msgspec.UNSET,
+        )
+
+    async def resume_session(self, params: ResumeSessionRequest) -> ResumeSessionResponse:
+        """Attach: the session's log from the start (``replayFrom: {"type": "start"}``; without it, nothing of
+        the past), its turn state now, then the live stream and any permission request still waiting."""
+        session = self.host.session(params.session_id)
+        if params.cwd != session.cwd:
+            raise InvalidParams(data={"reason": "cwd differs from the session's working directory"})
+        replay = params.replay_from
+        if replay not in (msgspec.UNSET, None) and not isinstance(replay, ReplayFromStart):
+            raise InvalidParams(data={"reason": "unsupported replay cursor"})
+        cursor = 0 if replay not in (msgspec.UNSET, None) else session.log.last_seq
+        await self._attach(session, cursor, snapshot=True)
+        self.host.emit("session_attached", session.session_id, self.key, replayed=session.log.last_seq - cursor)
+        meta: Any = msgspec.UNSET
+        reason = session.read_only_reason()
+        if reason is not None:
+            meta = {HOST_META: {"readOnly": reason}}
+        track = self.host.client.session(session.session_id).track if session.live else None
+        options = track.config_options if track is not None and track.config_options else msgspec.UNSET
+        return ResumeSessionResponse(config_options=options, meta=meta)
+
+    async def _attach(self, session: HostSession, cursor: int, *, snapshot: bool = False) -> None:
+        """Send the log after ``cursor`` (and the turn state), then feed this connection from there on."""
+        sid = session.session_id
+        old = self._feeds.pop(sid, None)
+        if old is not None:
+            old.cancel()
+        while True:
+            batch = session.log.after(cursor, 256)
+            if not batch:
+                break
+            for seq, params in batch:
+                await self.rpc.notify("session/update", msgspec.Raw(params))
+                cursor = seq
+        if snapshot:
+            update = StateUpdate(state=session.state)
+            if session.state == "idle" and session.stop_reason is not None:
+                update = StateUpdate(state="idle", stop_reason=session.stop_reason)
+            await self.rpc.notify("session/update", UpdateSessionNotification(session_id=sid, update=update))
+        asks = session.attach(self.key)
+        self._asks[sid] = [(cursor, ask) for ask in asks]
+        scope = anyio.CancelScope()
+        self._feeds[sid] = scope
+        self._tg.start_soon(self._feed, session, cursor, scope)
+
+    def detach(self, session_id: str) -> None:
+        scope = self._feeds.pop(session_id, None)
+        if scope is not None:
+            scope.cancel()
+        self._asks.pop(session_id, None)
+        session = self.host.sessions.get(session_id)
+        if session is not None and session.detach(self.key):
+            self.host.emit("session_detached", session_id, self.key)
+
+    async def _feed(self, session: HostSession, cursor: int, scope: anyio.CancelScope) -> None:
+        """Every update of the session after ``cursor``, in order, as it comes; a permission request after the
+        updates that preceded it."""
+        sid = session.session_id
+        with scope:
+            try:
+                while True:
+                    changed = self.host.changed(sid)
+                    batch = session.log.after(cursor, 256)
+                    for seq, params in batch:
+                        await self.rpc.notify("session/update", msgspec.Raw(params))
+                        cursor = seq
+                    asks = self._asks.get(sid)
+                    due = [ask for after, ask in asks or () if after <= cursor]
+                    if due and asks is not None:
+                        self._asks[sid] = [(after, ask) for after, ask in asks if ask not in due]
+                        for ask in due:
+                            self._send_ask(ask)
+                    if not batch and not due:
+                        await changed.wait()
+            except _GONE:
+                pass
+
+    # -- permissions -----------------------------------------------------------------------------------
+
+    def ask_permission(self, ask: PermissionAsk[Any]) -> None:
+        """Ask this client (in the session's feed, after the updates so far)."""
+        request = ask.request
+        sid = request.session_id
+        if sid not in self._feeds:
+            return
+        session = self.host.sessions.get(sid)
+        after = session.log.last_seq if session is not None else 0
+        self._asks.setdefault(sid, []).append((after, ask))
+        self.host.wake(sid)
+
+    def _send_ask(self, ask: PermissionAsk[Any]) -> None:
+        if ask.settled or ask.asked(self.key):
+            return
+        try:
+            handle = self.rpc.request("session/request_permission", ask.request, decode=_PERMISSION)
+        except _GONE:
+            return
+        ask.ask(self.key, handle)
+        handle.add_done_callback(lambda done: self._answered(ask, done))
+
+    def _answered(self, ask: PermissionAsk[Any], handle: PendingRequest[RequestPermissionResponse]) -> None:
+        try:
+            answer = handle.outcome()
+        except Exception:  # an error answer, the withdrawal's -32800, or the connection gone: not an answer
+            ask.forget(self.key)
+            return
+        self.host.answered(ask, self.key, answer)
+
+    # -- turns and the rest ----------------------------------------------------------------------------
+
+    async def prompt(self, params: PromptRequest) -> Any:
+        session = self._attached(params.session_id)
+        return await self.host.prompt(session, params, self.key)
+
+    async def cancel(self, params: CancelSessionNotification) -> None:
+        session = self.host.sessions.get(params.session_id)
+        if session is not None and self.key in session.attached:
+            await self.host.cancel(session)
+
+    async def close_session(self, params: CloseSessionRequest) -> CloseSessionResponse:
+        """This connection stops following the session; the host keeps it (and its turn) for other clients."""
+        self.detach(params.session_id)
+        return CloseSessionResponse()
+
+    async def delete_session(self, params: DeleteSessionRequest) -> DeleteSessionResponse:
+        await self.host.delete_session(params.session_id)
+        return DeleteSessionResponse()
+
+    def _forwarder(self, method: str) -> Callable[[Any], Any]:
+        async def forward(params: Any) -> Any:
+            session_id = getattr(params, "session_id", None)
+            if isinstance(session_id, str):
+                self._attached(session_id)
+            try:
+                return await self.host.client.request(method, params)
+            except RpcError:
+                raise
+            except Exception as exc:
+                raise RpcError(-32603, f"{method}: the agent did not answer ({exc})") from None
+
+        return forward
+
+    async def _extension(self, method: str, params: bytes) -> Any:
+        if not method.startswith("_"):
+            raise MethodNotFound(data={"method": method})
+        value = json_decode(params) if params else None
+        if isinstance(value, dict) and isinstance(value.get("sessionId"), str):
+            self._attached(value["sessionId"])
+        return await self.host.client.request(method, value)
+
+
+def _info(session: HostSession) -> SessionInfo:
+    from datetime import datetime, timezone
+
+    updated = datetime.fromtimestamp(session.updated_at, timezone.utc).isoformat().replace("+00:00", "Z")
+    return SessionInfo(
+        session_id=session.session_id,
+        cwd=session.cwd,
+        additional_directories=list(session.additional_directories) or msgspec.UNSET,
+        title=session.title if session.title is not None else msgspec.UNSET,
+        updated_at=updated,
+    )

@@ -1,0 +1,403 @@
+"""``Host``: one agent process, its sessions kept by the host, served to any number of clients.
+
+The host is an ACP client to the agent (the library's ``ClientBuilder.spawn``: whatever version the agent speaks,
+the host sees the v2 model) and an ACP agent to its clients (``front.ClientFront``, one per connection of
+``acp_session.server``). Turns run in the host's task group, so they go on when their client goes away; every
+update is logged (``core.UpdateLog``) and each attached client is fed from the log, so a client that attaches
+later gets what it missed, then the live stream. Permission requests wait for a client's answer (the first one
+wins) for ``permission_timeout`` seconds, then the policy answers.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Callable, Hashable
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import msgspec
+from anyio.abc import TaskGroup, TaskStatus
+
+from .._version import __version__
+from ..client import ClientBuilder, ClientConnection
+from ..client.connection import hub_of
+from ..client.opening import open_new_session, open_resumed_session
+from ..errors import AcpError, ConnectionClosed, InvalidRequest, ResourceNotFound, RpcError
+from ..schema.types import (
+    CancelledPermissionOutcome,
+    PromptResponse,
+    RequestPermissionRequest,
+    RequestPermissionResponse,
+    SelectedPermissionOutcome,
+    UpdateSessionNotification,
+)
+from ..server import Server, open_server
+from .core import HostSession, PermissionAsk
+from .events import EventKind, HostEvent
+from .front import serve_client
+from .options import HostOptions
+
+if TYPE_CHECKING:
+    from .store import SessionStore
+
+__all__ = ["Host", "open_host"]
+
+_log = logging.getLogger("acp_session.host")
+_CANCELLED = RequestPermissionResponse(outcome=CancelledPermissionOutcome())
+_encode = msgspec.json.Encoder().encode
+
+
+class Host:
+    """An agent's sessions, served: ``await task_group.start(host.run)`` returns the URL (or use ``open_host``).
+
+    ``on_event`` (a plain function) hears each ``HostEvent``; it must not block."""
+
+    def __init__(self, options: HostOptions, *, on_event: Callable[[HostEvent], None] | None = None) -> None:
+        self.options = options
+        self.on_event = on_event
+        self.sessions: dict[str, HostSession] = {}
+        self.url: str | None = None
+        self.server: Server | None = None
+        self.store: SessionStore | None = None
+        self._client: ClientConnection | None = None
+        self._agent_ready = anyio.Event()
+        self._tg: TaskGroup | None = None
+        self._changed: dict[str, anyio.Event] = {}
+        self._settled: dict[PermissionAsk[Any], anyio.Event] = {}
+        self._fronts: dict[Hashable, Any] = {}  # client key -> front.ClientFront
+        self.agent_starts = 0
+
+    # -- running ---------------------------------------------------------------------------------------
+
+    async def run(self, *, task_status: TaskStatus[str] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Start the agent, open the store and the server, then serve until cancelled (the URL goes to
+        ``task_status``). The agent is restarted (its sessions resumed) when it dies, up to
+        ``restart_attempts`` times in a row."""
+        async with anyio.create_task_group() as tg:
+            self._tg = tg
+            if self.options.store is not None:
+                await self._open_store(self.options.store)
+            try:
+                tg.start_soon(self._keep_agent)
+                await self._agent_ready.wait()
+                async with open_server(lambda conn: serve_client(self, conn), self.options.server) as server:
+                    self.server = server
+                    self.url = server.url
+                    self.emit("listening", url=server.url, agent=self.options.label)
+                    task_status.started(server.url)
+                    await anyio.sleep_forever()
+            finally:
+                tg.cancel_scope.cancel()
+                if self.store is not None:
+                    with anyio.CancelScope(shield=True):
+                        await self.store.aclose()
+
+    async def _open_store(self, directory: str) -> None:
+        from .durable import restore_sessions
+        from .store import SessionStore
+
+        self.store = await SessionStore.open(directory)
+        for session in await restore_sessions(self.store, self.options):
+            self.sessions[session.session_id] = session
+
+    def builder(self) -> ClientBuilder:
+        """The library client the agent is driven with: every update to the host's log, permission requests to
+        the clients, files and commands only when allowed."""
+        builder = ClientBuilder("acp-session-host", __version__)
+        builder.on_session_update(self._on_update)
+        builder.on_request_permission(self._on_permission)
+        if self.options.allow_files:
+            builder.with_file_system()
+        if self.options.allow_terminal:
+            builder.with_terminals()
+        if self.options.instrument:
+            builder.instrument(self.options.tracer_provider, self.options.meter_provider)
+        return builder
+
+    async def _keep_agent(self) -> None:
+        """Run the agent; when it dies, start it again and resume its sessions (``restart_attempts`` in a row)."""
+        failures = 0
+        while True:
+            started = False
+            try:
+                async with self.builder().spawn(
+                    self.options.argv,
+                    cwd=self.options.agent_cwd,
+                    initialize_timeout=self.options.initialize_timeout,
+                ) as client:
+                    started = True
+                    self._client = client
+                    self.agent_starts += 1
+                    self.emit(
+                        "agent_started",
+                        agent=self.options.label,
+                        protocolVersion=client.protocol.version,
+                        starts=self.agent_starts,
+                    )
+                    await self._revive_sessions(client)
+                    self._agent_ready.set()
+                    closed = await client.wait_closed()
+                    self.emit("agent_exited", reason=str(closed))
+            except Exception as exc:
+                if not self._agent_ready.is_set() and not started:
+                    raise  # the first start failed: the host cannot serve
+                self.emit("agent_exited", reason=str(exc) or type(exc).__name__)
+            finally:
+                self._client = None
+                for session in self.sessions.values():
+                    session.live = False
+            failures = 0 if started else failures + 1
+            if failures > self.options.restart_attempts:
+                raise AcpError(f"the agent could not be restarted ({self.options.restart_attempts} attempts)")
+            await anyio.sleep(0.5 * failures)
+
+    async def _revive_sessions(self, client: ClientConnection) -> None:
+        """After a (re)start: resume each session the agent had (``session/resume``, v1 ``session/load``), so
+        their clients go on; one the agent cannot take back is read-only."""
+        for session in list(self.sessions.values()):
+            if not session.resumable:
+                continue
+            try:
+                await open_resumed_session(hub_of(client), session.session_id, session.cwd, None, (), ())
+            except (AcpError, ValueError) as exc:
+                session.resumable = False
+                self.emit("session_read_only", session.session_id, reason=str(exc))
+                await self.persist(session)
+            else:
+                session.live = True
+
+    @property
+    def client(self) -> ClientConnection:
+        """The connection to the agent now; ``RpcError`` (-32603) while it is being restarted."""
+        if self._client is None:
+            raise RpcError(-32603, "the agent is restarting; try again shortly")
+        return self._client
+
+    def emit(self, kind: EventKind, session_id: str | None = None, client: str | None = None, **detail: Any) -> None:
+        if self.on_event is None:
+            return
+        try:
+            self.on_event(HostEvent(kind, session_id, client, detail))
+        except Exception:
+            _log.exception("the host's on_event callback failed")
+
+    # -- sessions --------------------------------------------------------------------------------------
+
+    def session(self, session_id: str) -> HostSession:
+        session = self.sessions.get(session_id)
+        if session is None:
+            raise ResourceNotFound(data={"sessionId": session_id, "reason": "no such session on this host"})
+        return session
+
+    def changed(self, session_id: str) -> anyio.Event:
+        """Set when the session's log grows (a fresh event after each)."""
+        event = self._changed.get(session_id)
+        if event is None:
+            event = self._changed[session_id] = anyio.Event()
+        return event
+
+    def wake(self, session_id: str) -> None:
+        event = self._changed.pop(session_id, None)
+        if event is not None:
+            event.set()
+
+    async def new_session(self, params: Any) -> tuple[HostSession, Any]:
+        """``session/new`` on the agent; the host keeps the session (the agent's id is the clients' id)."""
+        client = self.client
+        active, response = await open_new_session(
+            hub_of(client), params.cwd, params.mcp_servers or (), params.additional_directories or ()
+        )
+        session = self.sessions.get(active.session_id)
+        if session is None:  # updates that came before the answer made it already
+            session = self._make(active.session_id, params.cwd, client.protocol.version)
+        session.additional_directories = list(params.additional_directories or [])
+        self.emit("session_created", session.session_id, cwd=session.cwd)
+        await self.persist(session)
+        return session, response
+
+    def _make(self, session_id: str, cwd: str, version: int) -> HostSession:
+        from .core import UpdateLog
+
+        session = HostSession(
+            session_id,
+            cwd,
+            self.options.label,
+            protocol_version=version,
+            log=UpdateLog(self.options.max_log_entries, self.options.max_log_bytes),
+        )
+        self.sessions[session_id] = session
+        return session
+
+    def _on_update(self, note: UpdateSessionNotification) -> None:
+        """Every agent update (sync, in wire order): logged, then the attached clients' feeds wake."""
+        session = self.sessions.get(note.session_id)
+        if session is None:
+            client = self._client
+            if client is None or note.session_id not in hub_of(client).session_tracks:
+                _log.debug("an update of session %s, which the host does not keep", note.session_id)
+                return
+            session = self._make(note.session_id, hub_of(client).session_cwds.get(note.session_id, ""), 2)
+        params = _encode(note)
+        before = session.state
+        session.record(params, note.update)
+        if before != "idle" and session.state == "idle":
+            detail = {"stopReason": session.stop_reason} if session.stop_reason is not None else {}
+            self.emit("turn_ended", session.session_id, session.prompted_by, **detail)
+            if self._tg is not None:
+                self._tg.start_soon(self.persist, session)
+        if self.store is not None and self._tg is not None:
+            self._tg.start_soon(self._store_update, session, params)
+        self.wake(note.session_id)
+
+    async def _store_update(self, session: HostSession, params: bytes) -> None:
+        if self.store is None:
+            return
+        from .durable import stored_message
+
+        try:
+            await self.store.append(session.session_id, [stored_message(params)])
+        except Exception:
+            _log.exception("keeping an update of session %s in the store failed", session.session_id)
+
+    async def persist(self, session: HostSession) -> None:
+        if self.store is None:
+            return
+        from .durable import stored_session
+
+        try:
+            await self.store.put_session(stored_session(session))
+        except Exception:
+            _log.exception("keeping session %s in the store failed", session.session_id)
+
+    async def prompt(self, session: HostSession, params: Any, client: str) -> PromptResponse:
+        """A turn: sent to the agent and awaited here; when the asking client goes away, the turn goes on in the
+        host's task group and settles there."""
+        reason = session.read_only_reason()
+        if reason is not None:
+            raise InvalidRequest(message=f"Session is read-only: {reason}", data={"sessionId": session.session_id})
+        sent = self.client.session(session.session_id).send_prompt_blocks(params.prompt)
+        session.turns += 1
+        session.prompted_by = client
+        self.emit("turn_started", session.session_id, client)
+        try:
+            return await sent  # v2: the prompt accepted; the turn ends with the idle state_update (``_on_update``)
+        except RpcError:
+            raise
+        except Exception as exc:
+            raise RpcError(-32603, f"the turn failed: {exc}") from None
+        finally:
+            session.turns -= 1
+
+    async def delete_session(self, session_id: str) -> None:
+        """``session/delete``: the agent deletes it (when it can), the host forgets it and its clients."""
+        session = self.sessions.pop(session_id, None)
+        if session is None:
+            return  # deleting an unknown session succeeds
+        for front in self.attached_fronts(session):
+            front.detach(session_id)
+        client = self._client
+        if client is not None and session.live and client.agent.supports("session/delete"):
+            try:
+                await client.delete_session(session_id)
+            except AcpError as exc:
+                _log.info("the agent did not delete session %s: %s", session_id, exc)
+        if self.store is not None:
+            await self.store.forget(session_id)
+
+    async def cancel(self, session: HostSession) -> None:
+        if self._client is not None and session.live:
+            await self._client.session(session.session_id).cancel_active_work()
+
+    # -- clients ---------------------------------------------------------------------------------------
+
+    def register(self, key: Hashable, front: Any) -> None:
+        self._fronts[key] = front
+        self.emit("client_connected", client=str(key), profile=front.profile)
+
+    def unregister(self, key: Hashable) -> None:
+        self._fronts.pop(key, None)
+        for session in self.sessions.values():
+            if session.detach(key):
+                self.emit("session_detached", session.session_id, str(key))
+        for ask in list(self._settled):
+            ask.forget(key)
+        self.emit("client_disconnected", client=str(key))
+
+    def attached_fronts(self, session: HostSession) -> list[Any]:
+        return [self._fronts[key] for key in session.attached if key in self._fronts]
+
+    # -- permissions -----------------------------------------------------------------------------------
+
+    async def _on_permission(self, request: RequestPermissionRequest) -> RequestPermissionResponse:
+        """The agent asks: every attached client is asked (and each client that attaches while it waits); the first
+        answer wins and the other clients' requests are withdrawn; after ``permission_timeout`` the policy."""
+        session = self.sessions.get(request.session_id)
+        if session is None:
+            return _CANCELLED
+        ask: PermissionAsk[Any] = PermissionAsk(request)
+        settled = self._settled[ask] = anyio.Event()
+        session.waiting(ask)
+        self.emit("permission_asked", session.session_id, toolCallId=request.tool_call_id)
+        try:
+            for front in self.attached_fronts(session):
+                front.ask_permission(ask)
+            with anyio.move_on_after(self.options.permission_timeout):
+                await settled.wait()
+            if ask.settled and ask.answered_by is not None:
+                answer: RequestPermissionResponse = ask.answer
+                self.emit("permission_answered", session.session_id, str(ask.answered_by), **_outcome(answer))
+                return answer
+            answer = self._by_policy(request)
+            self.emit("permission_answered", session.session_id, None, by="policy", **_outcome(answer))
+            return answer
+        finally:
+            for handle in ask.withdraw_all():
+                handle.cancel()
+            session.done(ask)
+            self._settled.pop(ask, None)
+
+    def answered(self, ask: PermissionAsk[Any], client: Hashable, answer: RequestPermissionResponse) -> None:
+        """A client's answer: the first one settles the request, the others' requests are withdrawn."""
+        others = ask.settle(client, answer)
+        if others is None:
+            return
+        for handle in others:
+            handle.cancel()
+        event = self._settled.get(ask)
+        if event is not None:
+            event.set()
+
+    def _by_policy(self, request: RequestPermissionRequest) -> RequestPermissionResponse:
+        policy = self.options.policy
+        if policy is None:
+            return _CANCELLED
+        decision = policy.decide(request)
+        if decision.action == "ask" or decision.option_id is None:
+            return _CANCELLED
+        return RequestPermissionResponse(outcome=SelectedPermissionOutcome(option_id=decision.option_id))
+
+
+def _outcome(answer: RequestPermissionResponse) -> dict[str, Any]:
+    outcome = answer.outcome
+    if isinstance(outcome, SelectedPermissionOutcome):
+        return {"outcome": "selected", "optionId": outcome.option_id}
+    return {"outcome": "cancelled"}
+
+
+@asynccontextmanager
+async def open_host(
+    options: HostOptions, *, on_event: Callable[[HostEvent], None] | None = None
+) -> AsyncIterator[Host]:
+    """Run a host for the block (in a task group of its own); ``host.url`` is set on entry."""
+    host = Host(options, on_event=on_event)
+    async with anyio.create_task_group() as tg:
+        await tg.start(host.run)
+        try:
+            yield host
+        finally:
+            tg.cancel_scope.cancel()
+
+
+def is_gone(exc: BaseException) -> bool:
+    return isinstance(exc, (ConnectionClosed, anyio.BrokenResourceError, anyio.ClosedResourceError))
