@@ -144,8 +144,10 @@ def _request(id: str) -> dict[str, Any]:
 
 
 async def _send_batch(ctx: CheckContext, batch: list[Any], ids: tuple[str, ...] = ()) -> list[Any]:
-    """Send ``batch`` as one line; what the agent answered, as JSON values (objects and arrays alike). With
-    ``ids``, the answers to those requests are waited for (they may come after quicker ones), or a refusal."""
+    """Send ``batch`` as one line; what the agent answered, as JSON values (objects and arrays alike; its own
+    requests and notifications meanwhile, e.g. of a turn still running in a session of an earlier check, and its
+    answers to the runner's own numbered requests are no answer to it). With ``ids``, the answers to those
+    requests are waited for (they may come after quicker ones), or a refusal."""
     p = ctx.probe
     start = p.mark
     await p.send_raw(json.dumps(batch).encode())
@@ -160,11 +162,12 @@ async def _send_batch(ctx: CheckContext, batch: list[Any], ids: tuple[str, ...] 
     if ids:
         await p.wait_for(settled, ctx.wait, start)
     await p.barrier()
-    barrier_id = p.sent_ids
     out = []
     for frame in p.frames[start:]:
         value = _json(frame)
-        if value is not None and not (isinstance(value, dict) and value.get("id") == barrier_id):
+        if isinstance(value, dict) and ("method" in value or type(value.get("id")) is int):
+            continue  # the batch's ids are strings; the runner's own requests (the barrier too) are numbered
+        if value is not None:
             out.append(value)
     return out
 
