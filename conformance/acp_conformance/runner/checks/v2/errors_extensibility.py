@@ -111,9 +111,14 @@ async def custom_notification_ignored(ctx: CheckContext) -> str | None:
 )
 async def notifications_unanswered(ctx: CheckContext) -> str | None:
     p = ctx.probe
+    # A session of its own when the agent opens one: over HTTP a server may refuse (404) a message naming a
+    # session it does not know before the agent sees it. An agent that wants a login is still judged, on an id.
+    opened = await p.call("session/new", p.new_session_params(ctx.cwd), rule="session-setup.mdx")
+    result = opened.result if opened.error is None else None
+    sid = result.get("sessionId") if isinstance(result, dict) else None
     mark = p.mark
     await p.notify("_acp_conformance/notice", {"probe": "notification"})
-    await p.notify("session/cancel", {"sessionId": "acp-conformance-no-work"})
+    await p.notify("session/cancel", {"sessionId": sid if isinstance(sid, str) else "acp-conformance-no-work"})
     await p.notify("$/cancel_request", {"requestId": "acp-conformance-never-sent"})
     await p.barrier()
     stray = _stray(p, mark)

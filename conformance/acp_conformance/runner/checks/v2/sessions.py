@@ -19,6 +19,7 @@ from acp_session.schema.types import (
 
 from ...outcomes import Fail, NotApplicable
 from ...registry import CheckContext, require
+from ...remote_agent import refused_unknown_session
 from ..common import HELLO
 from .base import V2, strict
 
@@ -269,7 +270,15 @@ async def session_delete_again(ctx: CheckContext) -> str | None:
     sid = await p.new_session(ctx.cwd)
     await p.call("session/delete", DeleteSessionRequest(session_id=sid), rule="session-delete.mdx")
     for target, what in ((sid, "an already deleted session"), ("acp-conformance-no-such-session", "an unknown one")):
-        again = await p.call("session/delete", DeleteSessionRequest(session_id=target), rule="session-delete.mdx")
+        try:
+            again = await p.call("session/delete", DeleteSessionRequest(session_id=target), rule="session-delete.mdx")
+        except Fail:
+            if refused_unknown_session(p.agent):
+                raise NotApplicable(
+                    f"over HTTP the server refused session/delete of {what} with 404 (a session it does not know) "
+                    "before the agent could answer"
+                ) from None
+            raise
         require(again.error is None, "session-delete.mdx", f"deleting {what} should succeed, got {again.error}")
     return None
 
