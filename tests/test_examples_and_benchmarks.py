@@ -133,3 +133,15 @@ def test_sse_benchmark_runs_its_rows_beside_the_raw_scan() -> None:
         "100 000 small events, 64 KiB chunks",
     }
     assert all(row["parser_s"] > 0 and row["raw_scan_s"] > 0 and row["ratio"] > 0 for row in rows.values())
+
+
+def test_host_benchmark_runs_quick() -> None:
+    """``host.py --quick``: the fold through ``acp-session serve`` over both profiles beside stdio, and the memory of
+    idle host sessions (no figure asserted beyond its being measured)."""
+    report = json.loads(run_benchmark("host.py", "--quick", "--json"))
+    fold = report["fold"]
+    assert set(fold["median_fold_per_s"]) == {"stdio", "host, http", "host, websocket"}
+    assert all(rate > 0 for rate in fold["median_fold_per_s"].values())
+    assert set(fold["targets"]) == {"host, http: fold >= 0.5x stdio", "host, websocket: fold >= 0.5x stdio"}
+    memory = report["memory"]
+    assert memory["sessions"] == 20 and memory["rss_one_session_bytes"] > 0 and memory["rss_all_sessions_bytes"] > 0

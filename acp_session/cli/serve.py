@@ -83,6 +83,13 @@ def _parser() -> argparse.ArgumentParser:
         "--store", metavar="DIR", help="keep sessions and their history in DIR (SQLite): they survive a restart"
     )
     parser.add_argument(
+        "--restart-attempts",
+        metavar="N",
+        type=int,
+        default=3,
+        help="failed starts in a row of a dead agent before the host gives up on it (default 3)",
+    )
+    parser.add_argument(
         "--allow-files", action="store_true", help="let the agent read and write files in each session's directory"
     )
     parser.add_argument(
@@ -120,7 +127,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--otel",
         action="store_true",
-        help="OpenTelemetry spans and metrics of the host's turns and requests to the agent (the otel extra; the "
+        help="OpenTelemetry spans and metrics of the host's turns and requests to the agent, and spans of what its "
+        "clients do (connections, attaches, prompts, permission questions relayed) (the otel extra; the "
         "global providers, configured by the OTEL_* environment variables)",
     )
     parser.add_argument("--backend", choices=("asyncio", "trio"), default="asyncio", help="the event loop")
@@ -165,6 +173,7 @@ def options_from(args: argparse.Namespace, parser: argparse.ArgumentParser) -> H
             allow_terminal=args.allow_terminal,
             policy=policy,
             permission_timeout=args.permission_timeout,
+            restart_attempts=args.restart_attempts,
             instrument=args.otel,
         )
     except (ServerConfigError, ValueError) as exc:

@@ -20,7 +20,7 @@ from .._version import __version__
 from ..codec import convert
 from ..errors import ConnectionClosed, InitializeTimeout
 from ..protocol.negotiate import DEFAULT_INITIALIZE_TIMEOUT, SUPPORTED_VERSIONS
-from ..protocol.routes import ClientOffer
+from ..protocol.routes import SUBAGENTS_META, ClientOffer
 from ..protocol.v1_offer import v1_initialize_params
 from ..rpc import Connection
 from ..schema import unstable as mu
@@ -177,8 +177,8 @@ class ClientBuilder:
     # -- identity and capabilities ---------------------------------------------------------------------------
 
     def with_subagents(self, enabled: bool = True) -> ClientBuilder:
-        """Ask a version 1 agent for subagent (child) sessions: ``clientCapabilities.subagents``, the v1 opt-in
-        (v2 agents report them to every client). Off by default; a ``Conversation`` folds the children either way."""
+        """Ask for subagent (child) sessions: v1's ``clientCapabilities.subagents``, and ``_meta`` ``SUBAGENTS_META``
+        for a host (``acp-session serve``). Off by default; a ``Conversation`` folds the children either way."""
         self._subagents = enabled
         return self
 
@@ -242,8 +242,8 @@ class ClientBuilder:
                 url=ElicitationUrlCapabilities() if "url" in self._elicitation_modes else msgspec.UNSET,
             )
         auth = ClientAuthCapabilities(terminal=TerminalAuthCapabilities()) if self.terminal_auth else msgspec.UNSET
-        meta = msgspec.UNSET if self.meta is None else self.meta
-        return ClientCapabilities(auth=auth, elicitation=elicitation, meta=meta)
+        meta = {**(self.meta or {}), SUBAGENTS_META: {}} if self._subagents else self.meta
+        return ClientCapabilities(auth=auth, elicitation=elicitation, meta=msgspec.UNSET if meta is None else meta)
 
     def offer(self) -> ClientOffer:
         """What this client offers the agent: the conditions of the protocol adapters' incoming routes

@@ -17,16 +17,25 @@ from ..schema.types import SessionInfoUpdate, StateUpdate
 __all__ = [
     "DEFAULT_MAX_LOG_BYTES",
     "DEFAULT_MAX_LOG_ENTRIES",
+    "HOST_META",
     "HostSession",
+    "SUBAGENT_KINDS",
     "PermissionAsk",
     "TurnState",
     "UpdateLog",
+    "is_subagent_kind",
 ]
 
 H = TypeVar("H")
 _STATE_UPDATES = (StateUpdate, mu.StateUpdate)
 _INFO_UPDATES = (SessionInfoUpdate, mu.SessionInfoUpdate)  # type: ignore[attr-defined]
 
+HOST_META = "acpSession/host"
+"""``_meta`` key of the host's ``initialize`` answer: ``{"version": ...}`` (a client may tell a host apart), and
+of a resume's answer for a read-only session: ``{"readOnly": REASON}``."""
+SUBAGENT_KINDS = frozenset({"subagent_update", "session_message", "session_message_chunk"})
+"""The parent's updates about its children (Preview): relayed, as the children's own updates are, only to the
+clients that asked for subagents."""
 DEFAULT_MAX_LOG_ENTRIES = 50_000
 """Updates a session keeps for replay (the oldest go first beyond it)."""
 DEFAULT_MAX_LOG_BYTES = 64 * 1024 * 1024
@@ -36,17 +45,27 @@ TurnState = Literal["idle", "running", "requires_action"]
 _TURN_STATES: dict[str, TurnState] = {"idle": "idle", "running": "running", "requires_action": "requires_action"}
 
 
+def is_subagent_kind(update: Any) -> bool:
+    """Whether a decoded update is one of ``SUBAGENT_KINDS`` (a typed Preview update or a raw unknown one)."""
+    tag = getattr(getattr(type(update), "__struct_config__", None), "tag", None)
+    if not isinstance(tag, str) and isinstance(update, dict):
+        tag = update.get("sessionUpdate")
+    return tag in SUBAGENT_KINDS
+
+
 class UpdateLog:
     """A session's updates as the host sends them to clients (each the encoded ``session/update`` params),
     numbered from 1 in arrival order. Bounded: beyond ``max_entries`` or ``max_bytes`` the oldest are dropped
-    (``dropped`` counts them), so a replay then starts later than the session did."""
+    (``dropped`` counts them), so a replay then starts later than the session did. An update marked ``subagent``
+    (a child session's own, or the parent's about its children) goes only to clients that asked for them
+    (``feed``)."""
 
     def __init__(self, max_entries: int = DEFAULT_MAX_LOG_ENTRIES, max_bytes: int = DEFAULT_MAX_LOG_BYTES) -> None:
         if max_entries < 1 or max_bytes < 1:
             raise ValueError("an update log keeps at least one entry and one byte")
         self.max_entries = max_entries
         self.max_bytes = max_bytes
-        self._entries: deque[tuple[int, bytes]] = deque()
+        self._entries: deque[tuple[int, bytes, bool]] = deque()
         self._bytes = 0
         self.last_seq = 0
         """The number of the newest update (0: none yet)."""
@@ -65,17 +84,18 @@ class UpdateLog:
         """The number of the oldest update held (``last_seq + 1`` when none is)."""
         return self._entries[0][0] if self._entries else self.last_seq + 1
 
-    def append(self, params: bytes, seq: int | None = None) -> int:
-        """Keep one update; returns its number. ``seq`` restores a stored update's number (it must grow)."""
+    def append(self, params: bytes, seq: int | None = None, *, subagent: bool = False) -> int:
+        """Keep one update; returns its number. ``seq`` restores a stored update's number (it must grow);
+        ``subagent`` marks a subagent's update (``feed``)."""
         if seq is None:
             seq = self.last_seq + 1
         elif seq <= self.last_seq:
             raise ValueError(f"update number {seq} is not after {self.last_seq}")
         self.last_seq = seq
-        self._entries.append((seq, params))
+        self._entries.append((seq, params, subagent))
         self._bytes += len(params)
         while len(self._entries) > 1 and (len(self._entries) > self.max_entries or self._bytes > self.max_bytes):
-            _, gone = self._entries.popleft()
+            _, gone, _ = self._entries.popleft()
             self._bytes -= len(gone)
             self.dropped += 1
         return seq
@@ -87,10 +107,26 @@ class UpdateLog:
             return out
         start = max(0, seq + 1 - self._entries[0][0])
         for index in range(start, len(self._entries)):
-            out.append(self._entries[index])
+            number, params, _ = self._entries[index]
+            out.append((number, params))
             if limit is not None and len(out) >= limit:
                 break
         return out
+
+    def feed(self, seq: int, limit: int, *, subagents: bool) -> tuple[list[tuple[int, bytes]], int]:
+        """What one client is sent after ``seq``: at most ``limit`` updates looked at, those marked ``subagent``
+        left out unless ``subagents``; with the number of the last one looked at (the client's next cursor)."""
+        out: list[tuple[int, bytes]] = []
+        if not self._entries or seq >= self.last_seq:
+            return out, seq
+        start = max(0, seq + 1 - self._entries[0][0])
+        last = seq
+        for index in range(start, min(start + limit, len(self._entries))):
+            number, params, subagent = self._entries[index]
+            last = number
+            if subagents or not subagent:
+                out.append((number, params))
+        return out, last
 
 
 class PermissionAsk(Generic[H]):
@@ -171,13 +207,20 @@ class HostSession:
     """The client that sent the latest prompt (for the operator's events)."""
     attached: set[Hashable] = field(default_factory=set)
     permissions: list[PermissionAsk[Any]] = field(default_factory=list)
+    mcp_servers: list[Any] = field(default_factory=list)
+    """The MCP servers the clients gave the session (``session/new``, then the latest ``session/resume`` that gave
+    some): the agent has them, and gets them again when it is restarted. In memory only (they may hold secrets)."""
 
-    def record(self, params: bytes, update: Any = None, *, seq: int | None = None) -> int:
+    def record(self, params: bytes, update: Any = None, *, seq: int | None = None, subagent: bool = False) -> int:
         """An update from the agent: logged (numbered), the turn state followed; ``update`` is the decoded
         update when the caller has it (its ``session_update`` tag, ``state``, ``stop_reason``, ``title``); ``seq``
-        restores a stored update's number."""
-        seq = self.log.append(params, seq)
+        restores a stored update's number. A ``subagent`` update (a child session's own, kept in its root
+        session's log) is logged and marked, and leaves this session's turn state and title alone."""
+        subagent = subagent or is_subagent_kind(update)
+        seq = self.log.append(params, seq, subagent=subagent)
         self.updated_at = time.time()
+        if subagent:
+            return seq
         if isinstance(update, _STATE_UPDATES):
             state = update.state
             if state in _TURN_STATES:
@@ -214,7 +257,7 @@ class HostSession:
         if self.live:
             return None
         if not self.resumable:
-            return "the agent cannot resume this session after a restart of the host: its history is read-only"
+            return "the agent cannot resume this session after a restart: its history is read-only"
         return "the agent has not resumed this session yet"
 
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from ..codec import decoder
-from ..schema.types import UpdateSessionNotification
+from ..schema import unstable as mu
 from .core import HostSession, UpdateLog
 
 if TYPE_CHECKING:
@@ -25,7 +25,7 @@ class _Message(msgspec.Struct):
 
 
 _message = msgspec.json.Decoder(_Message).decode
-_update = decoder(UpdateSessionNotification)
+_update = decoder(mu.UpdateSessionNotification)  # the superset: subagent updates are typed too
 
 
 def stored_message(params: bytes) -> bytes:
@@ -75,10 +75,12 @@ async def restore_sessions(store: SessionStore, options: HostOptions) -> list[Ho
         for seq, message in await store.messages(stored.session_id):
             params = params_of(message)
             try:
-                update = _update(params).update
+                note = _update(params)
             except (msgspec.ValidationError, msgspec.DecodeError):
-                update = None
-            session.record(params, update, seq=seq)
+                session.record(params, None, seq=seq)
+                continue
+            # A subagent's own update was kept in its root session's log under the child's id.
+            session.record(params, note.update, seq=seq, subagent=note.session_id != stored.session_id)
         session.updated_at = stored.updated_at
         restored.append(session)
     return restored

@@ -19,7 +19,7 @@ import msgspec
 from anyio.abc import TaskGroup
 
 from .._version import __version__
-from ..codec import decoder
+from ..codec import convert, decoder
 from ..errors import (
     ConnectionClosed,
     InvalidParams,
@@ -28,6 +28,7 @@ from ..errors import (
     RpcError,
     UnsupportedProtocolVersion,
 )
+from ..protocol.routes import SUBAGENTS_META
 from ..rpc import Connection, PendingRequest, json_decode
 from ..schema import unstable as mu
 from ..schema.types import (
@@ -54,11 +55,14 @@ from ..schema.types import (
     UpdateSessionNotification,
 )
 from ..server import IncomingConnection
-from .core import HostSession, PermissionAsk, ordered
+from .core import HOST_META, HostSession, PermissionAsk, ordered
+from .tracing import Handled
 
 if TYPE_CHECKING:
     from ..client import ClientConnection
     from .events import EventKind
+    from .tracing import NoTracing
+    from .v1_front import V1Wire
 
 __all__ = ["HOST_META", "ClientFront", "ServingHost", "serve_client"]
 
@@ -66,8 +70,6 @@ _log = logging.getLogger("acp_session.host")
 _PERMISSION = decoder(RequestPermissionResponse)
 _GONE = (ConnectionClosed, anyio.BrokenResourceError, anyio.ClosedResourceError)
 PAGE_SIZE = 100
-HOST_META = "acpSession/host"
-"""``_meta`` key of the host's ``initialize`` answer: ``{"version": ...}`` (a client may tell a host apart)."""
 _HANDLED = {
     "initialize",
     "session/new",
@@ -83,6 +85,7 @@ class ServingHost(Protocol):
     """What a client connection needs of its host (``host.Host`` is one; a protocol keeps this module below it)."""
 
     sessions: dict[str, HostSession]
+    tracing: NoTracing
 
     @property
     def client(self) -> ClientConnection: ...
@@ -108,6 +111,8 @@ class ServingHost(Protocol):
     async def cancel(self, session: HostSession) -> None: ...
 
     async def delete_session(self, session_id: str) -> None: ...
+
+    async def give_mcp_servers(self, session: HostSession, servers: Any) -> None: ...
 
     def answered(self, ask: PermissionAsk[Any], client: Hashable, answer: RequestPermissionResponse) -> None: ...
 
@@ -135,9 +140,15 @@ class ClientFront:
         self.profile = incoming.profile
         self._tg = tg
         self._feeds: dict[str, anyio.CancelScope] = {}
+        self.subagents = False
+        """The client asked for subagent (child session) updates (``asks_for_subagents``); others get none."""
+        self.v1: V1Wire | None = None
+        """Set when the client speaks protocol version 1 (``v1_front.V1Wire``): it says the host's updates and
+        requests in v1's words."""
         self._asks: dict[str, list[tuple[int, PermissionAsk[Any]]]] = {}
+        host.tracing.serving(rpc)
         on = rpc.on_request
-        on("initialize", self.initialize, decoder(InitializeRequest))
+        on("initialize", self.initialize, json_decode)
         on("session/new", self.new_session, decoder(NewSessionRequest))
         on("session/list", self.list_sessions, decoder(ListSessionsRequest))
         on("session/resume", self.resume_session, decoder(ResumeSessionRequest))
@@ -152,12 +163,28 @@ class ClientFront:
 
     # -- connection ------------------------------------------------------------------------------------
 
-    async def initialize(self, request: InitializeRequest) -> InitializeResponse:
-        if request.protocol_version < 2:
-            raise UnsupportedProtocolVersion(
-                message="Unsupported protocol version: this host serves protocol version 2",
-                data={"supported": [2], "requested": request.protocol_version},
-            )
+    async def initialize(self, params: Any) -> Any:
+        """v2 for a client that offers 2 or more; v1 for one that offers 1, when the agent speaks 1 (read the
+        version before the shape: a v1 offer is not a valid v2 request)."""
+        offered = params.get("protocolVersion") if isinstance(params, dict) else None
+        if not isinstance(offered, int) or isinstance(offered, bool):
+            raise InvalidParams(data={"reason": "protocolVersion must be an integer", "supportedVersions": [1, 2]})
+        if offered < 2:
+            if self.host.client.protocol.version != 1:
+                raise UnsupportedProtocolVersion(
+                    message="Unsupported protocol version: this host serves protocol version 1 clients only when "
+                    "its agent speaks version 1 (this agent speaks version 2)",
+                    data={"supported": [2], "requested": offered},
+                )
+            from .v1_front import V1Wire
+
+            self.v1 = V1Wire(self)
+            return self.v1.initialize()
+        try:
+            convert(params, InitializeRequest)
+        except (msgspec.ValidationError, TypeError) as exc:
+            raise InvalidParams(data={"reason": f"not a v2 initialize request: {exc}"}) from None
+        self.subagents = asks_for_subagents(params.get("capabilities"))
         agent = self.host.client.agent.initialize_response
         assert agent is not None
         caps = agent.capabilities if isinstance(agent.capabilities, AgentCapabilities) else AgentCapabilities()
@@ -184,8 +211,10 @@ class ClientFront:
         return session
 
     async def new_session(self, params: NewSessionRequest) -> Any:
-        session, response = await self.host.new_session(params)
-        await self._attach(session, 0)
+        with self.host.tracing.handling("session/new", self.key, None, params.meta) as handled:
+            session, response = await self.host.new_session(params)
+            handled.session_id = session.session_id
+            await self._attach(session, 0)
         return response
 
     async def list_sessions(self, params: ListSessionsRequest) -> ListSessionsResponse:
@@ -208,6 +237,10 @@ class ClientFront:
     async def resume_session(self, params: ResumeSessionRequest) -> ResumeSessionResponse:
         """Attach: the session's log from the start (``replayFrom: {"type": "start"}``; without it, nothing of
         the past), its turn state now, then the live stream and any permission request still waiting."""
+        with self.host.tracing.handling("session/resume", self.key, params.session_id, params.meta) as handled:
+            return await self._resume(params, handled)
+
+    async def _resume(self, params: ResumeSessionRequest, handled: Handled) -> ResumeSessionResponse:
         session = self.host.session(params.session_id)
         if params.cwd != session.cwd:
             raise InvalidParams(data={"reason": "cwd differs from the session's working directory"})
@@ -215,8 +248,10 @@ class ClientFront:
         if replay not in (msgspec.UNSET, None) and not isinstance(replay, ReplayFromStart):
             raise InvalidParams(data={"reason": "unsupported replay cursor"})
         cursor = 0 if replay not in (msgspec.UNSET, None) else session.log.last_seq
+        await self.host.give_mcp_servers(session, params.mcp_servers or [])
         await self._attach(session, cursor, snapshot=True)
-        self.host.emit("session_attached", session.session_id, self.key, replayed=session.log.last_seq - cursor)
+        handled.replayed = session.log.last_seq - cursor
+        self.host.emit("session_attached", session.session_id, self.key, replayed=handled.replayed)
         meta: Any = msgspec.UNSET
         reason = session.read_only_reason()
         if reason is not None:
@@ -225,20 +260,24 @@ class ClientFront:
         options = track.config_options if track is not None and track.config_options else msgspec.UNSET
         return ResumeSessionResponse(config_options=options, meta=meta)
 
+    async def _send_update(self, session_id: str, seq: int, params: bytes, *, replay: bool = False) -> None:
+        """One logged update to this client (``replay``: part of the history sent on attach)."""
+        if self.v1 is not None:
+            await self.v1.send_update(session_id, seq, params, replay=replay)
+        else:
+            await self.rpc.notify("session/update", msgspec.Raw(params))
+
     async def _attach(self, session: HostSession, cursor: int, *, snapshot: bool = False) -> None:
         """Send the log after ``cursor`` (and the turn state), then feed this connection from there on."""
         sid = session.session_id
         old = self._feeds.pop(sid, None)
         if old is not None:
             old.cancel()
-        while True:
-            batch = session.log.after(cursor, 256)
-            if not batch:
-                break
+        while cursor < session.log.last_seq:
+            batch, cursor = session.log.feed(cursor, 256, subagents=self.subagents)
             for seq, params in batch:
-                await self.rpc.notify("session/update", msgspec.Raw(params))
-                cursor = seq
-        if snapshot:
+                await self._send_update(sid, seq, params, replay=True)
+        if snapshot and self.v1 is None:  # v1 has no state updates
             update = StateUpdate(state=session.state)
             if session.state == "idle" and session.stop_reason is not None:
                 update = StateUpdate(state="idle", stop_reason=session.stop_reason)
@@ -266,17 +305,18 @@ class ClientFront:
             try:
                 while True:
                     changed = self.host.changed(sid)
-                    batch = session.log.after(cursor, 256)
+                    before = cursor
+                    batch, last = session.log.feed(cursor, 256, subagents=self.subagents)
                     for seq, params in batch:
-                        await self.rpc.notify("session/update", msgspec.Raw(params))
-                        cursor = seq
+                        await self._send_update(sid, seq, params)
+                    cursor = last
                     asks = self._asks.get(sid)
                     due = [ask for after, ask in asks or () if after <= cursor]
                     if due and asks is not None:
                         self._asks[sid] = [(after, ask) for after, ask in asks if ask not in due]
                         for ask in due:
                             self._send_ask(ask)
-                    if not batch and not due:
+                    if cursor == before and not due:
                         await changed.wait()
             except _GONE:
                 pass
@@ -298,7 +338,12 @@ class ClientFront:
         if ask.settled or ask.asked(self.key):
             return
         try:
-            handle = self.rpc.request("session/request_permission", ask.request, decode=_PERMISSION)
+            request: Any = ask.request
+            if self.v1 is not None:
+                request = self.v1.permission_request(request)
+            handle = self.host.tracing.asking(
+                ask, self.key, lambda: self.rpc.request("session/request_permission", request, decode=_PERMISSION)
+            )
         except _GONE:
             return
         ask.ask(self.key, handle)
@@ -307,16 +352,20 @@ class ClientFront:
     def _answered(self, ask: PermissionAsk[Any], handle: PendingRequest[RequestPermissionResponse]) -> None:
         try:
             answer = handle.outcome()
-        except Exception:  # an error answer, the withdrawal's -32800, or the connection gone: not an answer
+        except Exception as exc:  # an error answer, the withdrawal's -32800, or the connection gone: not an answer
+            self.host.tracing.client_answered(ask, self.key, None, exc)
             ask.forget(self.key)
             return
+        self.host.tracing.client_answered(ask, self.key, answer, None)
         self.host.answered(ask, self.key, answer)
 
     # -- turns and the rest ----------------------------------------------------------------------------
 
     async def prompt(self, params: PromptRequest) -> Any:
-        session = self._attached(params.session_id)
-        return await self.host.prompt(session, params, self.key)
+        """Relayed to the agent, under the client's trace context when its ``_meta`` carries one."""
+        with self.host.tracing.handling("session/prompt", self.key, params.session_id, params.meta):
+            session = self._attached(params.session_id)
+            return await self.host.prompt(session, params, self.key)
 
     async def cancel(self, params: CancelSessionNotification) -> None:
         session = self.host.sessions.get(params.session_id)
@@ -353,6 +402,18 @@ class ClientFront:
         if isinstance(value, dict) and isinstance(value.get("sessionId"), str):
             self._attached(value["sessionId"])
         return await self.host.client.request(method, value)
+
+
+def asks_for_subagents(capabilities: Any) -> bool:
+    """Whether a version 2 client's ``capabilities`` ask for subagent updates (outside the pinned v2
+    schema): ``_meta["acpSession/subagents"]`` set (not null or false), or a ``subagents`` object, the name of
+    version 1's unstable opt-in."""
+    if not isinstance(capabilities, dict):
+        return False
+    meta = capabilities.get("_meta")
+    if isinstance(meta, dict) and meta.get(SUBAGENTS_META) not in (None, False):
+        return True
+    return isinstance(capabilities.get("subagents"), dict)
 
 
 def _info(session: HostSession) -> SessionInfo:

@@ -11,7 +11,7 @@ wins) for ``permission_timeout`` seconds, then the policy answers.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable, Hashable
+from collections.abc import AsyncIterator, Callable, Hashable, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -23,7 +23,7 @@ from .._version import __version__
 from ..client import ClientBuilder, ClientConnection
 from ..client.connection import hub_of
 from ..client.opening import open_new_session, open_resumed_session
-from ..errors import AcpError, ConnectionClosed, InvalidRequest, ResourceNotFound, RpcError
+from ..errors import AcpError, ConnectionClosed, InvalidParams, InvalidRequest, ResourceNotFound, RpcError
 from ..schema.types import (
     CancelledPermissionOutcome,
     PromptResponse,
@@ -37,6 +37,7 @@ from .core import HostSession, PermissionAsk
 from .events import EventKind, HostEvent
 from .front import serve_client
 from .options import HostOptions
+from .tracing import NoTracing
 
 if TYPE_CHECKING:
     from .store import SessionStore
@@ -67,6 +68,9 @@ class Host:
         self._settled: dict[PermissionAsk[Any], anyio.Event] = {}
         self._fronts: dict[Hashable, Any] = {}  # client key -> front.ClientFront
         self.agent_starts = 0
+        self._failed: str | None = None
+        self.tracing = host_tracing(options)
+        """OpenTelemetry spans of what clients do through the host (``options.instrument``), or no-op hooks."""
 
     # -- running ---------------------------------------------------------------------------------------
 
@@ -116,8 +120,11 @@ class Host:
         return builder
 
     async def _keep_agent(self) -> None:
-        """Run the agent; when it dies, start it again and resume its sessions (``restart_attempts`` in a row)."""
+        """Run the agent; when it dies, start it again and resume its sessions. After ``restart_attempts`` failed
+        starts in a row the host gives up on the agent (``agent_failed``): it goes on serving the sessions'
+        history, read-only, and refuses prompts with a typed error."""
         failures = 0
+        last = ""
         while True:
             started = False
             try:
@@ -134,23 +141,66 @@ class Host:
                         agent=self.options.label,
                         protocolVersion=client.protocol.version,
                         starts=self.agent_starts,
+                        pid=getattr(client.rpc.transport, "pid", None),
                     )
                     await self._revive_sessions(client)
                     self._agent_ready.set()
                     closed = await client.wait_closed()
-                    self.emit("agent_exited", reason=str(closed))
+                    last = str(closed)
+                    self.emit("agent_exited", reason=last)
             except Exception as exc:
                 if not self._agent_ready.is_set() and not started:
                     raise  # the first start failed: the host cannot serve
-                self.emit("agent_exited", reason=str(exc) or type(exc).__name__)
+                last = str(exc) or type(exc).__name__
+                self.emit("agent_exited", reason=last)
             finally:
                 self._client = None
-                for session in self.sessions.values():
-                    session.live = False
+                self._agent_lost()
             failures = 0 if started else failures + 1
-            if failures > self.options.restart_attempts:
-                raise AcpError(f"the agent could not be restarted ({self.options.restart_attempts} attempts)")
+            if failures >= self.options.restart_attempts:
+                self._give_up(f"the agent exited and could not be started again ({failures} attempts): {last}")
+                return
             await anyio.sleep(0.5 * failures)
+
+    def _agent_lost(self) -> None:
+        """The agent process is gone: each session waits for the next one; a turn it was running is lost (ended,
+        with an error, in the log) and the attached clients are told."""
+        from ..schema.types import Error, Notice, StateUpdate
+
+        for session in self.sessions.values():
+            was_live, session.live = session.live, False
+            if session.state != "idle":
+                lost = Error(code=-32603, message="the agent process exited; the turn is lost")
+                note = UpdateSessionNotification(
+                    session_id=session.session_id, update=StateUpdate(state="idle", stop_reason="error", error=lost)
+                )
+                self._on_update(note)
+            if was_live and session.attached:
+                notice = Notice(
+                    severity="warning",
+                    title="The agent exited; the host is starting it again",
+                    description="A turn that was running is lost; the session goes on once the agent is back.",
+                )
+                self.notify_attached(session, notice)
+
+    def _give_up(self, reason: str) -> None:
+        """No more restarts: said to the operator (``agent_failed``) and to every client from now on."""
+        from ..schema.types import Notice
+
+        self._failed = reason
+        self.emit("agent_failed", reason=reason)
+        _log.error("%s", reason)
+        for session in self.sessions.values():
+            session.resumable = False
+            if session.attached:
+                self.notify_attached(session, Notice(severity="error", title="The agent is gone", description=reason))
+
+    def notify_attached(self, session: HostSession, notice: Any) -> None:
+        """A live notice (not kept for replays) to each attached client that speaks version 2."""
+        note = UpdateSessionNotification(session_id=session.session_id, update=notice)
+        for front in self.attached_fronts(session):
+            if self._tg is not None and getattr(front, "v1", None) is None:
+                self._tg.start_soon(_notify, front.rpc, note)
 
     async def _revive_sessions(self, client: ClientConnection) -> None:
         """After a (re)start: resume each session the agent had (``session/resume``, v1 ``session/load``), so
@@ -159,18 +209,32 @@ class Host:
             if not session.resumable:
                 continue
             try:
-                await open_resumed_session(hub_of(client), session.session_id, session.cwd, None, (), ())
+                await open_resumed_session(
+                    hub_of(client),
+                    session.session_id,
+                    session.cwd,
+                    None,
+                    session.mcp_servers,
+                    session.additional_directories,
+                )
             except (AcpError, ValueError) as exc:
                 session.resumable = False
                 self.emit("session_read_only", session.session_id, reason=str(exc))
                 await self.persist(session)
             else:
                 session.live = True
+                if self.agent_starts > 1 and session.attached:
+                    from ..schema.types import Notice
+
+                    back = Notice(severity="info", title="The agent was restarted; the session goes on")
+                    self.notify_attached(session, back)
 
     @property
     def client(self) -> ClientConnection:
         """The connection to the agent now; ``RpcError`` (-32603) while it is being restarted."""
         if self._client is None:
+            if self._failed is not None:
+                raise RpcError(-32603, self._failed)
             raise RpcError(-32603, "the agent is restarting; try again shortly")
         return self._client
 
@@ -189,6 +253,23 @@ class Host:
         if session is None:
             raise ResourceNotFound(data={"sessionId": session_id, "reason": "no such session on this host"})
         return session
+
+    def root_of(self, session_id: str) -> HostSession | None:
+        """The host's session a subagent (child session, at any depth) belongs to, from the parents the
+        connection to the agent tracks; None for a session that is no host session's child."""
+        client = self._client
+        if client is None:
+            return None
+        tracks = hub_of(client).session_tracks
+        seen: set[str] = set()
+        track = tracks.get(session_id)
+        while track is not None and track.parent is not None and track.parent not in seen:
+            seen.add(track.parent)
+            session = self.sessions.get(track.parent)
+            if session is not None:
+                return session
+            track = tracks.get(track.parent)
+        return None
 
     def changed(self, session_id: str) -> anyio.Event:
         """Set when the session's log grows (a fresh event after each)."""
@@ -211,10 +292,35 @@ class Host:
         session = self.sessions.get(active.session_id)
         if session is None:  # updates that came before the answer made it already
             session = self._make(active.session_id, params.cwd, client.protocol.version)
+        session.cwd = params.cwd  # a session made by an update that came first knew no cwd yet
         session.additional_directories = list(params.additional_directories or [])
+        session.mcp_servers = list(params.mcp_servers or [])
         self.emit("session_created", session.session_id, cwd=session.cwd)
         await self.persist(session)
         return session, response
+
+    async def give_mcp_servers(self, session: HostSession, servers: Sequence[Any]) -> None:
+        """A client's resume gave MCP servers: when they are not the session's already, the agent (which has the
+        session live) is sent ``session/resume`` with them, the complete set replacing the earlier one (no replay).
+        None given keeps the session's: an attaching client does not take away another client's servers."""
+        if not servers or list(servers) == session.mcp_servers:
+            return
+        reason = session.read_only_reason()
+        if reason is not None:
+            raise InvalidRequest(message=f"Session is read-only: {reason}", data={"sessionId": session.session_id})
+        client = self.client
+        if not client.agent.supports("session/resume"):
+            raise InvalidParams(
+                data={
+                    "reason": "the agent cannot take new MCP servers for a session it has (it does not resume "
+                    "sessions): start a new session with them"
+                }
+            )
+        await open_resumed_session(
+            hub_of(client), session.session_id, session.cwd, None, servers, session.additional_directories
+        )
+        session.mcp_servers = list(servers)
+        self.emit("session_mcp_servers", session.session_id, servers=[_name(s) for s in servers])
 
     def _make(self, session_id: str, cwd: str, version: int) -> HostSession:
         from .core import UpdateLog
@@ -232,15 +338,20 @@ class Host:
     def _on_update(self, note: UpdateSessionNotification) -> None:
         """Every agent update (sync, in wire order): logged, then the attached clients' feeds wake."""
         session = self.sessions.get(note.session_id)
+        subagent = False
         if session is None:
             client = self._client
             if client is None or note.session_id not in hub_of(client).session_tracks:
                 _log.debug("an update of session %s, which the host does not keep", note.session_id)
                 return
-            session = self._make(note.session_id, hub_of(client).session_cwds.get(note.session_id, ""), 2)
+            session = self.root_of(note.session_id)
+            subagent = session is not None
+            if session is None:
+                cwd = hub_of(client).session_cwds.get(note.session_id, "")
+                session = self._make(note.session_id, cwd, client.protocol.version)
         params = _encode(note)
         before = session.state
-        session.record(params, note.update)
+        session.record(params, note.update, subagent=subagent)
         if before != "idle" and session.state == "idle":
             detail = {"stopReason": session.stop_reason} if session.stop_reason is not None else {}
             self.emit("turn_ended", session.session_id, session.prompted_by, **detail)
@@ -248,7 +359,7 @@ class Host:
                 self._tg.start_soon(self.persist, session)
         if self.store is not None and self._tg is not None:
             self._tg.start_soon(self._store_update, session, params)
-        self.wake(note.session_id)
+        self.wake(session.session_id)
 
     async def _store_update(self, session: HostSession, params: bytes) -> None:
         if self.store is None:
@@ -313,6 +424,7 @@ class Host:
 
     def register(self, key: Hashable, front: Any) -> None:
         self._fronts[key] = front
+        self.tracing.connected(str(key), front.profile)
         self.emit("client_connected", client=str(key), profile=front.profile)
 
     def unregister(self, key: Hashable) -> None:
@@ -323,6 +435,7 @@ class Host:
         for ask in list(self._settled):
             ask.forget(key)
         self.emit("client_disconnected", client=str(key))
+        self.tracing.disconnected(str(key))
 
     def attached_fronts(self, session: HostSession) -> list[Any]:
         return [self._fronts[key] for key in session.attached if key in self._fronts]
@@ -338,6 +451,7 @@ class Host:
         ask: PermissionAsk[Any] = PermissionAsk(request)
         settled = self._settled[ask] = anyio.Event()
         session.waiting(ask)
+        self.tracing.permission_asked(ask)
         self.emit("permission_asked", session.session_id, toolCallId=request.tool_call_id)
         try:
             for front in self.attached_fronts(session):
@@ -346,9 +460,11 @@ class Host:
                 await settled.wait()
             if ask.settled and ask.answered_by is not None:
                 answer: RequestPermissionResponse = ask.answer
+                self.tracing.permission_settled(ask, str(ask.answered_by), answer)
                 self.emit("permission_answered", session.session_id, str(ask.answered_by), **_outcome(answer))
                 return answer
             answer = self._by_policy(request)
+            self.tracing.permission_settled(ask, None, answer)
             self.emit("permission_answered", session.session_id, None, by="policy", **_outcome(answer))
             return answer
         finally:
@@ -378,6 +494,21 @@ class Host:
         return RequestPermissionResponse(outcome=SelectedPermissionOutcome(option_id=decision.option_id))
 
 
+def host_tracing(options: HostOptions) -> NoTracing:
+    """Spans of what clients do when ``options.instrument`` is set (``spans``, the ``otel`` extra), else hooks
+    that do nothing (OpenTelemetry never imported)."""
+    if not options.instrument:
+        return NoTracing()
+    from .spans import HostSpans
+
+    return HostSpans(options.tracer_provider)
+
+
+def _name(server: Any) -> str:
+    name = getattr(server, "name", None)
+    return name if isinstance(name, str) else "?"
+
+
 def _outcome(answer: RequestPermissionResponse) -> dict[str, Any]:
     outcome = answer.outcome
     if isinstance(outcome, SelectedPermissionOutcome):
@@ -397,6 +528,13 @@ async def open_host(
             yield host
         finally:
             tg.cancel_scope.cancel()
+
+
+async def _notify(rpc: Any, note: UpdateSessionNotification) -> None:
+    try:
+        await rpc.notify("session/update", note)
+    except Exception:  # the client went away meanwhile
+        _log.debug("a notice was not delivered", exc_info=True)
 
 
 def is_gone(exc: BaseException) -> bool:

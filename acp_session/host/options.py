@@ -42,12 +42,14 @@ class HostOptions:
     max_log_entries: int = DEFAULT_MAX_LOG_ENTRIES
     max_log_bytes: int = DEFAULT_MAX_LOG_BYTES
     restart_attempts: int = 3
-    """How often a dead agent is restarted (its sessions resumed) before the host gives up."""
+    """Failed starts in a row of a dead agent before the host gives up on it (0: a dead agent is not started
+    again); its sessions are resumed after each start."""
     initialize_timeout: float | None = 60.0
     instrument: bool = False
     """OpenTelemetry spans and metrics of the host's connection to the agent (``ClientBuilder.instrument``: a turn,
-    each request, each permission question; the ``otel`` extra), with ``tracer_provider`` / ``meter_provider`` or
-    the global ones."""
+    each request, each permission question; the ``otel`` extra), and spans of what clients do through the host
+    (``tracing``: connections, attaches, prompts relayed, permission questions relayed), with ``tracer_provider`` /
+    ``meter_provider`` or the global ones."""
     tracer_provider: Any = None
     meter_provider: Any = None
 

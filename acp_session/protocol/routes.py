@@ -20,7 +20,11 @@ from typing import Any, Literal
 from ..rpc import Connection
 from ..rpc.handlers import Decoder
 
-__all__ = ["ClientOffer", "Condition", "Route", "Target", "advertised", "install_routes"]
+__all__ = ["SUBAGENTS_META", "ClientOffer", "Condition", "Route", "Target", "advertised", "install_routes"]
+
+SUBAGENTS_META = "acpSession/subagents"
+"""``clientCapabilities._meta`` key by which a version 2 client asks for subagent (child session) updates where
+they are opt-in: an ``acp-session serve`` host relays them only to clients that ask (``with_subagents``)."""
 
 Condition = Literal["read_files", "write_files", "terminals", "elicitation_complete"]
 """A ``ClientOffer`` flag a route depends on."""

@@ -432,10 +432,10 @@ class AcpAsgiApp:
                 tg.start_soon(until_gone)
                 while True:
                     try:
-                        frame = await stream.next(KEEP_ALIVE_SECONDS)
+                        frames = await stream.take(KEEP_ALIVE_SECONDS)
                     except anyio.EndOfStream:
                         break
-                    event = b":\n\n" if frame is None else sse_event(frame)
+                    event = b":\n\n" if frames is None else b"".join(map(sse_event, frames))
                     await send({"type": "http.response.body", "body": event, "more_body": True})
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
                 tg.cancel_scope.cancel()

@@ -50,6 +50,8 @@ MAX_BUFFERED_BYTES = 32 * 1024 * 1024
 """Bytes one connection may hold for readers that have not taken them; past it the connection ends."""
 MAX_SESSION_STREAMS = 1024
 """Session streams one connection may have; a client that needs more loses the connection."""
+TAKE_BYTES = 64 * 1024
+"""Bytes of queued messages an SSE stream writes at once (one message larger than it goes alone)."""
 
 
 class StreamBusy(Exception):
@@ -91,17 +93,25 @@ class OutboundStream:
         self.closed = True
         self._wake.set()
 
-    async def next(self, keep_alive: float) -> bytes | None:
-        """The next message; None when ``keep_alive`` seconds passed without one; EndOfStream once closed."""
+    async def take(self, keep_alive: float, max_bytes: int = TAKE_BYTES) -> list[bytes] | None:
+        """The messages queued now, oldest first (at least one; more while they add up to ``max_bytes``), so a
+        burst goes out in one write instead of one per message; None when ``keep_alive`` seconds passed without
+        one; EndOfStream once closed."""
         with anyio.move_on_after(keep_alive):
             while not self._queue:
                 if self.closed:
                     raise anyio.EndOfStream
                 self._wake = anyio.Event()
                 await self._wake.wait()
-            frame = self._queue.popleft()
-            self._owner.buffered -= len(frame)
-            return frame
+            queue = self._queue
+            frame = queue.popleft()
+            frames, size = [frame], len(frame)
+            while queue and size + len(queue[0]) <= max_bytes:
+                frame = queue.popleft()
+                frames.append(frame)
+                size += len(frame)
+            self._owner.buffered -= size
+            return frames
         return None
 
 

@@ -62,6 +62,22 @@ Route = str | tuple[str, str]
 _DECODE = msgspec.json.Decoder()
 
 
+class _HeadParams(msgspec.Struct):
+    sessionId: Any = None
+    requestId: Any = None
+
+
+class _Head(msgspec.Struct):
+    """What routing reads of an outbound message; the rest (an update's content) is skipped, not built."""
+
+    id: Any = None
+    method: Any = msgspec.UNSET
+    params: _HeadParams | None = None
+
+
+_DECODE_HEAD = msgspec.json.Decoder(_Head)
+
+
 @dataclass(frozen=True)
 class BadRequest(Exception):
     """The HTTP answer to a request that breaks a rule: its status, a short text and, for a batch, a JSON body."""
@@ -209,21 +225,41 @@ class OutboundRoutes:
 
     def route(self, frame: bytes) -> Route:
         try:
+            head = _DECODE_HEAD.decode(frame)
+        except msgspec.DecodeError:  # not JSON, not an object, or params that are no object: read it whole
+            return self._route_message(frame)
+        key = id_key(head.id)
+        if head.method is msgspec.UNSET:  # an answer to a client request
+            return self._answer_route(key)
+        params = head.params
+        session = params.sessionId if params is not None and isinstance(params.sessionId, str) else None
+        cancelled = id_key(params.requestId) if params is not None and head.method == "$/cancel_request" else None
+        return self._request_route(key, session, head.method, cancelled)
+
+    def _route_message(self, frame: bytes) -> Route:
+        try:
             message = _DECODE.decode(frame)
         except msgspec.DecodeError:
             return CONNECTION
         if not isinstance(message, dict):
             return CONNECTION
         key = id_key(message.get("id"))
-        if "method" not in message:  # an answer to a client request
-            answer_route = self._answer_routes.pop(key, CONNECTION) if key is not None else CONNECTION
-            return CONNECTION if self.answers_on_connection and answer_route != INITIAL else answer_route
-        session = _session_id_of(message)
+        if "method" not in message:
+            return self._answer_route(key)
+        params = message.get("params")
+        is_cancel = message.get("method") == "$/cancel_request"
+        cancelled = id_key(params.get("requestId")) if is_cancel and isinstance(params, dict) else None
+        return self._request_route(key, _session_id_of(message), message.get("method"), cancelled)
+
+    def _answer_route(self, key: str | None) -> Route:
+        """An answer to a client request goes where the request came from."""
+        answer_route = self._answer_routes.pop(key, CONNECTION) if key is not None else CONNECTION
+        return CONNECTION if self.answers_on_connection and answer_route != INITIAL else answer_route
+
+    def _request_route(self, key: str | None, session: str | None, method: Any, cancelled: str | None) -> Route:
         route: Route = CONNECTION if session is None else ("session", session)
-        if message.get("method") == "$/cancel_request":
+        if method == "$/cancel_request":
             # Withdrawing a request goes where the request went, so it stays in order with that session's updates.
-            params = message.get("params")
-            cancelled = id_key(params.get("requestId")) if isinstance(params, dict) else None
             route = self.client_response_routes.get(cancelled, route) if cancelled is not None else route
         if key is not None:
             self.client_response_routes[key] = route

@@ -13,6 +13,7 @@ The server's caps (``limits``) hold here too: an upgrade past ``--max-connection
 
 from __future__ import annotations
 
+import collections
 import logging
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +29,49 @@ __all__ = ["serve_websocket"]
 
 _log = logging.getLogger("acp_session.server")
 _OUTGOING_FRAMES = 256  # frames the agent may queue ahead of a slow socket before its writer waits
+
+
+class _Outgoing:
+    """The frames the application wrote, waiting for the socket: the writer waits while ``capacity`` are queued;
+    the socket's pump takes everything queued at once (one wake-up per burst, not two task switches per frame)."""
+
+    def __init__(self, capacity: int) -> None:
+        self._queue: collections.deque[bytes] = collections.deque()
+        self._capacity = capacity
+        self._ready = anyio.Event()
+        self._room = anyio.Event()
+        self._closed = False
+
+    async def put(self, frames: list[bytes]) -> None:
+        """Queue ``frames`` in order; ``BrokenResourceError`` once the socket is gone."""
+        queue = self._queue
+        for frame in frames:
+            while len(queue) >= self._capacity and not self._closed:
+                self._ready.set()
+                if self._room.is_set():  # writers waiting at once share one event
+                    self._room = anyio.Event()
+                await self._room.wait()
+            if self._closed:
+                raise anyio.BrokenResourceError
+            queue.append(frame)
+        self._ready.set()
+
+    async def take(self) -> list[bytes]:
+        """Every frame queued (waiting for one); ``EndOfStream`` once closed."""
+        while not self._queue:
+            if self._closed:
+                raise anyio.EndOfStream
+            self._ready = anyio.Event()
+            await self._ready.wait()
+        frames = list(self._queue)
+        self._queue.clear()
+        self._room.set()
+        return frames
+
+    def close(self) -> None:
+        self._closed = True
+        self._ready.set()
+        self._room.set()
 
 
 def _initialize_request(text: str) -> dict[str, Any] | None:
@@ -97,13 +141,8 @@ async def serve_websocket(app: AcpAsgiApp, scope: Scope, receive: Receive, send:
     try:
         if (await receive())["type"] != "websocket.connect":
             return
-        outgoing_send, outgoing = anyio.create_memory_object_stream[bytes](_OUTGOING_FRAMES)
-
-        async def to_socket(frames: list[bytes]) -> None:
-            for frame in frames:
-                await outgoing_send.send(frame)
-
-        conn = app.new_connection(scope, to_socket)
+        outgoing = _Outgoing(_OUTGOING_FRAMES)
+        conn = app.new_connection(scope, outgoing.put)
         headers = [(b"acp-connection-id", conn.connection_id.encode())]
         headers += [(name.encode(), value.encode()) for name, value in [app.cookie_header(conn)]]
         first = await _first_message(app, receive, send, headers)
@@ -122,13 +161,18 @@ async def serve_websocket(app: AcpAsgiApp, scope: Scope, receive: Receive, send:
         async with anyio.create_task_group() as tg:
 
             async def pump() -> None:
-                async with outgoing:
-                    async for frame in outgoing:
-                        message = hooks.websocket_message(frame)
-                        if isinstance(message, bytes):  # a test server's binary frames (ServerHooks)
-                            await send({"type": "websocket.send", "bytes": message})
-                        else:
-                            await send({"type": "websocket.send", "text": message})
+                try:
+                    while True:
+                        for frame in await outgoing.take():
+                            message = hooks.websocket_message(frame)
+                            if isinstance(message, bytes):  # a test server's binary frames (ServerHooks)
+                                await send({"type": "websocket.send", "bytes": message})
+                            else:
+                                await send({"type": "websocket.send", "text": message})
+                except anyio.EndOfStream:
+                    pass
+                finally:
+                    outgoing.close()
 
             async def close_when_ended() -> None:
                 nonlocal closed_here
@@ -159,7 +203,7 @@ async def serve_websocket(app: AcpAsgiApp, scope: Scope, receive: Receive, send:
             await _until_disconnect(receive)
     finally:
         conn.end()
-        outgoing_send.close()
+        outgoing.close()
     if not conn.ended.is_set():
         with anyio.move_on_after(5):
             await conn.ended.wait()

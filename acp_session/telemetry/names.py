@@ -68,6 +68,13 @@ ELICITATION_ACTION = "acp.elicitation.action"
 RECONNECT_ATTEMPT = "acp.reconnect.attempt"
 RECONNECT_TRANSPORT = "acp.reconnect.transport"
 
+# -- the host (``acp-session serve``): what its clients do ------------------------------------------------------
+HOST_CLIENT = "acp.host.client"
+HOST_PROFILE = "acp.host.profile"
+HOST_REPLAYED = "acp.host.replayed"
+HOST_ANSWERED_BY = "acp.host.answered_by"
+SPAN_HOST_CONNECTION = "acp host connection"
+
 SPAN_INITIALIZE = "initialize"
 SPAN_PERMISSION = "session/request_permission"
 SPAN_RECONNECT = "acp reconnect"

@@ -65,3 +65,23 @@ def test_a_session_follows_its_turn_state_and_asks_new_clients() -> None:
     session.live = False
     session.resumable = False
     assert "read-only" in (session.read_only_reason() or "")
+
+
+def test_subagent_updates_are_marked_and_fed_only_to_clients_that_asked() -> None:
+    """A child's own update and the parent's about its children are kept in order, marked; a client that did not
+    ask skips them and still moves past them (its cursor); they leave the parent's turn state alone."""
+    session = HostSession("s", "/w", "agent")
+    note = decoder(UpdateSessionNotification)
+    parent_running = b'{"sessionId":"s","update":{"sessionUpdate":"state_update","state":"running"}}'
+    announce = b'{"sessionId":"s","update":{"sessionUpdate":"subagent_update","sessionId":"c"}}'
+    child_idle = b'{"sessionId":"c","update":{"sessionUpdate":"state_update","state":"idle"}}'
+    session.record(parent_running, note(parent_running).update)
+    session.record(announce, note(announce).update)  # the kind marks it
+    session.record(child_idle, note(child_idle).update, subagent=True)
+    assert session.state == "running"  # the child's idle is not the parent's
+    everything, last = session.log.feed(0, 10, subagents=True)
+    assert [seq for seq, _ in everything] == [1, 2, 3] and last == 3
+    plain, last = session.log.feed(0, 10, subagents=False)
+    assert plain == [(1, parent_running)] and last == 3
+    assert session.log.feed(1, 1, subagents=False) == ([], 2)  # only skipped ones looked at: the cursor moves
+    assert session.log.feed(3, 10, subagents=False) == ([], 3)

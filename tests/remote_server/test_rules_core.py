@@ -12,11 +12,13 @@ from pathlib import Path
 
 import anyio
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from acp_session.server import connection as remote_connection
 from acp_session.server.connection import ConnectionOverflow, RemoteConnection, StreamBusy
 from acp_session.server.origins import OriginPolicy, normalize_origin
-from acp_session.server.rules import CONNECTION, INITIAL, BadRequest, OutboundRoutes, check_post, parse_post
+from acp_session.server.rules import CONNECTION, INITIAL, BadRequest, Inbound, OutboundRoutes, check_post, parse_post
 
 from .conftest import AGENT
 
@@ -152,3 +154,55 @@ def test_a_bad_allow_origin_is_a_usage_error() -> None:
     assert proc.returncode == 2 and "--allow-origin wants an origin" in proc.stderr and "Traceback" not in proc.stderr
     proc = subprocess.run([*agent, "--allow-origin", "*"], capture_output=True, text=True)
     assert proc.returncode == 2 and "go with --listen" in proc.stderr
+
+
+_IDS = st.one_of(
+    st.none(), st.integers(-3, 3), st.sampled_from(["1", "x", ""]), st.booleans(), st.just(2.5), st.just([1])
+)
+_PARAMS = st.one_of(
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "sessionId": st.one_of(st.sampled_from(["s1", "s2"]), st.none(), st.integers(), st.just({"x": 1})),
+            "requestId": _IDS,
+            "update": st.just({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "hi"}}),
+        },
+    ),
+    st.sampled_from([None, [1], "text", 3]),
+)
+_MESSAGES = st.fixed_dictionaries(
+    {},
+    optional={
+        "jsonrpc": st.just("2.0"),
+        "id": _IDS,
+        "method": st.sampled_from(["session/update", "$/cancel_request", "session/request_permission", None, 3]),
+        "params": _PARAMS,
+        "result": st.just({}),
+    },
+)
+_FRAMES = st.one_of(
+    _MESSAGES.map(lambda m: json.dumps(m).encode()),
+    st.sampled_from(
+        [b"[1,2]", b"3", b"not json", b'{"id":1,"id":"2","method":"a","params":{"sessionId":"a","sessionId":"b"}}']
+    ),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(_FRAMES, st.one_of(st.none(), _IDS)), max_size=30), st.booleans())
+def test_routing_by_the_head_of_a_message_routes_as_the_whole_message_does(
+    frames: list[tuple[bytes, object]], answers_on_connection: bool
+) -> None:
+    """``route`` reads only the fields routing needs (the update's content is skipped); its routes, and what it
+    remembers of the agent's requests, are those of reading each message whole (``_route_message``)."""
+    by_head, whole = (
+        OutboundRoutes(answers_on_connection=answers_on_connection),
+        OutboundRoutes(answers_on_connection=answers_on_connection),
+    )
+    for frame, client_request in frames:
+        if client_request is not None:  # a client request forwarded first: its answer has a route to go back on
+            inbound = Inbound({"id": client_request, "method": "x"}, b"", ("session", "s1"))
+            by_head.expect_answer(inbound)
+            whole.expect_answer(inbound)
+        assert by_head.route(frame) == whole._route_message(frame)
+    assert by_head.client_response_routes == whole.client_response_routes

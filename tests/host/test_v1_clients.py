@@ -1,0 +1,116 @@
+"""Clients that offer only protocol version 1, served by ``acp-session serve`` when its agent speaks version 1 (the
+reference agent run with ``--protocol-versions 1``): acp-session's own client (``protocol_versions(1)``) over
+Streamable HTTP and WebSocket does a turn, then a new client's ``session/load`` replays it; updates that v1 has no
+word for never reach the client; with a v2 agent a v1-only client is refused with ``-32022``, said plainly."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import anyio
+import httpx
+import pytest
+
+from acp_session import ClientBuilder, Conversation
+from acp_session.errors import RpcError
+from tests.remote_server.raw_client import RawAcp
+
+from .conftest import REFERENCE_AGENT, Host
+
+pytestmark = pytest.mark.anyio
+
+V1_AGENT = f"{REFERENCE_AGENT} --protocol-versions 1"
+V1_KINDS = {
+    "agent_message_chunk",
+    "agent_thought_chunk",
+    "user_message_chunk",
+    "tool_call",
+    "tool_call_update",
+    "plan",
+    "available_commands_update",
+    "config_option_update",
+    "usage_update",
+    "session_info_update",
+}
+
+
+def _url(host: Host, profile: str) -> str:
+    return host.url if profile == "http" else host.url.replace("http://", "ws://")
+
+
+def _v1_client() -> ClientBuilder:
+    return ClientBuilder("v1-editor", "1.0").protocol_versions(1)
+
+
+@pytest.mark.parametrize("profile", ["http", "ws"])
+async def test_a_v1_client_turn_then_a_load_replays_it(
+    start_host: Callable[..., Host], tmp_path: Path, profile: str
+) -> None:
+    host = start_host(agent=V1_AGENT)
+    assert host.wait_for("agent_started")["protocolVersion"] == 1
+    cwd = str(tmp_path)
+    with anyio.fail_after(60):
+        async with _v1_client().connect_url(_url(host, profile)) as client:
+            assert client.protocol.version == 1
+            conversation = await client.start_conversation(cwd)
+            reply = await conversation.chat_to_completion("/slow 5")
+            assert reply.stop_reason == "end_turn"
+            assert reply.text.endswith("chunk 5. ")
+            session_id = conversation.session_id
+            assert session_id is not None
+            first = [m.text for m in conversation.messages()]
+        host.wait_for("turn_ended", sessionId=session_id)
+        async with _v1_client().connect_url(_url(host, profile)) as client:
+            assert client.protocol.version == 1
+            loaded = await Conversation.resume(client, session_id, cwd)
+            assert [m.text for m in loaded.messages()] == first
+            assert any("chunk 5." in text for text in first) and any("/slow 5" in text for text in first)
+            again = await loaded.chat_to_completion("hello")
+            assert again.stop_reason == "end_turn" and again.text
+    assert host.wait_for("session_attached", sessionId=session_id)["replayed"] > 0
+
+
+async def test_the_v1_wire_holds_only_v1_updates(start_host: Callable[..., Host], tmp_path: Path) -> None:
+    """A raw v1 client over HTTP: ``initialize`` answers 1; every update of a turn with a tool call, a plan and a
+    permission request has a v1 kind, chunks carry no message id, and the prompt's answer is its stop reason."""
+    host = start_host(agent=V1_AGENT)
+    cwd = str(tmp_path)
+    async with httpx.AsyncClient() as http, anyio.create_task_group() as tg:
+        acp = RawAcp(http, host.url, tg)
+        offer = {"protocolVersion": 1, "clientCapabilities": {}, "clientInfo": {"name": "raw-v1", "version": "1"}}
+        response = await http.post(host.url, json={"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": offer})
+        init = response.json()
+        assert init["result"]["protocolVersion"] == 1
+        assert init["result"]["agentCapabilities"]["loadSession"] is True
+        acp.connection_id = response.headers["acp-connection-id"]
+        await acp.open_stream()
+        new = await acp.call("session/new", {"cwd": cwd, "mcpServers": []})
+        session = new["result"]["sessionId"]
+        await acp.open_stream(session)
+        for prompt in ("/tool", "/plan", "/permission"):
+            params = {"sessionId": session, "prompt": [{"type": "text", "text": prompt}]}
+            await acp.send_request("session/prompt", params, session)
+            while True:
+                message = await acp.next_message(lambda s, m: "id" in m and ("result" in m or "method" in m))
+                if message.get("method") == "session/request_permission":
+                    params = message["params"]
+                    assert set(params) == {"sessionId", "toolCall", "options"} and params["toolCall"]["title"]
+                    answer = {"outcome": {"outcome": "selected", "optionId": params["options"][0]["optionId"]}}
+                    await acp.post({"jsonrpc": "2.0", "id": message["id"], "result": answer}, session)
+                    continue
+                assert message["result"] == {"stopReason": "end_turn"}
+                break
+        updates = [m["params"]["update"] for _, m in acp.seen if m.get("method") == "session/update"]
+        kinds = {u["sessionUpdate"] for u in updates}
+        assert kinds <= V1_KINDS and {"tool_call", "plan", "agent_message_chunk"} <= kinds
+        assert all("messageId" not in u for u in updates)
+        tg.cancel_scope.cancel()
+
+
+async def test_a_v2_agent_refuses_a_v1_only_client_plainly(start_host: Callable[..., Host]) -> None:
+    host = start_host()
+    with anyio.fail_after(60), pytest.raises(RpcError) as refused:
+        async with _v1_client().connect_url(host.url):
+            pass
+    assert "only when its agent speaks version 1" in str(refused.value) or "-32022" in str(refused.value)
