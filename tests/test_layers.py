@@ -119,6 +119,8 @@ CONFORMANCE_LAYERS: Layers = (
     ),
     # One handler per v2 method on a connection.
     ("agent server", ("acp_conformance.agent.server",)),
+    # The server with every optional capability, or with a defect in one handler (--broken).
+    ("agent variants", ("acp_conformance.agent.variants",)),
     # --listen: the server's sessions on the library's server (acp_session.server), the remote --broken modes.
     ("agent remote", ("acp_conformance.agent.remote_modes", "acp_conformance.agent.listen")),
     ("agent command line", ("acp_conformance.agent.__main__",)),

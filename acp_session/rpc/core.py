@@ -172,11 +172,11 @@ def _too_deep() -> ProtocolViolation:
 
 
 def _batch_reply(items: list[Any]) -> ProtocolViolation:
-    """The one place that decides what a received batch gets.
-
-    The current ACP v2 schema no longer uses JSON-RPC batches (older v2 docs allowed them), so any array,
-    empty or not, is answered with a single ``-32600`` response with id null and nothing in it is run.
-    """
+    """The one place that decides what a received batch gets. The current ACP v2 schema has no JSON-RPC batches
+    (older v2 docs had them): nothing in an array runs, and it gets one ``-32600`` with id null, unless it holds
+    notifications only, which get no reply, as notifications never do (JSON-RPC 2.0; ACP-BATCH-202)."""
+    if items and all(isinstance(i, dict) and isinstance(i.get("method"), str) and "id" not in i for i in items):
+        return ProtocolViolation("batch (JSON array) of notifications received")
     return ProtocolViolation("batch (JSON array) received", error_frame_for(None, InvalidRequest()))
 
 

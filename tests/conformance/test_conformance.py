@@ -22,26 +22,16 @@ from .doc_tables import documented
 AGENT = f"{sys.executable} -m acp_conformance.agent"
 ROOT = Path(__file__).resolve().parents[2]
 
-# Which checks each broken variant must fail, and the rule the failure message must start with. Every other
-# check passes (auth-methods is n/a): a variant fails exactly the checks its defect breaks.
-EXPECTED_FAILURES: dict[str, dict[str, str]] = {
-    "never-idle": {
-        "turn-lifecycle": "ACP2-050",
-        "stop-reason": "ACP2-050",
-        "cancel-turn": "ACP2-093",
-        "cancel-permission": "ACP2-093",
-        "close-active-work": "ACP2-075",
-    },
-    "no-message-id": {"prompt-accepted": "ACP2-064", "close-active-work": "ACP2-077"},
-    "junk-stdout": {"framing": "transports.mdx#stdio"},
-    "ignore-cancel": {
-        "cancel-turn": "ACP2-093",
-        "cancel-permission": "ACP2-093",
-        "cancel-held-prompts": "schema:CancelSessionNotification",
-    },
-    "boolean-capability": {"initialize": "schema:InitializeResponse"},  # ACP-INIT-204
-    "act-after-reject": {"permission-refused": "tool-calls.mdx#permission-options"},  # beyond the kit
-    "late-version": {"pipelined-session-new": "extensibility.mdx"},  # a pipelined v1 session/new answered in v2
+# The reference agent offers no login and no image or audio prompts (--all-capabilities does), and sends no
+# config_option_update: the checks of those have nothing to observe. Everything else applies, scenarios included.
+REFERENCE_NOT_APPLICABLE = {
+    "auth-methods",
+    "auth-method-ids",
+    "auth-method-types",
+    "terminal-auth-methods",
+    "prompt-image",
+    "prompt-audio",
+    "config-option-update",
 }
 
 
@@ -72,30 +62,19 @@ def test_cli_against_reference_agent_passes_every_check_fast(tmp_path: Path) -> 
     assert report["scenarios"]["file"] == str(REFERENCE_SCENARIOS)  # its own file, found by itself
     results = {c["id"]: c["result"] for c in report["checks"]}
     assert set(results) == {c.id for c in CHECKS}
-    # The reference agent advertises no auth methods; everything else applies to it, scenarios included.
-    assert {k for k, v in results.items() if v == "n/a"} == {"auth-methods"}
-    # Speed: the whole run (all checks, every agent process) well under 5 s on a 2-core machine.
-    assert report["seconds"] < 5, report["seconds"]
+    assert {k for k, v in results.items() if v == "n/a"} == REFERENCE_NOT_APPLICABLE
+    # Speed: the whole run (109 checks, every agent process) takes about 1.5 s on an idle 2-core machine; the bound
+    # is generous, since the suite's parallel workers (the mutation runs above all) slow it several times over.
+    assert report["seconds"] < 15, report["seconds"]
     assert all(isinstance(c["seconds"], float) for c in report["checks"])
     assert report["processes"] < len(CHECKS) / 2  # processes are shared between checks
     used = {c["id"]: c["scenarios"] for c in report["checks"]}
     assert used["cancel-turn"] == ["long_turn: '/slow 40'"]
     assert used["permission-flow"] == ["permission: '/permission'"]
     suite = ElementTree.parse(junit_file).getroot()
-    assert suite.get("tests") == str(len(CHECKS)) and suite.get("failures") == "0" and suite.get("skipped") == "1"
+    skipped = str(len(REFERENCE_NOT_APPLICABLE))
+    assert suite.get("tests") == str(len(CHECKS)) and suite.get("failures") == "0" and suite.get("skipped") == skipped
     assert suite.get("name") == "acp-conformance v2"
-
-
-@pytest.mark.parametrize("mode", sorted(EXPECTED_FAILURES))
-def test_broken_variant_fails_exactly_its_checks(mode: str) -> None:
-    expected = EXPECTED_FAILURES[mode]
-    report = _run(f"{AGENT} --broken {mode}", wait=2.0)
-    failed = {r.id: r.message for r in report.results if r.status == "fail"}
-    assert set(failed) == set(expected), failed
-    for check_id, rule in expected.items():
-        assert failed[check_id].startswith(f"{rule}:"), (check_id, failed[check_id])
-    others = {r.id: r.status for r in report.results if r.id not in expected}
-    assert {k for k, v in others.items() if v != "pass"} == {"auth-methods"}, others
 
 
 def test_text_report_groups_by_area_and_prints_the_rerun_command() -> None:
@@ -109,7 +88,8 @@ def test_text_report_groups_by_area_and_prints_the_rerun_command() -> None:
     assert re.search(r"^  FAIL +framing ", out, re.MULTILINE) and "transports.mdx#stdio: stdout line 1" in out
     rerun = f"rerun: acp-conformance --agent '{AGENT} --broken junk-stdout' --timeout 3 --check framing"
     assert rerun in out
-    assert f"{len(CHECKS) - 2} passed (0 with warnings), 1 failed, 1 skipped" in out
+    n_a = len(REFERENCE_NOT_APPLICABLE)
+    assert f"{len(CHECKS) - n_a - 1} passed (0 with warnings), 1 failed, {n_a} skipped" in out
     # The printed command runs that one check.
     again = _cli("--agent", f"{AGENT} --broken junk-stdout", "--timeout", "3", "--check", "framing")
     assert again.returncode == 1 and "0 passed (0 with warnings), 1 failed" in again.stdout
@@ -195,7 +175,7 @@ def test_check_sets_have_unique_ids_and_cite_rules() -> None:
 async def test_runner_on_both_backends() -> None:
     """The runner is anyio code: a full v2 run and a full v1 run pass on asyncio and on trio."""
     v2 = await run(RunOptions(AGENT.split()))
-    assert v2.version == 2 and {r.id for r in v2.results if r.status != "pass"} == {"auth-methods"}
+    assert v2.version == 2 and {r.id for r in v2.results if r.status != "pass"} == REFERENCE_NOT_APPLICABLE
     v1_agent = [sys.executable, str(ROOT / "tests" / "conformance" / "v1_agent.py")]
     v1_file = load_scenarios(ROOT / "tests" / "conformance" / "v1_agent.toml")
     v1 = await run(RunOptions(v1_agent, scenarios=v1_file))

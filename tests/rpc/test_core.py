@@ -150,12 +150,25 @@ def test_request_with_valid_id_but_bad_fields_is_answered_on_that_id() -> None:
 
 
 @pytest.mark.parametrize(
-    "batch", [[], [{"jsonrpc": "2.0", "method": "x"}], [{"jsonrpc": "2.0", "id": 1, "method": "x"}]]
+    "batch",
+    [
+        [],
+        [{"jsonrpc": "2.0", "id": 1, "method": "x"}],
+        [{"jsonrpc": "2.0", "method": "x"}, {"jsonrpc": "2.0", "id": 2, "method": "x"}],
+        [{"jsonrpc": "2.0", "method": "x"}, 1],
+    ],
 )
 def test_batch_gets_one_invalid_request_and_nothing_runs(batch: list[object]) -> None:
     event = RpcCore[None]().receive(frame(batch))
     assert isinstance(event, ProtocolViolation)
     assert reply_of(event) == {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": "Invalid request"}}
+
+
+def test_a_batch_of_notifications_gets_no_reply_and_nothing_runs() -> None:
+    """Notifications are never answered, in a batch neither (JSON-RPC 2.0; ACP-BATCH-202 of the official kit)."""
+    notes = [{"jsonrpc": "2.0", "method": "x"}, {"jsonrpc": "2.0", "method": "session/cancel", "params": {}}]
+    event = RpcCore[None]().receive(frame(notes))
+    assert isinstance(event, ProtocolViolation) and event.reply is None
 
 
 def test_blank_lines_are_ignored() -> None:

@@ -93,6 +93,10 @@ def _repaired(value: Any) -> Any:
     return value
 
 
+def _notification_shape(value: Any) -> bool:
+    return isinstance(value, dict) and isinstance(value.get("method"), str) and "id" not in value
+
+
 def oracle(frame: bytes, pending: set[Any], in_flight: set[Any]) -> tuple[str, Any, int] | str | None:
     """What the rules say must happen: a reply ("reply", id, code), a dispatched "request", or None."""
     if not frame.strip(b" \t\r"):
@@ -103,6 +107,8 @@ def oracle(frame: bytes, pending: set[Any], in_flight: set[Any]) -> tuple[str, A
         return ("reply", None, -32700)
     value = _repaired(value)  # a lone surrogate escape is read as U+FFFD (issue 26 item 5, rpc/repair.py)
     invalid = ("reply", None, -32600)
+    if isinstance(value, list) and value and all(_notification_shape(v) for v in value):
+        return None  # a batch of notifications only: no reply, as for each of them (nothing in it runs)
     if not isinstance(value, dict):
         return invalid
     rid = value.get("id", "<absent>")

@@ -16,14 +16,18 @@ import anyio
 
 from acp_session.rpc import Connection
 from acp_session.server import DEFAULT_LIMITS, ServerLimits
-from acp_session.transport import stdio_server
+from acp_session.transport import Transport, stdio_server
 
 from . import AGENT_NAME, AGENT_VERSION
+from .batches import BatchingTransport
+from .faults import FaultyWire
+from .mutants import SERVER_MODES, WIRE_MODES
 from .remote_modes import REMOTE_BROKEN_MODES
 from .scenarios import SCENARIOS
 from .server import BROKEN_MODES, AgentOptions, ReferenceAgent
 from .v1_mutant_wire import MutantWire, mutant_wire
 from .v1_mutants import V1_BROKEN_MODES
+from .variants import VariantAgent
 
 __all__ = ["main", "serve"]
 
@@ -81,6 +85,12 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="advertise and serve the Preview methods: session/fork, session/set_title, systemPrompt (append and "
         "override), session/archive, session/unarchive, session/status, auth/status, providers/*",
+    )
+    parser.add_argument(
+        "--all-capabilities",
+        action="store_true",
+        help="on stdio: also advertise and serve image and audio prompts and login methods (an agent one served by "
+        "auth/login, which always succeeds; a terminal one for clients that enable terminal auth)",
     )
     parser.add_argument(
         "--protocol-versions",
@@ -212,15 +222,23 @@ def _caps_given(args: argparse.Namespace) -> bool:
 
 async def serve(options: AgentOptions) -> None:
     """Serve one client on this process's stdin/stdout until it closes the stream."""
-    async with stdio_server() as transport, anyio.create_task_group() as tg:
-        wire = mutant_wire(transport, options.broken)  # the transport itself unless a broken v1 mode is on
+    async with stdio_server() as stdio, anyio.create_task_group() as tg:
+        transport: Transport = stdio
+        if options.broken & WIRE_MODES.keys():
+            transport = FaultyWire(transport, options.broken)
+        # the v1 wire (the transport itself unless a broken v1 mode is on) is the connection's own: the v1 front
+        # queues messages through it
+        wire = mutant_wire(BatchingTransport(transport, options.broken), options.broken)
         async with Connection(wire) as conn:
-            agent = ReferenceAgent(conn, tg, options)
+            variant = options.all_capabilities or options.broken & SERVER_MODES.keys()
+            agent = (VariantAgent if variant else ReferenceAgent)(conn, tg, options)
             if isinstance(wire, MutantWire):
                 wire.active = lambda: agent.v1 is not None
             await conn.wait_closed()
             if agent.v1 is not None and "v1-linger" in options.broken:
                 await anyio.sleep_forever()  # --broken v1-linger: stdin is closed, yet the agent stays
+        if "ignore-stdin-eof" in options.broken:
+            await anyio.sleep_forever()  # a broken variant: only a signal ends it
         tg.cancel_scope.cancel()
 
 
@@ -238,6 +256,7 @@ def main(argv: list[str] | None = None) -> None:
         mcp=mcp,
         preview=args.preview,
         versions=versions,
+        all_capabilities=args.all_capabilities,
     )
     if args.listen is not None:
         _listen(_parser(), args, options)

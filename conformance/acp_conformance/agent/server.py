@@ -64,6 +64,7 @@ from acp_session.schema.unstable import McpAcpCapabilities, McpCapabilities
 from . import AGENT_NAME, AGENT_VERSION, PROTOCOL_VERSION, mcp_client, negotiation
 from .config import apply_config
 from .misbehave import rejection_as_approval
+from .mutants import V2_BROKEN_MODES
 from .preview_methods import PreviewMethods, now, preview_capabilities
 from .scenarios import SCENARIOS, TurnContext, TurnFailed, available_commands, offline_reply, parse_prompt
 from .sessions import HeldPrompt, Session, SessionStore
@@ -83,11 +84,13 @@ BROKEN_MODES: dict[str, str] = {
     "junk-stdout": "write a line of plain text to stdout before serving",
     "ignore-cancel": "ignore session/cancel notifications entirely",
     "boolean-capability": "advertise session.delete as true (v1's boolean encoding) instead of an object marker",
+    **V2_BROKEN_MODES,
     "act-after-reject": "take a permission refused with a reject option for an approval (/edit ask then writes)",
     "edit-unasked": "/edit ask writes its files without asking for permission first",
     "late-version": "fix the negotiated version only once initialize's task runs (a pipelined request gets v2's)",
 }
 PAGE_SIZE = 20
+VENDOR_MARKER = {"acp-reference-agent": {"scenarios": True}}  # capabilities._meta: prompts starting /NAME
 _PERMISSION_ANSWER = decoder(RequestPermissionResponse)
 
 
@@ -103,6 +106,7 @@ class AgentOptions:
     mcp: frozenset[str] = frozenset({"stdio", "http", "acp"})  # MCP transports advertised (with the mcp extra)
     preview: bool = False  # advertise and serve the Preview methods (fork, title, system prompt, ...)
     versions: tuple[int, ...] = negotiation.SUPPORTED_VERSIONS  # the protocol versions spoken, oldest first
+    all_capabilities: bool = False  # image and audio prompts, login methods (variants.VariantAgent)
 
 
 def _mcp_capabilities(offered: frozenset[str]) -> Any:
@@ -236,7 +240,8 @@ class ReferenceAgent(PreviewMethods):
                     delete=SessionDeleteCapabilities(),
                     additional_directories=SessionAdditionalDirectoriesCapabilities(),
                     mcp=_mcp_capabilities(self._mcp_transports()),
-                )
+                ),
+                meta=VENDOR_MARKER,  # a vendor extension goes in _meta (extensibility.mdx, ACP-EXT-202)
             ),
         )
         if self.broken("boolean-capability"):
@@ -293,9 +298,9 @@ class ReferenceAgent(PreviewMethods):
         start = 0
         if isinstance(request.cursor, str):
             prefix, _, number = request.cursor.partition(":")
-            if prefix != "offset" or not number.isdigit() or int(number) > len(sessions):
+            if prefix != "offset" or not number.isdigit():
                 raise InvalidParams(data={"reason": "invalid cursor"})
-            start = int(number)
+            start = int(number)  # past the end when sessions went since (other clients): an empty page
         page = sessions[start : start + PAGE_SIZE]
         more = start + PAGE_SIZE < len(sessions)
         return ListSessionsResponse(

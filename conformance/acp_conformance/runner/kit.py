@@ -99,35 +99,30 @@ _WHY_NOT: dict[int, dict[str, str]] = {
         **_SHARED,
         "ACP-INIT-202": "version-too-old sends the same downgrade probe but follows the v2 schema, which allows "
         "-32022 where the kit requires a success (see Tiers); it maps to no kit id",
-        "ACP-AUTH-206": _NOT_YET,
-        "ACP-AUTH-207": _NOT_YET + " (the runner never advertises terminal auth)",
-        "ACP-AUTH-201": _NOT_YET,
         "ACP-AUTH-203": "not run: auth/logout may revoke the operator's own credentials (the kit needs "
         "--allow-logout too)",
-        "ACP-AUTH-205": _NOT_YET,
-        "ACP-CLIENTCAP-201": _NOT_YET,
-        "ACP-CLIENTCAP-202": _NOT_YET,
-        "ACP-CANCEL-206": _NOT_YET + " (session/cancel is sent without _meta)",
-        "ACP-RESUME-204": _NOT_YET,
-        "ACP-RESUME-205": _NOT_YET,
-        "ACP-CONFIG-203": _NOT_YET,
-        "ACP-CONFIG-206": _NOT_YET,
-        "ACP-ENUM-202": _NOT_YET,
-        "ACP-META-201": _NOT_YET,
-        "ACP-EXT-202": _NOT_YET,
-        "ACP-CANCEL-204": _RECORD_ONLY,
-        "ACP-INFO-CONCURRENT-201": _RECORD_ONLY,
-        "ACP-INFO-CANCEL-201": _RECORD_ONLY,
+        "ACP-RESUME-205": "the current v2 docs let a replay be chunks alone (session-setup.mdx, replay: messages "
+        "'with full content arrays or as chunks'; a chunk appends to its message's content), so no whole-message "
+        "update is required before a chunk: the kit's rule asks more than the text",
+        "ACP-BATCH-205": "a rule for the sender, which matches answers to requests by id (the runner does), and a MAY "
+        "for the agent (any order in the array): nothing of the agent's to judge",
+        "ACP-CANCEL-204": "unobservable: nothing on the wire tells 'stopped as soon as possible' from 'stopped "
+        "eventually' (the kit only records it, never asserts)",
+        "ACP-INFO-CONCURRENT-201": _RECORD_ONLY + " (the docs leave a second prompt while busy to the agent: "
+        "held-prompt-cancel-request notes which way it goes)",
+        "ACP-INFO-CANCEL-201": _RECORD_ONLY + " (unspecified: notifications-unanswered only holds that a "
+        "session/cancel of an idle session gets no answer)",
         "ACP-INFO-CANCEL-202": "cancel-permission warns (ACP2-003, a SHOULD) when the pending request is not "
         "withdrawn with $/cancel_request; the kit only records it",
-        "ACP-BATCH-206": _RECORD_ONLY,
-        "ACP-BATCH-207": _RECORD_ONLY,
-        "ACP-BATCH-208": _RECORD_ONLY + " (a property of the sender)",
-        "ACP-INFO-BATCH-201": _RECORD_ONLY,
-        "ACP-INFO-BATCH-202": _RECORD_ONLY,
-        "ACP-MCP-201": _RECORD_ONLY + " (unsupported-mcp checks the refusal of an unadvertised transport)",
-        "ACP-MCP-202": _RECORD_ONLY,
-        "ACP-EXT-203": _RECORD_ONLY,
+        "ACP-BATCH-206": _RECORD_ONLY + " (a MAY: any order, any parallelism; nothing to judge)",
+        "ACP-BATCH-207": _RECORD_ONLY + " (a MAY of the sender: a client cannot make the agent batch)",
+        "ACP-BATCH-208": _RECORD_ONLY + " (a SHOULD NOT of the sender, not of the agent under test)",
+        "ACP-INFO-BATCH-201": _RECORD_ONLY + " (an invalid-JSON batch line: the SDKs disagree)",
+        "ACP-INFO-BATCH-202": _RECORD_ONLY + " (a batch mixing calls and answers: no text forbids it)",
+        "ACP-MCP-201": _RECORD_ONLY + " (whether the agent can reach a server is its business; unsupported-mcp "
+        "checks the refusal of an unadvertised transport)",
+        "ACP-MCP-202": _RECORD_ONLY + " (as ACP-MCP-201, for HTTP servers)",
+        "ACP-EXT-203": _RECORD_ONLY + " (the schema lets the agent ignore an unknown $/ notification)",
     },
     1: {
         **_SHARED,

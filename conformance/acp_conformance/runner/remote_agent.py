@@ -22,6 +22,7 @@ from typing import Any
 import anyio
 import msgspec
 
+from acp_session.errors import RemoteHttpError
 from acp_session.transport import FrameTransport
 from acp_session.transport.remote import (
     RemoteCertificateError,
@@ -41,6 +42,7 @@ __all__ = [
     "RemoteAgent",
     "connect_probe",
     "connection_lost",
+    "refused_unknown_session",
     "unreachable",
 ]
 
@@ -89,6 +91,15 @@ def connection_lost(agent: object) -> ConnectionLost | None:
         return None
     failure = getattr(agent.transport, "failure", None)
     return None if failure is None else ConnectionLost(agent.rule, failure)
+
+
+def refused_unknown_session(agent: object) -> bool:
+    """Whether ``agent``'s remote connection was ended by an HTTP 404: a Streamable HTTP server refusing a request
+    that names a session it does not know (``Acp-Session-Id``) before its agent could answer it (the official
+    Python SDK 1.0's server does; the request's answer is then not observable, and the transport ends)."""
+    lost = connection_lost(agent)
+    data = getattr(lost.failure, "data", None) if lost is not None else None
+    return isinstance(data, dict) and RemoteHttpError.describes(data) and data["status"] == 404
 
 
 def unreachable(error: BaseException) -> str | None:

@@ -20,9 +20,21 @@ from .probe import Fail, NotApplicable
 
 __all__ = ["REMOTE_ONLY_OVER_STDIO", "RemoteResult", "remote_not_run", "run_remote_checks"]
 
-REMOTE_ONLY_OVER_STDIO = frozenset({"framing", "batch"})
-"""Agent checks of newline framing and batches on the raw pipe: over HTTP and WebSocket the transport's own
-checks (``http-batch``, ``ws-text-frames``) judge what they would."""
+REMOTE_ONLY_OVER_STDIO = frozenset(
+    {
+        "framing",
+        "stdout-utf8",
+        "one-line-messages",
+        "batch-empty",
+        "batch-notifications",
+        "batch-requests",
+        "batch-invalid-entries",
+        "connection-survives",
+        "stdin-eof-exit",
+    }
+)
+"""Agent checks of the raw pipe (newline framing, its encoding, batches, raw bad lines, the end of stdin): over HTTP and
+WebSocket the transport's own checks (``http-batch``, ``ws-text-frames``) judge what they would."""
 
 
 @dataclass

@@ -218,6 +218,7 @@ class _Run:
                 f"initialization.mdx#version-negotiation: offered version {self.offer}, the agent answered "
                 f"{probe.init_result.get('protocolVersion') if probe.init_result else None!r}",
                 rule=True,
+                check="protocol-version",
             )
             return None
         assert version is not None
@@ -272,10 +273,13 @@ class _Run:
         except (Fail, LoginRequired) as exc:
             raise _Startup(f"logging in with {method_id} failed: {exc}") from None
 
-    def fail_startup(self, message: str, *, rule: bool = False) -> None:
+    def fail_startup(self, message: str, *, rule: bool = False, check: str = "initialize") -> None:
+        """Nothing can be checked: ``message`` says why; with ``rule`` it is the agent's fault, reported on ``check``
+        (``initialize`` when the check set has no such check, as v1's has no ``protocol-version``)."""
         self.report.problem = message
         self.select(self.offer if self.report.version is None else self.report.version)
-        first = "initialize" if any(c.id == "initialize" for c in self.checks) else None
+        ids = {c.id for c in self.checks}
+        first = check if check in ids else "initialize" if "initialize" in ids else None
         for c in self.checks:
             if c.id == first and rule:
                 self.results[c.id] = self.result(c, "fail", message, 0.0)

@@ -17,6 +17,7 @@ from . import prompt_turn
 from . import permissions_tools
 from . import cancellation
 from . import close_resume
+from . import client_methods
 from . import config_modes
 from . import errors_extensibility
 from . import background_work
@@ -25,6 +26,7 @@ from . import background_work
 __all__ = [
     "background_work",
     "cancellation",
+    "client_methods",
     "close_resume",
     "config_modes",
     "errors_extensibility",

@@ -1,5 +1,10 @@
-"""Cancellation (v2): ``session/cancel`` and ``$/cancel_request``, for a running turn, a pending permission request
-and prompts held while the session is busy."""
+"""Cancellation (v2): ``session/cancel`` of a running turn (its idle update and stop reason, nothing after it, no
+answer to the notification, ``_meta`` on it), of a pending permission request and of prompts held while the
+session is busy, and ``$/cancel_request``.
+
+The first six share one observation, a ``long_turn`` turn cancelled at its first output, and each judges one
+thing about it, so an agent that gets one thing wrong fails that check alone.
+"""
 
 from __future__ import annotations
 
@@ -7,56 +12,158 @@ from acp_session.schema.types import (
     CancelledPermissionOutcome,
     CancelRequestNotification,
     CancelSessionNotification,
+    ListSessionsRequest,
     RequestPermissionResponse,
 )
 
-from ...frames import OUTPUT_KINDS, Frame
+from ...frames import OUTPUT_KINDS
 from ...outcomes import NotApplicable
 from ...registry import CheckContext, require
-from ..common import late_output, permission_tool_call, scenario_turn_start, texts, tool_call_completed, wait_permission
-from .base import V2, second_prompt
+from ..common import permission_tool_call, scenario_turn_start, texts, tool_call_completed, wait_permission
+from .base import KNOWN_STOP_REASONS, V2, cancelled_turn, idle_after_cancel, second_prompt
 
 __all__ = [
     "cancel_held_prompts",
+    "cancel_not_error",
+    "cancel_nothing_after",
     "cancel_permission",
     "cancel_request_ignored",
+    "cancel_stop_reason",
     "cancel_turn",
+    "cancel_unanswered",
+    "cancel_with_meta",
     "held_prompt_cancel_request",
 ]
 
 
-async def cancel_and_wait_idle(ctx: CheckContext, sid: str, rule: str = "ACP2-093") -> Frame:
-    p = ctx.probe
-    cancel_at = p.mark
-    await p.notify("session/cancel", CancelSessionNotification(session_id=sid))
-    idle = await p.wait_for(p.is_state(sid, "idle"), ctx.wait, cancel_at)
-    require(idle is not None, rule, f"no idle state_update within {ctx.wait:g}s after session/cancel")
-    assert idle is not None
-    return idle
-
-
 @V2(
     "cancel-turn",
-    "session/cancel ends the turn with an idle update carrying stopReason cancelled, and nothing of it after",
+    "session/cancel ends the running turn with an idle update carrying stopReason cancelled",
     "cancellation",
-    ("ACP2-093", "ACP2-046", "ACP2-047", "ACP2-095", "ACP2-096"),
+    ("ACP2-093", "ACP2-046"),
     scenarios=("long_turn",),
 )
 async def cancel_turn(ctx: CheckContext) -> str | None:
-    p = ctx.probe
-    scenario = ctx.scenario("long_turn")
-    sid = await p.new_session(ctx.cwd)
-    await scenario_turn_start(ctx, scenario, sid)
-    idle = await cancel_and_wait_idle(ctx, sid)
-    reason = (idle.update or {}).get("stopReason")
+    cancelled = await cancelled_turn(ctx)
     require(
-        reason == "cancelled",
-        "ACP2-046",
-        f"the idle update after session/cancel has stopReason {reason!r} (if the {scenario.name} turn simply "
-        "ended before the cancel arrived, give it a longer prompt)",
+        cancelled.idle is not None,
+        "ACP2-093",
+        f"no idle state_update within {ctx.wait:g}s after session/cancel",
     )
-    late = await late_output(p, sid, idle.index, OUTPUT_KINDS)
-    require(late is None, "ACP2-096", f"{late.update_kind() if late else ''} sent after the cancelled idle update")
+    require(
+        cancelled.stop_reason == "cancelled",
+        "ACP2-046",
+        f"the idle update after session/cancel has stopReason {cancelled.stop_reason!r} (if the long_turn turn "
+        "simply ended before the cancel arrived, give it a longer prompt)",
+    )
+    return None
+
+
+@V2(
+    "cancel-nothing-after",
+    "nothing of the cancelled turn (output, another state) comes after its idle update",
+    "cancellation",
+    ("ACP2-096", "ACP2-093"),
+    scenarios=("long_turn",),
+)
+async def cancel_nothing_after(ctx: CheckContext) -> str | None:
+    p = ctx.probe
+    cancelled = await cancelled_turn(ctx)
+    idle = idle_after_cancel(cancelled, "cancel-turn")
+    await p.barrier()
+    late = p.find(
+        lambda f: f.session_id == cancelled.sid and (f.update_kind() in OUTPUT_KINDS or f.state() is not None),
+        idle.index + 1,
+    )
+    require(not late, "ACP2-096", f"{late[0].update_kind() if late else ''} sent after the idle update of the cancel")
+    return None
+
+
+@V2(
+    "cancel-not-error",
+    "a cancelled turn does not end as a failure: no error answer, no other known stop reason",
+    "cancellation",
+    ("ACP2-047", "ACP2-095", "prompt-lifecycle.mdx#cancellation"),
+    scenarios=("long_turn",),
+)
+async def cancel_not_error(ctx: CheckContext) -> str | None:
+    p = ctx.probe
+    cancelled = await cancelled_turn(ctx)
+    answer = await p.response(cancelled.prompt_id, ctx.wait, cancelled.start)
+    require(
+        answer is None or answer.error is None,
+        "ACP2-095",
+        f"the cancelled prompt was answered with an error: {answer.error if answer else None}",
+    )
+    idle_after_cancel(cancelled, "cancel-turn")
+    reason = cancelled.stop_reason
+    require(
+        reason == "cancelled" or reason not in KNOWN_STOP_REASONS,
+        "ACP2-047",
+        f"the cancelled turn ended with stopReason {reason!r}: cancellation is reported as cancelled",
+    )
+    return None
+
+
+@V2(
+    "cancel-stop-reason",
+    "the stop reason after session/cancel is not an unknown value without the _ prefix",
+    "cancellation",
+    ("prompt-lifecycle.mdx#stop-reasons", "extensibility.mdx#enum-and-tagged-union-variants"),
+    scenarios=("long_turn",),
+)
+async def cancel_stop_reason(ctx: CheckContext) -> str | None:
+    cancelled = await cancelled_turn(ctx)
+    idle_after_cancel(cancelled, "cancel-turn")
+    reason = cancelled.stop_reason
+    require(
+        reason is None or reason in KNOWN_STOP_REASONS or (isinstance(reason, str) and reason.startswith("_")),
+        "prompt-lifecycle.mdx#stop-reasons",
+        f"stopReason {reason!r} after session/cancel is neither a stop reason of the schema nor _-prefixed",
+    )
+    return None
+
+
+@V2(
+    "cancel-unanswered",
+    "session/cancel, a notification, gets no response",
+    "cancellation",
+    ("schema:CancelSessionNotification", "overview.mdx"),
+    scenarios=("long_turn",),
+)
+async def cancel_unanswered(ctx: CheckContext) -> str | None:
+    p = ctx.probe
+    cancelled = await cancelled_turn(ctx)
+    await p.barrier()
+    stray = p.find(
+        lambda f: (
+            f.is_response and not (isinstance(f.message, dict) and f.message.get("id") in range(1, p.sent_ids + 1))
+        ),
+        cancelled.cancel_at,
+    )
+    require(
+        not stray,
+        "schema:CancelSessionNotification",
+        f"session/cancel was answered: {stray[0].raw[:120]!r}" if stray else "",
+    )
+    return None
+
+
+@V2(
+    "cancel-with-meta",
+    "session/cancel carrying _meta cancels the turn like one without",
+    "cancellation",
+    ("schema:CancelSessionNotification", "ACP2-093"),
+    scenarios=("long_turn",),
+)
+async def cancel_with_meta(ctx: CheckContext) -> str | None:
+    cancelled = await cancelled_turn(ctx, meta={"acp-conformance": {"reason": "user"}})
+    require(
+        cancelled.idle is not None and cancelled.stop_reason == "cancelled",
+        "schema:CancelSessionNotification",
+        f"session/cancel with _meta: no idle update with stopReason cancelled within {ctx.wait:g}s "
+        f"(got {cancelled.stop_reason!r})",
+    )
     return None
 
 
@@ -76,7 +183,10 @@ async def cancel_permission(ctx: CheckContext) -> str | None:
     ask_id = ask.message["id"]
     cancel_at = p.mark
     # The client answers only after the idle update: the agent must not wait for the answer (ACP2-091).
-    idle = await cancel_and_wait_idle(ctx, sid)
+    await p.notify("session/cancel", CancelSessionNotification(session_id=sid))
+    idle = await p.wait_for(p.is_state(sid, "idle"), ctx.wait, cancel_at)
+    require(idle is not None, "ACP2-091", f"no idle state_update within {ctx.wait:g}s after session/cancel")
+    assert idle is not None
     require(
         (idle.update or {}).get("stopReason") == "cancelled",
         "ACP2-046",
@@ -167,6 +277,7 @@ async def cancel_held_prompts(ctx: CheckContext) -> str | None:
         "a prompt held while busy (not inserted) must be answered -32800 when the session is cancelled, got "
         f"{frame.message if frame else 'no response'}",
     )
+    await p.notify("session/cancel", CancelSessionNotification(session_id=sid))  # a prompt it inserted instead
     return None
 
 
@@ -179,7 +290,7 @@ async def cancel_held_prompts(ctx: CheckContext) -> str | None:
 )
 async def cancel_request_ignored(ctx: CheckContext) -> str | None:
     p = ctx.probe
-    answered = await p.call("_acp_conformance/answered", {}, rule="schema:ErrorCode(-32601)")
+    answered = await p.call("session/list", ListSessionsRequest(), rule="session-list.mdx")
     assert answered.message is not None
     mark = p.mark
     answered_id = answered.message["id"]
