@@ -35,12 +35,26 @@ def test_the_doc_has_the_three_examples() -> None:
     assert set(EXAMPLES) == {"sandbox", "persona", "websocket"}
 
 
-async def test_the_sandbox_example_over_a_process_s_pipes(sdk1_agent: list[str], tmp_path: Path) -> None:
-    """The agent's file calls are answered from the sandbox's files, never the host's."""
+SANDBOX_TASKS = (
+    ("/read /work/notes.txt", ("Read: remember the milk", "end_turn")),
+    ("/write /work/out.txt hello sandbox", ("Wrote 13 characters.", "end_turn")),
+    ("/read /work/missing.txt", ("Refused: -32002", "end_turn")),  # ResourceNotFound, as the provider raised it
+)
+
+
+async def test_the_sandbox_example_over_a_process_s_pipes(
+    anyio_backend: str, sdk1_agent: list[str], tmp_path: Path
+) -> None:
+    """The agent's file calls are answered from the sandbox's files, never the host's.
+
+    Each task is one SDK agent process (about a second of CPU to start): the tasks are about the example and the
+    agent, not the event loop, so asyncio runs the two reads and trio the write, and each backend still drives the
+    example over a process's pipes."""
     ns = example("sandbox")
     files = {"/work/notes.txt": "remember the milk"}
+    tasks = SANDBOX_TASKS[0::2] if anyio_backend == "asyncio" else SANDBOX_TASKS[1::2]
     results = []
-    for task in ("/read /work/notes.txt", "/write /work/out.txt hello sandbox", "/read /work/missing.txt"):
+    for task, _ in tasks:
         agent = await anyio.open_process(sdk1_agent, stderr=subprocess.DEVNULL)
         async with agent:
             with anyio.fail_after(30):
@@ -48,12 +62,9 @@ async def test_the_sandbox_example_over_a_process_s_pipes(sdk1_agent: list[str],
                 # A v1 agent, as sandboxed harnesses drive (v2 has no fs/*); only 1 is offered, see the doc.
                 results.append(await ns["solve"](transport, task, str(tmp_path), files, versions=(1,)))
                 await agent.wait()  # the end of its input ended the agent
-    assert results == [
-        ("Read: remember the milk", "end_turn"),
-        ("Wrote 13 characters.", "end_turn"),
-        ("Refused: -32002", "end_turn"),  # ResourceNotFound, as the provider raised it
-    ]
-    assert files == {"/work/notes.txt": "remember the milk", "/work/out.txt": "hello sandbox"}
+    assert results == [expected for _, expected in tasks]
+    wrote = {"/work/out.txt": "hello sandbox"} if anyio_backend == "trio" else {}
+    assert files == {"/work/notes.txt": "remember the milk", **wrote}
     assert not (tmp_path / "out.txt").exists()  # nothing reached the host's file system
 
 

@@ -92,11 +92,15 @@ def test_the_sdk_v2_client_drives_the_reference_agent_over_stdio(sdk1_python: st
     assert code == 0, stderr
 
 
-@pytest.mark.parametrize("backend", ["asyncio", "trio"])
-@pytest.mark.parametrize("scheme", ["http", "ws"])
+@pytest.mark.parametrize(("scheme", "backend"), [("http", "asyncio"), ("ws", "trio")])
 def test_the_sdk_v2_client_over_its_remote_transports(
     sdk1_python: str, start_server: Callable[..., Server], scheme: str, backend: str
 ) -> None:
+    """The official SDK's client (a subprocess) through each of its remote transports to our server.
+
+    ``backend`` is the server's event loop: each transport is driven once, HTTP against an asyncio server and
+    WebSocket against a trio one, so both loops serve the SDK; what the cases show is the SDK's client against the
+    server's protocol handling, which the remote server's own tests run on both loops."""
     server = start_server(backend=backend)
     url = server.url if scheme == "http" else "ws" + server.url.removeprefix("http")
     code, steps, stderr = run_client(sdk1_python, "--url", url, "--step-timeout", "20" if scheme == "ws" else "4")
