@@ -51,39 +51,6 @@ def pytest_configure(config: pytest.Config) -> None:
             compileall.compile_dir(_REPO / package, quiet=2)
 
 
-# The modules that take longest (each runs on one worker under ``--dist loadfile``), slowest first: scheduled
-# before the rest, so the last minutes of a run are the short modules spread over every worker rather than one
-# long module running alone. With ``--no-loadscope-reorder`` (pyproject) the workers take modules in this order;
-# the default would order them by their number of tests, which sends a few long tests (the mutation runs) last.
-SLOW_FIRST = (
-    "tests/conformance/test_remote_conformance.py",
-    "tests/interop/test_py_sdk1_agent.py",
-    "tests/conformance/test_client_mode.py",
-    "tests/conformance/test_mutants_v2_runs_1.py",
-    "tests/conformance/test_mutants_v2_runs_3.py",
-    "tests/conformance/test_v1_mutants.py",
-    "tests/conformance/test_mutants_v2_runs_2.py",
-    "tests/interop/test_v1_interop.py",
-    "tests/cli/test_daily_flags.py",
-    "tests/interop/test_docs_porting.py",
-    "tests/test_examples_and_benchmarks.py",
-    "tests/interop/test_acpx.py",
-    "tests/interop/test_v1_conformance.py",
-    "tests/interop/test_py_sdk1_client.py",
-    "tests/interop/test_py_sdk1_conformance.py",
-    "tests/test_memory_benchmark.py",
-    "tests/cli/test_view_large.py",
-    "tests/cli/test_readme.py",
-)
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The slowest modules first (``SLOW_FIRST``), the rest in their usual order; a module's tests keep theirs."""
-    rank = {path: index for index, path in enumerate(SLOW_FIRST)}
-    last = len(SLOW_FIRST)
-    items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], last))
-
-
 def snapshot_acp_session_folders(folders: dict[str, str] | None = None) -> dict[str, tuple[int, int]]:
     """Every file under each base folder's ``acp-session`` subfolder: path -> (size, mtime in ns); the test run
     must leave this exactly as it found it."""
