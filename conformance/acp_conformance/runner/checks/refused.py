@@ -17,15 +17,16 @@ from typing import Any
 import anyio
 
 from ..frames import Frame
-from ..outcomes import AUTH_REQUIRED, Fail, LoginRequired
+from ..outcomes import AUTH_REQUIRED, Fail, LoginRequired, NotApplicable
 from ..probe import Probe
-from ..registry import CheckContext
+from ..registry import CheckContext, require
 from ..scenarios import Scenario
 from .common import permission_tool_call, tool_call_completed, wait_permission, write_readme
 
 __all__ = [
     "ACTING_KINDS",
     "REFUSAL_SCENARIOS",
+    "judge_permission_asked",
     "refusal_scenario",
     "refused_turn",
     "sandbox_files",
@@ -203,3 +204,14 @@ async def unasked_actions(ctx: CheckContext, scenario: Scenario, sid: str) -> tu
         if asked.get(call, update.index) >= update.index and (blanket is None or blanket >= update.index):
             unasked.append(f"tool call {call!r} ({kinds[call]}) completed without a permission request")
     return len(acting), unasked
+
+
+async def judge_permission_asked(ctx: CheckContext) -> str:
+    """``permission-asked``, either version: the refusal scenario's acting tool calls each asked first."""
+    scenario = refusal_scenario(ctx)
+    sid = await ctx.probe.new_session(ctx.cwd)
+    acting, unasked = await unasked_actions(ctx, scenario, sid)
+    if not acting:
+        raise NotApplicable(f"the {scenario.describe()} scenario completed no edit, delete, move or execute tool call")
+    require(not unasked, "tool-calls.mdx#requesting-permission", "; ".join(unasked))
+    return f"{acting} acting tool call(s), each asked about first"

@@ -8,7 +8,7 @@ from ...frames import Frame
 from ...outcomes import Fail, NotApplicable
 from ...registry import CheckContext, require
 from ..common import allow_option, first_problem, wait_permission, write_readme
-from ..refused import REFUSAL_SCENARIOS, refusal_scenario, refused_turn, unasked_actions
+from ..refused import REFUSAL_SCENARIOS, judge_permission_asked, refusal_scenario, refused_turn
 from .base import V1, decode_problem, require_stop_reason, response_or_fail, schema_problem
 
 __all__ = ["permission_asked", "permission_refused", "permission_request", "plan", "tool_call"]
@@ -147,10 +147,4 @@ async def permission_refused(ctx: CheckContext) -> str | None:
     one_of_scenarios=True,
 )
 async def permission_asked(ctx: CheckContext) -> str | None:
-    scenario = refusal_scenario(ctx)
-    sid = await ctx.probe.new_session(ctx.cwd)
-    acting, unasked = await unasked_actions(ctx, scenario, sid)
-    if not acting:
-        raise NotApplicable(f"the {scenario.describe()} scenario completed no edit, delete, move or execute tool call")
-    require(not unasked, "tool-calls.mdx#requesting-permission", "; ".join(unasked))
-    return f"{acting} acting tool call(s), each asked about first"
+    return await judge_permission_asked(ctx)
