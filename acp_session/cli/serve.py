@@ -22,7 +22,7 @@ from typing import Any
 import anyio
 
 from ..host import DEFAULT_PERMISSION_TIMEOUT, Host, HostEvent, HostOptions
-from ..server import DEFAULT_LIMITS, ServerConfigError, ServerLimits, ServerOptions, parse_address, read_token_file
+from ..server import DEFAULT_LIMITS, ServerConfigError, options_from_flags
 from .exits import EXIT_ERROR, EXIT_USAGE
 from .options import policy_from
 
@@ -150,18 +150,7 @@ def _agent(value: str, args: argparse.Namespace) -> str | list[str]:
 def options_from(args: argparse.Namespace, parser: argparse.ArgumentParser) -> HostOptions:
     """The host's options from the command line; a usage error (exit 2) names what to change."""
     try:
-        limits = ServerLimits(args.max_connections, args.max_pending, args.pending_timeout, args.max_buffered_bytes)
-        host, port = parse_address(args.listen)
-        token = read_token_file(args.token_file) if args.token_file else None
-        server = ServerOptions(
-            host,
-            port,
-            token=token,
-            tls_cert=args.tls_cert,
-            tls_key=args.tls_key,
-            allow_origins=tuple(args.allow_origin),
-            limits=limits,
-        )
+        server = options_from_flags(args)
         args.cwd = os.getcwd()
         policy = policy_from(args)
         return HostOptions(

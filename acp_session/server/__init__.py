@@ -16,7 +16,7 @@ from .driver import GRACEFUL_SECONDS, Server, open_server, serve
 from .errors import ServeExtraMissing, ServerConfigError
 from .hooks import ServerHooks
 from .limits import DEFAULT_LIMITS, ServerLimits
-from .options import ServerOptions, parse_address
+from .options import ServerOptions, limits_from_flags, options_from_flags, parse_address
 from .origins import OriginPolicy, is_loopback_host
 
 __all__ = [
@@ -40,6 +40,8 @@ __all__ = [
     "generate_token",
     "is_loopback_host",
     "open_server",
+    "limits_from_flags",
+    "options_from_flags",
     "parse_address",
     "read_token_file",
     "serve",

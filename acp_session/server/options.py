@@ -8,14 +8,15 @@ allowed (``origins``), and the caps of ``limits`` apply.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
-from .auth import check_token
+from .auth import check_token, read_token_file
 from .errors import ServerConfigError
 from .hooks import ServerHooks
 from .limits import DEFAULT_LIMITS, ServerLimits
 from .origins import OriginPolicy, is_loopback_host
 
-__all__ = ["ServerOptions", "parse_address"]
+__all__ = ["ServerOptions", "limits_from_flags", "options_from_flags", "parse_address"]
 
 
 def parse_address(text: str) -> tuple[str, int]:
@@ -79,3 +80,26 @@ class ServerOptions:
     def origin_policy(self) -> OriginPolicy:
         """The origins this server accepts (``OriginPolicy.for_listening``)."""
         return OriginPolicy.for_listening(self.host, self.allow_origins)
+
+
+def limits_from_flags(flags: Any) -> ServerLimits:
+    """``ServerLimits`` from a command line's ``--max-connections``, ``--max-pending``, ``--pending-timeout`` and
+    ``--max-buffered-bytes`` (parsed: ``flags.max_connections``, ...)."""
+    return ServerLimits(flags.max_connections, flags.max_pending, flags.pending_timeout, flags.max_buffered_bytes)
+
+
+def options_from_flags(flags: Any, **extra: Any) -> ServerOptions:
+    """``ServerOptions`` from the flags that ``acp-session serve`` and ``acp-reference-agent --listen`` share
+    (parsed: ``flags.listen``, ``token_file``, ``tls_cert``, ``tls_key``, ``allow_origin`` and the limits'),
+    with ``extra`` for the other fields; ``ServerConfigError`` names what to change."""
+    host, port = parse_address(flags.listen)
+    return ServerOptions(
+        host,
+        port,
+        token=read_token_file(flags.token_file) if flags.token_file else None,
+        tls_cert=flags.tls_cert,
+        tls_key=flags.tls_key,
+        allow_origins=tuple(flags.allow_origin),
+        limits=limits_from_flags(flags),
+        **extra,
+    )

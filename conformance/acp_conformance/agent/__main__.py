@@ -15,7 +15,7 @@ from typing import Any
 import anyio
 
 from acp_session.rpc import Connection
-from acp_session.server import DEFAULT_LIMITS, ServerLimits
+from acp_session.server import DEFAULT_LIMITS, limits_from_flags
 from acp_session.transport import Transport, stdio_server
 
 from . import AGENT_NAME, AGENT_VERSION
@@ -182,24 +182,15 @@ def _positive(kind: Callable[[str], float]) -> Callable[[str], Any]:
 
 
 def _listen(parser: argparse.ArgumentParser, args: argparse.Namespace, options: AgentOptions) -> None:
-    from acp_session.server import ServeExtraMissing, ServerConfigError, ServerOptions, parse_address, read_token_file
+    from acp_session.server import ServeExtraMissing, ServerConfigError, options_from_flags
 
     from .listen import serve_listening
     from .remote_modes import hooks_for
 
     try:
-        limits = ServerLimits(args.max_connections, args.max_pending, args.pending_timeout, args.max_buffered_bytes)
-        host, port = parse_address(args.listen)
-        token = read_token_file(args.token_file) if args.token_file else None
-        listen = ServerOptions(
-            host,
-            port,
-            token=token,
-            tls_cert=args.tls_cert,
-            tls_key=args.tls_key,
-            allow_origins=tuple(args.allow_origin),
+        listen = options_from_flags(
+            args,
             require_cookie=args.require_cookie,
-            limits=limits,
             hooks=hooks_for(options.broken),
         )
     except ServerConfigError as exc:  # checked before anything starts, each with what to change
@@ -216,8 +207,7 @@ def _listen(parser: argparse.ArgumentParser, args: argparse.Namespace, options: 
 
 
 def _caps_given(args: argparse.Namespace) -> bool:
-    given = ServerLimits(args.max_connections, args.max_pending, args.pending_timeout, args.max_buffered_bytes)
-    return given != DEFAULT_LIMITS
+    return limits_from_flags(args) != DEFAULT_LIMITS
 
 
 async def serve(options: AgentOptions) -> None:
