@@ -17,6 +17,7 @@ from ...schema import types as m
 from ...schema import unstable as mu
 from ...schema.v1.types import STOP_REASON_VALUES
 from ..base import V1_DIFF_META
+from .convert import content_block_to_v1
 
 __all__ = ["V1UpdateMapper", "config_options_to_v1", "permission_request_to_v1", "stop_reason_to_v1"]
 
@@ -29,17 +30,10 @@ _TOOL_FIELDS = ("title", "kind", "status", "locations", "rawInput", "rawOutput",
 _META_ONLY = {V1_DIFF_META}
 
 
-def _block(block: Any) -> Any:
-    plain = to_builtins(block)
-    if isinstance(plain, dict):
-        plain.pop("icons", None)  # resource links' icons are v2's only
-    return plain
-
-
 def _content_item(item: Any) -> list[Any]:
     """One model tool-call content item as v1 items (none for what v1 cannot carry)."""
     if isinstance(item, m.Content):
-        return [{"type": "content", "content": _block(item.content)}]
+        return [{"type": "content", "content": content_block_to_v1(item.content)}]
     if isinstance(item, m.Terminal):
         return [{"type": "terminal", "terminalId": item.terminal_id}]
     if isinstance(item, m.Diff):
@@ -123,11 +117,11 @@ class V1UpdateMapper:
         in a replay (``session/load``): a live v1 turn does not echo the prompt."""
         tag = _CHUNKS.get(type(update))
         if tag is not None:
-            out: dict[str, Any] = {"sessionUpdate": tag, "content": _block(update.content)}
+            out: dict[str, Any] = {"sessionUpdate": tag, "content": content_block_to_v1(update.content)}
             return [out]
         if isinstance(update, m.AgentMessage) or (isinstance(update, m.UserMessage) and replay):
             tag = "agent_message_chunk" if isinstance(update, m.AgentMessage) else "user_message_chunk"
-            return [{"sessionUpdate": tag, "content": _block(b)} for b in update.content or []]
+            return [{"sessionUpdate": tag, "content": content_block_to_v1(b)} for b in update.content or []]
         if isinstance(update, m.ToolCallUpdated):
             return [self._tool_call(update)]
         if isinstance(update, m.ToolCallContentChunk):

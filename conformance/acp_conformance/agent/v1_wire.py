@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from acp_session.codec import to_builtins
+from acp_session.protocol.v1.convert import content_block_to_v1
 from acp_session.schema import types as m
 from acp_session.schema import unstable as mu
 
@@ -32,17 +33,10 @@ _WHOLE = {m.AgentMessage: "agent_message_chunk", m.UserMessage: "user_message_ch
 _TOOL_FIELDS = ("title", "name", "kind", "status", "locations", "rawInput", "rawOutput", "_meta")
 
 
-def _block(block: Any) -> Any:
-    plain = to_builtins(block)
-    if isinstance(plain, dict):
-        plain.pop("icons", None)  # resource links' icons are v2's only
-    return plain
-
-
 def _tool_content(item: Any) -> list[Any]:
     """One model tool-call content item as v1 items (a multi-file diff becomes one diff per file)."""
     if isinstance(item, m.Content):
-        return [{"type": "content", "content": _block(item.content)}]
+        return [{"type": "content", "content": content_block_to_v1(item.content)}]
     if isinstance(item, m.Terminal):
         return [{"type": "terminal", "terminalId": item.terminal_id}]
     if isinstance(item, m.Diff):
@@ -104,10 +98,10 @@ class UpdateMapper:
         only sent when replaying a history (``session/load``): a v1 turn does not echo the prompt."""
         if isinstance(update, (m.AgentMessageChunk, m.AgentThoughtChunk, m.UserMessageChunk)):
             tag = next(tag for chunk_type, tag in _CHUNKS.items() if isinstance(update, chunk_type))
-            return [{"sessionUpdate": tag, "content": _block(update.content)}]
+            return [{"sessionUpdate": tag, "content": content_block_to_v1(update.content)}]
         if isinstance(update, m.AgentMessage) or (isinstance(update, m.UserMessage) and replay):
             tag = _WHOLE[m.AgentMessage if isinstance(update, m.AgentMessage) else m.UserMessage]
-            return [{"sessionUpdate": tag, "content": _block(b)} for b in update.content or []]
+            return [{"sessionUpdate": tag, "content": content_block_to_v1(b)} for b in update.content or []]
         if isinstance(update, m.ToolCallUpdated):
             return [self._tool_call(update)]
         if isinstance(update, m.ToolCallContentChunk):
