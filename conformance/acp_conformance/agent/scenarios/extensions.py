@@ -91,7 +91,7 @@ async def mcp(ctx: TurnContext) -> str | None:
     return "end_turn"
 
 
-@scenario("elicit", "Ask the user a question through the client's form elicitation (v1), when the client offers it")
+@scenario("elicit", "Ask the user a question through the client's form elicitation, when the client offers it")
 async def elicit(ctx: TurnContext) -> str | None:
     schema = {
         "type": "object",
