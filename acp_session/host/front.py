@@ -174,19 +174,16 @@ class ClientFront:
     # -- connection ------------------------------------------------------------------------------------
 
     async def initialize(self, params: Any) -> Any:
-        """v2 for a client that offers 2 or more; v1 for one that offers 1, when the agent speaks 1 (read the
-        version before the shape: a v1 offer is not a valid v2 request)."""
+        """v2 for a client that offers 2 or more; v1 for one that offers 1, whatever the agent speaks (the host keeps
+        sessions in the model's words and says them again in v1's: ``v1_front``). The version is read before the
+        shape: a v1 offer is not a valid v2 request."""
         offered = params.get("protocolVersion") if isinstance(params, dict) else None
         if not isinstance(offered, int) or isinstance(offered, bool):
             raise InvalidParams(data={"reason": "protocolVersion must be an integer", "supportedVersions": [1, 2]})
+        if offered < 1:
+            raise UnsupportedProtocolVersion(data={"supported": [1, 2], "requested": offered})
         if offered < 2:
             self.elicitation = elicitation_modes(params.get("clientCapabilities"))
-            if self.host.client.protocol.version != 1:
-                raise UnsupportedProtocolVersion(
-                    message="Unsupported protocol version: this host serves protocol version 1 clients only when "
-                    "its agent speaks version 1 (this agent speaks version 2)",
-                    data={"supported": [2], "requested": offered},
-                )
             from .v1_front import V1Wire
 
             self.v1 = V1Wire(self)

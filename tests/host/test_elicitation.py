@@ -213,3 +213,22 @@ async def test_without_elicitation_the_agent_is_not_offered_it(
             reply = await conversation.chat_to_completion("/elicit")
     assert reply.text == "This client offers no form elicitation, so I did not ask."
     assert not asked.requests
+
+
+@pytest.mark.parametrize("profile", ["http", "ws"])
+async def test_a_v1_client_is_asked_a_v2_agents_elicitation(
+    start_host: Callable[..., Host], tmp_path: Path, profile: str, anyio_backend: str
+) -> None:
+    """A client that offers only protocol version 1 (form elicitation in its ``clientCapabilities``), served with
+    the agent speaking version 2: asked in the shape both versions share, its answer reaches the agent."""
+    host = start_host(backend=anyio_backend)
+    assert host.wait_for("agent_started")["protocolVersion"] == 2
+    asked = Asked()
+    with anyio.fail_after(60):
+        async with _client(asked).protocol_versions(1).connect_url(_url(host, profile)) as client:
+            assert client.protocol.version == 1
+            conversation = await client.start_conversation(str(tmp_path))
+            reply = await conversation.chat_to_completion("/elicit")
+    assert reply.stop_reason == "end_turn" and reply.text == _answered("accept")
+    [request] = asked.requests
+    assert isinstance(request, ElicitationFormMode) and request.message == QUESTION
