@@ -21,10 +21,12 @@ import pytest
 
 from acp_session import ClientBuilder, Conversation
 from acp_session.schema.types import (
+    CompleteElicitationNotification,
     CreateElicitationRequest,
     ElicitationAcceptAction,
     ElicitationDeclineAction,
     ElicitationFormMode,
+    ElicitationUrlMode,
     StateUpdate,
     UnknownCreateElicitationResponse,
     UpdateSessionNotification,
@@ -232,3 +234,40 @@ async def test_a_v1_client_is_asked_a_v2_agents_elicitation(
     assert reply.stop_reason == "end_turn" and reply.text == _answered("accept")
     [request] = asked.requests
     assert isinstance(request, ElicitationFormMode) and request.message == QUESTION
+
+
+@pytest.mark.parametrize("profile", ["http", "ws"])
+async def test_a_url_elicitation_and_its_completion_reach_the_clients_that_take_urls(
+    start_host: Callable[..., Host], tmp_path: Path, profile: str, anyio_backend: str
+) -> None:
+    """``/elicit url``: the URL elicitation goes to the client that offers URL mode (not to the one that offers
+    only forms), and the agent's ``elicitation/complete`` for it reaches that client."""
+    host = start_host(backend=anyio_backend)
+    url = _url(host, profile)
+    cwd = str(tmp_path)
+    urls, forms = Asked(), Asked()
+    completed: list[CompleteElicitationNotification] = []
+    done = anyio.Event()
+
+    def on_complete(note: CompleteElicitationNotification) -> None:
+        completed.append(note)
+        done.set()
+
+    taking_urls = ClientBuilder("elicit-url", "1.0").on_elicitation(urls, modes=("url",))
+    with anyio.fail_after(60):
+        async with (
+            taking_urls.on_elicitation_complete(on_complete).connect_url(url) as one,
+            _client(forms).connect_url(url) as two,
+        ):
+            conversation = await one.start_conversation(cwd)
+            session_id = conversation.session_id
+            assert session_id is not None
+            await Conversation.resume(two, session_id, cwd, replay_from=None)
+            reply = await conversation.chat_to_completion("/elicit url")
+            assert reply.text == _answered("accept")
+            await done.wait()
+    [request] = urls.requests
+    assert isinstance(request, ElicitationUrlMode) and request.url == "https://example.invalid/sign-in"
+    assert [note.elicitation_id for note in completed] == [request.elicitation_id]
+    assert not forms.requests
+    assert host.wait_for("elicitation_asked", sessionId=session_id)["mode"] == "url"

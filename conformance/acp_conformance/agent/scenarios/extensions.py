@@ -91,20 +91,29 @@ async def mcp(ctx: TurnContext) -> str | None:
     return "end_turn"
 
 
-@scenario("elicit", "Ask the user a question through the client's form elicitation, when the client offers it")
+@scenario(
+    "elicit",
+    "Ask the user a question through the client's form elicitation, when the client offers it (argument url: send "
+    "the user to a page through URL elicitation, v2)",
+)
 async def elicit(ctx: TurnContext) -> str | None:
     schema = {
         "type": "object",
         "properties": {"name": {"type": "string", "title": "A name for this session"}},
         "required": ["name"],
     }
+    url = ctx.args == "url"
     try:
-        answer = await ctx.workspace.elicit("What should I call this session?", schema)
+        if url:
+            answer = await ctx.workspace.elicit_url("Sign in to continue", "https://example.invalid/sign-in")
+        else:
+            answer = await ctx.workspace.elicit("What should I call this session?", schema)
     except WorkspaceError as exc:
         await ctx.say(f"Asking you failed: {exc}", words=False)
         return "end_turn"
     if answer is None:
-        await ctx.say("This client offers no form elicitation, so I did not ask.", words=False)
+        mode = "URL" if url else "form"
+        await ctx.say(f"This client offers no {mode} elicitation, so I did not ask.", words=False)
     else:
         await ctx.say(f"You answered the question with {answer.get('action')!r}.", words=False)
     return "end_turn"
