@@ -32,7 +32,7 @@ from acp_session.schema.types import (
     UpdateSessionNotification,
 )
 
-from .conftest import Host
+from .conftest import REFERENCE_AGENT, Host
 
 pytestmark = pytest.mark.anyio
 
@@ -271,3 +271,20 @@ async def test_a_url_elicitation_and_its_completion_reach_the_clients_that_take_
     assert [note.elicitation_id for note in completed] == [request.elicitation_id]
     assert not forms.requests
     assert host.wait_for("elicitation_asked", sessionId=session_id)["mode"] == "url"
+
+
+async def test_a_v1_agents_elicitation_reaches_a_v2_client(
+    start_host: Callable[..., Host], tmp_path: Path, anyio_backend: str
+) -> None:
+    """The host offers elicitation to a version 1 agent too (the library's adapter reads its request into the
+    model's words): the reference agent speaking only version 1 asks, a version 2 client answers."""
+    host = start_host(agent=f"{REFERENCE_AGENT} --protocol-versions 1", backend=anyio_backend)
+    assert host.wait_for("agent_started")["protocolVersion"] == 1
+    asked = Asked()
+    with anyio.fail_after(60):
+        async with _client(asked).connect_url(host.url) as client:
+            conversation = await client.start_conversation(str(tmp_path))
+            reply = await conversation.chat_to_completion("/elicit")
+    assert reply.text == _answered("accept")
+    [request] = asked.requests
+    assert isinstance(request, ElicitationFormMode) and request.session_id == conversation.session_id
