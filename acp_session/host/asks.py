@@ -5,8 +5,8 @@ whose log keeps the child. It is asked of every client attached to that session 
 (``front.ClientFront.can_answer``), in the session's feed after the updates that came before it, and of each such
 client that attaches while it waits. The first answer wins; the other clients' requests are withdrawn
 (``$/cancel_request``). After ``permission_timeout`` without an answer: the policy for a permission request
-(cancelled unless ``HostOptions.policy`` approves or rejects), the ``cancel`` action for an elicitation (nobody
-saw it, so nobody declined it).
+(cancelled unless ``HostOptions.policy`` approves or rejects), for an elicitation the ``cancel`` action (nobody
+saw it, so nobody declined it), or ``decline`` when the policy rejects what it does not know (``--deny-all``).
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from ..schema.types import (
     CreateElicitationRequest,
     CreateElicitationResponse,
     ElicitationCancelAction,
+    ElicitationDeclineAction,
     ElicitationUrlMode,
     RequestPermissionRequest,
     RequestPermissionResponse,
@@ -119,7 +120,11 @@ class Asks:
             action = struct_tag(answer) or "other"
             self.host.emit("elicitation_answered", session.session_id, str(ask.answered_by), action=action)
             return answer
-        self.host.emit("elicitation_answered", session.session_id, None, by="timeout", action="cancel")
+        policy = self.host.options.policy
+        if policy is not None and policy.default == "deny":  # the operator refuses what nobody answered
+            self.host.emit("elicitation_answered", session.session_id, None, by="policy", action="decline")
+            return ElicitationDeclineAction()
+        self.host.emit("elicitation_answered", session.session_id, None, by="policy", action="cancel")
         return ElicitationCancelAction()
 
     def on_elicitation_complete(self, note: CompleteElicitationNotification) -> None:

@@ -178,7 +178,20 @@ async def test_an_elicitation_nobody_answers_in_time_is_cancelled(
             reply = await conversation.chat_to_completion("/elicit")
     assert reply.text == _answered("cancel")
     answered = host.wait_for("elicitation_answered", sessionId=conversation.session_id)
-    assert answered["by"] == "timeout" and answered["action"] == "cancel"
+    assert answered["by"] == "policy" and answered["action"] == "cancel"
+
+
+async def test_an_elicitation_nobody_answers_is_declined_under_deny_all(
+    start_host: Callable[..., Host], tmp_path: Path, anyio_backend: str
+) -> None:
+    host = start_host("--permission-timeout", "0.5", "--deny-all", backend=anyio_backend)
+    with anyio.fail_after(60):
+        async with _client(None).connect_url(host.url) as client:
+            conversation = await client.start_conversation(str(tmp_path))
+            reply = await conversation.chat_to_completion("/elicit")
+    assert reply.text == _answered("decline")
+    answered = host.wait_for("elicitation_answered", sessionId=conversation.session_id)
+    assert answered["by"] == "policy" and answered["action"] == "decline"
 
 
 async def test_a_cancelled_turn_withdraws_its_elicitation_from_the_clients(
