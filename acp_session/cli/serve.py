@@ -116,7 +116,15 @@ def _parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         type=_number(float, zero=True),
         default=DEFAULT_PERMISSION_TIMEOUT,
-        help=f"how long a permission request waits for a client's answer (default {DEFAULT_PERMISSION_TIMEOUT:g})",
+        help=f"how long a permission request or an elicitation waits for a client's answer (default "
+        f"{DEFAULT_PERMISSION_TIMEOUT:g}; an elicitation then gets the cancel action)",
+    )
+    parser.add_argument(
+        "--no-elicitation",
+        dest="elicitation",
+        action="store_false",
+        help="do not offer the agent elicitation (by default form and URL elicitations are relayed to the "
+        "clients that offer the mode)",
     )
     caps = DEFAULT_LIMITS
     parser.add_argument("--max-connections", type=_number(int), default=caps.max_connections, metavar="N")
@@ -162,6 +170,7 @@ def options_from(args: argparse.Namespace, parser: argparse.ArgumentParser) -> H
             allow_terminal=args.allow_terminal,
             policy=policy,
             permission_timeout=args.permission_timeout,
+            elicitation=args.elicitation,
             restart_attempts=args.restart_attempts,
             instrument=args.otel,
         )

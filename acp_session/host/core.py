@@ -17,13 +17,17 @@ from ..schema.types import SessionInfoUpdate, StateUpdate
 __all__ = [
     "DEFAULT_MAX_LOG_BYTES",
     "DEFAULT_MAX_LOG_ENTRIES",
+    "ELICITATION_METHOD",
     "HOST_META",
+    "PERMISSION_METHOD",
     "HostSession",
     "SUBAGENT_KINDS",
     "PermissionAsk",
     "TurnState",
     "UpdateLog",
+    "elicitation_mode",
     "is_subagent_kind",
+    "struct_tag",
 ]
 
 H = TypeVar("H")
@@ -43,6 +47,20 @@ DEFAULT_MAX_LOG_BYTES = 64 * 1024 * 1024
 
 TurnState = Literal["idle", "running", "requires_action"]
 _TURN_STATES: dict[str, TurnState] = {"idle": "idle", "running": "running", "requires_action": "requires_action"}
+
+
+def struct_tag(value: Any) -> str | None:
+    """A tagged struct's tag (an elicitation's ``mode``, an answer's ``action``); a raw unknown one's too."""
+    tag = getattr(getattr(type(value), "__struct_config__", None), "tag", None)
+    if not isinstance(tag, str) and isinstance(value, dict):
+        tag = value.get("action", value.get("mode"))
+    return tag if isinstance(tag, str) else None
+
+
+def elicitation_mode(request: Any) -> str | None:
+    """``form`` or ``url`` (the modes a client may offer), or None for a mode this library does not know."""
+    mode = struct_tag(request)
+    return mode if mode in ("form", "url") else None
 
 
 def is_subagent_kind(update: Any) -> bool:
@@ -129,13 +147,32 @@ class UpdateLog:
         return out, last
 
 
-class PermissionAsk(Generic[H]):
-    """One permission request of the agent, asked of every client attached to its session: each client's
-    request is a handle ``H`` (the driver's pending request). The first answer wins; the others are withdrawn."""
+PERMISSION_METHOD = "session/request_permission"
+ELICITATION_METHOD = "elicitation/create"
 
-    def __init__(self, request: Any, asked_at: float | None = None) -> None:
+
+class PermissionAsk(Generic[H]):
+    """One interactive request of the agent (a permission request, or an ``elicitation/create``: ``method``),
+    asked of every client attached to its session that can answer it: each client's request is a handle ``H``
+    (the driver's pending request). The first answer wins; the others are withdrawn.
+
+    ``session_id`` is the host's session the request belongs to: the request's own session, or for a subagent's
+    request (``subagent``) the root session whose log keeps the child."""
+
+    def __init__(
+        self,
+        request: Any,
+        asked_at: float | None = None,
+        *,
+        session_id: str | None = None,
+        method: str = PERMISSION_METHOD,
+        subagent: bool = False,
+    ) -> None:
         self.request = request
         self.asked_at = time.monotonic() if asked_at is None else asked_at
+        self.session_id: str = session_id if session_id is not None else getattr(request, "session_id", "")
+        self.method = method
+        self.subagent = subagent
         self._asked: dict[Hashable, H] = {}
         self.answer: Any = None
         self.answered_by: Hashable | None = None

@@ -1,6 +1,6 @@
 """What a host tells its operator: one ``HostEvent`` per client attached or gone, session made or resumed, turn
-started or ended, permission asked or answered, agent (re)started. ``acp-session serve`` prints each as a line
-(``line``) or a JSON object (``record``); a library host hands them to its ``on_event`` callback."""
+started or ended, permission or elicitation asked or answered, agent (re)started. ``acp-session serve`` prints each
+as a line (``line``) or a JSON object (``record``); a library host hands them to its ``on_event`` callback."""
 
 from __future__ import annotations
 
@@ -27,6 +27,8 @@ EventKind = Literal[
     "turn_ended",
     "permission_asked",
     "permission_answered",
+    "elicitation_asked",
+    "elicitation_answered",
 ]
 
 

@@ -10,6 +10,7 @@ client, for the sessions this connection is attached to.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Callable, Hashable
 from typing import TYPE_CHECKING, Any, Protocol
@@ -19,7 +20,7 @@ import msgspec
 from anyio.abc import TaskGroup
 
 from .._version import __version__
-from ..codec import convert, decoder
+from ..codec import convert, decoder, to_builtins
 from ..errors import (
     ConnectionClosed,
     InvalidParams,
@@ -37,6 +38,7 @@ from ..schema.types import (
     CancelSessionNotification,
     CloseSessionRequest,
     CloseSessionResponse,
+    CreateElicitationResponse,
     DeleteSessionRequest,
     DeleteSessionResponse,
     InitializeRequest,
@@ -55,7 +57,7 @@ from ..schema.types import (
     UpdateSessionNotification,
 )
 from ..server import IncomingConnection
-from .core import HOST_META, HostSession, PermissionAsk, ordered
+from .core import ELICITATION_METHOD, HOST_META, HostSession, PermissionAsk, elicitation_mode, ordered
 from .tracing import Handled
 
 if TYPE_CHECKING:
@@ -68,6 +70,7 @@ __all__ = ["HOST_META", "ClientFront", "ServingHost", "serve_client"]
 
 _log = logging.getLogger("acp_session.host")
 _PERMISSION = decoder(RequestPermissionResponse)
+_ELICITATION = decoder(CreateElicitationResponse)
 _GONE = (ConnectionClosed, anyio.BrokenResourceError, anyio.ClosedResourceError)
 PAGE_SIZE = 100
 _HANDLED = {
@@ -92,6 +95,8 @@ class ServingHost(Protocol):
 
     def session(self, session_id: str) -> HostSession: ...
 
+    def root_of(self, session_id: str) -> HostSession | None: ...
+
     def emit(
         self, kind: EventKind, session_id: str | None = None, client: str | None = None, **detail: Any
     ) -> None: ...
@@ -108,13 +113,13 @@ class ServingHost(Protocol):
 
     async def prompt(self, session: HostSession, params: Any, client: str) -> Any: ...
 
-    async def cancel(self, session: HostSession) -> None: ...
+    async def cancel(self, session: HostSession, session_id: str | None = None) -> None: ...
 
     async def delete_session(self, session_id: str) -> None: ...
 
     async def give_mcp_servers(self, session: HostSession, servers: Any) -> None: ...
 
-    def answered(self, ask: PermissionAsk[Any], client: Hashable, answer: RequestPermissionResponse) -> None: ...
+    def answered(self, ask: PermissionAsk[Any], client: Hashable, answer: Any) -> None: ...
 
 
 async def serve_client(host: ServingHost, incoming: IncomingConnection) -> None:
@@ -143,6 +148,8 @@ class ClientFront:
         self._feeds: dict[str, anyio.CancelScope] = {}
         self.subagents = False
         """The client asked for subagent (child session) updates (``asks_for_subagents``); others get none."""
+        self.elicitation: frozenset[str] = frozenset()
+        """The elicitation modes the client offers (``form``, ``url``): the agent's elicitations it is asked."""
         self._reach: dict[str, int] = {}
         """Per attached session, the newest update this connection's feed holds (sent or about to be)."""
         self.v1: V1Wire | None = None
@@ -167,18 +174,16 @@ class ClientFront:
     # -- connection ------------------------------------------------------------------------------------
 
     async def initialize(self, params: Any) -> Any:
-        """v2 for a client that offers 2 or more; v1 for one that offers 1, when the agent speaks 1 (read the
-        version before the shape: a v1 offer is not a valid v2 request)."""
+        """v2 for a client that offers 2 or more; v1 for one that offers 1, whatever the agent speaks (the host keeps
+        sessions in the model's words and says them again in v1's: ``v1_front``). The version is read before the
+        shape: a v1 offer is not a valid v2 request."""
         offered = params.get("protocolVersion") if isinstance(params, dict) else None
         if not isinstance(offered, int) or isinstance(offered, bool):
             raise InvalidParams(data={"reason": "protocolVersion must be an integer", "supportedVersions": [1, 2]})
+        if offered < 1:
+            raise UnsupportedProtocolVersion(data={"supported": [1, 2], "requested": offered})
         if offered < 2:
-            if self.host.client.protocol.version != 1:
-                raise UnsupportedProtocolVersion(
-                    message="Unsupported protocol version: this host serves protocol version 1 clients only when "
-                    "its agent speaks version 1 (this agent speaks version 2)",
-                    data={"supported": [2], "requested": offered},
-                )
+            self.elicitation = elicitation_modes(params.get("clientCapabilities"))
             from .v1_front import V1Wire
 
             self.v1 = V1Wire(self)
@@ -188,6 +193,7 @@ class ClientFront:
         except (msgspec.ValidationError, TypeError) as exc:
             raise InvalidParams(data={"reason": f"not a v2 initialize request: {exc}"}) from None
         self.subagents = asks_for_subagents(params.get("capabilities"))
+        self.elicitation = elicitation_modes(params.get("capabilities"))
         agent = self.host.client.agent.initialize_response
         assert agent is not None
         caps = agent.capabilities if isinstance(agent.capabilities, AgentCapabilities) else AgentCapabilities()
@@ -367,11 +373,20 @@ class ClientFront:
 
     # -- permissions -----------------------------------------------------------------------------------
 
+    def can_answer(self, ask: PermissionAsk[Any]) -> bool:
+        """Whether this client is asked ``ask``: a subagent's request only when the client asked for subagents
+        (it knows the child, and over Streamable HTTP reads the child's stream, where the request goes); an
+        elicitation only in a mode the client offers."""
+        if ask.subagent and (not self.subagents or self.v1 is not None):
+            return False
+        if ask.method == ELICITATION_METHOD:
+            return elicitation_mode(ask.request) in self.elicitation
+        return True
+
     def ask_permission(self, ask: PermissionAsk[Any]) -> None:
-        """Ask this client (in the session's feed, after the updates so far)."""
-        request = ask.request
-        sid = request.session_id
-        if sid not in self._feeds:
+        """Ask this client (in the session's feed, after the updates so far), when it can answer."""
+        sid = ask.session_id
+        if sid not in self._feeds or not self.can_answer(ask):
             return
         session = self.host.sessions.get(sid)
         after = session.log.last_seq if session is not None else 0
@@ -379,29 +394,45 @@ class ClientFront:
         self.host.wake(sid)
 
     def _send_ask(self, ask: PermissionAsk[Any]) -> None:
-        if ask.settled or ask.asked(self.key):
+        if ask.settled or ask.asked(self.key) or not self.can_answer(ask):
             return
         try:
             request: Any = ask.request
-            if self.v1 is not None:
-                request = self.v1.permission_request(request)
-            handle = self.host.tracing.asking(
-                ask, self.key, lambda: self.rpc.request("session/request_permission", request, decode=_PERMISSION)
-            )
+            if ask.method == ELICITATION_METHOD:  # the same shape in both versions
+                plain = to_builtins(request)
+                handle: Any = self.rpc.request(ELICITATION_METHOD, plain, decode=_ELICITATION)
+            else:
+                if self.v1 is not None:
+                    request = self.v1.permission_request(request)
+                handle = self.host.tracing.asking(
+                    ask, self.key, lambda: self.rpc.request("session/request_permission", request, decode=_PERMISSION)
+                )
         except _GONE:
             return
         ask.ask(self.key, handle)
         handle.add_done_callback(lambda done: self._answered(ask, done))
 
-    def _answered(self, ask: PermissionAsk[Any], handle: PendingRequest[RequestPermissionResponse]) -> None:
+    def _answered(self, ask: PermissionAsk[Any], handle: PendingRequest[Any]) -> None:
+        traced = ask.method != ELICITATION_METHOD
         try:
             answer = handle.outcome()
         except Exception as exc:  # an error answer, the withdrawal's -32800, or the connection gone: not an answer
-            self.host.tracing.client_answered(ask, self.key, None, exc)
+            if traced:
+                self.host.tracing.client_answered(ask, self.key, None, exc)
             ask.forget(self.key)
             return
-        self.host.tracing.client_answered(ask, self.key, answer, None)
+        if traced:
+            self.host.tracing.client_answered(ask, self.key, answer, None)
         self.host.answered(ask, self.key, answer)
+
+    def tell(self, method: str, params: Any) -> None:
+        """A notification of the agent's for this client (``elicitation/complete``), sent in the background."""
+
+        async def send() -> None:
+            with contextlib.suppress(*_GONE):
+                await self.rpc.notify(method, params)
+
+        self._tg.start_soon(send)
 
     # -- turns and the rest ----------------------------------------------------------------------------
 
@@ -412,9 +443,15 @@ class ClientFront:
             return await self.host.prompt(session, params, self.key)
 
     async def cancel(self, params: CancelSessionNotification) -> None:
+        """The session's turn, or a subagent's work alone (the child's id: forwarded when this client is attached
+        to the child's root session; the parent's turn goes on)."""
         session = self.host.sessions.get(params.session_id)
         if session is not None and self.key in session.attached:
             await self.host.cancel(session)
+            return
+        root = self.host.root_of(params.session_id) if session is None else None
+        if root is not None and self.key in root.attached:
+            await self.host.cancel(root, params.session_id)
 
     async def close_session(self, params: CloseSessionRequest) -> CloseSessionResponse:
         """This connection stops following the session; the host keeps it (and its turn) for other clients."""
@@ -458,6 +495,15 @@ def asks_for_subagents(capabilities: Any) -> bool:
     if isinstance(meta, dict) and meta.get(SUBAGENTS_META) not in (None, False):
         return True
     return isinstance(capabilities.get("subagents"), dict)
+
+
+def elicitation_modes(capabilities: Any) -> frozenset[str]:
+    """The elicitation modes (``form``, ``url``) a client's ``initialize`` capabilities offer (v1 and v2 alike:
+    ``elicitation: {"form": {}, "url": {}}``; null or absent is not offered)."""
+    elicitation = capabilities.get("elicitation") if isinstance(capabilities, dict) else None
+    if not isinstance(elicitation, dict):
+        return frozenset()
+    return frozenset(mode for mode in ("form", "url") if isinstance(elicitation.get(mode), dict))
 
 
 def _not_kept(session: HostSession, cursor: int) -> UpdateSessionNotification:

@@ -4,8 +4,8 @@ The host is an ACP client to the agent (the library's ``ClientBuilder.spawn``: w
 the host sees the v2 model) and an ACP agent to its clients (``front.ClientFront``, one per connection of
 ``acp_session.server``). Turns run in the host's task group, so they go on when their client goes away; every
 update is logged (``core.UpdateLog``) and each attached client is fed from the log, so a client that attaches
-later gets what it missed, then the live stream. Permission requests wait for a client's answer (the first one
-wins) for ``permission_timeout`` seconds, then the policy answers.
+later gets what it missed, then the live stream. Permission requests and elicitations wait for a client's answer
+(the first one wins) for ``permission_timeout`` seconds, then the policy answers (``asks.Asks``).
 """
 
 from __future__ import annotations
@@ -24,15 +24,9 @@ from ..client import ClientBuilder, ClientConnection
 from ..client.connection import hub_of
 from ..client.opening import open_new_session, open_resumed_session
 from ..errors import AcpError, ConnectionClosed, InvalidParams, InvalidRequest, ResourceNotFound, RpcError
-from ..schema.types import (
-    CancelledPermissionOutcome,
-    PromptResponse,
-    RequestPermissionRequest,
-    RequestPermissionResponse,
-    SelectedPermissionOutcome,
-    UpdateSessionNotification,
-)
+from ..schema.types import PromptResponse, UpdateSessionNotification
 from ..server import Server, open_server
+from .asks import Asks
 from .core import HostSession, PermissionAsk
 from .events import EventKind, HostEvent
 from .front import serve_client
@@ -45,7 +39,6 @@ if TYPE_CHECKING:
 __all__ = ["Host", "open_host"]
 
 _log = logging.getLogger("acp_session.host")
-_CANCELLED = RequestPermissionResponse(outcome=CancelledPermissionOutcome())
 _encode = msgspec.json.Encoder().encode
 
 
@@ -65,7 +58,8 @@ class Host:
         self._agent_ready = anyio.Event()
         self._tg: TaskGroup | None = None
         self._changed: dict[str, anyio.Event] = {}
-        self._settled: dict[PermissionAsk[Any], anyio.Event] = {}
+        self.asks = Asks(self)
+        """The agent's permission requests and elicitations waiting for clients."""
         self._fronts: dict[Hashable, Any] = {}  # client key -> front.ClientFront
         self.agent_starts = 0
         self._failed: str | None = None
@@ -106,11 +100,15 @@ class Host:
             self.sessions[session.session_id] = session
 
     def builder(self) -> ClientBuilder:
-        """The library client the agent is driven with: every update to the host's log, permission requests to
-        the clients, files and commands only when allowed."""
+        """The library client the agent is driven with: every update to the host's log, permission requests and
+        (unless ``options.elicitation`` is off) form and URL elicitations to the clients, files and commands only
+        when allowed."""
         builder = ClientBuilder("acp-session-host", __version__)
         builder.on_session_update(self._on_update)
-        builder.on_request_permission(self._on_permission)
+        builder.on_request_permission(self.asks.on_permission)
+        if self.options.elicitation:
+            builder.on_elicitation(self.asks.on_elicitation, modes=("form", "url"))
+            builder.on_elicitation_complete(self.asks.on_elicitation_complete)
         if self.options.allow_files:
             builder.with_file_system()
         if self.options.allow_terminal:
@@ -420,9 +418,16 @@ class Host:
         if self.store is not None:
             await self.store.forget(session_id)
 
-    async def cancel(self, session: HostSession) -> None:
-        if self._client is not None and session.live:
-            await self._client.session(session.session_id).cancel_active_work()
+    async def cancel(self, session: HostSession, session_id: str | None = None) -> None:
+        """``session/cancel`` to the agent: for the session, or for ``session_id``, a subagent of it (the agent's
+        ids are the clients' ids), when the child advertises ``capabilities.cancel``; its parent's turn goes on."""
+        client = self._client
+        if client is None or not session.live:
+            return
+        try:
+            await client.session(session_id or session.session_id).cancel_active_work()
+        except AcpError as exc:  # a subagent that cannot be cancelled, or no longer tracked
+            _log.info("session/cancel of %s not sent to the agent: %s", session_id, exc)
 
     # -- clients ---------------------------------------------------------------------------------------
 
@@ -436,66 +441,15 @@ class Host:
         for session in self.sessions.values():
             if session.detach(key):
                 self.emit("session_detached", session.session_id, str(key))
-        for ask in list(self._settled):
-            ask.forget(key)
+        self.asks.forget(key)
         self.emit("client_disconnected", client=str(key))
         self.tracing.disconnected(str(key))
 
     def attached_fronts(self, session: HostSession) -> list[Any]:
         return [self._fronts[key] for key in session.attached if key in self._fronts]
 
-    # -- permissions -----------------------------------------------------------------------------------
-
-    async def _on_permission(self, request: RequestPermissionRequest) -> RequestPermissionResponse:
-        """The agent asks: every attached client is asked (and each client that attaches while it waits); the first
-        answer wins and the other clients' requests are withdrawn; after ``permission_timeout`` the policy."""
-        session = self.sessions.get(request.session_id)
-        if session is None:
-            return _CANCELLED
-        ask: PermissionAsk[Any] = PermissionAsk(request)
-        settled = self._settled[ask] = anyio.Event()
-        session.waiting(ask)
-        self.tracing.permission_asked(ask)
-        self.emit("permission_asked", session.session_id, toolCallId=request.tool_call_id)
-        try:
-            for front in self.attached_fronts(session):
-                front.ask_permission(ask)
-            with anyio.move_on_after(self.options.permission_timeout):
-                await settled.wait()
-            if ask.settled and ask.answered_by is not None:
-                answer: RequestPermissionResponse = ask.answer
-                self.tracing.permission_settled(ask, str(ask.answered_by), answer)
-                self.emit("permission_answered", session.session_id, str(ask.answered_by), **_outcome(answer))
-                return answer
-            answer = self._by_policy(request)
-            self.tracing.permission_settled(ask, None, answer)
-            self.emit("permission_answered", session.session_id, None, by="policy", **_outcome(answer))
-            return answer
-        finally:
-            for handle in ask.withdraw_all():
-                handle.cancel()
-            session.done(ask)
-            self._settled.pop(ask, None)
-
-    def answered(self, ask: PermissionAsk[Any], client: Hashable, answer: RequestPermissionResponse) -> None:
-        """A client's answer: the first one settles the request, the others' requests are withdrawn."""
-        others = ask.settle(client, answer)
-        if others is None:
-            return
-        for handle in others:
-            handle.cancel()
-        event = self._settled.get(ask)
-        if event is not None:
-            event.set()
-
-    def _by_policy(self, request: RequestPermissionRequest) -> RequestPermissionResponse:
-        policy = self.options.policy
-        if policy is None:
-            return _CANCELLED
-        decision = policy.decide(request)
-        if decision.action == "ask" or decision.option_id is None:
-            return _CANCELLED
-        return RequestPermissionResponse(outcome=SelectedPermissionOutcome(option_id=decision.option_id))
+    def answered(self, ask: PermissionAsk[Any], client: Hashable, answer: Any) -> None:
+        self.asks.answered(ask, client, answer)
 
 
 def host_tracing(options: HostOptions) -> NoTracing:
@@ -511,13 +465,6 @@ def host_tracing(options: HostOptions) -> NoTracing:
 def _name(server: Any) -> str:
     name = getattr(server, "name", None)
     return name if isinstance(name, str) else "?"
-
-
-def _outcome(answer: RequestPermissionResponse) -> dict[str, Any]:
-    outcome = answer.outcome
-    if isinstance(outcome, SelectedPermissionOutcome):
-        return {"outcome": "selected", "optionId": outcome.option_id}
-    return {"outcome": "cancelled"}
 
 
 @asynccontextmanager

@@ -36,6 +36,10 @@ class HostOptions:
     allow_terminal: bool = False
     policy: PermissionPolicy | None = None
     permission_timeout: float = DEFAULT_PERMISSION_TIMEOUT
+    """Seconds a permission request or an elicitation of the agent waits for a client's answer."""
+    elicitation: bool = True
+    """Offer the agent form and URL elicitation (``elicitation/create``), relayed to the clients that offer the
+    mode; False: the agent is told the host takes none (``--no-elicitation``)."""
     agent_cwd: str | None = None
     """The agent process's working directory (default: the host's)."""
     agent_label: str | None = None

@@ -1,12 +1,12 @@
-"""A client that speaks protocol version 1, served by a host whose agent speaks version 1.
+"""A client that speaks protocol version 1, served by a host whatever its agent speaks.
 
-The host keeps its sessions in the model's words (the library's client reads the v1 agent into the v2 types);
-this wire says them in v1's again (``protocol.v1.outgoing``): updates without what v1 has no word for, permission
-requests with a bare ``toolCall``, config options keyed ``id``. v1's turn is its ``session/prompt`` request, so
-a prompt is answered once this client was sent the whole turn (the idle state update that ends it, which v1
-does not see, tells its stop reason). ``session/load`` attaches: the session's history, then, when a turn runs,
-its live updates until it ends, then the answer (its ``_meta`` names the last turn's stop reason), then the live
-stream. A v2 agent's sessions are not served to v1 clients (``initialize`` refuses them with ``-32022``).
+The host keeps its sessions in the model's words (the library's client reads a v1 agent into the v2 types; a v2
+agent speaks them); this wire says them in v1's again (``protocol.v1.outgoing``): updates without what v1 has no
+word for, permission requests with a bare ``toolCall``, config options keyed ``id``. v1's turn is its
+``session/prompt`` request, so a prompt is answered once this client was sent the whole turn (the idle state
+update that ends it, which v1 does not see, tells its stop reason). ``session/load`` attaches: the session's
+history, then, when a turn runs, its live updates until it ends, then the answer (its ``_meta`` names the last
+turn's stop reason), then the live stream.
 """
 
 from __future__ import annotations
@@ -86,7 +86,8 @@ class V1Wire:
         # session/list, session/close, session/delete and session/cancel have the same shape in both versions.
 
     def initialize(self) -> dict[str, Any]:
-        """v1's ``initialize`` answer, from what the agent (a v1 agent) said, with the host's session methods."""
+        """v1's ``initialize`` answer, from what the agent said (in the model's words), with the host's session
+        methods."""
         agent = self.front.host.client.agent.initialize_response
         assert agent is not None
         caps: Any = to_builtins(agent.capabilities) if agent.capabilities is not msgspec.UNSET else {}

@@ -69,7 +69,7 @@ from .preview_methods import PreviewMethods, now, preview_capabilities
 from .scenarios import SCENARIOS, TurnContext, TurnFailed, available_commands, offline_reply, parse_prompt
 from .sessions import HeldPrompt, Session, SessionStore
 from .v1_front import V1Front
-from .workspace import Workspace
+from .v2_workspace import V2Workspace
 
 if TYPE_CHECKING:
     from .shared import SharedSessions
@@ -122,6 +122,8 @@ def _mcp_capabilities(offered: frozenset[str]) -> Any:
 
 class ReferenceAgent(PreviewMethods):
     """Registers every baseline agent method on a ``Connection`` and runs the sessions' work."""
+
+    offered: Any = None  # the v2 client's capabilities (form elicitation: v2_workspace)
 
     def __init__(
         self,
@@ -228,7 +230,7 @@ class ReferenceAgent(PreviewMethods):
         if negotiation.chosen_version(params, versions) == 1:
             self.v1 = V1Front(self)
             return self.v1.initialize(params)
-        negotiation.v2_request(params, versions)  # held to v2's shape: -32602 names the supported versions
+        self.offered = negotiation.v2_request(params, versions).capabilities  # -32602 names the versions
         answer = InitializeResponse(
             protocol_version=PROTOCOL_VERSION,  # the highest we support at or below the requested one
             info=Implementation(name=AGENT_NAME, version=AGENT_VERSION, title="ACP reference agent"),
@@ -463,6 +465,7 @@ class ReferenceAgent(PreviewMethods):
     ) -> RequestPermissionResponse | None:
         if self.shared is not None:
             return await self.shared.request_permission(session, request)  # asked again after a reconnect
+        session = self._find(request.session_id) or session  # a subagent's request waits on the child
         pending = self.ask_permission(request)
         session.permissions.add(pending)
         # The whole foreground workflow waits for the user now (ACP2-048, ACP2-052).
@@ -510,7 +513,7 @@ class ReferenceAgent(PreviewMethods):
             delay=self.options.delay,
             connection=self.conn,
             notify=self.conn.notify,
-            workspace=Workspace() if self.v1 is None else self.v1.workspace(session.session_id),
+            workspace=V2Workspace(self, session) if self.v1 is None else self.v1.workspace(session.session_id),
             protocol_version=1 if self.v1 is not None else PROTOCOL_VERSION,
             broken=self.options.broken,
         )

@@ -73,3 +73,8 @@ class Workspace:
         """Ask the user through the client (a form); its answer, or None when the client offers no form
         elicitation (then the agent does not ask: elicitation.mdx)."""
         return None
+
+    async def elicit_url(self, message: str, url: str) -> dict[str, Any] | None:
+        """Send the user to ``url`` through the client (URL elicitation; the agent then says it is complete); the
+        answer, or None when the client offers no URL elicitation."""
+        return None

@@ -13,8 +13,13 @@ from acp_session.schema.types import (
     AgentMessageChunk,
     Content,
     Error,
+    PermissionOption,
+    RequestPermissionRequest,
+    SelectedPermissionOutcome,
     TextContent,
     ToolCallContentChunk,
+    ToolCallPermissionSubject,
+    ToolCallUpdate,
     ToolCallUpdated,
     UsageUpdate,
 )
@@ -86,20 +91,29 @@ async def mcp(ctx: TurnContext) -> str | None:
     return "end_turn"
 
 
-@scenario("elicit", "Ask the user a question through the client's form elicitation (v1), when the client offers it")
+@scenario(
+    "elicit",
+    "Ask the user a question through the client's form elicitation, when the client offers it (argument url: send "
+    "the user to a page through URL elicitation, v2)",
+)
 async def elicit(ctx: TurnContext) -> str | None:
     schema = {
         "type": "object",
         "properties": {"name": {"type": "string", "title": "A name for this session"}},
         "required": ["name"],
     }
+    url = ctx.args == "url"
     try:
-        answer = await ctx.workspace.elicit("What should I call this session?", schema)
+        if url:
+            answer = await ctx.workspace.elicit_url("Sign in to continue", "https://example.invalid/sign-in")
+        else:
+            answer = await ctx.workspace.elicit("What should I call this session?", schema)
     except WorkspaceError as exc:
         await ctx.say(f"Asking you failed: {exc}", words=False)
         return "end_turn"
     if answer is None:
-        await ctx.say("This client offers no form elicitation, so I did not ask.", words=False)
+        mode = "URL" if url else "form"
+        await ctx.say(f"This client offers no {mode} elicitation, so I did not ask.", words=False)
     else:
         await ctx.say(f"You answered the question with {answer.get('action')!r}.", words=False)
     return "end_turn"
@@ -138,13 +152,17 @@ async def auth_change(ctx: TurnContext) -> str | None:
     return "end_turn"
 
 
-@scenario("subagent", "Delegate to a subagent (child session) that runs a tool call (argument: slow, to cancel it)")
+@scenario(
+    "subagent",
+    "Delegate to a subagent (child session) that runs a tool call (argument slow: to cancel it; ask: the subagent "
+    "asks permission first)",
+)
 async def subagent(ctx: TurnContext) -> str | None:
     parent = ctx.session
     child_id = f"{parent.session_id}-sub-{parent.next_id('sub')}"
     child = Session(child_id, parent.cwd, parent.emit_raw)
     parent.subagents[child_id] = child
-    slow = ctx.args == "slow"
+    slow, ask = ctx.args == "slow", ctx.args == "ask"
     tc = parent.next_id("tc")
     await ctx.tool(tc, name="delegate", title="Delegating to a subagent", kind="think", status="in_progress")
     # The child is announced on the parent before anything bears its id.
@@ -181,20 +199,26 @@ async def subagent(ctx: TurnContext) -> str | None:
     )
     child_scope = anyio.CancelScope()
     child.work_scope = child_scope
+    denied = False
     with child_scope:
         if slow:
             await anyio.sleep(30)
-        await child.emit(
-            ToolCallUpdated(
-                tool_call_id=child_tc,
-                status="completed",
-                content=[Content(content=TextContent(text="greeting.txt\nnotes.md"))],
+        denied = ask and not await _child_allowed(ctx, child, child_tc)
+        if not denied:
+            await child.emit(
+                ToolCallUpdated(
+                    tool_call_id=child_tc,
+                    status="completed",
+                    content=[Content(content=TextContent(text="greeting.txt\nnotes.md"))],
+                )
             )
-        )
-        reply_id = child.next_id("msg-agent")
-        await child.emit(AgentMessageChunk(message_id=reply_id, content=TextContent(text="Found 2 files.")))
+            reply_id = child.next_id("msg-agent")
+            await child.emit(AgentMessageChunk(message_id=reply_id, content=TextContent(text="Found 2 files.")))
     child.work_scope = None
-    if child_scope.cancelled_caught:
+    if denied:
+        await child.emit(ToolCallUpdated(tool_call_id=child_tc, status="failed"))
+        idle = mu.StateUpdate(state="idle", stop_reason="end_turn")
+    elif child_scope.cancelled_caught:
         stop = "cancelled"
         await child.emit(ToolCallUpdated(tool_call_id=child_tc, status="cancelled"))
         idle = mu.StateUpdate(state="idle", stop_reason="cancelled")
@@ -206,6 +230,8 @@ async def subagent(ctx: TurnContext) -> str | None:
     await ctx.emit(mu.SubagentUpdate(session_id=child_id, state=idle))  # mirrored on the parent
     back_id = parent.next_id("msg-in")
     summary = "The subagent found 2 files." if stop == "end_turn" else "The subagent was cancelled."
+    if denied:
+        summary = "The subagent was not allowed to list the files."
     await ctx.emit(
         mu.SessionMessage(message_id=back_id, sender_session_id=child_id, content=[TextContent(text=summary)])
     )
@@ -213,3 +239,22 @@ async def subagent(ctx: TurnContext) -> str | None:
     await ctx.say(summary)
     ctx.turn_usage = mu.Usage(total_tokens=70, input_tokens=50, output_tokens=20)
     return "end_turn"
+
+
+async def _child_allowed(ctx: TurnContext, child: Session, tool_call_id: str) -> bool:
+    """The subagent asks permission for its tool call (the request names the child session, which reports
+    ``requires_action`` meanwhile); only a selected allow option allows."""
+    options = [
+        PermissionOption(option_id="allow-once", name="Allow once", kind="allow_once"),
+        PermissionOption(option_id="reject-once", name="Reject", kind="reject_once"),
+    ]
+    request = RequestPermissionRequest(
+        session_id=child.session_id,
+        title="List the files of the workspace?",
+        options=options,
+        subject=ToolCallPermissionSubject(tool_call=ToolCallUpdate(tool_call_id=tool_call_id)),
+    )
+    answer = await ctx.request_permission(request)
+    await child.set_state("running")
+    outcome = None if answer is None else answer.outcome
+    return isinstance(outcome, SelectedPermissionOutcome) and outcome.option_id == "allow-once"
