@@ -39,6 +39,6 @@ def lazy_exports(
         raise AttributeError(f"module {package!r} has no attribute {name!r}")
 
     def __dir__() -> list[str]:
-        return sorted({*namespace, *where})
+        return sorted({*namespace, *where, *namespace.get("__all__", ())})
 
     return __getattr__, __dir__

@@ -60,11 +60,12 @@ def main(argv: Sequence[str] | None = None) -> None:
 
         conformance_main(args_list[1:], prog="acp-session conformance", default_agent=conformance_agent())
         return
-    from . import commands
-    from .app import ChatApp
     from .parser import parse
 
-    args = parse(args_list)
+    args = parse(args_list)  # usage errors and --help end here, before the chat's modules load
+    from . import commands
+    from .app import ChatApp
+
     app = ChatApp(args)
     command = {
         "chat": commands.chat,
