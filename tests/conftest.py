@@ -47,8 +47,9 @@ def pytest_configure(config: pytest.Config) -> None:
     ``PYTHONDONTWRITEBYTECODE`` is set each of them would compile the modules it imports anew (about a third of
     its start-up)."""
     if os.environ.get("PYTEST_XDIST_WORKER") is None:
-        for package in ("acp_session", "acp_conformance", "tests"):
-            compileall.compile_dir(_REPO / package, quiet=2)
+        for folder in ("acp_session", "conformance", "tests"):  # acp_conformance's source is under conformance/
+            assert (_REPO / folder).is_dir(), f"{folder}/ is gone: compile its modules' new folder instead"
+            compileall.compile_dir(_REPO / folder, quiet=2)
 
 
 def snapshot_acp_session_folders(folders: dict[str, str] | None = None) -> dict[str, tuple[int, int]]:

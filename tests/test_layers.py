@@ -50,6 +50,8 @@ LAYERS: Layers = (
             "acp_session.update_kinds",
             "acp_session._turn_state",
             "acp_session._counted_log",
+            "acp_session._lazy",
+            "acp_session._opener",
             "acp_session.schema",
         ),
     ),

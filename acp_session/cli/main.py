@@ -17,20 +17,25 @@ from collections.abc import Sequence
 
 import anyio
 
-from . import commands
-from .agents import main as agents_main
-from .app import ChatApp
 from .exits import EXIT_CODES, EXIT_ERROR, exit_code
-from .messages import describe, error_record
-from .parser import conformance_agent, default_agent, parse
-from .screen import say
 
 __all__ = ["EXIT_CODES", "default_agent", "exit_code", "main"]
 
 
+def default_agent() -> list[str]:
+    """The agent ``acp-session`` runs without ``--agent``: the bundled reference agent (``cli/parser.py``)."""
+    from .parser import default_agent
+
+    return default_agent()
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     args_list = list(sys.argv[1:] if argv is None else argv)
+    # Each subcommand imports what its path needs: ``conformance``, ``agents``, ``view``, ``config``, ``serve`` and
+    # ``compare`` never load the chat (the client, the conversation layer, the renderers).
     if args_list and args_list[0] == "agents":  # cli/agents.py
+        from .agents import main as agents_main
+
         sys.exit(agents_main(args_list[1:]))
     if args_list and args_list[0] == "view":  # cli/view.py
         from .view import main as view_main
@@ -51,9 +56,16 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args_list and args_list[0] == "conformance":
         from acp_conformance.runner.__main__ import main as conformance_main
 
+        from .parser import conformance_agent
+
         conformance_main(args_list[1:], prog="acp-session conformance", default_agent=conformance_agent())
         return
-    args = parse(args_list)
+    from .parser import parse
+
+    args = parse(args_list)  # usage errors and --help end here, before the chat's modules load
+    from . import commands
+    from .app import ChatApp
+
     app = ChatApp(args)
     command = {
         "chat": commands.chat,
@@ -73,6 +85,9 @@ def main(argv: Sequence[str] | None = None) -> None:
             with contextlib.suppress(OSError):
                 os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             sys.exit(EXIT_ERROR)
+        from .messages import describe, error_record
+        from .screen import say
+
         failure = describe(leaf)
         if args.json:
             print(json.dumps(error_record(failure)), flush=True)

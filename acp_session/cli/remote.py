@@ -45,13 +45,13 @@ def add_remote_options(p: argparse.ArgumentParser) -> None:
 
 def check_remote_args(args: argparse.Namespace) -> str | None:
     """Check the remote options (a usage error, or None) and set what the rest of the CLI reads of the agent."""
-    from acp_session.transport.remote import RemoteDialer, parse_header, resolve_ca_file
-
     url = getattr(args, "url", None)
     if url is None:
         if getattr(args, "header", None) or getattr(args, "insecure", False) or getattr(args, "ca_file", None):
             return "--header, --insecure and --ca-file go with --url"
         return None
+    from acp_session.transport.remote import RemoteDialer, parse_header, resolve_ca_file  # only for --url
+
     if args.agent is not None:
         return "--url and --agent do not go together"
     if args.ca_file and args.insecure:

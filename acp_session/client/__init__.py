@@ -9,15 +9,35 @@ The package's other modules are internal: the connection's hub (``_hub``: what s
 call), the permission and elicitation answers (``_decisions``) and session opening (``opening``).
 """
 
-from .agent_view import AgentView
-from .authentication import Authentication
-from .builder import ClientBuilder, ElicitationMode
-from .client_tools import ClientTools
-from .connection import PROTOCOL_VERSION, ClientConnection, SystemPromptInput
-from .model_providers import ModelProviders
-from .permission_answers import PermissionAnswer, PermissionHandler
-from .permission_policy import PermissionDecision, PermissionPolicy, PermissionRule, ToolFacts
-from .reconnection import Reconnection
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from .agent_view import AgentView
+    from .authentication import Authentication
+    from .builder import ClientBuilder, ElicitationMode
+    from .client_tools import ClientTools
+    from .connection import PROTOCOL_VERSION, ClientConnection, SystemPromptInput
+    from .model_providers import ModelProviders
+    from .permission_answers import PermissionAnswer, PermissionHandler
+    from .permission_policy import PermissionDecision, PermissionPolicy, PermissionRule, ToolFacts
+    from .reconnection import Reconnection
+
+# Each export's module, imported on first use (acp_session/_lazy.py).
+_EXPORTS = {
+    ".agent_view": ("AgentView",),
+    ".authentication": ("Authentication",),
+    ".builder": ("ClientBuilder", "ElicitationMode"),
+    ".client_tools": ("ClientTools",),
+    ".connection": ("PROTOCOL_VERSION", "ClientConnection", "SystemPromptInput"),
+    ".model_providers": ("ModelProviders",),
+    ".permission_answers": ("PermissionAnswer", "PermissionHandler"),
+    ".permission_policy": ("PermissionDecision", "PermissionPolicy", "PermissionRule", "ToolFacts"),
+    ".reconnection": ("Reconnection",),
+}
+if not TYPE_CHECKING:
+    __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 __all__ = [
     "PROTOCOL_VERSION",

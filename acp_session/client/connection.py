@@ -7,13 +7,14 @@ sessions are opened by ``opening``; this class only delegates, so its members ar
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from contextlib import suppress
 from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
 from anyio.abc import TaskGroup
 
+from .._opener import conversation_opener
 from ..client_errors import CapabilityNotSupported
 from ..codec import decoder
 from ..errors import ConnectionClosed, ResourceNotFound
@@ -58,22 +59,12 @@ PROTOCOL_VERSION = 2
 _LIST = decoder(ListSessionsResponse)
 _DELETE = decoder(DeleteSessionResponse)
 
-ConversationOpener = Callable[..., Awaitable[Any]]
-_conversation_opener: list[ConversationOpener] = []
-
 
 def ext_name(method: str) -> str:
     """``method`` if it is an extension method name (``_``-prefixed), else ValueError."""
     if not method.startswith("_"):
         raise ValueError(f"extension methods must start with '_' (got {method!r})")
     return method
-
-
-def set_conversation_opener(opener: ConversationOpener) -> None:
-    """Install what ``ClientConnection.start_conversation`` calls: ``Conversation.open``. The package facade
-    (``acp_session/__init__.py``, above both layers) installs it, so the client never imports the conversation
-    layer that builds on it."""
-    _conversation_opener[:] = [opener]
 
 
 class ClientConnection:
@@ -295,9 +286,10 @@ class ClientConnection:
     ) -> Conversation:
         """Open a new session with a ``Conversation`` folding its updates from the very first one
         (``system_prompt``: see ``new_session``)."""
-        if not _conversation_opener:
+        opener = conversation_opener()
+        if opener is None:
             raise RuntimeError("the conversation layer is not installed (import acp_session first)")
-        conversation: Conversation = await _conversation_opener[0](
+        conversation: Conversation = await opener(
             self,
             cwd,
             mcp_servers=mcp_servers,

@@ -15,18 +15,15 @@ the next install (of any agent).
 from __future__ import annotations
 
 import hashlib
-import http.client
 import json
 import os
 import posixpath
 import shutil
 import tempfile
-import urllib.error
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from .archive import archive_kind, extract
 from .checks import ID_PATTERN, check_binary_target, check_folder_names
 from .errors import (
     ChecksumMismatch,
@@ -38,7 +35,6 @@ from .errors import (
     OutsideCache,
     RegistryOffline,
 )
-from .fetch import Deadline, TooLarge, read_capped, watched_urlopen
 from .limits import DEFAULT_REGISTRY_LIMITS, RegistryLimits
 from .lock import locked, try_locked
 from .model import PLATFORMS, BinaryTarget
@@ -106,6 +102,11 @@ def _command_path(tree: Path, agent_id: str, target: BinaryTarget) -> Path:
 
 def _download(url: str, into: Path, progress: Progress | None, cap: int, limits: RegistryLimits) -> str:
     """Stream ``url`` into the file ``into``, at most ``cap`` bytes and within the deadline; its sha256."""
+    import http.client  # the network's and the archives' modules load for an install, not with every command line
+    import urllib.error
+
+    from .fetch import Deadline, TooLarge, read_capped, watched_urlopen
+
     digest = hashlib.sha256()
     received = 0
     total: int | None = None
@@ -180,6 +181,8 @@ def _remove_other_versions(root: Path, keep: str) -> None:
 
 
 def _install(root: Path, folder: Path, target: BinaryTarget, progress: Progress | None, limits: RegistryLimits) -> None:
+    from .archive import archive_kind, extract
+
     agent_id, version, platform = root.name, folder.parent.name, folder.name
     _confined(folder.parent, root).mkdir(exist_ok=True)
     work = _confined(Path(tempfile.mkdtemp(dir=folder.parent, prefix=f"{PARTIAL}{platform}-")), root)

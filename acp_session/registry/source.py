@@ -10,17 +10,14 @@ hour, so working offline costs one timeout an hour.
 from __future__ import annotations
 
 import hashlib
-import http.client
 import os
 import tempfile
 import time
-from importlib import resources
 from pathlib import Path
 
 import msgspec
 
 from .errors import InvalidRegistry, RegistryOffline
-from .fetch import Deadline, TooLarge, read_capped, watched_urlopen
 from .limits import DEFAULT_REGISTRY_LIMITS, RegistryLimits
 from .model import Registry
 
@@ -64,6 +61,8 @@ def parse_registry(data: bytes, origin: str) -> Registry:
 
 def bundled_registry() -> Registry:
     """The snapshot shipped inside the package (``snapshot.json``; its date in ``registry.snapshot.date``)."""
+    from importlib import resources
+
     data = resources.files(__package__).joinpath("snapshot.json").read_bytes()
     registry = parse_registry(data, "bundled snapshot")
     date = registry.snapshot.date if registry.snapshot is not None else "?"
@@ -75,6 +74,10 @@ def fetch_bytes(
 ) -> bytes:
     """GET ``url`` within ``deadline`` seconds in all (``timeout`` for any one read), at most ``limit`` bytes;
     ``OSError`` (``URLError``, ``TimeoutError`` included) when the network or the server fails."""
+    import http.client  # the network's modules load when a registry is fetched, not with every agent command line
+
+    from .fetch import Deadline, TooLarge, read_capped, watched_urlopen
+
     parts: list[bytes] = []
     with Deadline(deadline) as watch:
         try:

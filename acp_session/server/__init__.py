@@ -9,15 +9,35 @@ caps on what clients make the server hold are the server's. ``open_server`` / ``
 loop (asyncio or trio) with hypercorn, from the ``serve`` extra; nothing here imports hypercorn until then.
 """
 
-from .app import COOKIE_NAME, ENDPOINT, AcpAsgiApp
-from .auth import BearerToken, check_token, generate_token, read_token_file
-from .connection import ConnectionHandler, IncomingConnection, Profile
-from .driver import GRACEFUL_SECONDS, Server, open_server, serve
-from .errors import ServeExtraMissing, ServerConfigError
-from .hooks import ServerHooks
-from .limits import DEFAULT_LIMITS, ServerLimits
-from .options import ServerOptions, limits_from_flags, options_from_flags, parse_address
-from .origins import OriginPolicy, is_loopback_host
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from .app import COOKIE_NAME, ENDPOINT, AcpAsgiApp
+    from .auth import BearerToken, check_token, generate_token, read_token_file
+    from .connection import ConnectionHandler, IncomingConnection, Profile
+    from .driver import GRACEFUL_SECONDS, Server, open_server, serve
+    from .errors import ServeExtraMissing, ServerConfigError
+    from .hooks import ServerHooks
+    from .limits import DEFAULT_LIMITS, ServerLimits
+    from .options import ServerOptions, limits_from_flags, options_from_flags, parse_address
+    from .origins import OriginPolicy, is_loopback_host
+
+# Each export's module, imported on first use (acp_session/_lazy.py).
+_EXPORTS = {
+    ".app": ("COOKIE_NAME", "ENDPOINT", "AcpAsgiApp"),
+    ".auth": ("BearerToken", "check_token", "generate_token", "read_token_file"),
+    ".connection": ("ConnectionHandler", "IncomingConnection", "Profile"),
+    ".driver": ("GRACEFUL_SECONDS", "Server", "open_server", "serve"),
+    ".errors": ("ServeExtraMissing", "ServerConfigError"),
+    ".hooks": ("ServerHooks",),
+    ".limits": ("DEFAULT_LIMITS", "ServerLimits"),
+    ".options": ("ServerOptions", "limits_from_flags", "options_from_flags", "parse_address"),
+    ".origins": ("OriginPolicy", "is_loopback_host"),
+}
+if not TYPE_CHECKING:
+    __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 __all__ = [
     "COOKIE_NAME",

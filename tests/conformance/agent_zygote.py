@@ -24,7 +24,12 @@ import sys
 import traceback
 
 import acp_conformance.agent.__main__ as agent_main  # imported once, here, for every agent forked later
+
+# What the agent imports only on demand (its variants; its v1 front and v1's types, on a v1 offer), warm in every
+# fork as well.
+import acp_conformance.agent.v1_front
 import acp_conformance.agent.variants  # noqa: F401
+import acp_session.protocol.v1.convert  # noqa: F401
 
 
 def _run_agent(conn: socket.socket, server: socket.socket, fds: list[int], argv: list[str]) -> None:

@@ -66,17 +66,31 @@ def install_sdk1() -> Path:
             return _python()
         MARKER.unlink(missing_ok=True)
         shutil.rmtree(VENV, ignore_errors=True)
+        # A bare environment (no pip of its own: seeding one costs more CPU than the whole install), filled by this
+        # Python's pip (``--python``) from the fully pinned list as it is (``--no-deps``: nothing to resolve).
         steps = [
-            [sys.executable, "-m", "venv", str(VENV)],
-            [str(_python()), "-m", "pip", "install", "-q", "--disable-pip-version-check", "-r", str(REQUIREMENTS)],
+            [sys.executable, "-m", "venv", "--without-pip", str(VENV)],
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "--python",
+                str(_python()),
+                "install",
+                "-q",
+                "--disable-pip-version-check",
+                "--no-deps",
+                "-r",
+                str(REQUIREMENTS),
+            ],
         ]
         for step in steps:
             try:
                 done = subprocess.run(step, capture_output=True, text=True, timeout=INSTALL_TIMEOUT)
             except (OSError, subprocess.TimeoutExpired) as exc:
-                raise RuntimeError(f"{' '.join(step[:4])} ... failed: {exc}") from exc
+                raise RuntimeError(f"{' '.join(step[:6])} ... failed: {exc}") from exc
             if done.returncode != 0:
-                raise RuntimeError(f"{' '.join(step[:4])} ... exited {done.returncode}:\n{done.stderr[-4000:]}")
+                raise RuntimeError(f"{' '.join(step[:6])} ... exited {done.returncode}:\n{done.stderr[-4000:]}")
         probe = subprocess.run(
             [str(_python()), "-c", "import acp.experimental.v2, acp.http.asgi, hypercorn"],
             capture_output=True,

@@ -25,8 +25,8 @@ from .mutants import SERVER_MODES, WIRE_MODES
 from .remote_modes import REMOTE_BROKEN_MODES
 from .scenarios import SCENARIOS
 from .server import BROKEN_MODES, AgentOptions, ReferenceAgent
+from .v1_modes import V1_BROKEN_MODES
 from .v1_mutant_wire import MutantWire, mutant_wire
-from .v1_mutants import V1_BROKEN_MODES
 from .variants import VariantAgent
 
 __all__ = ["main", "serve"]

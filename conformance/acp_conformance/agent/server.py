@@ -68,11 +68,11 @@ from .mutants import V2_BROKEN_MODES
 from .preview_methods import PreviewMethods, now, preview_capabilities
 from .scenarios import SCENARIOS, TurnContext, TurnFailed, available_commands, offline_reply, parse_prompt
 from .sessions import HeldPrompt, Session, SessionStore
-from .v1_front import V1Front
 from .v2_workspace import V2Workspace
 
 if TYPE_CHECKING:
     from .shared import SharedSessions
+    from .v1_front import V1Front
 
 __all__ = ["BROKEN_MODES", "AgentOptions", "ReferenceAgent"]
 
@@ -225,9 +225,10 @@ class ReferenceAgent(PreviewMethods):
     # -- initialize ------------------------------------------------------------------------------------
 
     def initialize(self, params: Any) -> Any:
-        # A remote (--listen) connection negotiates as stdio does: a v1 offer gets v1 and v1's method set.
-        versions = self.options.versions
+        versions = self.options.versions  # --listen negotiates as stdio does: a v1 offer gets v1's method set
         if negotiation.chosen_version(params, versions) == 1:
+            from .v1_front import V1Front  # v1's front and types load when a client speaks v1, not at start-up
+
             self.v1 = V1Front(self)
             return self.v1.initialize(params)
         self.offered = negotiation.v2_request(params, versions).capabilities  # -32602 names the versions

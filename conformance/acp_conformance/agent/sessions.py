@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+import functools
 import json
 import logging
 import os
@@ -202,7 +203,7 @@ class SessionStore:
             additional_directories=list(raw.get("additionalDirectories", [])),
             title=raw.get("title"),
             updated_at=raw.get("updatedAt"),
-            history=_HISTORY(json.dumps(raw.get("history", [])).encode()),
+            history=_history(json.dumps(raw.get("history", [])).encode()),
             open=False,
             last_stop_reason=raw.get("lastStopReason"),
         )
@@ -212,7 +213,7 @@ class SessionStore:
         session.counters.update({str(k): int(v) for k, v in raw.get("counters", {}).items()})
         for child in raw.get("subagents", []):
             child_id = str(child["sessionId"])
-            history = _HISTORY(json.dumps(child.get("history", [])).encode())
+            history = _history(json.dumps(child.get("history", [])).encode())
             session.subagents[child_id] = Session(child_id, session.cwd, self._emit_raw, history=history, open=False)
         return session
 
@@ -257,4 +258,12 @@ def _count_of(data: dict[str, Any]) -> int:
     return count if isinstance(count, int) and not isinstance(count, bool) and count >= 0 else 0
 
 
-_HISTORY = decoder(list[mu.SessionUpdate])
+@functools.cache
+def _history_decoder() -> Callable[[bytes], list[Any]]:
+    """The stored history's decoder, built when a store is first read (not at every agent's start: it is the
+    largest union of the schema)."""
+    return decoder(list[mu.SessionUpdate])
+
+
+def _history(data: bytes) -> list[Any]:
+    return _history_decoder()(data)

@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from acp_session.codec import to_builtins
-from acp_session.protocol.v1.convert import content_block_to_v1
 from acp_session.schema import types as m
 from acp_session.schema import unstable as mu
 
@@ -33,10 +32,18 @@ _WHOLE = {m.AgentMessage: "agent_message_chunk", m.UserMessage: "user_message_ch
 _TOOL_FIELDS = ("title", "name", "kind", "status", "locations", "rawInput", "rawOutput", "_meta")
 
 
+def _block_to_v1(block: Any) -> Any:
+    """A model content block in v1's wording, the client's own conversion: imported on a v1 session's first use,
+    so that a v2 session's agent never loads the v1 adapter and types."""
+    from acp_session.protocol.v1.convert import content_block_to_v1
+
+    return content_block_to_v1(block)
+
+
 def _tool_content(item: Any) -> list[Any]:
     """One model tool-call content item as v1 items (a multi-file diff becomes one diff per file)."""
     if isinstance(item, m.Content):
-        return [{"type": "content", "content": content_block_to_v1(item.content)}]
+        return [{"type": "content", "content": _block_to_v1(item.content)}]
     if isinstance(item, m.Terminal):
         return [{"type": "terminal", "terminalId": item.terminal_id}]
     if isinstance(item, m.Diff):
@@ -98,10 +105,10 @@ class UpdateMapper:
         only sent when replaying a history (``session/load``): a v1 turn does not echo the prompt."""
         if isinstance(update, (m.AgentMessageChunk, m.AgentThoughtChunk, m.UserMessageChunk)):
             tag = next(tag for chunk_type, tag in _CHUNKS.items() if isinstance(update, chunk_type))
-            return [{"sessionUpdate": tag, "content": content_block_to_v1(update.content)}]
+            return [{"sessionUpdate": tag, "content": _block_to_v1(update.content)}]
         if isinstance(update, m.AgentMessage) or (isinstance(update, m.UserMessage) and replay):
             tag = _WHOLE[m.AgentMessage if isinstance(update, m.AgentMessage) else m.UserMessage]
-            return [{"sessionUpdate": tag, "content": content_block_to_v1(b)} for b in update.content or []]
+            return [{"sessionUpdate": tag, "content": _block_to_v1(b)} for b in update.content or []]
         if isinstance(update, m.ToolCallUpdated):
             return [self._tool_call(update)]
         if isinstance(update, m.ToolCallContentChunk):
