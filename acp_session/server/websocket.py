@@ -21,6 +21,7 @@ import anyio
 import msgspec
 
 from .rules import CONNECTION, INITIAL, Inbound
+from .wswrite import FrameWriter
 
 if TYPE_CHECKING:
     from .app import AcpAsgiApp, Receive, Scope, Send
@@ -156,6 +157,7 @@ async def serve_websocket(app: AcpAsgiApp, scope: Scope, receive: Receive, send:
         await _close(receive, send, 1002, "the first message must be initialize")
         return
     await app.start_connection(conn)
+    writer = FrameWriter(send, hooks)
     closed_here = False
     try:
         async with anyio.create_task_group() as tg:
@@ -163,12 +165,7 @@ async def serve_websocket(app: AcpAsgiApp, scope: Scope, receive: Receive, send:
             async def pump() -> None:
                 try:
                     while True:
-                        for frame in await outgoing.take():
-                            message = hooks.websocket_message(frame)
-                            if isinstance(message, bytes):  # a test server's binary frames (ServerHooks)
-                                await send({"type": "websocket.send", "bytes": message})
-                            else:
-                                await send({"type": "websocket.send", "text": message})
+                        await writer.write(await outgoing.take())  # a burst in one write (``wswrite``)
                 except anyio.EndOfStream:
                     pass
                 finally:
