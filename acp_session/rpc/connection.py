@@ -377,6 +377,17 @@ class Connection(ReadSide):
         if self._outbox.size > self._outbox.high_water:
             await self._outbox.wait_writable()
 
+    async def queued_written(self) -> None:
+        """Return once every frame queued so far was handed to the transport (written by this task when no other
+        is writing): a caller that then sends on the transport by a way of its own, before its next ``await``
+        (``server.IncomingConnection.send_notifications``), keeps its place after them. ``ConnectionClosed``
+        once closed."""
+        self._check_open()
+        outbox = self._outbox
+        if outbox.size:
+            await self._flush()
+            await outbox.wait_flushed()
+
     def _check_open(self) -> None:
         if self._closed_error is not None:
             raise self._closed_error
