@@ -54,6 +54,7 @@ def is_subagent_kind(update: Any) -> bool:
 
 
 _PLAIN, _SUBAGENT, _STATE, _INFO = range(4)
+_now = time.time
 _KINDS: dict[type, int] = {}
 """What ``HostSession.record`` does with an update, by its type (a typed update's kind is its type's; an
 update's raw dict is looked at each time)."""
@@ -112,15 +113,27 @@ class UpdateLog:
         elif seq <= self.last_seq:
             raise ValueError(f"update number {seq} is not after {self.last_seq}")
         self.last_seq = seq
+        self._entries.append((seq, params, subagent))
+        self._bytes += len(params)
+        self._trim()
+        return seq
+
+    def add(self, params: bytes, subagent: bool) -> int:
+        """``append`` of a new update (numbered next): the per-update path of a live session, kept short."""
+        seq = self.last_seq = self.last_seq + 1
         entries = self._entries
         entries.append((seq, params, subagent))
         self._bytes += len(params)
         if len(entries) > self.max_entries or self._bytes > self.max_bytes:
-            while len(entries) > 1 and (len(entries) > self.max_entries or self._bytes > self.max_bytes):
-                _, gone, _ = entries.popleft()
-                self._bytes -= len(gone)
-                self.dropped += 1
+            self._trim()
         return seq
+
+    def _trim(self) -> None:
+        entries = self._entries
+        while len(entries) > 1 and (len(entries) > self.max_entries or self._bytes > self.max_bytes):
+            _, gone, _ = entries.popleft()
+            self._bytes -= len(gone)
+            self.dropped += 1
 
     def after(self, seq: int, limit: int | None = None) -> list[tuple[int, bytes]]:
         """The updates numbered above ``seq`` (at most ``limit``), oldest first."""
@@ -242,9 +255,9 @@ class HostSession:
         if kind is None:
             kind = _kind(update)
         subagent = subagent or kind == _SUBAGENT
-        seq = self.log.append(params, seq, subagent=subagent)
-        self.updated_at = time.time()
-        if subagent or kind == _PLAIN:
+        seq = self.log.add(params, subagent) if seq is None else self.log.append(params, seq, subagent=subagent)
+        self.updated_at = _now()
+        if kind == _PLAIN or subagent:
             return seq
         if kind == _STATE:
             state = update.state
