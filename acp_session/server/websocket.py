@@ -46,6 +46,10 @@ class _Outgoing:
     async def put(self, frames: list[bytes]) -> None:
         """Queue ``frames`` in order; ``BrokenResourceError`` once the socket is gone."""
         queue = self._queue
+        if len(queue) + len(frames) <= self._capacity and not self._closed:  # room for all: at once
+            queue.extend(frames)
+            self._ready.set()
+            return
         for frame in frames:
             while len(queue) >= self._capacity and not self._closed:
                 self._ready.set()
