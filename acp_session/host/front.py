@@ -272,12 +272,13 @@ class ClientFront:
         2 client as they were logged, queued at once."""
         if self.v1 is None:
             encoded = [params for _, params in batch]
-            if self.profile == "http" and max(map(len, encoded)) <= self._direct_limit:
-                # Straight onto the session's SSE stream in one piece, after what the rpc layer holds.
+            if max(map(len, encoded)) <= self._direct_limit:
+                # Straight to the connection (over HTTP onto the session's stream in one piece), after what the
+                # rpc layer holds.
                 await self.rpc.queued_written()
-                if self.incoming.send_notifications(session_id, "session/update", encoded):
-                    return
-            await self.rpc.notify_encoded("session/update", encoded)
+                await self.incoming.send_notifications(session_id, "session/update", encoded)
+                return
+            await self.rpc.notify_encoded("session/update", encoded)  # it refuses a frame that is too large
             return
         for seq, params in batch:
             await self.v1.send_update(session_id, seq, params, replay=replay)

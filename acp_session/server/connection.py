@@ -219,14 +219,15 @@ class IncomingConnection:
     def __repr__(self) -> str:
         return f"IncomingConnection({self.connection_id!r}, profile={self.profile!r}, peer={self.peer!r})"
 
-    def send_notifications(self, session_id: str, method: str, params: list[bytes]) -> bool:
+    async def send_notifications(self, session_id: str, method: str, params: list[bytes]) -> None:
         """Notifications of ``method`` about ``session_id`` whose params are encoded JSON already (a relay's logged
-        updates), put on that session's SSE stream at once, as one piece: the same events, byte for byte, as
-        their frames written to ``transport`` would make (``rpc.Connection.notify_encoded``), without reading
-        each back to find its stream. False (nothing sent) over WebSocket, where the caller writes them to
-        ``transport``. The caller keeps the order: messages it handed to ``transport`` before must have been
-        sent (``rpc.Connection.queued_written``). ``anyio.BrokenResourceError`` once the connection ended."""
-        return self._owner.send_notifications(session_id, method, params)
+        updates), sent at once: the frames ``rpc.Connection.notify_encoded`` would write to ``transport``, byte for
+        byte, without the rpc layer's write queue; over HTTP put on the session's SSE stream as one piece of
+        events, without reading each frame back to find its stream. The caller keeps the order: what it handed
+        to ``transport`` before must have been sent (``rpc.Connection.queued_written``, with no ``await``
+        between); they are in their stream's queue before the first ``await`` here (over WebSocket it then waits
+        for room, as ``transport`` does). ``anyio.BrokenResourceError`` once the connection ended."""
+        await self._owner.send_notifications(session_id, method, params)
 
     @property
     def closed(self) -> bool:
@@ -419,15 +420,16 @@ class RemoteConnection:
         self.end()
         raise anyio.BrokenResourceError from None
 
-    def send_notifications(self, session_id: str, method: str, params: list[bytes]) -> bool:
-        """``IncomingConnection.send_notifications``: the events made here, in one pass over the batch."""
-        if self.websocket:
-            return False
+    async def send_notifications(self, session_id: str, method: str, params: list[bytes]) -> None:
+        """``IncomingConnection.send_notifications``: the frames (or the SSE events) made here, in one pass."""
         if self.ended.is_set():
             raise anyio.BrokenResourceError  # nobody reads them any more
         if not params:
-            return True
+            return
         prefix = b'{"jsonrpc":"2.0","method":' + msgspec.json.encode(method) + b',"params":'
+        if self.websocket_sink is not None:
+            await self.websocket_sink([prefix + encoded + b"}" for encoded in params])
+            return
         joined = b"".join(params)
         if b"\n" in joined or b"\r" in joined:  # a line break to take out: each as ``sse_event`` makes it
             events = b"".join([sse_event(prefix + encoded + b"}") for encoded in params])
@@ -438,7 +440,6 @@ class RemoteConnection:
             self.session_stream(session_id).push(SseEvents(events))
         except ConnectionOverflow:
             self._overflowed()
-        return True
 
     def _push(self, route: Route, frame: bytes) -> None:
         if route == INITIAL:

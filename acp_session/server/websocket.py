@@ -33,8 +33,9 @@ _OUTGOING_FRAMES = 256  # frames the agent may queue ahead of a slow socket befo
 
 
 class _Outgoing:
-    """The frames the application wrote, waiting for the socket: the writer waits while ``capacity`` are queued;
-    the socket's pump takes everything queued at once (one wake-up per burst, not two task switches per frame)."""
+    """The frames the application wrote, waiting for the socket: a writer waits while more than ``capacity`` are
+    queued; the socket's pump takes everything queued at once (one wake-up per burst, not two task switches per
+    frame)."""
 
     def __init__(self, capacity: int) -> None:
         self._queue: collections.deque[bytes] = collections.deque()
@@ -44,22 +45,19 @@ class _Outgoing:
         self._closed = False
 
     async def put(self, frames: list[bytes]) -> None:
-        """Queue ``frames`` in order; ``BrokenResourceError`` once the socket is gone."""
+        """Queue ``frames`` in order, all at once (so two writers never interleave their frames), then wait while
+        more than ``capacity`` are queued; ``BrokenResourceError`` once the socket is gone."""
+        if self._closed:
+            raise anyio.BrokenResourceError
         queue = self._queue
-        if len(queue) + len(frames) <= self._capacity and not self._closed:  # room for all: at once
-            queue.extend(frames)
-            self._ready.set()
-            return
-        for frame in frames:
-            while len(queue) >= self._capacity and not self._closed:
-                self._ready.set()
-                if self._room.is_set():  # writers waiting at once share one event
-                    self._room = anyio.Event()
-                await self._room.wait()
-            if self._closed:
-                raise anyio.BrokenResourceError
-            queue.append(frame)
+        queue.extend(frames)
         self._ready.set()
+        while len(queue) > self._capacity and not self._closed:
+            if self._room.is_set():  # writers waiting at once share one event
+                self._room = anyio.Event()
+            await self._room.wait()
+        if self._closed:
+            raise anyio.BrokenResourceError
 
     async def take(self) -> list[bytes]:
         """Every frame queued (waiting for one); ``EndOfStream`` once closed."""
