@@ -118,3 +118,22 @@ async def test_with_permessage_deflate_each_message_is_compressed_and_read() -> 
         raw, messages = await read_burst(server.url, [PerMessageDeflate()])
     assert messages == [frame.decode() for frame in burst()]
     assert len(raw) < sum(map(len, burst())) / 4  # compressed: the per-message path (wsproto) made these frames
+
+
+def test_hypercorns_websocket_stream_is_recognised() -> None:
+    """The bulk path needs hypercorn's own ``WSStream.app_send`` (and the attributes it reads): checked on the
+    installed hypercorn, so an upgrade that moves them is seen here rather than as a silent fallback (whose bytes
+    the test above cannot tell apart)."""
+    from hypercorn.config import Config
+    from hypercorn.protocol.ws_stream import WSStream
+
+    from acp_session.server.wswrite import FrameWriter
+
+    async def send(event: Any) -> None:
+        pass
+
+    stream = WSStream(None, Config(), None, None, False, None, None, send, 1)  # type: ignore[arg-type]
+    stream.connection = WsConnection(ConnectionType.SERVER)  # what its accept sets (a FrameWriter comes after it)
+    assert FrameWriter(stream.app_send, ServerHooks())._under is not None
+    assert FrameWriter(stream.app_send, OwnFrames())._under is None  # a test server's frames: one by one
+    assert FrameWriter(send, ServerHooks())._under is None  # another ASGI server: one by one
