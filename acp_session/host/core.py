@@ -71,6 +71,27 @@ def is_subagent_kind(update: Any) -> bool:
     return tag in SUBAGENT_KINDS
 
 
+_PLAIN, _SUBAGENT, _STATE, _INFO = range(4)
+_now = time.time
+_KINDS: dict[type, int] = {}
+"""What ``HostSession.record`` does with an update, by its type (a typed update's kind is its type's; an
+update's raw dict is looked at each time)."""
+
+
+def _kind(update: Any) -> int:
+    if is_subagent_kind(update):
+        kind = _SUBAGENT
+    elif isinstance(update, _STATE_UPDATES):
+        kind = _STATE
+    elif isinstance(update, _INFO_UPDATES):
+        kind = _INFO
+    else:
+        kind = _PLAIN
+    if hasattr(type(update), "__struct_config__"):
+        _KINDS[type(update)] = kind
+    return kind
+
+
 class UpdateLog:
     """A session's updates as the host sends them to clients (each the encoded ``session/update`` params),
     numbered from 1 in arrival order. Bounded: beyond ``max_entries`` or ``max_bytes`` the oldest are dropped
@@ -112,11 +133,25 @@ class UpdateLog:
         self.last_seq = seq
         self._entries.append((seq, params, subagent))
         self._bytes += len(params)
-        while len(self._entries) > 1 and (len(self._entries) > self.max_entries or self._bytes > self.max_bytes):
-            _, gone, _ = self._entries.popleft()
+        self._trim()
+        return seq
+
+    def add(self, params: bytes, subagent: bool) -> int:
+        """``append`` of a new update (numbered next): the per-update path of a live session, kept short."""
+        seq = self.last_seq = self.last_seq + 1
+        entries = self._entries
+        entries.append((seq, params, subagent))
+        self._bytes += len(params)
+        if len(entries) > self.max_entries or self._bytes > self.max_bytes:
+            self._trim()
+        return seq
+
+    def _trim(self) -> None:
+        entries = self._entries
+        while len(entries) > 1 and (len(entries) > self.max_entries or self._bytes > self.max_bytes):
+            _, gone, _ = entries.popleft()
             self._bytes -= len(gone)
             self.dropped += 1
-        return seq
 
     def after(self, seq: int, limit: int | None = None) -> list[tuple[int, bytes]]:
         """The updates numbered above ``seq`` (at most ``limit``), oldest first."""
@@ -253,18 +288,21 @@ class HostSession:
         update when the caller has it (its ``session_update`` tag, ``state``, ``stop_reason``, ``title``); ``seq``
         restores a stored update's number. A ``subagent`` update (a child session's own, kept in its root
         session's log) is logged and marked, and leaves this session's turn state and title alone."""
-        subagent = subagent or is_subagent_kind(update)
-        seq = self.log.append(params, seq, subagent=subagent)
-        self.updated_at = time.time()
-        if subagent:
+        kind = _KINDS.get(type(update))
+        if kind is None:
+            kind = _kind(update)
+        subagent = subagent or kind == _SUBAGENT
+        seq = self.log.add(params, subagent) if seq is None else self.log.append(params, seq, subagent=subagent)
+        self.updated_at = _now()
+        if kind == _PLAIN or subagent:
             return seq
-        if isinstance(update, _STATE_UPDATES):
+        if kind == _STATE:
             state = update.state
             if state in _TURN_STATES:
                 self.state = _TURN_STATES[state]
             stop = update.stop_reason
             self.stop_reason = stop if isinstance(stop, str) else None
-        elif isinstance(update, _INFO_UPDATES) and isinstance(update.title, str):
+        elif kind == _INFO and isinstance(update.title, str):
             self.title = update.title
         return seq
 

@@ -73,6 +73,7 @@ _PERMISSION = decoder(RequestPermissionResponse)
 _ELICITATION = decoder(CreateElicitationResponse)
 _GONE = (ConnectionClosed, anyio.BrokenResourceError, anyio.ClosedResourceError)
 PAGE_SIZE = 100
+_UPDATE_FRAME = b'{"jsonrpc":"2.0","method":"session/update","params":'
 _HANDLED = {
     "initialize",
     "session/new",
@@ -156,6 +157,9 @@ class ClientFront:
         """Set when the client speaks protocol version 1 (``v1_front.V1Wire``): it says the host's updates and
         requests in v1's words."""
         self._asks: dict[str, list[tuple[int, PermissionAsk[Any]]]] = {}
+        self._direct_limit = rpc.max_frame_size - len(_UPDATE_FRAME) - 1
+        """Params longer than this make a frame the rpc layer refuses (``MessageTooLarge``): such a batch goes
+        through it."""
         host.tracing.serving(rpc)
         on = rpc.on_request
         on("initialize", self.initialize, json_decode)
@@ -273,7 +277,14 @@ class ClientFront:
         """Logged updates to this client, in order (``replay``: part of the history sent on attach); to a version
         2 client as they were logged, queued at once."""
         if self.v1 is None:
-            await self.rpc.notify_encoded("session/update", [params for _, params in batch])
+            encoded = [params for _, params in batch]
+            if max(map(len, encoded)) <= self._direct_limit:
+                # Straight to the connection (over HTTP onto the session's stream in one piece), after what the
+                # rpc layer holds.
+                await self.rpc.queued_written()
+                await self.incoming.send_notifications(session_id, "session/update", encoded)
+                return
+            await self.rpc.notify_encoded("session/update", encoded)  # it refuses a frame that is too large
             return
         for seq, params in batch:
             await self.v1.send_update(session_id, seq, params, replay=replay)

@@ -334,26 +334,26 @@ class Host:
         return session
 
     def _on_update(self, note: UpdateSessionNotification) -> None:
-        """Every agent update (sync, in wire order): logged, then the attached clients' feeds wake."""
+        """Every agent update (sync, in wire order): logged, then the attached clients' feeds wake. (Runs once per
+        update the agent streams: kept short.)"""
         session = self.sessions.get(note.session_id)
         subagent = False
         if session is None:
-            client = self._client
-            if client is None or note.session_id not in hub_of(client).session_tracks:
-                _log.debug("an update of session %s, which the host does not keep", note.session_id)
-                return
-            session = self.root_of(note.session_id)
-            subagent = session is not None
+            session = self._session_of_other(note.session_id)
             if session is None:
-                cwd = hub_of(client).session_cwds.get(note.session_id, "")
-                session = self._make(note.session_id, cwd, client.protocol.version)
+                return
+            subagent = session.session_id != note.session_id
         params = _encode(note)
         before = session.state
-        dropped = session.log.dropped
+        log = session.log
+        dropped = log.dropped
         session.record(params, note.update, subagent=subagent)
-        if session.log.dropped != dropped and session.attached:
-            for front in self.attached_fronts(session):
-                front.check_behind(session)
+        if log.dropped != dropped and session.attached:
+            fronts = self._fronts
+            for key in session.attached:
+                front = fronts.get(key)
+                if front is not None:
+                    front.check_behind(session)
         if before != "idle" and session.state == "idle":
             detail = {"stopReason": session.stop_reason} if session.stop_reason is not None else {}
             self.emit("turn_ended", session.session_id, session.prompted_by, **detail)
@@ -361,7 +361,22 @@ class Host:
                 self._tg.start_soon(self.persist, session)
         if self.store is not None and self._tg is not None:
             self._tg.start_soon(self._store_update, session, params)
-        self.wake(session.session_id)
+        event = self._changed.pop(session.session_id, None)  # ``wake``, inline
+        if event is not None:
+            event.set()
+
+    def _session_of_other(self, session_id: str) -> HostSession | None:
+        """The host's session an update of a session it does not keep goes to: a subagent's root, or a session
+        the agent made (and the host did not know yet: made here); None when the connection does not track it."""
+        client = self._client
+        if client is None or session_id not in hub_of(client).session_tracks:
+            _log.debug("an update of session %s, which the host does not keep", session_id)
+            return None
+        root = self.root_of(session_id)
+        if root is not None:
+            return root
+        cwd = hub_of(client).session_cwds.get(session_id, "")
+        return self._make(session_id, cwd, client.protocol.version)
 
     async def _store_update(self, session: HostSession, params: bytes) -> None:
         if self.store is None:

@@ -368,14 +368,28 @@ class Connection(ReadSide):
         it are queued)."""
         self._check_open()
         prefix = b'{"jsonrpc":"2.0","method":' + msgspec.json.encode(method) + b',"params":'
-        put = self._outbox.put
         limit = self.max_frame_size - len(prefix) - 1
-        for encoded in params:
-            if len(encoded) > limit:
-                raise MessageTooLarge(len(encoded) + len(prefix) + 1, self.max_frame_size, outgoing=True)
-            put(prefix + encoded + b"}")
+        if params and max(map(len, params)) <= limit:
+            self._outbox.put_many([prefix + encoded + b"}" for encoded in params])
+        else:
+            put = self._outbox.put
+            for encoded in params:
+                if len(encoded) > limit:
+                    raise MessageTooLarge(len(encoded) + len(prefix) + 1, self.max_frame_size, outgoing=True)
+                put(prefix + encoded + b"}")
         if self._outbox.size > self._outbox.high_water:
             await self._outbox.wait_writable()
+
+    async def queued_written(self) -> None:
+        """Return once every frame queued so far was handed to the transport (written by this task when no other
+        is writing): a caller that then sends on the transport by a way of its own, before its next ``await``
+        (``server.IncomingConnection.send_notifications``), keeps its place after them. ``ConnectionClosed``
+        once closed."""
+        self._check_open()
+        outbox = self._outbox
+        if outbox.size:
+            await self._flush()
+            await outbox.wait_flushed()
 
     def _check_open(self) -> None:
         if self._closed_error is not None:

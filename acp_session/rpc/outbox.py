@@ -83,6 +83,19 @@ class Outbox:
         if self._wakeup is not None:
             self._wakeup.set()
 
+    def put_many(self, frames: list[bytes]) -> None:
+        """``put`` each of ``frames``, in order (queued at once when none can be written on the spot)."""
+        if self._send_nowait is not None or self._failed:
+            for frame in frames:
+                self.put(frame)
+            return
+        self._frames.extend(frames)
+        size = sum(map(len, frames))
+        self.size += size
+        self.queued_total += size
+        if self._wakeup is not None:
+            self._wakeup.set()
+
     def put_request(self, frame: bytes) -> None:
         """``put`` for a frame whose producer will most likely ``flush`` right away (a request): sent on the
         spot if possible, else queued, and the writer task woken only if it is still queued once the current

@@ -18,12 +18,11 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 import anyio
-import msgspec
 from anyio.abc import TaskGroup
 
 from .._counted_log import CountedLog
 from .auth import BearerToken
-from .connection import ConnectionHandler, ConnectionOverflow, RemoteConnection, StreamBusy
+from .connection import ConnectionHandler, ConnectionOverflow, RemoteConnection, StreamBusy, render_events
 from .hooks import ServerHooks
 from .limits import DEFAULT_LIMITS, RETRY_AFTER, ByteBudget, RequestBody, ServerLimits
 from .origins import OriginPolicy
@@ -56,14 +55,6 @@ Send = Callable[[Message], Awaitable[None]]
 def _headers(scope: Scope) -> dict[str, str]:
     """The request's headers, names lower-cased (a repeated header keeps its last value)."""
     return {name.decode("latin-1").lower(): value.decode("latin-1") for name, value in scope.get("headers", [])}
-
-
-def sse_event(frame: bytes) -> bytes:
-    """One message as one SSE event: a single ``data:`` line, so its JSON text must have no line break."""
-    frame = frame.strip()
-    if b"\n" in frame or b"\r" in frame:
-        frame = msgspec.json.encode(msgspec.json.decode(frame))  # whitespace between tokens only
-    return b"data: " + frame + b"\n\n"
 
 
 def _all(scope: Scope, name: bytes) -> list[bytes]:
@@ -435,7 +426,7 @@ class AcpAsgiApp:
                         frames = await stream.take(KEEP_ALIVE_SECONDS)
                     except anyio.EndOfStream:
                         break
-                    event = b":\n\n" if frames is None else b"".join(map(sse_event, frames))
+                    event = b":\n\n" if frames is None else render_events(frames)
                     await send({"type": "http.response.body", "body": event, "more_body": True})
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
                 tg.cancel_scope.cancel()

@@ -16,9 +16,10 @@ import logging
 import secrets
 from collections.abc import Awaitable, Callable, Mapping
 from types import MappingProxyType
-from typing import Literal
+from typing import Literal, NoReturn
 
 import anyio
+import msgspec
 from anyio.abc import TaskStatus
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
@@ -38,7 +39,10 @@ __all__ = [
     "OutboundStream",
     "Profile",
     "RemoteConnection",
+    "SseEvents",
     "StreamBusy",
+    "render_events",
+    "sse_event",
 ]
 
 _log = logging.getLogger("acp_session.server")
@@ -52,6 +56,26 @@ MAX_SESSION_STREAMS = 1024
 """Session streams one connection may have; a client that needs more loses the connection."""
 TAKE_BYTES = 64 * 1024
 """Bytes of queued messages an SSE stream writes at once (one message larger than it goes alone)."""
+
+
+def sse_event(frame: bytes) -> bytes:
+    """One message as one SSE event: a single ``data:`` line, so its JSON text must have no line break."""
+    frame = frame.strip()
+    if b"\n" in frame or b"\r" in frame:
+        frame = msgspec.json.encode(msgspec.json.decode(frame))  # whitespace between tokens only
+    return b"data: " + frame + b"\n\n"
+
+
+class SseEvents(bytes):
+    """Messages an SSE stream holds rendered already (``RemoteConnection.send_notifications``): written as they
+    are, where a plain message is rendered by ``sse_event`` when its stream's reader takes it."""
+
+    __slots__ = ()
+
+
+def render_events(frames: list[bytes]) -> bytes:
+    """What an SSE stream writes for the messages it took (``OutboundStream.take``)."""
+    return b"".join([frame if type(frame) is SseEvents else sse_event(frame) for frame in frames])
 
 
 class StreamBusy(Exception):
@@ -194,6 +218,16 @@ class IncomingConnection:
 
     def __repr__(self) -> str:
         return f"IncomingConnection({self.connection_id!r}, profile={self.profile!r}, peer={self.peer!r})"
+
+    async def send_notifications(self, session_id: str, method: str, params: list[bytes]) -> None:
+        """Notifications of ``method`` about ``session_id`` whose params are encoded JSON already (a relay's logged
+        updates), sent at once: the frames ``rpc.Connection.notify_encoded`` would write to ``transport``, byte for
+        byte, without the rpc layer's write queue; over HTTP put on the session's SSE stream as one piece of
+        events, without reading each frame back to find its stream. The caller keeps the order: what it handed
+        to ``transport`` before must have been sent (``rpc.Connection.queued_written``, with no ``await``
+        between); they are in their stream's queue before the first ``await`` here (over WebSocket it then waits
+        for room, as ``transport`` does). ``anyio.BrokenResourceError`` once the connection ended."""
+        await self._owner.send_notifications(session_id, method, params)
 
     @property
     def closed(self) -> bool:
@@ -375,13 +409,37 @@ class RemoteConnection:
             for frame in frames:
                 self._push(self.routes.route(frame), frame)
         except ConnectionOverflow:
-            self.log.warning(
-                "connections ended for not reading their streams",
-                "connection %s: its client does not read its streams; ending it",
-                self.connection_id,
-            )
-            self.end()
-            raise anyio.BrokenResourceError from None
+            self._overflowed()
+
+    def _overflowed(self) -> NoReturn:
+        self.log.warning(
+            "connections ended for not reading their streams",
+            "connection %s: its client does not read its streams; ending it",
+            self.connection_id,
+        )
+        self.end()
+        raise anyio.BrokenResourceError from None
+
+    async def send_notifications(self, session_id: str, method: str, params: list[bytes]) -> None:
+        """``IncomingConnection.send_notifications``: the frames (or the SSE events) made here, in one pass."""
+        if self.ended.is_set():
+            raise anyio.BrokenResourceError  # nobody reads them any more
+        if not params:
+            return
+        prefix = b'{"jsonrpc":"2.0","method":' + msgspec.json.encode(method) + b',"params":'
+        if self.websocket_sink is not None:
+            await self.websocket_sink([prefix + encoded + b"}" for encoded in params])
+            return
+        joined = b"".join(params)
+        if b"\n" in joined or b"\r" in joined:  # a line break to take out: each as ``sse_event`` makes it
+            events = b"".join([sse_event(prefix + encoded + b"}") for encoded in params])
+        else:
+            head = b"data: " + prefix
+            events = b"".join([head + encoded + b"}\n\n" for encoded in params])
+        try:
+            self.session_stream(session_id).push(SseEvents(events))
+        except ConnectionOverflow:
+            self._overflowed()
 
     def _push(self, route: Route, frame: bytes) -> None:
         if route == INITIAL:

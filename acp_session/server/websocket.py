@@ -21,6 +21,7 @@ import anyio
 import msgspec
 
 from .rules import CONNECTION, INITIAL, Inbound
+from .wswrite import FrameWriter
 
 if TYPE_CHECKING:
     from .app import AcpAsgiApp, Receive, Scope, Send
@@ -32,8 +33,9 @@ _OUTGOING_FRAMES = 256  # frames the agent may queue ahead of a slow socket befo
 
 
 class _Outgoing:
-    """The frames the application wrote, waiting for the socket: the writer waits while ``capacity`` are queued;
-    the socket's pump takes everything queued at once (one wake-up per burst, not two task switches per frame)."""
+    """The frames the application wrote, waiting for the socket: a writer waits while more than ``capacity`` are
+    queued; the socket's pump takes everything queued at once (one wake-up per burst, not two task switches per
+    frame)."""
 
     def __init__(self, capacity: int) -> None:
         self._queue: collections.deque[bytes] = collections.deque()
@@ -43,18 +45,19 @@ class _Outgoing:
         self._closed = False
 
     async def put(self, frames: list[bytes]) -> None:
-        """Queue ``frames`` in order; ``BrokenResourceError`` once the socket is gone."""
+        """Queue ``frames`` in order, all at once (so two writers never interleave their frames), then wait while
+        more than ``capacity`` are queued; ``BrokenResourceError`` once the socket is gone."""
+        if self._closed:
+            raise anyio.BrokenResourceError
         queue = self._queue
-        for frame in frames:
-            while len(queue) >= self._capacity and not self._closed:
-                self._ready.set()
-                if self._room.is_set():  # writers waiting at once share one event
-                    self._room = anyio.Event()
-                await self._room.wait()
-            if self._closed:
-                raise anyio.BrokenResourceError
-            queue.append(frame)
+        queue.extend(frames)
         self._ready.set()
+        while len(queue) > self._capacity and not self._closed:
+            if self._room.is_set():  # writers waiting at once share one event
+                self._room = anyio.Event()
+            await self._room.wait()
+        if self._closed:
+            raise anyio.BrokenResourceError
 
     async def take(self) -> list[bytes]:
         """Every frame queued (waiting for one); ``EndOfStream`` once closed."""
@@ -156,6 +159,7 @@ async def serve_websocket(app: AcpAsgiApp, scope: Scope, receive: Receive, send:
         await _close(receive, send, 1002, "the first message must be initialize")
         return
     await app.start_connection(conn)
+    writer = FrameWriter(send, hooks)
     closed_here = False
     try:
         async with anyio.create_task_group() as tg:
@@ -163,12 +167,7 @@ async def serve_websocket(app: AcpAsgiApp, scope: Scope, receive: Receive, send:
             async def pump() -> None:
                 try:
                     while True:
-                        for frame in await outgoing.take():
-                            message = hooks.websocket_message(frame)
-                            if isinstance(message, bytes):  # a test server's binary frames (ServerHooks)
-                                await send({"type": "websocket.send", "bytes": message})
-                            else:
-                                await send({"type": "websocket.send", "text": message})
+                        await writer.write(await outgoing.take())  # a burst in one write (``wswrite``)
                 except anyio.EndOfStream:
                     pass
                 finally:
