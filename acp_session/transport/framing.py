@@ -54,7 +54,9 @@ class LineBlock:
 
     ``FrameReader.feed_block`` hands a long read over this way so that the rpc layer can decode every line in
     one msgspec call (``RpcCore.receive_block``), which costs about 100 ns per line less than splitting and
-    decoding each. No line in it is over the frame size limit, and its bytes are valid UTF-8.
+    decoding each; the remote transports hand over a read's messages so too (a run of SSE events, a read's
+    WebSocket messages), each message one line. No line in it is over the frame size limit, and its bytes are
+    valid UTF-8.
     """
 
     __slots__ = ("count", "data")
@@ -88,9 +90,13 @@ def expand_blocks(frames: list[Frame]) -> list[Frame]:
 
 
 def lines_in(frames: list[Frame]) -> int:
-    """How many frames ``frames`` stands for, a ``LineBlock`` counting its lines (it is last when present)."""
-    last = frames[-1]
-    return len(frames) + last.count - 1 if type(last) is LineBlock else len(frames)
+    """How many frames ``frames`` stands for, a ``LineBlock`` counting its lines (a stream read has one, last; a
+    remote transport's batch may hold several, anywhere)."""
+    count = len(frames)
+    for frame in frames:
+        if type(frame) is LineBlock:
+            count += frame.count - 1
+    return count
 
 
 def split_block(block: LineBlock) -> list[Frame]:

@@ -156,10 +156,10 @@ def test_bulk_reads_give_what_the_line_parser_gives(blocks: list[list[bytes]], d
     assert _expanded([item for chunk in chunks for item in parser.feed_runs(chunk)]) == [e.data for e in oracle]
 
 
-@given(
-    st.lists(st.tuples(st.sampled_from(_LINES), st.sampled_from([b"\n", b"\r\n", b"\r"])), max_size=30), st.data()
-)
-def test_any_line_endings_cut_anywhere_give_what_one_piece_gives(lines: list[tuple[bytes, bytes]], data: st.DataObject) -> None:
+@given(st.lists(st.tuples(st.sampled_from(_LINES), st.sampled_from([b"\n", b"\r\n", b"\r"])), max_size=30), st.data())
+def test_any_line_endings_cut_anywhere_give_what_one_piece_gives(
+    lines: list[tuple[bytes, bytes]], data: st.DataObject
+) -> None:
     body = b"".join(line + ending for line, ending in lines) + b"\n\n"
     whole = SseParser(1024).feed(body)
     cuts = sorted(data.draw(st.lists(st.integers(0, len(body)), max_size=8)))
