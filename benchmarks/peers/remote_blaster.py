@@ -1,7 +1,10 @@
 """A benchmark peer: an ACP endpoint on 127.0.0.1 that answers a prompt with N pre-encoded chunk updates as fast
 as the socket takes them, over Streamable HTTP (SSE streams) and WebSocket, so the client's side is measured.
 
-    python benchmarks/peers/remote_blaster.py CHUNK_FILE     (prints http://127.0.0.1:PORT/acp, then serves)
+    python benchmarks/peers/remote_blaster.py CHUNK_FILE [--trickle]   (prints http://127.0.0.1:PORT/acp, then serves)
+
+``--trickle``: a socket write per message (an SSE event, a WebSocket frame) instead of 1 MiB pieces, as a server
+that relays messages one at a time does (the host's WebSocket, through ASGI).
 
 Plain asyncio streams, just enough of HTTP/1.1 and RFC 6455 for acp-session's remote transports; not a server.
 """
@@ -17,6 +20,7 @@ import sys
 
 with open(sys.argv[1], "rb") as chunk_file:
     CHUNKS = chunk_file.read().splitlines()
+TRICKLE = "--trickle" in sys.argv[2:]
 
 
 def pieces(records: list[bytes]) -> list[bytes]:
@@ -35,7 +39,8 @@ def pieces(records: list[bytes]) -> list[bytes]:
     return [*out, b"".join(current)] if current else out
 
 
-SSE_PIECES = pieces([b"data: " + line + b"\n\n" for line in CHUNKS])
+SSE_LINES = [b"data: " + line + b"\n\n" for line in CHUNKS]
+SSE_PIECES = pieces(SSE_LINES)
 STREAMS: dict[str | None, asyncio.StreamWriter] = {}
 READY: dict[str | None, asyncio.Event] = {}
 
@@ -110,7 +115,7 @@ async def http(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> No
             out = STREAMS[stream]
             out.write(b"".join(b"data: " + m + b"\n\n" for m in messages))
             if rename:
-                for piece in SSE_PIECES:
+                for piece in SSE_LINES if TRICKLE else SSE_PIECES:
                     out.write(piece.replace(b'"reply"', rename))
                     await out.drain()
                 out.write(b"data: " + idle() + b"\n\n")
@@ -134,7 +139,8 @@ async def websocket(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, 
         b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
         b"Sec-WebSocket-Accept: " + accept + b"\r\nAcp-Connection-Id: c1\r\n\r\n"
     )
-    frame_pieces = pieces([frame(line) for line in CHUNKS])
+    frames = [frame(line) for line in CHUNKS]
+    frame_pieces = frames if TRICKLE else pieces(frames)
     while True:
         try:
             first, second = await reader.readexactly(2)
