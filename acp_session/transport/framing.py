@@ -9,6 +9,7 @@ into lines: what a stream transport does to hand the rpc layer whole frames (``t
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 __all__ = [
@@ -59,11 +60,16 @@ class LineBlock:
     valid UTF-8.
     """
 
-    __slots__ = ("count", "data")
+    __slots__ = ("count", "data", "on_split")
 
-    def __init__(self, data: bytes, count: int) -> None:
+    def __init__(self, data: bytes, count: int, on_split: Callable[[list[bytes]], None] | None = None) -> None:
         self.data = data
         self.count = count
+        self.on_split = on_split
+        """Called once with the block's lines when it is split into them (``split_block``, whoever splits it): a
+        transport that must see some messages before the rpc layer takes them (the HTTP profile's routing: the
+        requests and answers) sees them then. A block the rpc layer decodes whole holds typed notifications only,
+        none of which carries an ``id``."""
 
     def __repr__(self) -> str:
         return f"LineBlock({self.count} lines, {len(self.data)} bytes)"
@@ -101,9 +107,13 @@ def lines_in(frames: list[Frame]) -> int:
 
 def split_block(block: LineBlock) -> list[Frame]:
     """The block's lines as frames (already valid UTF-8 and within the size limit: ``feed_block`` saw to both)."""
-    lines: list[Frame] = block.data.split(_NL)  # type: ignore[assignment]  # list is invariant; bytes are Frames
+    lines = block.data.split(_NL)
     lines.pop()  # after the last newline: empty
-    return lines
+    hook = block.on_split
+    if hook is not None:
+        block.on_split = None
+        hook(lines)
+    return lines  # type: ignore[return-value]  # list is invariant; bytes are Frames
 
 
 def check_utf8(frames: list[bytes | OversizedFrame], data: bytes) -> list[Frame]:

@@ -12,7 +12,7 @@ import pytest
 from anyio.abc import ByteStream
 
 from acp_session import ClientBuilder
-from acp_session.transport.framing import LineBlock, OversizedFrame, lines_in
+from acp_session.transport.framing import LineBlock, OversizedFrame, expand_blocks, lines_in, split_block
 from acp_session.transport.remote import RemoteLimits
 from acp_session.transport.remote.inbox import BatchInbox
 from acp_session.transport.remote.limits import notifications_trickle
@@ -166,6 +166,16 @@ def test_a_websocket_block_only_of_single_line_messages() -> None:
     assert isinstance(block, LineBlock) and block.count == 5 and block.data == b"\n".join(messages) + b"\n"
     assert _as_block([*messages, b'{"a":\n1}']) is None  # a message over two lines
     assert _as_block([*messages, OversizedFrame(10)]) is None
+
+
+def test_a_block_calls_its_split_hook_once_with_its_lines() -> None:
+    """The HTTP profile notes the routing facts of a block's events when it is split (the rpc layer could not
+    decode it whole), once, whoever splits it first."""
+    seen: list[list[bytes]] = []
+    block = LineBlock(b"{}\n[]\n", 2, seen.append)
+    assert split_block(block) == [b"{}", b"[]"]
+    assert expand_blocks([block]) == [b"{}", b"[]"]
+    assert seen == [[b"{}", b"[]"]]
 
 
 def test_lines_in_counts_every_block_of_a_batch() -> None:

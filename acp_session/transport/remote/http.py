@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -398,10 +399,13 @@ class HttpFrames:
                 await response.aclose()
 
     def _frames(self, events: list[bytes | EventRun], stream_session: str | None) -> tuple[list[Frame], int]:
-        """A read's events as frames for the rpc layer, and how many messages they are. A run of streamed updates
-        (UTF-8, nothing for routing) goes over as one ``LineBlock``, which the rpc layer decodes at once; the
-        other events are checked all at once when they are several: joined by LF they hold none of what
-        ``_routes_nothing`` looks for (an LF is part of none of it) exactly when no event does."""
+        """A read's events as frames for the rpc layer, and how many messages they are. A run of events (UTF-8) goes
+        over as one ``LineBlock``, which the rpc layer decodes at once when every event is a typed notification
+        (none has an ``id``: nothing for routing) and splits otherwise, the routing facts of its events noted then
+        (``_note_all``), before the rpc layer takes any of them; searching every read for what routing needs cost
+        more than the rest of the transport's work. The other events are checked all at once when they are
+        several: joined by LF they hold none of what ``_routes_nothing`` looks for (an LF is part of none of it)
+        exactly when no event does."""
         frames: list[Frame] = []
         size = 0  # the messages in the blocks beyond one each
         single: list[bytes] = []
@@ -411,8 +415,8 @@ class HttpFrames:
                     frames += self._each(single, stream_session)
                     single = []
                 data = item.data
-                if (data.isascii() or _is_utf8(data)) and _routes_nothing(data):
-                    frames.append(LineBlock(data, item.count))
+                if data.isascii() or _is_utf8(data):
+                    frames.append(LineBlock(data, item.count, partial(self._note_all, stream_session)))
                     size += item.count - 1
                 else:
                     frames += self._each(item.events(), stream_session)
@@ -436,8 +440,20 @@ class HttpFrames:
         (frame,) = check_utf8([data], data)
         if type(frame) is not bytes:
             return frame  # not UTF-8: the rpc layer reports it
+        self._note(data, stream_session)
+        return data
+
+    def _note_all(self, stream_session: str | None, events: list[bytes]) -> None:
+        """A block's events are split for the rpc layer: their routing facts, noted before it takes them."""
+        if self._closed or self.failure is not None:
+            return  # nothing is routed any more
+        for data in events:
+            self._note(data, stream_session)
+
+    def _note(self, data: bytes, stream_session: str | None) -> None:
+        """The routing facts of one received message (UTF-8), if it has any."""
         if _routes_nothing(data):
-            return data
+            return
         head = read_head(data)
         if head is not None:
             self._routes.received(head, stream_session)
@@ -446,7 +462,6 @@ class HttpFrames:
             new = self._routes.new_session(head)
             if new is not None and new not in self._streams and new not in self._routes.detached:
                 self._open(new)
-        return data
 
     async def _stream_ended(self, stream: _Stream, error: BaseException | None) -> None:
         if self._closed or self.failure is not None:
