@@ -6,8 +6,8 @@ beside them (when node is on the machine) the official TypeScript SDK 2.4.0's cl
 
 Beside each of acp-session's rows, the client's CPU per update (this process, user + system, during the measured
 turn): steadier than the rates on a shared machine, and what the client costs whatever the peer does.
-``--trickle`` adds the two remote rows again with a peer that writes a message per socket write (as a server
-relaying one message at a time does), where each of the client's wake-ups brings few messages.
+``--trickle`` adds the two remote rows again with a peer that writes a message per socket write at about 50 000 a
+second (as a server relaying one message at a time does), where each of the client's wake-ups brings few messages.
 
 Run: ``.venv/bin/python benchmarks/remote_fold.py [--n 100000] [--backend asyncio|trio] [--no-peers] [--trickle]
 [--json]``

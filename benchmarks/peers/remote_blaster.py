@@ -3,8 +3,9 @@ as the socket takes them, over Streamable HTTP (SSE streams) and WebSocket, so t
 
     python benchmarks/peers/remote_blaster.py CHUNK_FILE [--trickle]   (prints http://127.0.0.1:PORT/acp, then serves)
 
-``--trickle``: a socket write per message (an SSE event, a WebSocket frame) instead of 1 MiB pieces, as a server
-that relays messages one at a time does (the host's WebSocket, through ASGI).
+``--trickle``: a socket write per message (an SSE event, a WebSocket frame) instead of 1 MiB pieces, paced at about
+50 000 messages a second (a busy wait after each 8), as a server that relays messages one at a time at the host's
+pace does (the host's WebSocket, through ASGI): the client then finds a few messages at each wake-up.
 
 Plain asyncio streams, just enough of HTTP/1.1 and RFC 6455 for acp-session's remote transports; not a server.
 """
@@ -17,10 +18,29 @@ import hashlib
 import json
 import struct
 import sys
+import time
 
 with open(sys.argv[1], "rb") as chunk_file:
     CHUNKS = chunk_file.read().splitlines()
 TRICKLE = "--trickle" in sys.argv[2:]
+TRICKLE_BATCH, TRICKLE_SECONDS = 8, 8 / 50_000
+
+
+async def write_all(writer: asyncio.StreamWriter, pieces: list[bytes], rename: bytes) -> None:
+    """The turn's pieces with the prompt's message id; with ``--trickle`` each a write of its own, paced."""
+    if not TRICKLE:
+        for piece in pieces:
+            writer.write(piece.replace(b'"reply"', rename))
+            await writer.drain()
+        return
+    due = time.perf_counter()
+    for index, piece in enumerate(pieces):
+        writer.write(piece.replace(b'"reply"', rename))
+        if index % TRICKLE_BATCH == TRICKLE_BATCH - 1:
+            due += TRICKLE_SECONDS
+            while time.perf_counter() < due:
+                pass
+            await writer.drain()
 
 
 def pieces(records: list[bytes]) -> list[bytes]:
@@ -115,9 +135,7 @@ async def http(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> No
             out = STREAMS[stream]
             out.write(b"".join(b"data: " + m + b"\n\n" for m in messages))
             if rename:
-                for piece in SSE_LINES if TRICKLE else SSE_PIECES:
-                    out.write(piece.replace(b'"reply"', rename))
-                    await out.drain()
+                await write_all(out, SSE_LINES if TRICKLE else SSE_PIECES, rename)
                 out.write(b"data: " + idle() + b"\n\n")
             await out.drain()
 
@@ -162,9 +180,7 @@ async def websocket(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, 
         _, messages, rename = answers(json.loads(data))
         writer.write(b"".join(frame(m) for m in messages))
         if rename:
-            for piece in frame_pieces:
-                writer.write(piece.replace(b'"reply"', rename))
-                await writer.drain()
+            await write_all(writer, frame_pieces, rename)
             writer.write(frame(idle()))
         await writer.drain()
 
