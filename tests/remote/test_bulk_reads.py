@@ -89,6 +89,44 @@ async def test_an_answer_inside_a_run_of_events_is_routed() -> None:
     assert gets == [None, "bulk-1"]
 
 
+async def test_a_request_inside_a_run_on_a_session_stream_is_answered_on_that_session() -> None:
+    """A block's events are routed when the rpc layer splits it: an agent's request among notifications on a
+    session's stream is answered with that session's ``Acp-Session-Id`` (the answer route noted on the split)."""
+    answered = anyio.Event()
+    burst = events(*(note(n) for n in range(6)), b'{"jsonrpc":"2.0","id":"ask-1","method":"_bulk/ask"}', note(6))
+
+    async def handle(stream: ByteStream, request: Request, served: Served, _: bytearray) -> bool:
+        if request.method == "POST" and request.json().get("method") == "initialize":
+            await send(stream, served, initialize_answer(request))
+            return True
+        if request.method == "POST":
+            await send(stream, served, ACCEPTED)
+            message = request.json()
+            if message.get("method") == "session/new":
+                connection_stream = streams[None]
+                await send(connection_stream, served, events(answer(message["id"], "bulk-3")))
+            if message.get("id") == "ask-1":
+                answered.set()
+            return True
+        session = request.headers.get("acp-session-id")
+        streams[session] = stream
+        await send(stream, served, EVENTS_HEAD)
+        if session is not None:
+            await send(stream, served, burst)
+        await anyio.sleep(30)
+        return False
+
+    streams: dict[str | None, ByteStream] = {}
+    async with serve(handle) as served:
+        with anyio.fail_after(20):
+            async with ClientBuilder().connect_url(served.url, limits=LIMITS) as client:
+                await client.new_session("/")
+                await answered.wait()
+    (post,) = [r for r in served.requests if r.method == "POST" and r.json().get("id") == "ask-1"]
+    assert post.json()["error"]["code"] == -32601  # nobody handles the method
+    assert post.headers.get("acp-session-id") == "bulk-3"
+
+
 async def test_an_event_that_is_not_utf8_inside_a_run_is_reported_alone() -> None:
     def burst(request_id: Any) -> bytes:
         bad = b'{"jsonrpc":"2.0","method":"_bulk/note","params":{"text":"\xff\xfe"}}'
