@@ -131,6 +131,7 @@ def test_sse_benchmark_runs_its_rows_beside_the_raw_scan() -> None:
         "one 0.25 MiB event, 64 KiB chunks",
         "one 0.25 MiB event, 4 KiB chunks",
         "100 000 small events, 64 KiB chunks",
+        "100 000 small events, feed_runs",
     }
     assert all(row["parser_s"] > 0 and row["raw_scan_s"] > 0 and row["ratio"] > 0 for row in rows.values())
 

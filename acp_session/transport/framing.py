@@ -9,6 +9,7 @@ into lines: what a stream transport does to hand the rpc layer whole frames (``t
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 __all__ = [
@@ -54,14 +55,21 @@ class LineBlock:
 
     ``FrameReader.feed_block`` hands a long read over this way so that the rpc layer can decode every line in
     one msgspec call (``RpcCore.receive_block``), which costs about 100 ns per line less than splitting and
-    decoding each. No line in it is over the frame size limit, and its bytes are valid UTF-8.
+    decoding each; the remote transports hand over a read's messages so too (a run of SSE events, a read's
+    WebSocket messages), each message one line. No line in it is over the frame size limit, and its bytes are
+    valid UTF-8.
     """
 
-    __slots__ = ("count", "data")
+    __slots__ = ("count", "data", "on_split")
 
-    def __init__(self, data: bytes, count: int) -> None:
+    def __init__(self, data: bytes, count: int, on_split: Callable[[list[bytes]], None] | None = None) -> None:
         self.data = data
         self.count = count
+        self.on_split = on_split
+        """Called once with the block's lines when it is split into them (``split_block``, whoever splits it): a
+        transport that must see some messages before the rpc layer takes them (the HTTP profile's routing: the
+        requests and answers) sees them then. A block the rpc layer decodes whole holds typed notifications only,
+        none of which carries an ``id``."""
 
     def __repr__(self) -> str:
         return f"LineBlock({self.count} lines, {len(self.data)} bytes)"
@@ -88,16 +96,24 @@ def expand_blocks(frames: list[Frame]) -> list[Frame]:
 
 
 def lines_in(frames: list[Frame]) -> int:
-    """How many frames ``frames`` stands for, a ``LineBlock`` counting its lines (it is last when present)."""
-    last = frames[-1]
-    return len(frames) + last.count - 1 if type(last) is LineBlock else len(frames)
+    """How many frames ``frames`` stands for, a ``LineBlock`` counting its lines (a stream read has one, last; a
+    remote transport's batch may hold several, anywhere)."""
+    count = len(frames)
+    for frame in frames:
+        if type(frame) is LineBlock:
+            count += frame.count - 1
+    return count
 
 
 def split_block(block: LineBlock) -> list[Frame]:
     """The block's lines as frames (already valid UTF-8 and within the size limit: ``feed_block`` saw to both)."""
-    lines: list[Frame] = block.data.split(_NL)  # type: ignore[assignment]  # list is invariant; bytes are Frames
+    lines = block.data.split(_NL)
     lines.pop()  # after the last newline: empty
-    return lines
+    hook = block.on_split
+    if hook is not None:
+        block.on_split = None
+        hook(lines)
+    return lines  # type: ignore[return-value]  # list is invariant; bytes are Frames
 
 
 def check_utf8(frames: list[bytes | OversizedFrame], data: bytes) -> list[Frame]:

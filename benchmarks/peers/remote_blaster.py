@@ -1,7 +1,11 @@
 """A benchmark peer: an ACP endpoint on 127.0.0.1 that answers a prompt with N pre-encoded chunk updates as fast
 as the socket takes them, over Streamable HTTP (SSE streams) and WebSocket, so the client's side is measured.
 
-    python benchmarks/peers/remote_blaster.py CHUNK_FILE     (prints http://127.0.0.1:PORT/acp, then serves)
+    python benchmarks/peers/remote_blaster.py CHUNK_FILE [--trickle]   (prints http://127.0.0.1:PORT/acp, then serves)
+
+``--trickle``: a socket write per message (an SSE event, a WebSocket frame) instead of 1 MiB pieces, paced at about
+50 000 messages a second (a busy wait after each 8), as a server that relays messages one at a time at the host's
+pace does (the host's WebSocket, through ASGI): the client then finds a few messages at each wake-up.
 
 Plain asyncio streams, just enough of HTTP/1.1 and RFC 6455 for acp-session's remote transports; not a server.
 """
@@ -14,9 +18,29 @@ import hashlib
 import json
 import struct
 import sys
+import time
 
 with open(sys.argv[1], "rb") as chunk_file:
     CHUNKS = chunk_file.read().splitlines()
+TRICKLE = "--trickle" in sys.argv[2:]
+TRICKLE_BATCH, TRICKLE_SECONDS = 8, 8 / 50_000
+
+
+async def write_all(writer: asyncio.StreamWriter, pieces: list[bytes], rename: bytes) -> None:
+    """The turn's pieces with the prompt's message id; with ``--trickle`` each a write of its own, paced."""
+    if not TRICKLE:
+        for piece in pieces:
+            writer.write(piece.replace(b'"reply"', rename))
+            await writer.drain()
+        return
+    due = time.perf_counter()
+    for index, piece in enumerate(pieces):
+        writer.write(piece.replace(b'"reply"', rename))
+        if index % TRICKLE_BATCH == TRICKLE_BATCH - 1:
+            due += TRICKLE_SECONDS
+            while time.perf_counter() < due:
+                pass
+            await writer.drain()
 
 
 def pieces(records: list[bytes]) -> list[bytes]:
@@ -35,7 +59,8 @@ def pieces(records: list[bytes]) -> list[bytes]:
     return [*out, b"".join(current)] if current else out
 
 
-SSE_PIECES = pieces([b"data: " + line + b"\n\n" for line in CHUNKS])
+SSE_LINES = [b"data: " + line + b"\n\n" for line in CHUNKS]
+SSE_PIECES = pieces(SSE_LINES)
 STREAMS: dict[str | None, asyncio.StreamWriter] = {}
 READY: dict[str | None, asyncio.Event] = {}
 
@@ -110,9 +135,7 @@ async def http(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> No
             out = STREAMS[stream]
             out.write(b"".join(b"data: " + m + b"\n\n" for m in messages))
             if rename:
-                for piece in SSE_PIECES:
-                    out.write(piece.replace(b'"reply"', rename))
-                    await out.drain()
+                await write_all(out, SSE_LINES if TRICKLE else SSE_PIECES, rename)
                 out.write(b"data: " + idle() + b"\n\n")
             await out.drain()
 
@@ -134,7 +157,8 @@ async def websocket(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, 
         b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
         b"Sec-WebSocket-Accept: " + accept + b"\r\nAcp-Connection-Id: c1\r\n\r\n"
     )
-    frame_pieces = pieces([frame(line) for line in CHUNKS])
+    frames = [frame(line) for line in CHUNKS]
+    frame_pieces = frames if TRICKLE else pieces(frames)
     while True:
         try:
             first, second = await reader.readexactly(2)
@@ -156,9 +180,7 @@ async def websocket(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, 
         _, messages, rename = answers(json.loads(data))
         writer.write(b"".join(frame(m) for m in messages))
         if rename:
-            for piece in frame_pieces:
-                writer.write(piece.replace(b'"reply"', rename))
-                await writer.drain()
+            await write_all(writer, frame_pieces, rename)
             writer.write(frame(idle()))
         await writer.drain()
 

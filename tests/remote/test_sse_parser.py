@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from acp_session.transport.remote.sse import SseEvent, SseLimitExceeded, SseParser
+from acp_session.transport.remote.sse import EventRun, SseEvent, SseLimitExceeded, SseParser
 
 
 def feed_all(parser: SseParser, chunks: list[bytes]) -> list[SseEvent]:
@@ -118,3 +118,64 @@ def test_an_lf_event_of_many_lines_is_bounded_by_its_data_not_its_bytes() -> Non
     assert SseParser(fits, max_line=200).feed(body) == [SseEvent(b"\n".join(line[6:] for line in lines))]
     with pytest.raises(SseLimitExceeded, match="an event"):
         SseParser(fits - 1, max_line=200).feed(body)
+
+
+_LINES = [
+    b'data: {"a":1}',
+    b"data: ",
+    b"data:  two spaces",
+    b"data:no space",
+    b"data",
+    b"data: a: colon",
+    b": keep-alive",
+    b"event: message",
+    b"id: 7",
+    b"retry: 100",
+    b"foo: bar",
+    b"",
+]
+
+
+def _expanded(items: list[bytes | EventRun]) -> list[bytes]:
+    return [data for item in items for data in (item.events() if isinstance(item, EventRun) else [item])]
+
+
+@given(st.lists(st.lists(st.sampled_from(_LINES), max_size=4), max_size=12), st.data())
+def test_bulk_reads_give_what_the_line_parser_gives(blocks: list[list[bytes]], data: st.DataObject) -> None:
+    """The bulk path (a read's single-line events checked and taken at once, runs as ``EventRun``) against the line
+    parser alone: the same body with CRLF endings (a CR keeps the parser off the fast path), fed in one piece. Any
+    cut of the LF body, through ``feed``, ``feed_data`` and ``feed_runs``, gives the same events in order."""
+    body = b"".join(b"\n".join(lines) + b"\n\n" for lines in blocks)
+    oracle = SseParser(1024).feed(body.replace(b"\n", b"\r\n"))
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(body)), max_size=8)))
+    chunks = [body[a:b] for a, b in zip([0, *cuts], [*cuts, len(body)], strict=True)]
+    assert feed_all(SseParser(1024), chunks) == oracle
+    parser = SseParser(1024)
+    assert [d for chunk in chunks for d in parser.feed_data(chunk)] == [event.data for event in oracle]
+    parser = SseParser(1024)
+    assert _expanded([item for chunk in chunks for item in parser.feed_runs(chunk)]) == [e.data for e in oracle]
+
+
+@given(st.lists(st.tuples(st.sampled_from(_LINES), st.sampled_from([b"\n", b"\r\n", b"\r"])), max_size=30), st.data())
+def test_any_line_endings_cut_anywhere_give_what_one_piece_gives(
+    lines: list[tuple[bytes, bytes]], data: st.DataObject
+) -> None:
+    body = b"".join(line + ending for line, ending in lines) + b"\n\n"
+    whole = SseParser(1024).feed(body)
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(body)), max_size=8)))
+    chunks = [body[a:b] for a, b in zip([0, *cuts], [*cuts, len(body)], strict=True)]
+    parser = SseParser(1024)
+    assert _expanded([item for chunk in chunks for item in parser.feed_runs(chunk)]) == [e.data for e in whole]
+
+
+def test_a_read_of_single_line_events_is_one_run_and_the_bounds_still_hold() -> None:
+    events = [b'{"n":%d}' % i for i in range(10)]
+    body = b"".join(b"data: " + event + b"\n\n" for event in events)
+    parser = SseParser(1024)
+    first = parser.feed_runs(body[:-5])  # the tenth event unfinished: held
+    assert len(first) == 1 and isinstance(first[0], EventRun) and first[0].count == 9
+    assert first[0].events() == events[:9]
+    assert parser.feed_runs(body[-5:]) == [events[9]]
+    assert SseParser(1024).feed_runs(body[: 3 * 15]) == events[:3]  # fewer than RUN_EVENTS: each on its own
+    with pytest.raises(SseLimitExceeded, match="an event"):  # an event over the limit in a bulk read
+        SseParser(20).feed_runs(b"data: x\n\n" * 4 + b"data: " + b"y" * 21 + b"\n\n")

@@ -4,7 +4,8 @@ An anyio memory stream hands items over one at a time: once it is full, each ite
 stream reader for one more, so the rpc layer ran once per four or five messages and the task switches cost more
 than the parsing. Here a reader adds a whole read's messages at once and then waits until the queue is below its
 limit again; the rpc layer takes everything queued at once, as it takes a whole read of a pipe on stdio.
-Memory: at most ``limit`` messages plus one read's.
+Memory: at most ``limit`` messages plus one read's (an item that stands for several messages, a block of a read's
+lines, counts as that many: ``put_all``'s ``size``).
 """
 
 from __future__ import annotations
@@ -23,11 +24,12 @@ T = TypeVar("T")
 class BatchInbox(Generic[T]):
     """Many writers, one reader. ``close`` ends it: the reader gets what was queued, then ``EndOfStream``."""
 
-    __slots__ = ("_closed", "_items", "_limit", "_readable", "_room")
+    __slots__ = ("_closed", "_items", "_limit", "_readable", "_room", "_size")
 
     def __init__(self, limit: int) -> None:
         self._limit = limit
         self._items: deque[T] = deque()
+        self._size = 0  # the messages queued (an item may stand for several)
         self._closed = False
         self._readable: anyio.Event | None = None  # set when the reader waits for items
         self._room: anyio.Event | None = None  # set when writers wait for the queue to drain
@@ -41,15 +43,18 @@ class BatchInbox(Generic[T]):
         Dropped once the inbox is closed: nobody reads any more."""
         if not self._closed:
             self._items.append(item)
+            self._size += 1
             self._wake_reader()
 
-    async def put_all(self, items: list[T]) -> None:
-        """Queue a read's ``items``, then wait while the queue is at its limit (backpressure on the reader)."""
+    async def put_all(self, items: list[T], size: int | None = None) -> None:
+        """Queue a read's ``items`` (``size``: the messages they stand for, when not one each), then wait while the
+        queue is at its limit (backpressure on the reader)."""
         if self._closed:
             return
         self._items.extend(items)
+        self._size += len(items) if size is None else size
         self._wake_reader()
-        while len(self._items) >= self._limit and not self._closed:
+        while self._size >= self._limit and not self._closed:
             room = self._room = self._room or anyio.Event()
             await room.wait()
 
@@ -64,6 +69,7 @@ class BatchInbox(Generic[T]):
             await readable.wait()
         items = list(self._items)
         self._items.clear()
+        self._size = 0
         room, self._room = self._room, None
         if room is not None:
             room.set()

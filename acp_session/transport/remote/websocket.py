@@ -18,7 +18,7 @@ import base64
 import contextlib
 import logging
 import secrets
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -26,12 +26,12 @@ import anyio
 
 from ...errors import RemoteHttpError
 from ..base import PeerExit
-from ..framing import Frame
+from ..framing import BLOCK_LINES, Frame, LineBlock, OversizedFrame
 from .client import describe, make_client, read_bounded, transport_error
 from .errors import RemoteExtraMissing, RemoteTransportError
 from .headers import CONNECTION_ID
 from .inbox import BatchInbox
-from .limits import MAX_ERROR_BODY
+from .limits import MAX_ERROR_BODY, notifications_trickle
 from .wsframes import WsClose, WsFrameReader, WsPing, WsProtocolError
 
 if TYPE_CHECKING:
@@ -59,7 +59,7 @@ def _import_ws() -> Any:
 async def open_websocket(dialer: RemoteDialer) -> AsyncIterator[WebSocketFrames]:
     httpx_ws = _import_ws()
     inbox = BatchInbox[Item](dialer.limits.inbox_frames)
-    session_class = _bounded_session_class(httpx_ws, dialer.limits.max_message, inbox)
+    session_class = _bounded_session_class(httpx_ws, dialer.limits.max_message, inbox, dialer.limits.stream_pause)
     async with make_client(dialer, http1=True, http2=False, streams=1) as client:
         response = await upgrade_websocket(dialer, client)
         try:
@@ -154,7 +154,7 @@ class _Ended:
 Item = Frame | _Ended
 
 
-def _bounded_session_class(httpx_ws: Any, limit: int, inbox: BatchInbox[Item]) -> type:
+def _bounded_session_class(httpx_ws: Any, limit: int, inbox: BatchInbox[Item], pause: float = 0.0) -> type:
     """A session class whose reader parses the server's frames with ``WsFrameReader`` (at most ``limit`` bytes
     of one message kept) and puts each message straight into ``inbox``, a read's messages at once (see the
     module's docstring)."""
@@ -164,13 +164,25 @@ def _bounded_session_class(httpx_ws: Any, limit: int, inbox: BatchInbox[Item]) -
         async def _background_receive(self, max_bytes: int) -> None:
             reader = WsFrameReader(limit)
             ended = "the WebSocket ended"
+            read = _direct_read(self.stream) or self._read_stream
+            streaming = notifications_trickle
             try:
                 while not self._should_close.is_set():
-                    items = reader.feed(await self._read_stream(max_bytes))
+                    data = await read(max_bytes)
+                    items = reader.feed(data)
                     if not items:
                         continue
                     frames: list[Item] = items  # type: ignore[assignment]  # messages only
-                    if not reader.only_messages:
+                    if reader.only_messages:
+                        block = _as_block(items) if len(items) >= BLOCK_LINES else None  # type: ignore[arg-type]
+                        if block is not None:
+                            await inbox.put_all([block], block.count)
+                        else:
+                            await inbox.put_all(frames)
+                        if pause and streaming(data):
+                            await anyio.sleep(pause)  # a server writing a notification at a time: let it write more
+                        continue
+                    else:
                         frames = []
                         for item in items:
                             if isinstance(item, WsPing):
@@ -198,6 +210,37 @@ def _bounded_session_class(httpx_ws: Any, limit: int, inbox: BatchInbox[Item]) -
                 inbox.close()
 
     return BoundedSession
+
+
+def _direct_read(stream: Any) -> Callable[[int], Awaitable[bytes]] | None:
+    """The socket's anyio stream under httpcore's (its ``AnyIOStream``, on asyncio), read directly: httpcore's read
+    opens a timeout scope and an exception mapping on every call, the largest part of a read's cost when each
+    read brings a few small frames (a server that writes a frame at a time). These reads have no timeout, and
+    any failure ends the session either way. None when the stream is another kind (trio's): its own read."""
+    inner = getattr(getattr(stream, "_stream", None), "_stream", None)
+    receive = getattr(inner, "receive", None)
+    if receive is None or not callable(receive) or not hasattr(stream, "_leading_data"):
+        return None
+
+    async def read(max_bytes: int) -> bytes:
+        if stream._leading_data:  # what came with the upgrade's answer
+            return await stream.read(max_bytes)  # type: ignore[no-any-return]
+        return await receive(max_bytes)  # type: ignore[no-any-return]
+
+    return read
+
+
+def _as_block(messages: list[bytes | OversizedFrame]) -> LineBlock | None:
+    """A read's messages as one ``LineBlock`` (the rpc layer decodes it at once) when each is one line: none holds
+    an LF (JSON may spread over lines; a text frame may carry that) and none was oversized (not bytes: the join
+    refuses it). The frame reader checked their UTF-8 and size."""
+    try:
+        data = b"\n".join([*messages, b""])  # type: ignore[list-item]  # an OversizedFrame fails it
+    except TypeError:
+        return None
+    if len(data) - len(data.replace(b"\n", b"")) != len(messages):
+        return None
+    return LineBlock(data, len(messages))
 
 
 class WebSocketFrames:
