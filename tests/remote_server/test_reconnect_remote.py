@@ -197,9 +197,7 @@ async def test_a_server_restarted_without_its_sessions_ends_the_turn_with_sessio
         assert (await other.chat_to_completion("anyone")).text == "You said: anyone"
 
 
-async def test_the_deadline_ends_a_turn_with_a_typed_error_and_no_hang(
-    shared_server: Server, tmp_path: Path
-) -> None:
+async def test_the_deadline_ends_a_turn_with_a_typed_error_and_no_hang(shared_server: Server, tmp_path: Path) -> None:
     impatient = builder(deadline=2.0)
     async with through_proxy(shared_server, tmp_path, client_builder=impatient) as (proxy, _, conversation):
         turn = conversation.chat(f"/slow {SLOW}")
