@@ -6,6 +6,7 @@ each HTTP request (method, cookie, Authorization, the Acp headers), so tests che
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 from collections.abc import Iterator
@@ -27,6 +28,7 @@ class TsServer:
     url: str
     process: subprocess.Popen[bytes]
     record: Path
+    since: int = 0  # requests recorded before this view of a shared server began (``TsServer.view``)
 
     @property
     def ws_url(self) -> str:
@@ -35,7 +37,13 @@ class TsServer:
     def requests(self) -> list[dict[str, Any]]:
         if not self.record.exists():
             return []
-        return [json.loads(line) for line in self.record.read_text().splitlines() if line.strip()]
+        lines = [line for line in self.record.read_text().splitlines() if line.strip()]
+        return [json.loads(line) for line in lines[self.since :]]
+
+    def view(self) -> TsServer:
+        """The same server, whose ``requests()`` are those recorded from now on (a test's own, on a server that
+        several tests share)."""
+        return dataclasses.replace(self, since=self.since + len(self.requests()))
 
     def kill(self) -> None:
         self.process.kill()
