@@ -18,7 +18,7 @@ import pytest
 
 from tests.interop.conftest import node
 
-__all__ = ["TS_SERVER", "TsServer", "node", "start_ts_server", "ts_server"]
+__all__ = ["TS_SERVER", "TsServer", "node", "shared_ts_server", "start_ts_server", "ts_server"]
 
 TS_SERVER = Path(__file__).resolve().parent.parent / "interop" / "ts_server.mjs"
 
@@ -64,6 +64,22 @@ def start_ts_server(node: str, tmp_path: Path, *extra: str) -> TsServer:
         stderr = process.stderr.read().decode() if process.stderr else ""
         pytest.fail(f"the TS server did not start: {line!r} {stderr[-2000:]}")
     return TsServer(line, process, record)
+
+
+@pytest.fixture(scope="module")
+def shared_ts_server(node: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[TsServer]:
+    """One TS server for a whole module, for modules whose tests each open connections and sessions of their own
+    and do not stop it (they override ``ts_server`` with ``shared_ts_server.view()``): a node start is most of
+    such a test's CPU."""
+    server = start_ts_server(node, tmp_path_factory.mktemp("ts-server"))
+    try:
+        yield server
+    finally:
+        if server.process.poll() is None:
+            server.kill()
+        for stream in (server.process.stdout, server.process.stderr):
+            if stream is not None:
+                stream.close()
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ Every test runs over both profiles (Streamable HTTP and WebSocket, ``profile``) 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -26,20 +26,6 @@ from .conftest import TsServer, start_ts_server
 pytestmark = pytest.mark.anyio
 
 TOKEN = "Bearer remote-test-token-1234"
-
-
-@pytest.fixture(scope="module")
-def shared_ts_server(node: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[TsServer]:
-    """One TS server for the module: each test opens connections and sessions of its own (``ts_server`` below)."""
-    server = start_ts_server(node, tmp_path_factory.mktemp("ts-server"))
-    try:
-        yield server
-    finally:
-        if server.process.poll() is None:
-            server.kill()
-        for stream in (server.process.stdout, server.process.stderr):
-            if stream is not None:
-                stream.close()
 
 
 @pytest.fixture
