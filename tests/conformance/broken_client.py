@@ -1,7 +1,8 @@
-"""A small raw ACP client that follows client mode's driver contract, with one deliberate defect per --defect.
+"""A small raw ACP client that follows client mode's driver contract, with the deliberate defects --defect names.
 
 Without a defect it passes every client-mode check; each defect must fail exactly its check
-(tests/conformance/test_client_mode.py). Usage: ``broken_client.py [--defect NAME] AGENT...``.
+(tests/conformance/test_client_mode.py), and defects of different checks given together (``--defect A,B``)
+fail exactly the union of their checks. Usage: ``broken_client.py [--defect NAME[,NAME...]] AGENT...``.
 """
 
 from __future__ import annotations
@@ -44,8 +45,8 @@ KNOWN_UPDATES = {
 
 
 class Client:
-    def __init__(self, agent: list[str], defect: str | None) -> None:
-        self.defect = defect
+    def __init__(self, agent: list[str], defects: set[str]) -> None:
+        self.defects = defects
         self.scenario = os.environ.get("ACP_CONFORMANCE_SCENARIO", "basic")
         self.proc = subprocess.Popen(agent, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         self.inbox: queue.Queue[dict[str, Any] | None] = queue.Queue()
@@ -60,10 +61,10 @@ class Client:
     def _read(self) -> None:
         assert self.proc.stdout is not None
         for raw in self.proc.stdout:
-            if self.defect == "short-lines" and len(raw) > 65536:
+            if "short-lines" in self.defects and len(raw) > 65536:
                 self.fail("line too long")
             message = json.loads(raw)
-            if self.defect == "rejects-meta" and '"_meta"' in raw.decode():
+            if "rejects-meta" in self.defects and '"_meta"' in raw.decode():
                 self.fail("unexpected _meta")
             self.inbox.put(message)
         self.inbox.put(None)
@@ -85,7 +86,7 @@ class Client:
     def next(self) -> dict[str, Any]:
         message = self.inbox.get()
         if message is None:
-            if self.defect == "hangs-on-death":
+            if "hangs-on-death" in self.defects:
                 time.sleep(3600)
             self.fail("the agent exited")
         assert message is not None
@@ -106,9 +107,9 @@ class Client:
             kind = update.get("sessionUpdate")
             if kind in ("tool_call", "tool_call_update") and "kind" in update:
                 self.kinds[update.get("toolCallId")] = update["kind"]
-            if self.session is None and self.defect == "stalls-on-early-update":
+            if self.session is None and "stalls-on-early-update" in self.defects:
                 self.fail("an update for a session not opened yet")
-            if self.defect == "strict-decoder" and kind not in KNOWN_UPDATES:
+            if "strict-decoder" in self.defects and kind not in KNOWN_UPDATES:
                 self.fail(f"unknown update {kind}")
             content = update.get("content")
             cancels = self.scenario in ("cancel", "cancel-pending")
@@ -116,27 +117,27 @@ class Client:
                 self.cancelled = True
                 self.send({"method": "session/cancel", "params": {"sessionId": self.session}})
                 for request_id in self.pending:
-                    if self.defect == "pending-not-cancelled":
+                    if "pending-not-cancelled" in self.defects:
                         outcome = {"outcome": "selected", "optionId": "reject"}
                     else:
                         outcome = {"outcome": "cancelled"}
                     self.send({"id": request_id, "result": {"outcome": outcome}})
-            if self.defect == "unknown-state-is-idle":
+            if "unknown-state-is-idle" in self.defects:
                 return kind == "state_update" and update.get("state") not in ("running", "requires_action")
             return kind == "state_update" and update.get("state") == "idle"
         if method == "session/request_permission" and self.scenario == "cancel-pending" and not self.cancelled:
             self.pending.append(m["id"])
         elif method == "session/request_permission" and self.scenario == "permission-policy":
-            approve = self.defect == "ignores-policy" or self.policy_allows(m["params"])
+            approve = "ignores-policy" in self.defects or self.policy_allows(m["params"])
             outcome = {"outcome": "selected", "optionId": "allow" if approve else "reject"}
             self.send({"id": m["id"], "result": {"outcome": outcome}})
         elif method == "session/request_permission":
-            approve = not self.cancelled or self.defect == "approve-after-cancel"
+            approve = not self.cancelled or "approve-after-cancel" in self.defects
             outcome = {"outcome": "selected", "optionId": "allow"} if approve else {"outcome": "cancelled"}
             self.send({"id": m["id"], "result": {"outcome": outcome}})
-        elif method in ("fs/read_text_file",) and self.defect == "ungated-fs":
+        elif method in ("fs/read_text_file",) and "ungated-fs" in self.defects:
             self.send({"id": m["id"], "result": {"content": "served anyway"}})
-        elif method is not None and "id" in m and not (self.defect == "ignores-requests" and method.startswith("_")):
+        elif method is not None and "id" in m and not ("ignores-requests" in self.defects and method.startswith("_")):
             self.send({"id": m["id"], "error": {"code": -32601, "message": f"unknown method {method}"}})
         return False
 
@@ -151,30 +152,30 @@ class Client:
         return False
 
     def run(self) -> None:
-        if self.defect == "no-initialize":
+        if "no-initialize" in self.defects:
             self.wait_answer(self.request("session/new", {"cwd": os.getcwd(), "mcpServers": []}))
             self.fail("session/new without initialize was refused")
         info = {"name": "broken-client", "version": "1.0"}
         offer: dict[str, Any] = {"protocolVersion": 2, "info": info, "capabilities": {}}
-        if self.defect == "v1-fields-in-offer":
+        if "v1-fields-in-offer" in self.defects:
             offer.update(clientInfo=info, clientCapabilities={})
         init = self.request("initialize", offer)
         result = self.wait_answer(init)["result"]
         self.version = result["protocolVersion"]
-        if self.defect == "strict-decoder":
+        if "strict-decoder" in self.defects:
             for method in result.get("authMethods", []):
                 if method.get("type", "agent") not in ("agent", "env_var", "terminal"):
                     self.fail(f"unknown auth method type {method.get('type')}")
-        if self.defect == "logs-in-blindly":
+        if "logs-in-blindly" in self.defects:
             method = "auth/login" if self.version >= 2 else "authenticate"
             self.wait_answer(self.request(method, {"methodId": "default"}))
         cwd = os.getcwd()
-        v2_shapes = self.version >= 2 or self.defect == "wrong-version"
+        v2_shapes = self.version >= 2 or "wrong-version" in self.defects
         new = self.request("session/new", {"cwd": cwd} if v2_shapes else {"cwd": cwd, "mcpServers": []})
         self.session = self.wait_answer(new)["result"]["sessionId"]
         text = os.environ.get("ACP_CONFORMANCE_PROMPT", "hello")
-        blocks: Any = text if self.defect == "bad-schema" else [{"type": "text", "text": text}]
-        if self.defect == "empty-prompt":
+        blocks: Any = text if "bad-schema" in self.defects else [{"type": "text", "text": text}]
+        if "empty-prompt" in self.defects:
             blocks = []
         prompt = self.request("session/prompt", {"sessionId": self.session, "prompt": blocks})
         while True:
@@ -185,7 +186,7 @@ class Client:
                 continue
             if self.handle(m) and self.version >= 2:
                 break
-        if self.defect != "no-close":
+        if "no-close" not in self.defects:
             self.wait_answer(self.request("session/close", {"sessionId": self.session}))
         assert self.proc.stdin is not None
         self.proc.stdin.close()
@@ -194,11 +195,11 @@ class Client:
 
 def main() -> None:
     args = sys.argv[1:]
-    defect = None
+    defects: set[str] = set()
     if args[:1] == ["--defect"]:
-        defect, args = args[1], args[2:]
-        assert defect in DEFECTS, defect
-    Client(args, defect).run()
+        defects, args = set(args[1].split(",")), args[2:]
+        assert defects <= set(DEFECTS), defects
+    Client(args, defects).run()
 
 
 if __name__ == "__main__":

@@ -66,14 +66,55 @@ def test_the_broken_client_without_a_defect_passes_everything(tmp_path: Path) ->
     assert suite.get("tests") == str(len(CLIENT_CHECKS)) and suite.get("failures") == "0"
 
 
+ALONE = {"no-initialize"}
+"""Defects that change every run (no handshake at all), played alone."""
+
+
+def _exit_code(defects: list[str]) -> int:
+    """1 when one of the defects fails a check that decides the verdict, else 0 (advisory findings only)."""
+    tiers = {c.tier.value for c in CLIENT_CHECKS if c.id in {DEFECTS[d] for d in defects}}
+    return 1 if tiers & {"MANDATORY", "CAPABILITY"} else 0
+
+
+def _defect_groups() -> list[list[str]]:
+    """The defects packed into client runs (as tests/conformance/test_v1_mutants.py packs the agent's modes): a
+    defect joins the first group whose defects fail none of its check and decide the exit code as it does, so a
+    group's run must fail exactly the union of its defects' checks and exit as each of them alone would."""
+    groups: list[list[str]] = []
+    for defect in sorted(DEFECTS):
+        for group in groups:
+            clash = any(DEFECTS[other] == DEFECTS[defect] or other in ALONE for other in group)
+            if defect not in ALONE and not clash and _exit_code(group) == _exit_code([defect]):
+                group.append(defect)
+                break
+        else:
+            groups.append([defect])
+    return groups
+
+
+DEFECT_GROUPS = _defect_groups()
+
+
+@pytest.fixture(scope="module")
+def defect_runs() -> dict[str, tuple[list[str], int, dict[str, Any]]]:
+    """defect -> (its group, the group's exit code, the group's report); each group's run made once, when the
+    first of its defects is tested."""
+    return {}
+
+
 @pytest.mark.parametrize("defect", sorted(DEFECTS))
-def test_each_defect_fails_exactly_its_check(defect: str) -> None:
-    code, report = _client_run([*BROKEN, "--defect", defect], "--jobs", "6", "--timeout", "5")
-    assert _failed(report) == {DEFECTS[defect]}
-    failed = next(c for c in report["checks"] if c["status"] == "FAIL")
-    assert failed["transcript"] is not None and failed["stderrTail"] is not None
-    tier = next(c.tier.value for c in CLIENT_CHECKS if c.id == DEFECTS[defect])
-    assert code == (1 if tier in ("MANDATORY", "CAPABILITY") else 0)
+def test_each_defect_fails_exactly_its_check(
+    defect: str, defect_runs: dict[str, tuple[list[str], int, dict[str, Any]]]
+) -> None:
+    if defect not in defect_runs:
+        group = next(g for g in DEFECT_GROUPS if defect in g)
+        code, report = _client_run([*BROKEN, "--defect", ",".join(group)], "--jobs", "6", "--timeout", "5")
+        defect_runs.update(dict.fromkeys(group, (group, code, report)))
+    group, code, report = defect_runs[defect]
+    assert _failed(report) == {DEFECTS[d] for d in group}, (group, report["checks"])
+    failed = next(c for c in report["checks"] if c["id"] == DEFECTS[defect])
+    assert failed["status"] == "FAIL" and failed["transcript"] is not None and failed["stderrTail"] is not None
+    assert code == _exit_code([defect])
 
 
 def test_client_mode_baseline_known_and_stale(tmp_path: Path) -> None:

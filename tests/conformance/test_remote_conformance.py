@@ -28,7 +28,7 @@ from acp_conformance.runner.run import RunOptions, run
 from acp_conformance.runner.tiers import Tier, classify
 from acp_session.transport.remote import RemoteDialer
 from tests.remote.conftest import TsServer, ts_server
-from tests.remote_server.conftest import Server, start_server, tls_files
+from tests.remote_server.conftest import Server, Servers, start_server, tls_files
 
 from .test_conformance import REFERENCE_NOT_APPLICABLE
 
@@ -71,8 +71,9 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
         process.stdout.close()
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def listen_url() -> Iterator[str]:
+    """One plain ``--listen`` server for the module's in-process runs (each opens sessions of its own)."""
     process, url = _listen()
     try:
         yield url
@@ -189,18 +190,59 @@ def test_the_typescript_sdk_server_runs_the_agent_checks_over_http(ts_server: Ts
     assert _statuses(report, {"resume", "unsupported-content"}) == {"resume": "PASS", "unsupported-content": "FAIL"}
 
 
+def _broken_groups() -> list[list[str]]:
+    """The broken modes packed into servers (``--broken`` is repeatable; as tests/conformance/test_v1_mutants.py
+    packs the agent's modes): a mode joins the first group of its profile whose modes fail or warn on none of its
+    rows and that exits as it does (failing, or a partial verdict with warnings alone), so the group's server
+    must fail and warn on exactly the union of their rows."""
+    groups: list[list[str]] = []
+    for mode in sorted(BROKEN):
+        profile, failing, warning = BROKEN[mode]
+        for group in groups:
+            rows = set().union(*(BROKEN[other][1] | BROKEN[other][2] for other in group))
+            if (
+                BROKEN[group[0]][0] == profile
+                and not rows & (failing | warning)
+                and bool(BROKEN[group[0]][1]) == bool(failing)
+            ):
+                group.append(mode)
+                break
+        else:
+            groups.append([mode])
+    return groups
+
+
+BROKEN_GROUPS = _broken_groups()
+
+
+@pytest.fixture(scope="module")
+def broken_runs() -> dict[str, tuple[list[str], int, dict[str, Any]]]:
+    """mode -> (its group, the run's exit code, its report); each group's server and run started once, when the
+    first of its modes is tested."""
+    return {}
+
+
 @pytest.mark.parametrize("mode", sorted(BROKEN))
-def test_a_broken_server_fails_exactly_its_rows(mode: str) -> None:
+def test_a_broken_server_fails_exactly_its_rows(
+    mode: str, broken_runs: dict[str, tuple[list[str], int, dict[str, Any]]]
+) -> None:
     profile, failing, warning = BROKEN[mode]
-    process, url = _listen("--broken", mode)
-    try:
-        code, report = _conformance(url if profile == "http" else _as_ws(url), *_transport_args(profile))
-    finally:
-        _stop(process)
+    if mode not in broken_runs:
+        group = next(g for g in BROKEN_GROUPS if mode in g)
+        process, url = _listen(*(arg for other in group for arg in ("--broken", other)))
+        try:
+            code, report = _conformance(url if profile == "http" else _as_ws(url), *_transport_args(profile))
+        finally:
+            _stop(process)
+        broken_runs.update(dict.fromkeys(group, (group, code, report)))
+    group, code, report = broken_runs[mode]
+    all_failing = set().union(*(BROKEN[other][1] for other in group))
+    all_warning = set().union(*(BROKEN[other][2] for other in group))
     statuses = _statuses(report, {c.id for c in remote_checks_for(profile)})
-    assert {i for i, s in statuses.items() if s == "FAIL"} == failing, statuses
-    assert {i for i, s in statuses.items() if s == "WARN"} == warning, statuses
-    assert {s for i, s in statuses.items() if i not in failing | warning} == {"PASS"}, statuses
+    assert {i for i, s in statuses.items() if s == "FAIL"} == all_failing, (group, statuses)
+    assert {i for i, s in statuses.items() if s == "WARN"} == all_warning, (group, statuses)
+    assert {s for i, s in statuses.items() if i not in all_failing | all_warning} == {"PASS"}, statuses
+    assert {statuses[i] for i in failing} <= {"FAIL"} and {statuses[i] for i in warning} <= {"WARN"}
     assert code == (1 if failing else 4)  # only the transport rows ran: a partial verdict unless one fails
 
 
@@ -251,9 +293,23 @@ class TlsServer:
         return scheme + self.server.url.removeprefix("https")
 
 
-def _start_tls(start_server: Callable[..., Server], tmp_path: Path, backend: str = "asyncio") -> TlsServer:
-    ca, cert, key = tls_files(tmp_path)
-    return TlsServer(start_server("--tls-cert", cert, "--tls-key", key, backend=backend), ca)
+@pytest.fixture(scope="module")
+def tls_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[str], TlsServer]]:
+    """The module's TLS servers, one per backend, started when first asked for: every TLS test opens sessions of
+    its own, so they share the server (and its throwaway CA) rather than start one each."""
+    directory = tmp_path_factory.mktemp("tls")
+    servers = Servers(directory)
+    started: dict[str, TlsServer] = {}
+
+    def start(backend: str = "asyncio") -> TlsServer:
+        if backend not in started:
+            (directory / backend).mkdir()
+            ca, cert, key = tls_files(directory / backend)
+            started[backend] = TlsServer(servers.start("--tls-cert", cert, "--tls-key", key, backend=backend), ca)
+        return started[backend]
+
+    yield start
+    servers.stop()
 
 
 def _env(**changes: str | None) -> dict[str, str]:
@@ -280,15 +336,13 @@ def _every_row_passes(report: dict[str, Any], scheme: str) -> None:
 
 
 @pytest.mark.parametrize("scheme", ["https", "wss"])
-def test_over_tls_every_check_passes_with_the_ca_file(
-    start_server: Callable[..., Server], tmp_path: Path, scheme: str
-) -> None:
+def test_over_tls_every_check_passes_with_the_ca_file(tls_server: Callable[[str], TlsServer], scheme: str) -> None:
     """The whole run, agent checks and transport rows, through TLS that is verified against the test CA.
 
     The server runs on trio here: ``--ca-file`` is the runner's (a subprocess on its own loop), and the server's
     TLS on asyncio is run whole by the test below (``--insecure`` and ``$SSL_CERT_FILE``, both schemes) and by
     ``test_over_tls_in_process``, so an asyncio server here would repeat a whole run per scheme for nothing."""
-    tls = _start_tls(start_server, tmp_path, "trio")
+    tls = tls_server("trio")
     code, report = _conformance(tls.url(scheme), "--ca-file", tls.ca, env=_env())
     _every_row_passes(report, scheme)
     assert code == 0
@@ -301,11 +355,11 @@ def test_over_tls_every_check_passes_with_the_ca_file(
 
 @pytest.mark.parametrize("scheme", ["https", "wss"])
 def test_over_tls_an_untrusted_certificate_is_not_checked_and_says_so(
-    start_server: Callable[..., Server], tmp_path: Path, scheme: str
+    tls_server: Callable[[str], TlsServer], scheme: str
 ) -> None:
     """Without the CA: exit 3 (the agent could not be checked, not a non-conformant one), every row not run, and
     the reason in words with what to do; ``--insecure`` and ``$SSL_CERT_FILE`` each make the same run pass."""
-    tls = _start_tls(start_server, tmp_path)
+    tls = tls_server("asyncio")
     url = tls.url(scheme)
     done = _conformance_run(url, env=_env())
     report = _report(done)
@@ -334,10 +388,10 @@ def test_over_tls_an_untrusted_certificate_is_not_checked_and_says_so(
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("scheme", ["https", "wss"])
-async def test_over_tls_in_process(start_server: Callable[..., Server], tmp_path: Path, scheme: str) -> None:
+async def test_over_tls_in_process(tls_server: Callable[[str], TlsServer], scheme: str) -> None:
     """The same run in process, on both backends: a dialer with ``ca_file`` (HTTP/1.1, its "auto", for the agent
     checks; the ``http2`` row asks for HTTP/2 by ALPN itself)."""
-    tls = _start_tls(start_server, tmp_path)
+    tls = tls_server("asyncio")
     url = tls.url(scheme)
     report = await run(RunOptions([url], dialer=RemoteDialer(url, ca_file=tls.ca), wait=15.0, jobs=2))
     assert report.problem is None and report.version == 2

@@ -6,6 +6,7 @@ each HTTP request (method, cookie, Authorization, the Acp headers), so tests che
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 from collections.abc import Iterator
@@ -17,7 +18,7 @@ import pytest
 
 from tests.interop.conftest import node
 
-__all__ = ["TS_SERVER", "TsServer", "node", "start_ts_server", "ts_server"]
+__all__ = ["TS_SERVER", "TsServer", "node", "shared_ts_server", "start_ts_server", "ts_server"]
 
 TS_SERVER = Path(__file__).resolve().parent.parent / "interop" / "ts_server.mjs"
 
@@ -27,6 +28,7 @@ class TsServer:
     url: str
     process: subprocess.Popen[bytes]
     record: Path
+    since: int = 0  # requests recorded before this view of a shared server began (``TsServer.view``)
 
     @property
     def ws_url(self) -> str:
@@ -35,7 +37,13 @@ class TsServer:
     def requests(self) -> list[dict[str, Any]]:
         if not self.record.exists():
             return []
-        return [json.loads(line) for line in self.record.read_text().splitlines() if line.strip()]
+        lines = [line for line in self.record.read_text().splitlines() if line.strip()]
+        return [json.loads(line) for line in lines[self.since :]]
+
+    def view(self) -> TsServer:
+        """The same server, whose ``requests()`` are those recorded from now on (a test's own, on a server that
+        several tests share)."""
+        return dataclasses.replace(self, since=self.since + len(self.requests()))
 
     def kill(self) -> None:
         self.process.kill()
@@ -56,6 +64,22 @@ def start_ts_server(node: str, tmp_path: Path, *extra: str) -> TsServer:
         stderr = process.stderr.read().decode() if process.stderr else ""
         pytest.fail(f"the TS server did not start: {line!r} {stderr[-2000:]}")
     return TsServer(line, process, record)
+
+
+@pytest.fixture(scope="module")
+def shared_ts_server(node: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[TsServer]:
+    """One TS server for a whole module, for modules whose tests each open connections and sessions of their own
+    and do not stop it (they override ``ts_server`` with ``shared_ts_server.view()``): a node start is most of
+    such a test's CPU."""
+    server = start_ts_server(node, tmp_path_factory.mktemp("ts-server"))
+    try:
+        yield server
+    finally:
+        if server.process.poll() is None:
+            server.kill()
+        for stream in (server.process.stdout, server.process.stderr):
+            if stream is not None:
+                stream.close()
 
 
 @pytest.fixture

@@ -20,12 +20,16 @@ from tests.cli.support import BIN, REPO, cli_env, run_cli
 ENDS_WITHIN = 40.0
 
 
-@pytest.fixture
-def hostile(tmp_path: Path) -> Iterator[Callable[[str, str], str]]:
-    """``hostile(mode, scheme)``: the URL of a hostile agent in that mode (tests/helpers/hostile_remote.py)."""
+@pytest.fixture(scope="module")
+def hostile() -> Iterator[Callable[[str, str], str]]:
+    """``hostile(mode, scheme)``: the URL of a hostile agent in that mode (tests/helpers/hostile_remote.py), one
+    process per mode for the module (it treats every connection alike; each command opens its own)."""
     processes: list[subprocess.Popen[str]] = []
+    urls: dict[str, str] = {}
 
     def start(mode: str, scheme: str) -> str:
+        if mode in urls:
+            return scheme + urls[mode].removeprefix("http")
         process = subprocess.Popen(
             [sys.executable, "-m", "tests.helpers.hostile_remote", mode],
             cwd=REPO,
@@ -36,6 +40,7 @@ def hostile(tmp_path: Path) -> Iterator[Callable[[str, str], str]]:
         assert process.stdout is not None
         url = process.stdout.readline().strip()
         assert url.startswith("http://127.0.0.1:"), url
+        urls[mode] = url
         return scheme + url.removeprefix("http")
 
     yield start

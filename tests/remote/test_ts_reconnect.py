@@ -33,6 +33,13 @@ def scheme(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
+@pytest.fixture
+def ts_server(shared_ts_server: TsServer) -> TsServer:
+    """The module's TS server (``shared_ts_server``): each test opens connections and sessions of its own."""
+    assert shared_ts_server.process.poll() is None, "the shared TS server died"
+    return shared_ts_server.view()
+
+
 def port_of(server: TsServer) -> int:
     return int(server.url.rsplit(":", 1)[1].split("/")[0])
 
@@ -133,10 +140,9 @@ async def test_a_cut_while_a_permission_is_pending_asks_again_and_answers_once(
             assert client.reconnection.count == 1
 
 
-async def test_a_restarted_server_ends_the_turn_with_session_lost(
-    node: str, ts_server: TsServer, tmp_path: Path, scheme: str
-) -> None:
-    restarted: list[TsServer] = []
+async def test_a_restarted_server_ends_the_turn_with_session_lost(node: str, tmp_path: Path, scheme: str) -> None:
+    ts_server = start_ts_server(node, tmp_path)  # its own: this one is killed
+    restarted: list[TsServer] = [ts_server]
     try:
         async with through_proxy(ts_server, tmp_path, scheme) as (proxy, client, conversation):
             events: list[Any] = []
@@ -147,7 +153,7 @@ async def test_a_restarted_server_ends_the_turn_with_session_lost(
                         ts_server.kill()  # the sessions die with the server process
                         (tmp_path / "restarted").mkdir()
                         restarted.append(start_ts_server(node, tmp_path / "restarted"))
-                        proxy.upstream_port = port_of(restarted[0])
+                        proxy.upstream_port = port_of(restarted[-1])
                         proxy.cut()
             assert [e.kind for e in events[-2:]] == ["session_lost", "error"], repr(events[-1].error)
             assert isinstance(events[-1], ChatError) and isinstance(events[-1].error, SessionLost)
@@ -156,4 +162,8 @@ async def test_a_restarted_server_ends_the_turn_with_session_lost(
                 assert (await other.chat_to_completion("anyone")).text == "You said: anyone"
     finally:
         for server in restarted:
-            server.kill()
+            if server.process.poll() is None:
+                server.kill()
+            for stream in (server.process.stdout, server.process.stderr):
+                if stream is not None:
+                    stream.close()

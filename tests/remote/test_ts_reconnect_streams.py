@@ -26,6 +26,13 @@ def scheme(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
+@pytest.fixture
+def ts_server(shared_ts_server: TsServer) -> TsServer:
+    """The module's TS server (``shared_ts_server``): each test opens connections and sessions of its own."""
+    assert shared_ts_server.process.poll() is None, "the shared TS server died"
+    return shared_ts_server.view()
+
+
 async def allow(request: Any) -> str:
     return next(o.option_id for o in request.options if o.kind.startswith("allow"))
 

@@ -28,6 +28,13 @@ pytestmark = pytest.mark.anyio
 TOKEN = "Bearer remote-test-token-1234"
 
 
+@pytest.fixture
+def ts_server(shared_ts_server: TsServer) -> TsServer:
+    """The module's TS server, its ``requests()`` this test's own; a node start is most of such a test's CPU."""
+    assert shared_ts_server.process.poll() is None, "the shared TS server died"
+    return shared_ts_server.view()
+
+
 @pytest.fixture(params=["http", "ws"])
 def profile(request: pytest.FixtureRequest) -> str:
     return str(request.param)
@@ -209,13 +216,14 @@ async def test_unknown_connection_404_ends_the_transport(ts_server: TsServer, tm
 async def test_409_detaches_only_that_session(ts_server: TsServer, tmp_path: Path) -> None:
     async with connected(ts_server, "http") as client:
         first = await client.start_conversation(str(tmp_path))
-        assert first.session_id == "sess-1"
+        assert first.session_id is not None and first.session_id.startswith("sess-")
+        after = f"sess-{int(first.session_id.removeprefix('sess-')) + 1}"  # the server numbers its sessions
         connection_id = client.rpc.transport.connection_id  # type: ignore[union-attr]
-        headers = {"Acp-Connection-Id": connection_id, "Acp-Session-Id": "sess-2", "Accept": "text/event-stream"}
+        headers = {"Acp-Connection-Id": connection_id, "Acp-Session-Id": after, "Accept": "text/event-stream"}
         async with httpx.AsyncClient(timeout=None) as raw, raw.stream("GET", ts_server.url, headers=headers) as held:
             assert held.status_code == 200  # another reader holds the next session's stream
             second = await client.start_conversation(str(tmp_path))
-            assert second.session_id == "sess-2"
+            assert second.session_id == after
             with anyio.fail_after(10), pytest.raises(RemoteHttpError) as caught:
                 await second.chat_to_completion("hello")
             assert caught.value.status == 409
@@ -238,16 +246,24 @@ async def test_413_fails_only_that_request(node: str, tmp_path: Path) -> None:
         server.kill()
 
 
-async def test_server_killed_mid_turn(ts_server: TsServer, profile: str, tmp_path: Path) -> None:
-    async with connected(ts_server, profile) as client:
-        conversation = await client.start_conversation(str(tmp_path))
-        with anyio.fail_after(20):
-            turn = conversation.chat("/slow 400")
-            await anyio.sleep(0.5)
+async def test_server_killed_mid_turn(node: str, profile: str, tmp_path: Path) -> None:
+    ts_server = start_ts_server(node, tmp_path)  # its own: this one is killed
+    try:
+        async with connected(ts_server, profile) as client:
+            conversation = await client.start_conversation(str(tmp_path))
+            with anyio.fail_after(20):
+                turn = conversation.chat("/slow 400")
+                await anyio.sleep(0.5)
+                ts_server.kill()
+                with pytest.raises(ConnectionClosed):
+                    await turn
+                assert client.rpc.closed
+    finally:
+        if ts_server.process.poll() is None:
             ts_server.kill()
-            with pytest.raises(ConnectionClosed):
-                await turn
-            assert client.rpc.closed
+        for stream in (ts_server.process.stdout, ts_server.process.stderr):
+            if stream is not None:
+                stream.close()
 
 
 async def test_session_streams_past_the_limit_are_detached(ts_server: TsServer, tmp_path: Path) -> None:

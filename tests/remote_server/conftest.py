@@ -18,7 +18,7 @@ import trustme
 
 from tests.interop.conftest import node
 
-__all__ = ["Server", "node", "start_server", "tls_files"]
+__all__ = ["Server", "node", "shared_server", "start_server", "tls_files"]
 
 AGENT = [sys.executable, "-m", "acp_conformance.agent"]
 
@@ -56,12 +56,15 @@ def tls_files(directory: Path) -> tuple[str, str, str]:
     return paths[0], paths[1], paths[2]
 
 
-@pytest.fixture
-def start_server(tmp_path: Path) -> Iterator[Callable[..., Server]]:
-    servers: list[Server] = []
+class Servers:
+    """The servers a test (or a module) started, their stderr files in ``directory``."""
 
-    def start(*args: str, backend: str = "asyncio") -> Server:
-        stderr_path = tmp_path / f"server-{len(servers)}.stderr"
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self.started: list[Server] = []
+
+    def start(self, *args: str, backend: str = "asyncio") -> Server:
+        stderr_path = self.directory / f"server-{len(self.started)}.stderr"
         with stderr_path.open("w") as stderr:
             process = subprocess.Popen(
                 [*AGENT, "--listen", "127.0.0.1:0", "--backend", backend, *args],
@@ -72,13 +75,30 @@ def start_server(tmp_path: Path) -> Iterator[Callable[..., Server]]:
         assert process.stdout is not None
         url = process.stdout.readline().strip()
         server = Server(url, process, stderr_path)
-        servers.append(server)
+        self.started.append(server)
         assert url.endswith("/acp"), f"no URL on the first stdout line ({url!r}); stderr:\n{server.stderr()}"
         return server
 
-    yield start
-    for server in servers:
-        server.stop()
-    for server in servers:
-        # Bad input gets a status code or a JSON-RPC error, never a traceback (hypercorn logs those it catches).
-        assert "Traceback" not in server.stderr(), server.stderr()
+    def stop(self) -> None:
+        for server in self.started:
+            server.stop()
+        for server in self.started:
+            # Bad input gets a status code or a JSON-RPC error, never a traceback (hypercorn logs those it catches).
+            assert "Traceback" not in server.stderr(), server.stderr()
+
+
+@pytest.fixture
+def start_server(tmp_path: Path) -> Iterator[Callable[..., Server]]:
+    servers = Servers(tmp_path)
+    yield servers.start
+    servers.stop()
+
+
+@pytest.fixture(scope="module")
+def shared_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """One plain ``--listen`` server for a whole module's tests that neither stop it nor need options: each test
+    has sessions of its own, and a server start is about half the CPU of such a test. Its stderr is checked for
+    tracebacks when the module ends."""
+    servers = Servers(tmp_path_factory.mktemp("shared-server"))
+    yield servers.start()
+    servers.stop()

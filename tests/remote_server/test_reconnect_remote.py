@@ -91,9 +91,9 @@ async def cut_three_times(proxy: CuttingProxy, seen: Callable[[], int]) -> None:
 @pytest.mark.parametrize("version", VERSIONS)
 @pytest.mark.parametrize("scheme", PROFILES)
 async def test_a_streamed_turn_cut_three_times_completes_with_exactly_the_agents_text(
-    start_server: Callable[..., Server], tmp_path: Path, scheme: str, version: int
+    shared_server: Server, tmp_path: Path, scheme: str, version: int
 ) -> None:
-    server = start_server()
+    server = shared_server
     cwd = str(tmp_path)
     async with through_proxy(server, tmp_path, scheme, builder(version)) as (proxy, client, conversation):
         assert client.protocol.version == version
@@ -116,9 +116,9 @@ async def test_a_streamed_turn_cut_three_times_completes_with_exactly_the_agents
 
 @pytest.mark.parametrize("scheme", PROFILES)
 async def test_async_for_over_a_cut_turn_yields_every_piece_once(
-    start_server: Callable[..., Server], tmp_path: Path, scheme: str
+    shared_server: Server, tmp_path: Path, scheme: str
 ) -> None:
-    async with through_proxy(start_server(), tmp_path, scheme) as (proxy, _, conversation):
+    async with through_proxy(shared_server, tmp_path, scheme) as (proxy, _, conversation):
         events: list[Any] = []
 
         async def read() -> None:
@@ -138,9 +138,9 @@ async def test_async_for_over_a_cut_turn_yields_every_piece_once(
 @pytest.mark.parametrize("version", VERSIONS)
 @pytest.mark.parametrize("scheme", PROFILES)
 async def test_a_cut_while_a_permission_is_pending_asks_again_and_answers_once(
-    start_server: Callable[..., Server], tmp_path: Path, scheme: str, version: int
+    shared_server: Server, tmp_path: Path, scheme: str, version: int
 ) -> None:
-    server = start_server()
+    server = shared_server
     user = CutWhileDeciding()
     async with cutting_proxy(port_of(server)) as proxy, anyio.create_task_group() as tg:
         tg.start_soon(user.cut, proxy)
@@ -158,9 +158,9 @@ async def test_a_cut_while_a_permission_is_pending_asks_again_and_answers_once(
 
 @pytest.mark.parametrize("scheme", PROFILES)
 async def test_a_cut_during_initialize_is_one_failed_attempt(
-    start_server: Callable[..., Server], tmp_path: Path, scheme: str
+    shared_server: Server, tmp_path: Path, scheme: str
 ) -> None:
-    async with through_proxy(start_server(), tmp_path, scheme) as (proxy, client, conversation):
+    async with through_proxy(shared_server, tmp_path, scheme) as (proxy, client, conversation):
         attempts: list[int] = []
         client.reconnection.on_event(lambda event: attempts.append(getattr(event, "attempt", 0)))
         turn = conversation.chat("/slow 15")
@@ -197,11 +197,9 @@ async def test_a_server_restarted_without_its_sessions_ends_the_turn_with_sessio
         assert (await other.chat_to_completion("anyone")).text == "You said: anyone"
 
 
-async def test_the_deadline_ends_a_turn_with_a_typed_error_and_no_hang(
-    start_server: Callable[..., Server], tmp_path: Path
-) -> None:
+async def test_the_deadline_ends_a_turn_with_a_typed_error_and_no_hang(shared_server: Server, tmp_path: Path) -> None:
     impatient = builder(deadline=2.0)
-    async with through_proxy(start_server(), tmp_path, client_builder=impatient) as (proxy, _, conversation):
+    async with through_proxy(shared_server, tmp_path, client_builder=impatient) as (proxy, _, conversation):
         turn = conversation.chat(f"/slow {SLOW}")
         with anyio.fail_after(30):
             while not reply_chunks(conversation):
@@ -226,10 +224,10 @@ async def until_replying(conversation: Conversation) -> None:
 
 @pytest.mark.parametrize("scheme", PROFILES)
 async def test_a_redial_refused_with_403_gives_up_at_once_with_the_status(
-    start_server: Callable[..., Server], tmp_path: Path, scheme: str
+    start_server: Callable[..., Server], shared_server: Server, tmp_path: Path, scheme: str
 ) -> None:
     server = start_server("--allow-origin", APP)
-    strict = start_server()  # the same agent without that rule: the page's Origin gets 403
+    strict = shared_server  # the same agent without that rule: the page's Origin gets 403
     patient = builder(attempts=5, backoff=5.0, max_backoff=5.0, jitter=0.0)  # a retry would wait 5 s first
     async with (
         cutting_proxy(port_of(server)) as proxy,
@@ -257,11 +255,11 @@ async def test_a_redial_refused_with_403_gives_up_at_once_with_the_status(
 
 
 async def test_a_redial_refused_with_another_status_is_retried_until_the_attempts_run_out(
-    start_server: Callable[..., Server], tmp_path: Path
+    start_server: Callable[..., Server], shared_server: Server, tmp_path: Path
 ) -> None:
     """400 is no final answer (``FINAL_REDIAL_STATUSES``): a WebSocket re-dial to a server that requires its
     affinity cookie carries the cookie another server set, which this one refuses (``--require-cookie``)."""
-    server = start_server()
+    server = shared_server
     stranger = start_server("--require-cookie")
     async with (
         cutting_proxy(port_of(server)) as proxy,
@@ -294,10 +292,10 @@ def test_which_statuses_end_a_reconnect(status: int) -> None:
 
 @pytest.mark.parametrize("scheme", PROFILES)
 async def test_a_silent_connection_is_found_by_the_liveness_probe_and_replaced(
-    start_server: Callable[..., Server], tmp_path: Path, scheme: str
+    shared_server: Server, tmp_path: Path, scheme: str
 ) -> None:
     quick_probe = builder(idle_timeout=0.5, probe_timeout=0.5)
-    async with through_proxy(start_server(), tmp_path, scheme, quick_probe) as (proxy, client, conversation):
+    async with through_proxy(shared_server, tmp_path, scheme, quick_probe) as (proxy, client, conversation):
         turn = conversation.chat(f"/slow {SLOW}")
         with anyio.fail_after(30):
             while not reply_chunks(conversation):
@@ -309,23 +307,23 @@ async def test_a_silent_connection_is_found_by_the_liveness_probe_and_replaced(
         assert client.reconnection.count >= 1
 
 
-async def test_remote_connections_reconnect_by_default_and_can_be_told_not_to(
-    start_server: Callable[..., Server], tmp_path: Path
-) -> None:
-    server = start_server()
+async def test_remote_connections_reconnect_by_default_and_can_be_told_not_to(shared_server: Server) -> None:
+    server = shared_server
     async with ClientBuilder().connect_url(server.url) as client:
         assert client.reconnection.policy is not None
     async with ClientBuilder().reconnect(False).connect_url(server.url) as client:
         assert client.reconnection.policy is None
 
 
-@pytest.mark.parametrize("scheme", PROFILES)
 async def test_the_cli_through_a_cutting_proxy_prints_the_whole_reply_once(
-    start_server: Callable[..., Server], tmp_path: Path, scheme: str
+    shared_server: Server, tmp_path: Path, anyio_backend_name: str
 ) -> None:
+    """The CLI runs its own loop: which backend drives this test's proxy is not what the case is about, so each
+    scheme gets one CLI run (HTTP beside asyncio, WebSocket beside trio) instead of one per scheme and backend."""
     from tests.cli.support import CLI, cli_env
 
-    server = start_server()
+    server = shared_server
+    scheme = "http" if anyio_backend_name == "asyncio" else "ws"
     async with cutting_proxy(port_of(server)) as proxy:
         command = [CLI, "chat", "--url", proxy.url(scheme), "--cwd", str(tmp_path), f"/slow {SLOW}"]
         async with await anyio.open_process(command, env=cli_env(tmp_path), cwd=tmp_path) as process:

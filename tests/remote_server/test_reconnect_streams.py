@@ -6,7 +6,6 @@ what was missed (``replayed``). Protocol v2 (``session/resume``) and v1 (``sessi
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -57,9 +56,9 @@ def assert_same_content(cut: Reader, whole: Reader, version: int, reconnects: in
 @pytest.mark.parametrize("version", VERSIONS)
 @pytest.mark.parametrize("scheme", PROFILES)
 async def test_streams_opened_before_a_turn_cut_three_times_get_exactly_the_uncut_content(
-    start_server: Callable[..., Server], tmp_path: Path, scheme: str, version: int
+    shared_server: Server, tmp_path: Path, scheme: str, version: int
 ) -> None:
-    server = start_server()
+    server = shared_server
     whole = await uncut(server, tmp_path, scheme, version, f"/slow {SLOW}")
     async with through_proxy(server, tmp_path, scheme, builder(version)) as (proxy, client, conversation):
 
@@ -81,9 +80,9 @@ async def test_streams_opened_before_a_turn_cut_three_times_get_exactly_the_uncu
 
 @pytest.mark.parametrize("scheme", PROFILES)
 async def test_a_turn_that_ended_while_the_network_was_down_reaches_the_streams_with_its_end(
-    start_server: Callable[..., Server], tmp_path: Path, scheme: str
+    shared_server: Server, tmp_path: Path, scheme: str
 ) -> None:
-    server = start_server()
+    server = shared_server
     whole = await uncut(server, tmp_path, scheme, 2, "/slow 10")
     async with through_proxy(server, tmp_path, scheme) as (proxy, client, conversation):
 
@@ -108,9 +107,9 @@ async def test_a_turn_that_ended_while_the_network_was_down_reaches_the_streams_
 @pytest.mark.parametrize("version", VERSIONS)
 @pytest.mark.parametrize("scheme", PROFILES)
 async def test_a_tool_call_cut_while_its_permission_is_pending_reaches_the_streams_once(
-    start_server: Callable[..., Server], tmp_path: Path, scheme: str, version: int
+    shared_server: Server, tmp_path: Path, scheme: str, version: int
 ) -> None:
-    server = start_server()
+    server = shared_server
 
     async def answer_all(request: Any) -> str:
         return next(o.option_id for o in request.options if o.kind.startswith("allow"))

@@ -111,11 +111,17 @@ class Probe(Wire):
         self.sent_methods: dict[int, str] = {}  # request id -> method, of every request sent (a response's method)
         self.stderr_counter: StderrCounter | None = None  # counts the agent's stderr (a process of ours only)
         self.memo: dict[str, Any] = {}  # exchanges several checks judge, run once per process (checks/v1/base.py)
+        self.prompted: list[tuple[int, str, int]] = []  # (request id, session id, frame mark) of each session/prompt
+        self.cancelled: list[str] = []  # the session of each session/cancel sent
 
     # -- the client's part -----------------------------------------------------------------------------
 
     def _requesting(self, request_id: int, method: str, params: Any) -> None:
         self.sent_methods[request_id] = method
+        if method == "session/prompt":
+            plain = to_builtins(params)
+            session_id = plain.get("sessionId") if isinstance(plain, dict) else None
+            self.prompted.append((request_id, str(session_id), self.mark))
         if method in _SESSION_OPENERS:
             plain = to_builtins(params)
             self._opening[request_id] = (method, plain if isinstance(plain, dict) else {})
@@ -301,6 +307,41 @@ class Probe(Wire):
         if self.version == 1:
             return await self.request("session/prompt", v1.PromptRequest(session_id=session_id, prompt=prompt))
         return await self.request("session/prompt", PromptRequest(session_id=session_id, prompt=prompt))
+
+    async def notify(self, method: str, params: Any = None) -> None:
+        if method == "session/cancel":
+            plain = to_builtins(params)
+            self.cancelled.append(str(plain.get("sessionId") if isinstance(plain, dict) else None))
+        await super().notify(method, params)
+
+    def turn_marks(self) -> tuple[int, int]:
+        """Where the prompts and cancels sent from now on begin, for ``turns_running``."""
+        return len(self.prompted), len(self.cancelled)
+
+    def turns_running(self, since: tuple[int, int] = (0, 0)) -> list[str]:
+        """The sessions cancelled since ``since`` (``turn_marks``) whose turn may still run: its prompt unanswered
+        (a v1 turn, or a v2 prompt not yet accepted), or (v2) its last state update says running or
+        requires_action. Such a turn (the agent ignored the cancel) goes on sending updates, which must not land
+        in the next check's turn."""
+        cancelled = set(self.cancelled[since[1] :])
+        running = []
+        for rid, session_id, start in self.prompted[since[0] :]:
+            if session_id not in cancelled:
+                continue
+            frames = self.frames[start:]
+            answered = any(f.is_response and f.message is not None and f.message.get("id") == rid for f in frames)
+            states = [f.state() for f in frames if f.session_id == session_id and f.state() is not None]
+            if not answered or (self.version != 1 and states and states[-1] in ("running", "requires_action")):
+                running.append(session_id)
+        return running
+
+    async def turns_ended(self, since: tuple[int, int], grace: float) -> bool:
+        """Whether every turn cancelled since ``since`` has ended, waiting up to ``grace`` seconds for the last
+        ones (a turn the check cancelled just before it returned ends in a moment)."""
+        with anyio.move_on_after(grace):
+            while self.turns_running(since) and not self.eof:
+                await self.wait_for(lambda _: True, grace, self.mark)
+        return not self.turns_running(since)
 
     def is_update(self, session_id: str, *kinds: str) -> Callable[[Frame], bool]:
         def match(frame: Frame) -> bool:

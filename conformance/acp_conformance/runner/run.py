@@ -5,8 +5,9 @@ or v2), its name may select the reference agent's scenario file, ``--auth`` logs
 tells whether the agent refuses sessions for lack of a login (then the checks that need a session are not
 run, and the report says why once). After that ``jobs`` workers take checks from a queue. A worker keeps its
 agent process for the next check (each check opens its own sessions in its own sandbox directory); a check
-that failed, timed out or lost the agent gets the process replaced, so one defect does not spill into the
-next check. Checks marked ``fresh`` (their own ``initialize``) get a process of their own.
+that failed, timed out, lost the agent, or cancelled a turn that still runs a moment later (an agent that
+ignores cancels) gets the process replaced, so one defect does not spill into the next check. Checks marked
+``fresh`` (their own ``initialize``) get a process of their own.
 """
 
 from __future__ import annotations
@@ -348,6 +349,7 @@ class _Run:
         probe.timeout = self.options.wait
         limit = c.time_limit(self.options.wait, self.report.scenarios)
         wire_start = len(probe.wire)
+        turns = probe.turn_marks()
         started = time.monotonic()
         healthy = True
         named: bytes | str | None = None  # the offending line, when the check names it
@@ -375,8 +377,8 @@ class _Run:
             message = "; ".join([message, *ctx.notes])
         if status == "warn":
             message = "; ".join([*ctx.warnings, *([message] if message else [])])
-        if probe.eof:
-            healthy = False
+        if probe.eof or (healthy and not await probe.turns_ended(turns, min(1.0, self.options.wait))):
+            healthy = False  # gone, or a turn of this check still runs (its updates would land in the next check)
         result = self.result(c, status, message, time.monotonic() - started, ctx)
         if status == "fail":
             excerpt_start = min(wire_start, ctx.transcript_from if ctx.transcript_from is not None else wire_start)
