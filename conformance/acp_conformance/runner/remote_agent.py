@@ -24,6 +24,7 @@ import msgspec
 
 from acp_session.errors import RemoteHttpError
 from acp_session.transport import FrameTransport
+from acp_session.transport.framing import expand_blocks
 from acp_session.transport.remote import (
     RemoteCertificateError,
     RemoteDialer,
@@ -148,7 +149,7 @@ class RemoteAgent:
             frames = await self.transport.receive_frames()  # EndOfStream once the connection is gone
             kept: list[bytes] = []
             refused: list[bytes] = []
-            for frame in frames:
+            for frame in expand_blocks(frames):  # a read's block of messages, one each (and routed: split_block)
                 data = self._kept(frame if isinstance(frame, bytes) else getattr(frame, "data", b""), refused)
                 if data is not None:
                     kept.append(data + b"\n")
