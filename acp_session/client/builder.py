@@ -338,7 +338,11 @@ class ClientBuilder:
     # -- handlers --------------------------------------------------------------------------------------------
 
     def on_session_update(self, fn: Callable[[UpdateSessionNotification], Any]) -> ClientBuilder:
-        """Every ``session/update``, in arrival order, including sessions this process has no handle for."""
+        """Every ``session/update``, in arrival order, including sessions this process has no handle for.
+
+        ``fn`` may be a ``BatchUpdateListener``: a run of updates one read brought in then goes to its ``many`` in
+        one call (its ``one`` takes the rest), after the run is tracked and handed to the sessions' own
+        listeners; the order of the updates is kept, ``many`` must not block."""
         self._update = fn
         return self
 
