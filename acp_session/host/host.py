@@ -382,19 +382,28 @@ class Host:
         touched: dict[str, tuple[HostSession, int]] = {}  # session id -> the session, its log's drops before
         current: str | None = None
         session: HostSession | None = None
-        add: Callable[[bytes, bool], int] | None = None
+        run: list[bytes] = []  # the encoded plain updates of ``session`` not logged yet
         for note in notes:
             if note.session_id != current:
+                if run:
+                    assert session is not None
+                    session.log.add_run(run)
+                    run = []
                 current = note.session_id
                 session = sessions.get(current)
-                if session is not None:
-                    add = session.log.add
-                    if current not in touched:
-                        touched[current] = (session, session.log.dropped)
-            if add is None or session is None or kinds.get(type(note.update)) != _PLAIN:
-                self._on_update(note)
+                if session is not None and current not in touched:
+                    touched[current] = (session, session.log.dropped)
+            if session is not None and kinds.get(type(note.update)) == _PLAIN:
+                run.append(_encode(note))
                 continue
-            add(_encode(note), False)
+            if run:
+                assert session is not None
+                session.log.add_run(run)
+                run = []
+            self._on_update(note)
+        if run:
+            assert session is not None
+            session.log.add_run(run)
         if not touched:
             return
         now = _now()
