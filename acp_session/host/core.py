@@ -188,12 +188,18 @@ class UpdateLog:
         stop = min(start + limit, len(entries))
         if stop <= start:
             return [], seq
-        # islice walks the deque from its left end in C; indexing it entry by entry costs as much per entry.
-        if subagents:
-            out = [(number, params) for number, params, _ in islice(entries, start, stop)]
+        # One pass in C from the nearer end of the deque (a live client reads near the newest end).
+        size = len(entries)
+        if size - start < start:
+            wanted = list(islice(reversed(entries), size - stop, size - start))
+            wanted.reverse()
         else:
-            out = [(number, params) for number, params, subagent in islice(entries, start, stop) if not subagent]
-        return out, entries[stop - 1][0]
+            wanted = list(islice(entries, start, stop))
+        if subagents:
+            out = [(number, params) for number, params, _ in wanted]
+        else:
+            out = [(number, params) for number, params, subagent in wanted if not subagent]
+        return out, wanted[-1][0]
 
 
 PERMISSION_METHOD = "session/request_permission"
