@@ -380,6 +380,13 @@ class Host:
         sessions = self.sessions
         kinds = _KINDS
         touched: dict[str, tuple[HostSession, int]] = {}  # session id -> the session, its log's drops before
+        if len({note.session_id for note in notes}) == 1:  # the common run: one session's chunks
+            only = sessions.get(notes[0].session_id)
+            if only is not None and all(kinds.get(kind) == _PLAIN for kind in {type(n.update) for n in notes}):
+                touched[only.session_id] = (only, only.log.dropped)
+                only.log.add_run([_encode(note) for note in notes])
+                self._ran(touched)
+                return
         current: str | None = None
         session: HostSession | None = None
         run: list[bytes] = []  # the encoded plain updates of ``session`` not logged yet
@@ -404,6 +411,11 @@ class Host:
         if run:
             assert session is not None
             session.log.add_run(run)
+        self._ran(touched)
+
+    def _ran(self, touched: dict[str, tuple[HostSession, int]]) -> None:
+        """After a run (``_on_updates``), once for each session it logged updates of: the clock, the attached
+        clients' fell-behind check (``dropped`` is the log's count before the run), the wake."""
         if not touched:
             return
         now = _now()
