@@ -338,11 +338,9 @@ class ClientBuilder:
     # -- handlers --------------------------------------------------------------------------------------------
 
     def on_session_update(self, fn: Callable[[UpdateSessionNotification], Any]) -> ClientBuilder:
-        """Every ``session/update``, in arrival order, including sessions this process has no handle for.
-
-        ``fn`` may be a ``BatchUpdateListener``: a run of updates one read brought in then goes to its ``many`` in
-        one call (its ``one`` takes the rest), after the run is tracked and handed to the sessions' own
-        listeners; the order of the updates is kept, ``many`` must not block."""
+        """Every ``session/update``, in arrival order, including sessions this process has no handle for. A
+        ``BatchUpdateListener`` gets each run one read brought in as ``many(notes)``, after the sessions' own
+        listeners (docs/client.md)."""
         self._update = fn
         return self
 
