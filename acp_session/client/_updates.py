@@ -125,13 +125,22 @@ class UpdateRouting:
         """``receive_update`` for a run of updates that one read brought in: same outcome, same order.
 
         Without an application handler, each stretch of one session's updates is tracked, then handed on in
-        one call (``_hand_run``). With one, updates go note by note (a sync handler with no listeners is
-        called in a tight loop). Returns None, or an awaitable that delivers the rest once the application's
+        one call (``_hand_run``). An application handler that is a ``BatchUpdateListener`` gets the whole run
+        in one call to its ``many`` once every update of it is tracked and handed to the session listeners.
+        With another handler, updates go note by note (a sync handler with no listeners is called in a tight
+        loop). Returns None, or an awaitable that delivers the rest once the application's
         update queue has room.
         """
         fn = self.builder._update
         if fn is None:
             self._track_runs(notes)
+            return None
+        if type(fn) is BatchUpdateListener:  # the whole run to the application in one call, after tracking
+            self._track_runs(notes)
+            try:
+                fn.many(notes)
+            except Exception:
+                self._update_failed("handler")
             return None
         track = self.session_tracks.get(notes[0].session_id)
         if (

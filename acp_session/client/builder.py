@@ -338,7 +338,9 @@ class ClientBuilder:
     # -- handlers --------------------------------------------------------------------------------------------
 
     def on_session_update(self, fn: Callable[[UpdateSessionNotification], Any]) -> ClientBuilder:
-        """Every ``session/update``, in arrival order, including sessions this process has no handle for."""
+        """Every ``session/update``, in arrival order, including sessions this process has no handle for. A
+        ``BatchUpdateListener`` gets each run one read brought in as ``many(notes)``, after the sessions' own
+        listeners (docs/client.md)."""
         self._update = fn
         return self
 

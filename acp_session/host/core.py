@@ -9,6 +9,7 @@ import time
 from collections import deque
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, field
+from itertools import islice, repeat
 from typing import Any, Generic, Literal, TypeVar
 
 from ..schema import unstable as mu
@@ -146,6 +147,17 @@ class UpdateLog:
             self._trim()
         return seq
 
+    def add_run(self, params: list[bytes]) -> None:
+        """``add`` for each of a run of new updates, none a subagent's, in one pass: the same numbers, the same
+        entries kept and dropped (the trim keeps the newest that fit, whether it runs after each or once)."""
+        first = self.last_seq + 1
+        last = self.last_seq = self.last_seq + len(params)
+        entries = self._entries
+        entries.extend(zip(range(first, last + 1), params, repeat(False)))
+        self._bytes += sum(map(len, params))
+        if len(entries) > self.max_entries or self._bytes > self.max_bytes:
+            self._trim()
+
     def _trim(self) -> None:
         entries = self._entries
         while len(entries) > 1 and (len(entries) > self.max_entries or self._bytes > self.max_bytes):
@@ -169,17 +181,25 @@ class UpdateLog:
     def feed(self, seq: int, limit: int, *, subagents: bool) -> tuple[list[tuple[int, bytes]], int]:
         """What one client is sent after ``seq``: at most ``limit`` updates looked at, those marked ``subagent``
         left out unless ``subagents``; with the number of the last one looked at (the client's next cursor)."""
-        out: list[tuple[int, bytes]] = []
-        if not self._entries or seq >= self.last_seq:
-            return out, seq
-        start = max(0, seq + 1 - self._entries[0][0])
-        last = seq
-        for index in range(start, min(start + limit, len(self._entries))):
-            number, params, subagent = self._entries[index]
-            last = number
-            if subagents or not subagent:
-                out.append((number, params))
-        return out, last
+        entries = self._entries
+        if not entries or seq >= self.last_seq:
+            return [], seq
+        start = max(0, seq + 1 - entries[0][0])
+        stop = min(start + limit, len(entries))
+        if stop <= start:
+            return [], seq
+        # One pass in C from the nearer end of the deque (a live client reads near the newest end).
+        size = len(entries)
+        if size - start < start:
+            wanted = list(islice(reversed(entries), size - stop, size - start))
+            wanted.reverse()
+        else:
+            wanted = list(islice(entries, start, stop))
+        if subagents:
+            out = [(number, params) for number, params, _ in wanted]
+        else:
+            out = [(number, params) for number, params, subagent in wanted if not subagent]
+        return out, wanted[-1][0]
 
 
 PERMISSION_METHOD = "session/request_permission"

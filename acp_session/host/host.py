@@ -26,8 +26,9 @@ from ..client.opening import open_new_session, open_resumed_session
 from ..errors import AcpError, ConnectionClosed, InvalidParams, InvalidRequest, ResourceNotFound, RpcError
 from ..schema.types import PromptResponse, UpdateSessionNotification
 from ..server import Server, open_server
+from ..session import BatchUpdateListener
 from .asks import Asks
-from .core import HostSession, PermissionAsk
+from .core import _KINDS, _PLAIN, HostSession, PermissionAsk, _now
 from .events import EventKind, HostEvent
 from .front import serve_client
 from .options import HostOptions
@@ -104,7 +105,7 @@ class Host:
         (unless ``options.elicitation`` is off) form and URL elicitations to the clients, files and commands only
         when allowed."""
         builder = ClientBuilder("acp-session-host", __version__)
-        builder.on_session_update(self._on_update)
+        builder.on_session_update(BatchUpdateListener(self._on_update, self._on_updates))
         builder.on_request_permission(self.asks.on_permission)
         if self.options.elicitation:
             builder.on_elicitation(self.asks.on_elicitation, modes=("form", "url"))
@@ -364,6 +365,72 @@ class Host:
         event = self._changed.pop(session.session_id, None)  # ``wake``, inline
         if event is not None:
             event.set()
+
+    def _on_updates(self, notes: list[UpdateSessionNotification]) -> None:
+        """A run of agent updates that one read brought in (the client's ``BatchUpdateListener.many``): what
+        ``_on_update`` does for each, in order, with the plain updates of a known session (chunks, tool calls:
+        nothing to follow but the log) logged in one loop, and once per session at the run's end the clock,
+        the attached clients' fell-behind check and the wake (nothing else runs meanwhile, so the feeds see the
+        same log). Every other update (a state, a title, a subagent's, an unknown session's) and every update
+        of a host with a store takes ``_on_update`` whole."""
+        if self.store is not None:
+            for note in notes:
+                self._on_update(note)
+            return
+        sessions = self.sessions
+        kinds = _KINDS
+        touched: dict[str, tuple[HostSession, int]] = {}  # session id -> the session, its log's drops before
+        if len({note.session_id for note in notes}) == 1:  # the common run: one session's chunks
+            only = sessions.get(notes[0].session_id)
+            if only is not None and all(kinds.get(kind) == _PLAIN for kind in {type(n.update) for n in notes}):
+                touched[only.session_id] = (only, only.log.dropped)
+                only.log.add_run([_encode(note) for note in notes])
+                self._ran(touched)
+                return
+        current: str | None = None
+        session: HostSession | None = None
+        run: list[bytes] = []  # the encoded plain updates of ``session`` not logged yet
+        for note in notes:
+            if note.session_id != current:
+                if run:
+                    assert session is not None
+                    session.log.add_run(run)
+                    run = []
+                current = note.session_id
+                session = sessions.get(current)
+                if session is not None and current not in touched:
+                    touched[current] = (session, session.log.dropped)
+            if session is not None and kinds.get(type(note.update)) == _PLAIN:
+                run.append(_encode(note))
+                continue
+            if run:
+                assert session is not None
+                session.log.add_run(run)
+                run = []
+            self._on_update(note)
+        if run:
+            assert session is not None
+            session.log.add_run(run)
+        self._ran(touched)
+
+    def _ran(self, touched: dict[str, tuple[HostSession, int]]) -> None:
+        """After a run (``_on_updates``), once for each session it logged updates of: the clock, the attached
+        clients' fell-behind check (``dropped`` is the log's count before the run), the wake."""
+        if not touched:
+            return
+        now = _now()
+        fronts = self._fronts
+        changed = self._changed
+        for session_id, (session, dropped) in touched.items():
+            session.updated_at = now
+            if session.log.dropped != dropped and session.attached:
+                for key in session.attached:
+                    front = fronts.get(key)
+                    if front is not None:
+                        front.check_behind(session)
+            event = changed.pop(session_id, None)  # ``wake``, inline
+            if event is not None:
+                event.set()
 
     def _session_of_other(self, session_id: str) -> HostSession | None:
         """The host's session an update of a session it does not keep goes to: a subagent's root, or a session

@@ -25,6 +25,7 @@ from .hooks import ServerHooks
 __all__ = ["FrameWriter", "text_frame"]
 
 _SHORT = [bytes((0x81, length)) for length in range(126)]
+_MEDIUM = b"\x81\x7e"
 
 
 def text_frame(payload: bytes) -> bytes:
@@ -33,7 +34,7 @@ def text_frame(payload: bytes) -> bytes:
     if length < 126:
         return _SHORT[length] + payload
     if length < 65536:
-        return b"\x81\x7e" + length.to_bytes(2, "big") + payload
+        return _MEDIUM + length.to_bytes(2, "big") + payload
     return b"\x81\x7f" + length.to_bytes(8, "big") + payload
 
 
@@ -113,7 +114,15 @@ class _Hypercorn:
         for frame in frames:
             if not frame.isascii():
                 frame.decode("utf-8")  # what the per-message path does first: invalid UTF-8 fails the same way
-        return b"".join([text_frame(frame) for frame in frames])
+        short, medium = _SHORT, _MEDIUM  # ``text_frame`` inline: one call less per message
+        return b"".join(
+            [
+                short[size] + frame
+                if (size := len(frame)) < 126
+                else (medium + size.to_bytes(2, "big") + frame if size < 65536 else text_frame(frame))
+                for frame in frames
+            ]
+        )
 
     async def write(self, data: bytes) -> None:
         """``data`` down hypercorn's stream, as its own ``websocket.send`` hands down one frame."""

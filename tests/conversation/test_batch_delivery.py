@@ -20,7 +20,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from acp_session import ClientBuilder, Conversation
+from acp_session import BatchUpdateListener, ClientBuilder, Conversation
 from acp_session.conversation.turn import ChatTurn
 from acp_session.schema import AgentMessageChunk, TextContent, UpdateSessionNotification
 
@@ -216,3 +216,46 @@ async def test_an_application_handler_sees_every_update_in_order_even_when_one_c
         texts = [text for sid, text in seen if sid == session_id]
         assert "".join(texts) == expected(session_id).replace("s1100 ", "")
     assert json.dumps(seen)  # plain data only
+
+
+async def test_a_batch_application_handler_takes_each_run_in_one_call_in_order(tmp_path: Path) -> None:
+    """An ``on_session_update`` handler that is a ``BatchUpdateListener`` gets every update, in wire order (runs
+    in ``many``, lone updates in ``one``), each run after the conversations listening have folded it."""
+    agent = tmp_path / "agent.py"
+    agent.write_text(AGENT)
+    seen: list[tuple[str, str]] = []
+    runs: list[int] = []
+    conversations: list[Conversation] = []
+
+    def texts(notes: list[UpdateSessionNotification]) -> list[tuple[str, str]]:
+        out = []
+        for note in notes:
+            update = note.update
+            if type(update) is AgentMessageChunk and type(update.content) is TextContent:
+                out.append((note.session_id, update.content.text))
+        return out
+
+    def one(note: UpdateSessionNotification) -> None:
+        seen.extend(texts([note]))
+
+    def many(notes: list[UpdateSessionNotification]) -> None:
+        runs.append(len(notes))
+        got = texts(notes)
+        for conversation in conversations:  # the run reached the session's listener first
+            mine = "".join(text for sid, text in got if sid == conversation.session_id)
+            assert mine in "".join(b.text for m in conversation.messages() for b in getattr(m, "content", ()))
+        seen.extend(got)
+        if ("s1", "s1100 ") in got:
+            raise RuntimeError("a failing run is logged; later runs still come")
+
+    builder = ClientBuilder("t", "1").on_session_update(BatchUpdateListener(one, many))
+    async with builder.spawn([sys.executable, str(agent)]) as client:
+        conversations += [await client.start_conversation(tmp_path), await client.start_conversation(tmp_path)]
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(conversations[0].chat_to_completion, "go")
+                second = await conversations[1].chat_to_completion("go")
+    assert second.text == expected("s2")
+    assert max(runs) > 1  # the interleaved stream came in runs, each in one call
+    for session_id in ("s1", "s2"):
+        assert "".join(text for sid, text in seen if sid == session_id) == expected(session_id)

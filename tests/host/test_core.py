@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import msgspec
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from acp_session.codec import decoder
 from acp_session.host import HostSession, PermissionAsk, UpdateLog
@@ -85,3 +87,52 @@ def test_subagent_updates_are_marked_and_fed_only_to_clients_that_asked() -> Non
     assert plain == [(1, parent_running)] and last == 3
     assert session.log.feed(1, 1, subagents=False) == ([], 2)  # only skipped ones looked at: the cursor moves
     assert session.log.feed(3, 10, subagents=False) == ([], 3)
+
+
+def _feed_entry_by_entry(log: UpdateLog, seq: int, limit: int, subagents: bool) -> tuple[list[tuple[int, bytes]], int]:
+    """``UpdateLog.feed`` as it was written first, entry by entry: the reference the one-pass feed must match."""
+    entries = list(log._entries)
+    out: list[tuple[int, bytes]] = []
+    if not entries or seq >= log.last_seq:
+        return out, seq
+    start = max(0, seq + 1 - entries[0][0])
+    last = seq
+    for index in range(start, min(start + limit, len(entries))):
+        number, params, subagent = entries[index]
+        last = number
+        if subagents or not subagent:
+            out.append((number, params))
+    return out, last
+
+
+RUNS = st.lists(
+    st.one_of(
+        st.lists(st.binary(min_size=0, max_size=12), min_size=1, max_size=8).map(lambda run: ("run", run)),
+        st.binary(max_size=12).map(lambda one: ("subagent", [one])),
+    ),
+    max_size=12,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(RUNS, st.integers(1, 6), st.integers(1, 40), st.integers(0, 40), st.integers(1, 10), st.booleans())
+def test_a_run_is_logged_as_its_updates_one_by_one_and_fed_alike(
+    runs: list[tuple[str, list[bytes]]],
+    max_entries: int,
+    max_bytes: int,
+    cursor: int,
+    limit: int,
+    subagents: bool,
+) -> None:
+    one, many = UpdateLog(max_entries, max_bytes), UpdateLog(max_entries, max_bytes)
+    for kind, params in runs:
+        if kind == "subagent":
+            one.add(params[0], True)
+            many.add(params[0], True)
+            continue
+        for item in params:
+            one.add(item, False)
+        many.add_run(params)
+    assert list(many._entries) == list(one._entries)
+    assert (many.last_seq, many.dropped, many.size) == (one.last_seq, one.dropped, one.size)
+    assert many.feed(cursor, limit, subagents=subagents) == _feed_entry_by_entry(one, cursor, limit, subagents)
