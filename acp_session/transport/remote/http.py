@@ -554,4 +554,3 @@ def _routes_nothing(data: bytes) -> bool:
     its absence as bytes proves it (the streamed updates). A backslash is looked for first: one byte is a
     ``memchr``, several bytes a slower search, and most updates hold no escape at all."""
     return b'"id"' not in data and (b"\\" not in data or b"\\u" not in data)
-
