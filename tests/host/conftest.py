@@ -18,10 +18,12 @@ from typing import Any, Generic, TypeVar
 
 import anyio
 import pytest
+from anyio.abc import TaskGroup
 
+from acp_session import Conversation
 from tests.interop.conftest import node
 
-__all__ = ["CLI", "REFERENCE_AGENT", "Asked", "Host", "node", "start_host"]
+__all__ = ["CLI", "REFERENCE_AGENT", "Asked", "Host", "node", "start_host", "turn_in"]
 
 CLI = [sys.executable, "-m", "acp_session"]
 REFERENCE_AGENT = f"{sys.executable} -m acp_conformance.agent"
@@ -101,6 +103,17 @@ class Asked(Generic[Request, Answer]):
             self.withdrawn += 1
             raise
         return self.answer
+
+
+def turn_in(tg: TaskGroup, conversation: Conversation, prompt: str) -> list[Any]:
+    """Starts the turn of ``prompt`` in ``tg`` (the test goes on meanwhile); the list gets its reply when it ends."""
+    replies: list[Any] = []
+
+    async def turn() -> None:
+        replies.append(await conversation.chat_to_completion(prompt))
+
+    tg.start_soon(turn)
+    return replies
 
 
 @pytest.fixture

@@ -32,7 +32,7 @@ from acp_session.schema.types import (
 )
 
 from . import conftest
-from .conftest import REFERENCE_AGENT, Host
+from .conftest import REFERENCE_AGENT, Host, turn_in
 
 pytestmark = pytest.mark.anyio
 
@@ -85,12 +85,7 @@ async def test_an_elicitation_goes_to_the_clients_that_offer_its_mode_and_the_fi
             await Conversation.resume(two, session_id, cwd, replay_from=None)
             watching = await Conversation.resume(three, session_id, cwd, replay_from=None)
             async with anyio.create_task_group() as tg:
-                replies: list[Any] = []
-
-                async def turn() -> None:
-                    replies.append(await conversation.chat_to_completion("/elicit"))
-
-                tg.start_soon(turn)
+                replies = turn_in(tg, conversation, "/elicit")
                 await first.came.wait()
                 await second.came.wait()
                 second.go.set()  # the second client declines first: its answer wins, the first's is withdrawn
@@ -127,12 +122,7 @@ async def test_an_elicitation_asked_while_nobody_can_answer_is_asked_again_on_at
             session_id = conversation.session_id
             assert session_id is not None
             async with anyio.create_task_group() as tg:
-                replies: list[Any] = []
-
-                async def turn() -> None:
-                    replies.append(await conversation.chat_to_completion("/elicit"))
-
-                tg.start_soon(turn)
+                replies = turn_in(tg, conversation, "/elicit")
                 await host.event("elicitation_asked", sessionId=session_id)
                 async with _client(later).connect_url(url) as late:
                     await Conversation.resume(late, session_id, cwd, replay_from=None)
@@ -181,12 +171,7 @@ async def test_a_cancelled_turn_withdraws_its_elicitation_from_the_clients(
             conversation = await client.start_conversation(str(tmp_path))
             assert conversation.session_id is not None
             async with anyio.create_task_group() as tg:
-                replies: list[Any] = []
-
-                async def turn() -> None:
-                    replies.append(await conversation.chat_to_completion("/elicit"))
-
-                tg.start_soon(turn)
+                replies = turn_in(tg, conversation, "/elicit")
                 await asked.came.wait()
                 await client.session(conversation.session_id).cancel_active_work()
             # ACP2-024: the agent withdrew the question of the cancelled work; the host withdrew it from the client.

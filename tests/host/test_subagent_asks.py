@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import anyio
 import pytest
@@ -21,7 +20,7 @@ from acp_session import ClientBuilder, Conversation
 from acp_session.schema.types import RequestPermissionRequest
 
 from . import conftest
-from .conftest import Host
+from .conftest import Host, turn_in
 
 pytestmark = pytest.mark.anyio
 
@@ -65,12 +64,7 @@ async def test_a_subagents_permission_goes_to_the_clients_that_asked_for_subagen
             other = await Conversation.resume(two, session_id, cwd, replay_from=None)
             await Conversation.resume(three, session_id, cwd, replay_from=None)
             async with anyio.create_task_group() as tg:
-                replies: list[Any] = []
-
-                async def turn() -> None:
-                    replies.append(await conversation.chat_to_completion("/subagent ask"))
-
-                tg.start_soon(turn)
+                replies = turn_in(tg, conversation, "/subagent ask")
                 await first.came.wait()
                 await second.came.wait()
                 second.go.set()  # the second client answers first: its answer wins, the first's is withdrawn
@@ -102,12 +96,7 @@ async def test_a_subagents_permission_waits_for_a_client_that_can_answer_it(
             session_id = conversation.session_id
             assert session_id is not None
             async with anyio.create_task_group() as tg:
-                replies: list[Any] = []
-
-                async def turn() -> None:
-                    replies.append(await conversation.chat_to_completion("/subagent ask"))
-
-                tg.start_soon(turn)
+                replies = turn_in(tg, conversation, "/subagent ask")
                 await host.event("permission_asked", sessionId=session_id)
                 # Asked again of the client that attaches and can answer it.
                 async with _client(later, subagents=True).connect_url(url) as late:
