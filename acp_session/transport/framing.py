@@ -26,6 +26,7 @@ __all__ = [
     "encode_frames",
     "expand_blocks",
     "has_line_break",
+    "is_utf8",
     "lines_in",
 ]
 
@@ -127,12 +128,13 @@ def check_utf8(frames: list[bytes | OversizedFrame], data: bytes) -> list[Frame]
     if data.isascii() and (type(first) is not bytes or first.isascii()):
         return frames  # type: ignore[return-value]  # list is invariant; the items are fine
     return [
-        frame if type(frame) is not bytes or frame.isascii() or _is_utf8(frame) else InvalidUtf8Frame(frame)
+        frame if type(frame) is not bytes or frame.isascii() or is_utf8(frame) else InvalidUtf8Frame(frame)
         for frame in frames
     ]
 
 
-def _is_utf8(frame: bytes) -> bool:
+def is_utf8(frame: bytes) -> bool:
+    """Whether these bytes decode as UTF-8 (the line transports and the remote ones check received frames)."""
     try:
         frame.decode("utf-8")
     except UnicodeDecodeError:
@@ -299,7 +301,7 @@ class FrameReader:
                 start = data.find(_NL) + 1 if buf else 0
                 end = data.rfind(_NL) + 1
                 block = data if start == 0 and end == len(data) else data[start:end]
-                if block.isascii() or _is_utf8(block):
+                if block.isascii() or is_utf8(block):
                     out: list[Frame] = []
                     if buf:
                         buf += data[: start - 1]

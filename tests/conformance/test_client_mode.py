@@ -18,6 +18,7 @@ from acp_conformance.client_mode.judge import CLIENT_CHECKS
 
 from .broken_client import DEFECTS
 from .doc_tables import results_table
+from .packing import first_fit
 
 ROOT = Path(__file__).resolve().parents[2]
 BROKEN = [sys.executable, str(ROOT / "tests" / "conformance" / "broken_client.py")]
@@ -80,16 +81,12 @@ def _defect_groups() -> list[list[str]]:
     """The defects packed into client runs (as tests/conformance/test_v1_mutants.py packs the agent's modes): a
     defect joins the first group whose defects fail none of its check and decide the exit code as it does, so a
     group's run must fail exactly the union of its defects' checks and exit as each of them alone would."""
-    groups: list[list[str]] = []
-    for defect in sorted(DEFECTS):
-        for group in groups:
-            clash = any(DEFECTS[other] == DEFECTS[defect] or other in ALONE for other in group)
-            if defect not in ALONE and not clash and _exit_code(group) == _exit_code([defect]):
-                group.append(defect)
-                break
-        else:
-            groups.append([defect])
-    return groups
+
+    def joins(group: list[str], defect: str) -> bool:
+        clash = any(DEFECTS[other] == DEFECTS[defect] or other in ALONE for other in group)
+        return defect not in ALONE and not clash and _exit_code(group) == _exit_code([defect])
+
+    return first_fit(sorted(DEFECTS), joins)
 
 
 DEFECT_GROUPS = _defect_groups()

@@ -30,6 +30,7 @@ from acp_session.transport.remote import RemoteDialer
 from tests.remote.conftest import TsServer, ts_server
 from tests.remote_server.conftest import Server, Servers, start_server, tls_files
 
+from .packing import first_fit
 from .test_conformance import REFERENCE_NOT_APPLICABLE
 
 __all__ = ["start_server", "ts_server"]  # the fixtures, shared with tests/remote
@@ -195,21 +196,17 @@ def _broken_groups() -> list[list[str]]:
     packs the agent's modes): a mode joins the first group of its profile whose modes fail or warn on none of its
     rows and that exits as it does (failing, or a partial verdict with warnings alone), so the group's server
     must fail and warn on exactly the union of their rows."""
-    groups: list[list[str]] = []
-    for mode in sorted(BROKEN):
+
+    def joins(group: list[str], mode: str) -> bool:
         profile, failing, warning = BROKEN[mode]
-        for group in groups:
-            rows = set().union(*(BROKEN[other][1] | BROKEN[other][2] for other in group))
-            if (
-                BROKEN[group[0]][0] == profile
-                and not rows & (failing | warning)
-                and bool(BROKEN[group[0]][1]) == bool(failing)
-            ):
-                group.append(mode)
-                break
-        else:
-            groups.append([mode])
-    return groups
+        rows = set().union(*(BROKEN[other][1] | BROKEN[other][2] for other in group))
+        return (
+            BROKEN[group[0]][0] == profile
+            and not rows & (failing | warning)
+            and bool(BROKEN[group[0]][1]) == bool(failing)
+        )
+
+    return first_fit(sorted(BROKEN), joins)
 
 
 BROKEN_GROUPS = _broken_groups()

@@ -26,6 +26,7 @@ from acp_conformance.runner.tiers import CLASSIFICATIONS
 from acp_conformance.runner.verdict import judge
 
 from .doc_tables import documented
+from .packing import first_fit
 from .v1_mutants import BEYOND_KIT_MODES, MUTANTS, UNREACHABLE, Mutant, mutation_table
 
 AGENT = [sys.executable, "-m", "acp_conformance.agent", "--protocol-versions", "1"]
@@ -35,23 +36,19 @@ _WORST = ("FAIL", "PASS", "NOT_TESTED", "SKIPPED")
 
 def _groups() -> list[list[Mutant]]:
     """The modes packed into runs: a mode joins the first run whose modes touch none of its checks."""
-    groups: list[list[Mutant]] = []
-    for mutant in MUTANTS:
+
+    def joins(group: list[Mutant], mutant: Mutant) -> bool:
         touched = set(mutant.fails) | set(mutant.moves)
-        for group in groups:
-            shared = any(
-                touched & (set(other.fails) | set(other.moves))
-                or other.alone
-                or other.auth != mutant.auth
-                or (mutant.hook and other.hook == mutant.hook)
-                for other in group
-            )
-            if not mutant.alone and not shared:
-                group.append(mutant)
-                break
-        else:
-            groups.append([mutant])
-    return groups
+        shared = any(
+            touched & (set(other.fails) | set(other.moves))
+            or other.alone
+            or other.auth != mutant.auth
+            or (mutant.hook and other.hook == mutant.hook)
+            for other in group
+        )
+        return not mutant.alone and not shared
+
+    return first_fit(MUTANTS, joins)
 
 
 GROUPS = _groups()

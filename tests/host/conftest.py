@@ -1,9 +1,10 @@
 """Fixtures for ``acp-session serve``: a real host process on 127.0.0.1 (port 0) in front of a real agent process,
 its URL (the first stdout line) and its events (``--json`` lines, read by a thread), stopped when the test ends;
-its stderr must hold no traceback."""
+its stderr must hold no traceback. Also the helpers the host tests share (``Asked``)."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import signal
@@ -13,13 +14,16 @@ import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
+import anyio
 import pytest
+from anyio.abc import TaskGroup
 
+from acp_session import Conversation
 from tests.interop.conftest import node
 
-__all__ = ["CLI", "REFERENCE_AGENT", "Host", "node", "start_host"]
+__all__ = ["CLI", "REFERENCE_AGENT", "Asked", "Host", "node", "start_host", "turn_in"]
 
 CLI = [sys.executable, "-m", "acp_session"]
 REFERENCE_AGENT = f"{sys.executable} -m acp_conformance.agent"
@@ -33,6 +37,14 @@ class Host:
     stderr_path: Path
     events: list[dict[str, Any]] = field(default_factory=list)
     _cond: threading.Condition = field(default_factory=threading.Condition)
+
+    def url_for(self, profile: str) -> str:
+        """The host's URL for the test's profile: ``http`` (Streamable HTTP) or ``ws`` (WebSocket)."""
+        return self.url if profile == "http" else self.url.replace("http://", "ws://")
+
+    async def event(self, kind: str, count: int = 1, **fields: Any) -> dict[str, Any]:
+        """``wait_for`` from async code (in a thread: the event loop goes on meanwhile)."""
+        return await anyio.to_thread.run_sync(functools.partial(self.wait_for, kind, count, **fields))
 
     def stderr(self) -> str:
         return self.stderr_path.read_text(encoding="utf-8", errors="replace")
@@ -63,6 +75,45 @@ class Host:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+
+
+Request = TypeVar("Request")
+Answer = TypeVar("Answer")
+
+
+class Asked(Generic[Request, Answer]):
+    """A client's handler for the requests the host relays (permission, elicitation): records each request,
+    answers ``answer`` once ``go`` is set (never, when it is not), and counts withdrawals (the handler cancelled)."""
+
+    def __init__(self, answer: Answer, *, wait: bool = False) -> None:
+        self.answer = answer
+        self.requests: list[Request] = []
+        self.withdrawn = 0
+        self.came = anyio.Event()
+        self.go = anyio.Event()
+        if not wait:
+            self.go.set()
+
+    async def __call__(self, request: Request) -> Answer:
+        self.requests.append(request)
+        self.came.set()
+        try:
+            await self.go.wait()
+        except anyio.get_cancelled_exc_class():
+            self.withdrawn += 1
+            raise
+        return self.answer
+
+
+def turn_in(tg: TaskGroup, conversation: Conversation, prompt: str) -> list[Any]:
+    """Starts the turn of ``prompt`` in ``tg`` (the test goes on meanwhile); the list gets its reply when it ends."""
+    replies: list[Any] = []
+
+    async def turn() -> None:
+        replies.append(await conversation.chat_to_completion(prompt))
+
+    tg.start_soon(turn)
+    return replies
 
 
 @pytest.fixture

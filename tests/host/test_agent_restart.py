@@ -6,7 +6,6 @@ the attached client's prompt gets a typed error at once (no hang), and so does a
 
 from __future__ import annotations
 
-import functools
 import os
 import shlex
 import signal
@@ -25,10 +24,6 @@ from acp_session.schema.types import Notice, UpdateSessionNotification
 from .conftest import REFERENCE_AGENT, Host
 
 pytestmark = pytest.mark.anyio
-
-
-async def _event(host: Host, kind: str, count: int = 1, **fields: Any) -> dict[str, Any]:
-    return await anyio.to_thread.run_sync(functools.partial(host.wait_for, kind, count, **fields))
 
 
 def _listening(notices: list[Notice]) -> ClientBuilder:
@@ -50,7 +45,7 @@ async def test_a_killed_agent_is_restarted_and_the_session_goes_on(
 ) -> None:
     store = tmp_path / "agent-sessions.json"  # the reference agent keeps its sessions there, for the next process
     host = start_host(agent=f"{REFERENCE_AGENT} --store {shlex.quote(str(store))}")
-    pid = (await _event(host, "agent_started"))["pid"]
+    pid = (await host.event("agent_started"))["pid"]
     assert isinstance(pid, int)
     cwd = str(tmp_path)
     notices: list[Notice] = []
@@ -67,11 +62,11 @@ async def test_a_killed_agent_is_restarted_and_the_session_goes_on(
                     os.kill(pid, signal.SIGKILL)
             lost = events[-1].response
             assert lost.stop_reason == "error" and lost.error.message == "the agent process exited; the turn is lost"
-            ended = await _event(host, "turn_ended", 2, sessionId=session_id)
+            ended = await host.event("turn_ended", 2, sessionId=session_id)
             assert ended["stopReason"] == "error"
-            exited = await _event(host, "agent_exited")
+            exited = await host.event("agent_exited")
             assert exited["reason"]
-            again = await _event(host, "agent_started", 2)
+            again = await host.event("agent_started", 2)
             assert again["starts"] == 2 and again["pid"] != pid
             await _until(lambda: any(n.title.startswith("The agent was restarted") for n in notices))
             assert notices[0].title.startswith("The agent exited") and notices[0].severity == "warning"
@@ -96,7 +91,7 @@ async def test_an_agent_that_cannot_start_again_is_given_up_plainly(
         ]
     )
     host = start_host("--restart-attempts", "2", agent=agent)
-    pid = (await _event(host, "agent_started"))["pid"]
+    pid = (await host.event("agent_started"))["pid"]
     cwd = str(tmp_path)
     notices: list[Notice] = []
     with anyio.fail_after(90):
@@ -106,7 +101,7 @@ async def test_an_agent_that_cannot_start_again_is_given_up_plainly(
             session_id = conversation.session_id
             assert session_id is not None
             os.kill(pid, signal.SIGKILL)
-            failed = await _event(host, "agent_failed")
+            failed = await host.event("agent_failed")
             assert "could not be started again (2 attempts)" in failed["reason"]
             assert len([e for e in host.events if e["event"] == "agent_started"]) == 1
             await _until(lambda: any(n.title == "The agent is gone" for n in notices))

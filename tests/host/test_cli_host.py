@@ -22,17 +22,13 @@ def _client_env(tmp_path: Path) -> dict[str, str]:
     return {**os.environ, "XDG_STATE_HOME": str(tmp_path / "state"), "PYTHONUNBUFFERED": "1"}
 
 
-def _url(host: Host, profile: str) -> str:
-    return host.url if profile == "http" else host.url.replace("http://", "ws://")
-
-
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])
 @pytest.mark.parametrize("profile", ["http", "ws"])
 def test_a_killed_clients_turn_settles_and_resume_shows_it_once(
     start_host: Callable[..., Host], tmp_path: Path, profile: str, backend: str
 ) -> None:
     host = start_host(backend=backend)
-    url = _url(host, profile)
+    url = host.url_for(profile)
     chat = subprocess.Popen(
         [*CLI, "chat", "--url", url, "/slow 40"],
         stdout=subprocess.PIPE,

@@ -11,7 +11,6 @@ is passed on as it came)."""
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -32,47 +31,23 @@ from acp_session.schema.types import (
     UpdateSessionNotification,
 )
 
-from .conftest import REFERENCE_AGENT, Host
+from . import conftest
+from .conftest import REFERENCE_AGENT, Host, turn_in
 
 pytestmark = pytest.mark.anyio
 
 QUESTION = "What should I call this session?"
 
 
-def _url(host: Host, profile: str) -> str:
-    return host.url if profile == "http" else host.url.replace("http://", "ws://")
-
-
-async def _event(host: Host, kind: str, count: int = 1, **fields: Any) -> dict[str, Any]:
-    return await anyio.to_thread.run_sync(functools.partial(host.wait_for, kind, count, **fields))
-
-
 def _answered(action: str) -> str:
     return f"You answered the question with {action!r}."
 
 
-class Asked:
-    """A client's elicitation handler: records each request, answers ``answer`` once ``go`` is set (never, when it
-    is not), and counts withdrawals (the handler cancelled)."""
+class Asked(conftest.Asked[CreateElicitationRequest, Any]):
+    """An elicitation handler that accepts with a name unless told otherwise."""
 
     def __init__(self, answer: Any = None, *, wait: bool = False) -> None:
-        self.answer = answer if answer is not None else ElicitationAcceptAction(content={"name": "Ada"})
-        self.requests: list[CreateElicitationRequest] = []
-        self.withdrawn = 0
-        self.came = anyio.Event()
-        self.go = anyio.Event()
-        if not wait:
-            self.go.set()
-
-    async def __call__(self, request: CreateElicitationRequest) -> Any:
-        self.requests.append(request)
-        self.came.set()
-        try:
-            await self.go.wait()
-        except anyio.get_cancelled_exc_class():
-            self.withdrawn += 1
-            raise
-        return self.answer
+        super().__init__(answer if answer is not None else ElicitationAcceptAction(content={"name": "Ada"}), wait=wait)
 
 
 def _client(asked: Asked | None, states: list[str] | None = None) -> ClientBuilder:
@@ -94,7 +69,7 @@ async def test_an_elicitation_goes_to_the_clients_that_offer_its_mode_and_the_fi
     start_host: Callable[..., Host], tmp_path: Path, profile: str, anyio_backend: str
 ) -> None:
     host = start_host(backend=anyio_backend)
-    url = _url(host, profile)
+    url = host.url_for(profile)
     cwd = str(tmp_path)
     first, second = Asked(wait=True), Asked(ElicitationDeclineAction(), wait=True)
     states: list[str] = []
@@ -110,12 +85,7 @@ async def test_an_elicitation_goes_to_the_clients_that_offer_its_mode_and_the_fi
             await Conversation.resume(two, session_id, cwd, replay_from=None)
             watching = await Conversation.resume(three, session_id, cwd, replay_from=None)
             async with anyio.create_task_group() as tg:
-                replies: list[Any] = []
-
-                async def turn() -> None:
-                    replies.append(await conversation.chat_to_completion("/elicit"))
-
-                tg.start_soon(turn)
+                replies = turn_in(tg, conversation, "/elicit")
                 await first.came.wait()
                 await second.came.wait()
                 second.go.set()  # the second client declines first: its answer wins, the first's is withdrawn
@@ -142,7 +112,7 @@ async def test_an_elicitation_asked_while_nobody_can_answer_is_asked_again_on_at
     start_host: Callable[..., Host], tmp_path: Path, profile: str, anyio_backend: str
 ) -> None:
     host = start_host(backend=anyio_backend)
-    url = _url(host, profile)
+    url = host.url_for(profile)
     cwd = str(tmp_path)
     # ACP2-089: an action the host does not know reaches the agent as the client sent it.
     later = Asked(UnknownCreateElicitationResponse({"action": "_snoozed", "until": "tomorrow"}))
@@ -152,13 +122,8 @@ async def test_an_elicitation_asked_while_nobody_can_answer_is_asked_again_on_at
             session_id = conversation.session_id
             assert session_id is not None
             async with anyio.create_task_group() as tg:
-                replies: list[Any] = []
-
-                async def turn() -> None:
-                    replies.append(await conversation.chat_to_completion("/elicit"))
-
-                tg.start_soon(turn)
-                await _event(host, "elicitation_asked", sessionId=session_id)
+                replies = turn_in(tg, conversation, "/elicit")
+                await host.event("elicitation_asked", sessionId=session_id)
                 async with _client(later).connect_url(url) as late:
                     await Conversation.resume(late, session_id, cwd, replay_from=None)
                     await later.came.wait()
@@ -206,12 +171,7 @@ async def test_a_cancelled_turn_withdraws_its_elicitation_from_the_clients(
             conversation = await client.start_conversation(str(tmp_path))
             assert conversation.session_id is not None
             async with anyio.create_task_group() as tg:
-                replies: list[Any] = []
-
-                async def turn() -> None:
-                    replies.append(await conversation.chat_to_completion("/elicit"))
-
-                tg.start_soon(turn)
+                replies = turn_in(tg, conversation, "/elicit")
                 await asked.came.wait()
                 await client.session(conversation.session_id).cancel_active_work()
             # ACP2-024: the agent withdrew the question of the cancelled work; the host withdrew it from the client.
@@ -242,7 +202,7 @@ async def test_a_v1_client_is_asked_a_v2_agents_elicitation(
     assert host.wait_for("agent_started")["protocolVersion"] == 2
     asked = Asked()
     with anyio.fail_after(60):
-        async with _client(asked).protocol_versions(1).connect_url(_url(host, profile)) as client:
+        async with _client(asked).protocol_versions(1).connect_url(host.url_for(profile)) as client:
             assert client.protocol.version == 1
             conversation = await client.start_conversation(str(tmp_path))
             reply = await conversation.chat_to_completion("/elicit")
@@ -258,7 +218,7 @@ async def test_a_url_elicitation_and_its_completion_reach_the_clients_that_take_
     """``/elicit url``: the URL elicitation goes to the client that offers URL mode (not to the one that offers
     only forms), and the agent's ``elicitation/complete`` for it reaches that client."""
     host = start_host(backend=anyio_backend)
-    url = _url(host, profile)
+    url = host.url_for(profile)
     cwd = str(tmp_path)
     urls, forms = Asked(), Asked()
     completed: list[CompleteElicitationNotification] = []

@@ -7,14 +7,12 @@ backend."""
 
 from __future__ import annotations
 
-import functools
 import os
 import shlex
 import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import anyio
 import pytest
@@ -29,20 +27,12 @@ from .conftest import REFERENCE_AGENT, Host
 pytestmark = pytest.mark.anyio
 
 
-def _url(host: Host, profile: str) -> str:
-    return host.url if profile == "http" else host.url.replace("http://", "ws://")
-
-
-async def _event(host: Host, kind: str, count: int = 1, **fields: Any) -> dict[str, Any]:
-    return await anyio.to_thread.run_sync(functools.partial(host.wait_for, kind, count, **fields))
-
-
 @pytest.mark.parametrize("profile", ["http", "ws"])
 async def test_mcp_servers_given_on_resume_reach_the_agent(
     start_host: Callable[..., Host], tmp_path: Path, profile: str, anyio_backend: str
 ) -> None:
     host = start_host(backend=anyio_backend)
-    url = _url(host, profile)
+    url = host.url_for(profile)
     cwd = str(tmp_path)
     echo = stdio_server("echo", sys.executable, [ECHO_SERVER, "stdio"], {"MCP_TEST_GREETING": "from the resume"})
     with anyio.fail_after(90):
@@ -74,7 +64,7 @@ async def test_mcp_servers_given_on_a_v1_clients_load_reach_the_agent(
 ) -> None:
     """A version 1 client (and agent): ``session/load`` with ``mcpServers`` gives the session its servers."""
     host = start_host(agent=f"{REFERENCE_AGENT} --protocol-versions 1", backend=anyio_backend)
-    url = _url(host, profile)
+    url = host.url_for(profile)
     cwd = str(tmp_path)
     echo = stdio_server("echo", sys.executable, [ECHO_SERVER, "stdio"], {"MCP_TEST_GREETING": "from the load"})
     with anyio.fail_after(90):
@@ -100,7 +90,7 @@ async def test_a_restarted_agent_gets_each_sessions_mcp_servers_back(
     (the reference agent keeps its sessions in its ``--store`` file, but not their MCP servers)."""
     store = tmp_path / "agent-sessions.json"
     host = start_host(agent=f"{REFERENCE_AGENT} --store {shlex.quote(str(store))}", backend=anyio_backend)
-    pid = (await _event(host, "agent_started"))["pid"]
+    pid = (await host.event("agent_started"))["pid"]
     cwd = str(tmp_path)
     echo = stdio_server("echo", sys.executable, [ECHO_SERVER, "stdio"], {"MCP_TEST_GREETING": "from session/new"})
     restarted = anyio.Event()
@@ -116,7 +106,7 @@ async def test_a_restarted_agent_gets_each_sessions_mcp_servers_back(
             ask = mcp_prompt("echo", "whoami", {})
             assert (await conversation.chat_to_completion(ask)).text == "echo.whoami: from session/new"
             os.kill(pid, signal.SIGKILL)
-            again = await _event(host, "agent_started", 2)
+            again = await host.event("agent_started", 2)
             assert again["pid"] != pid
             await restarted.wait()
             reply = await conversation.chat_to_completion(ask)

@@ -10,10 +10,8 @@ Over Streamable HTTP and WebSocket, the host on the test's backend."""
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import anyio
 import pytest
@@ -21,7 +19,8 @@ import pytest
 from acp_session import ClientBuilder, Conversation
 from acp_session.schema.types import RequestPermissionRequest
 
-from .conftest import Host
+from . import conftest
+from .conftest import Host, turn_in
 
 pytestmark = pytest.mark.anyio
 
@@ -29,36 +28,11 @@ ALLOWED = "The subagent found 2 files."
 NOT_ALLOWED = "The subagent was not allowed to list the files."
 
 
-def _url(host: Host, profile: str) -> str:
-    return host.url if profile == "http" else host.url.replace("http://", "ws://")
-
-
-async def _event(host: Host, kind: str, count: int = 1, **fields: Any) -> dict[str, Any]:
-    return await anyio.to_thread.run_sync(functools.partial(host.wait_for, kind, count, **fields))
-
-
-class Asked:
-    """A client's permission handler: records each request; answers ``answer`` once ``go`` is set (never, when
-    it is not), and records a withdrawal (the handler cancelled)."""
+class Asked(conftest.Asked[RequestPermissionRequest, str]):
+    """A permission handler that allows once unless told otherwise."""
 
     def __init__(self, answer: str = "allow-once", *, wait: bool = False) -> None:
-        self.answer = answer
-        self.requests: list[RequestPermissionRequest] = []
-        self.withdrawn = 0
-        self.came = anyio.Event()
-        self.go = anyio.Event()
-        if not wait:
-            self.go.set()
-
-    async def __call__(self, request: RequestPermissionRequest) -> str:
-        self.requests.append(request)
-        self.came.set()
-        try:
-            await self.go.wait()
-        except anyio.get_cancelled_exc_class():
-            self.withdrawn += 1
-            raise
-        return self.answer
+        super().__init__(answer, wait=wait)
 
 
 def _client(asked: Asked, *, subagents: bool) -> ClientBuilder:
@@ -75,7 +49,7 @@ async def test_a_subagents_permission_goes_to_the_clients_that_asked_for_subagen
     start_host: Callable[..., Host], tmp_path: Path, profile: str, anyio_backend: str
 ) -> None:
     host = start_host(backend=anyio_backend)
-    url = _url(host, profile)
+    url = host.url_for(profile)
     cwd = str(tmp_path)
     first, second, plain = Asked(wait=True), Asked(wait=True), Asked()
     with anyio.fail_after(90):
@@ -90,12 +64,7 @@ async def test_a_subagents_permission_goes_to_the_clients_that_asked_for_subagen
             other = await Conversation.resume(two, session_id, cwd, replay_from=None)
             await Conversation.resume(three, session_id, cwd, replay_from=None)
             async with anyio.create_task_group() as tg:
-                replies: list[Any] = []
-
-                async def turn() -> None:
-                    replies.append(await conversation.chat_to_completion("/subagent ask"))
-
-                tg.start_soon(turn)
+                replies = turn_in(tg, conversation, "/subagent ask")
                 await first.came.wait()
                 await second.came.wait()
                 second.go.set()  # the second client answers first: its answer wins, the first's is withdrawn
@@ -118,7 +87,7 @@ async def test_a_subagents_permission_waits_for_a_client_that_can_answer_it(
     start_host: Callable[..., Host], tmp_path: Path, profile: str, anyio_backend: str
 ) -> None:
     host = start_host(backend=anyio_backend)
-    url = _url(host, profile)
+    url = host.url_for(profile)
     cwd = str(tmp_path)
     plain, later = Asked(), Asked("reject-once")
     with anyio.fail_after(90):
@@ -127,13 +96,8 @@ async def test_a_subagents_permission_waits_for_a_client_that_can_answer_it(
             session_id = conversation.session_id
             assert session_id is not None
             async with anyio.create_task_group() as tg:
-                replies: list[Any] = []
-
-                async def turn() -> None:
-                    replies.append(await conversation.chat_to_completion("/subagent ask"))
-
-                tg.start_soon(turn)
-                await _event(host, "permission_asked", sessionId=session_id)
+                replies = turn_in(tg, conversation, "/subagent ask")
+                await host.event("permission_asked", sessionId=session_id)
                 # Asked again of the client that attaches and can answer it.
                 async with _client(later, subagents=True).connect_url(url) as late:
                     watching = await Conversation.resume(late, session_id, cwd)
@@ -167,7 +131,7 @@ async def test_cancelling_a_subagent_alone_leaves_the_parents_turn_going(
     start_host: Callable[..., Host], tmp_path: Path, profile: str, anyio_backend: str
 ) -> None:
     host = start_host(backend=anyio_backend)
-    url = _url(host, profile)
+    url = host.url_for(profile)
     with anyio.fail_after(20):  # the child works 30 s unless cancelled
         async with ClientBuilder("sub-cancel", "1.0").with_subagents().connect_url(url) as client:
             conversation = await client.start_conversation(str(tmp_path))

@@ -24,10 +24,6 @@ SUBAGENT_KINDS = {"subagent_update", "session_message", "session_message_chunk"}
 SUMMARY = "The subagent found 2 files."
 
 
-def _url(host: Host, profile: str) -> str:
-    return host.url if profile == "http" else host.url.replace("http://", "ws://")
-
-
 class Seen(list[dict[str, Any]]):
     """Every ``session/update`` a client got, as JSON; ``until`` waits for one that matches."""
 
@@ -91,7 +87,7 @@ async def test_subagents_live_on_replay_and_only_to_clients_that_asked(
     start_host: Callable[..., Host], tmp_path: Path, profile: str, anyio_backend: str
 ) -> None:
     host = start_host(backend=anyio_backend)
-    url = _url(host, profile)
+    url = host.url_for(profile)
     cwd = str(tmp_path)
     live, plain = Seen(), Seen()
     with anyio.fail_after(90):

@@ -36,10 +36,6 @@ V1_KINDS = {
 }
 
 
-def _url(host: Host, profile: str) -> str:
-    return host.url if profile == "http" else host.url.replace("http://", "ws://")
-
-
 def _v1_client() -> ClientBuilder:
     return ClientBuilder("v1-editor", "1.0").protocol_versions(1)
 
@@ -53,7 +49,7 @@ async def test_a_v1_client_turn_then_a_load_replays_it(
     assert host.wait_for("agent_started")["protocolVersion"] == agent_version
     cwd = str(tmp_path)
     with anyio.fail_after(60):
-        async with _v1_client().connect_url(_url(host, profile)) as client:
+        async with _v1_client().connect_url(host.url_for(profile)) as client:
             assert client.protocol.version == 1
             conversation = await client.start_conversation(cwd)
             reply = await conversation.chat_to_completion("/slow 5")
@@ -63,7 +59,7 @@ async def test_a_v1_client_turn_then_a_load_replays_it(
             assert session_id is not None
             first = [m.text for m in conversation.messages()]
         host.wait_for("turn_ended", sessionId=session_id)
-        async with _v1_client().connect_url(_url(host, profile)) as client:
+        async with _v1_client().connect_url(host.url_for(profile)) as client:
             assert client.protocol.version == 1
             loaded = await Conversation.resume(client, session_id, cwd)
             assert [m.text for m in loaded.messages()] == first

@@ -10,6 +10,7 @@ import dataclasses
 import json
 import subprocess
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -66,30 +67,30 @@ def start_ts_server(node: str, tmp_path: Path, *extra: str) -> TsServer:
     return TsServer(line, process, record)
 
 
+@contextmanager
+def _running_ts_server(node: str, directory: Path) -> Iterator[TsServer]:
+    """A TS server started in ``directory``, killed if still running at the end and its pipes closed."""
+    server = start_ts_server(node, directory)
+    try:
+        yield server
+    finally:
+        if server.process.poll() is None:
+            server.kill()
+        for stream in (server.process.stdout, server.process.stderr):
+            if stream is not None:
+                stream.close()
+
+
 @pytest.fixture(scope="module")
 def shared_ts_server(node: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[TsServer]:
     """One TS server for a whole module, for modules whose tests each open connections and sessions of their own
     and do not stop it (they override ``ts_server`` with ``shared_ts_server.view()``): a node start is most of
     such a test's CPU."""
-    server = start_ts_server(node, tmp_path_factory.mktemp("ts-server"))
-    try:
+    with _running_ts_server(node, tmp_path_factory.mktemp("ts-server")) as server:
         yield server
-    finally:
-        if server.process.poll() is None:
-            server.kill()
-        for stream in (server.process.stdout, server.process.stderr):
-            if stream is not None:
-                stream.close()
 
 
 @pytest.fixture
 def ts_server(node: str, tmp_path: Path) -> Iterator[TsServer]:
-    server = start_ts_server(node, tmp_path)
-    try:
+    with _running_ts_server(node, tmp_path) as server:
         yield server
-    finally:
-        if server.process.poll() is None:
-            server.kill()
-        for stream in (server.process.stdout, server.process.stderr):
-            if stream is not None:
-                stream.close()

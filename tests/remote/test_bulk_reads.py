@@ -161,6 +161,20 @@ def ws_server(burst: Any) -> Any:
     return handle
 
 
+async def _bad_frames_of(burst: Any, session_id: str) -> int:
+    """A WebSocket client's bad frames once it read the seven of ``burst`` (initialize's answer first), after its
+    ``session/new`` came back with ``session_id``."""
+    async with serve(ws_server(burst)) as served:
+        with anyio.fail_after(20):
+            url = served.url.replace("http://", "ws://")
+            async with ClientBuilder().connect_url(url, limits=LIMITS) as client:
+                conversation = await client.start_conversation("/")
+                assert conversation.session_id == session_id
+                while client.rpc.frames_read < 7:
+                    await anyio.sleep(0.01)
+                return client.rpc.bad_frames
+
+
 async def test_a_websocket_read_with_a_message_over_several_lines_is_delivered_message_by_message() -> None:
     """One read of many text frames, the answer among them pretty-printed (JSON may spread over lines; a text
     frame may carry that): no block can hold it, and every message arrives whole."""
@@ -170,15 +184,7 @@ async def test_a_websocket_read_with_a_message_over_several_lines_is_delivered_m
         assert b"\n" in spread
         return b"".join(ws_text(m) for m in [note(0), note(1), note(2), spread, note(3), note(4)])
 
-    async with serve(ws_server(burst)) as served:
-        with anyio.fail_after(20):
-            url = served.url.replace("http://", "ws://")
-            async with ClientBuilder().connect_url(url, limits=LIMITS) as client:
-                conversation = await client.start_conversation("/")
-                assert conversation.session_id == "ws-1"
-                while client.rpc.frames_read < 7:
-                    await anyio.sleep(0.01)
-                assert client.rpc.bad_frames == 0
+    assert await _bad_frames_of(burst, "ws-1") == 0
 
 
 async def test_a_websocket_read_with_an_oversized_message_reports_it_and_delivers_the_rest() -> None:
@@ -187,15 +193,7 @@ async def test_a_websocket_read_with_an_oversized_message_reports_it_and_deliver
         messages = [note(0), note(1), big, note(2), answer(request_id, "ws-2"), note(3)]
         return b"".join(ws_text(m) for m in messages)
 
-    async with serve(ws_server(burst)) as served:
-        with anyio.fail_after(20):
-            url = served.url.replace("http://", "ws://")
-            async with ClientBuilder().connect_url(url, limits=LIMITS) as client:
-                conversation = await client.start_conversation("/")
-                assert conversation.session_id == "ws-2"
-                while client.rpc.frames_read < 7:
-                    await anyio.sleep(0.01)
-                assert client.rpc.bad_frames == 1
+    assert await _bad_frames_of(burst, "ws-2") == 1
 
 
 def test_a_websocket_block_only_of_single_line_messages() -> None:

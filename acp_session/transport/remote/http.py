@@ -27,7 +27,7 @@ from anyio.abc import TaskGroup
 
 from ...errors import RemoteHttpError
 from ..base import PeerExit
-from ..framing import Frame, LineBlock, OversizedFrame, check_utf8
+from ..framing import Frame, LineBlock, OversizedFrame, check_utf8, is_utf8
 from .client import RemoteClients, describe, import_httpx, read_bounded, transport_error
 from .errors import RemoteProtocolError, RemoteTransportError
 from .headers import CONNECTION_ID, SESSION_ID
@@ -415,7 +415,7 @@ class HttpFrames:
                     frames += self._each(single, stream_session)
                     single = []
                 data = item.data
-                if data.isascii() or _is_utf8(data):
+                if data.isascii() or is_utf8(data):
                     frames.append(LineBlock(data, item.count, partial(self._note_all, stream_session)))
                     size += item.count - 1
                 else:
@@ -554,11 +554,3 @@ def _routes_nothing(data: bytes) -> bool:
     its absence as bytes proves it (the streamed updates). A backslash is looked for first: one byte is a
     ``memchr``, several bytes a slower search, and most updates hold no escape at all."""
     return b'"id"' not in data and (b"\\" not in data or b"\\u" not in data)
-
-
-def _is_utf8(data: bytes) -> bool:
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return True
