@@ -220,9 +220,22 @@ async def test_an_application_handler_sees_every_update_in_order_even_when_one_c
 
 async def test_a_batch_application_handler_takes_each_run_in_one_call_in_order(tmp_path: Path) -> None:
     """An ``on_session_update`` handler that is a ``BatchUpdateListener`` gets every update, in wire order (runs
-    in ``many``, lone updates in ``one``), each run after the conversations listening have folded it."""
+    in ``many``, lone updates in ``one``), each run after the conversations listening have folded it.
+
+    A read's run goes to ``many`` when nothing is queued ahead of it in the reader (``rpc.reading``); on a busy
+    machine a handler call still queued from the turn's start can send a whole turn note by note (correct, in
+    order, through ``one``), so the turn is tried up to three times for one that came in runs."""
     agent = tmp_path / "agent.py"
     agent.write_text(AGENT)
+    for _ in range(3):
+        runs = await _batch_turn(agent, tmp_path)
+        if runs and max(runs) > 1:
+            break
+    assert runs and max(runs) > 1  # the interleaved stream came in runs, each in one call
+
+
+async def _batch_turn(agent: Path, tmp_path: Path) -> list[int]:
+    """Both sessions' turns through a ``BatchUpdateListener``, every update checked: the sizes of the runs."""
     seen: list[tuple[str, str]] = []
     runs: list[int] = []
     conversations: list[Conversation] = []
@@ -256,6 +269,6 @@ async def test_a_batch_application_handler_takes_each_run_in_one_call_in_order(t
                 tg.start_soon(conversations[0].chat_to_completion, "go")
                 second = await conversations[1].chat_to_completion("go")
     assert second.text == expected("s2")
-    assert max(runs) > 1  # the interleaved stream came in runs, each in one call
     for session_id in ("s1", "s2"):
         assert "".join(text for sid, text in seen if sid == session_id) == expected(session_id)
+    return runs
